@@ -1,0 +1,236 @@
+"""The user-facing entry points: :func:`certify` and :func:`verify`."""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import math
+import time
+from dataclasses import dataclass, field
+from os import PathLike
+from typing import Any
+
+import numpy as np
+
+from sparsecert._version import __version__
+
+__all__ = ["certify", "verify", "CertifyResult"]
+
+_CLASSIFICATION = ("logistic", "squared_hinge")
+
+
+@dataclass
+class CertifyResult:
+    """A certified k-sparse model.
+
+    Attributes
+    ----------
+    coef : numpy.ndarray
+        Coefficients (length p), at most ``k`` non-zeros.
+    intercept : float
+        Unpenalised intercept (0 unless ``fit_intercept``).
+    support : tuple of int
+        Indices of the non-zeros.
+    objective : float
+        ``sum_i loss(y_i, x_i^T coef + intercept) + lambda2 ||coef||^2`` (the upper bound).
+    lower_bound : float
+        Proven lower bound on the optimum (min over the tree's leaves).
+    gap : float
+        Relative gap ``(objective - lower_bound) / max(1, |objective|)``.
+    absolute_gap : float
+    status : str
+        ``"optimal"`` (gap within ``rel_gap``), ``"time_limit"``, ``"node_limit"``,
+        ``"interrupted"``, or ``"gap_not_closed"`` (tree exhausted, leaves' bounds short of the
+        tolerance: never expected, reported honestly).
+    n_nodes : int
+    time : float
+        Wall time in seconds (heuristics, search and certificate).
+    certificate : sparsecert.certify.Certificate
+        The independently checkable proof; :meth:`save` writes it.
+    search : sparsecert.bnb.SearchResult
+        The engine's record (tree, progress history).
+    """
+
+    coef: np.ndarray
+    intercept: float
+    support: tuple[int, ...]
+    objective: float
+    lower_bound: float
+    gap: float
+    absolute_gap: float
+    status: str
+    n_nodes: int
+    time: float
+    certificate: Any = field(repr=False)
+    search: Any = field(repr=False)
+
+    def save(self, path: str | PathLike) -> None:
+        """Write the certificate (JSON + ``.npz`` sidecar)."""
+        self.certificate.save(path)
+
+    def summary(self) -> str:
+        """A few human-readable lines."""
+        return (f"status: {self.status}\nobjective (upper bound): {self.objective:.10g}\n"
+                f"lower bound: {self.lower_bound:.10g}\nrelative gap: {self.gap:.3e}\n"
+                f"support ({len(self.support)}): {list(self.support)}\n"
+                f"intercept: {self.intercept:.6g}\nnodes: {self.n_nodes}\n"
+                f"time: {self.time:.2f} s")
+
+
+def _label_pair(y: np.ndarray, loss: str) -> list[float] | None:
+    if loss not in _CLASSIFICATION:
+        return None
+    vals = np.unique(y)
+    if vals.size != 2:
+        raise ValueError(f"loss={loss!r} needs binary labels; y has {vals.size} distinct values")
+    return [float(vals[0]), float(vals[1])]
+
+
+def _objective_raw(X, y_used, loss, lambda2, coef, intercept) -> float:
+    from sparsecert.solvers.heuristics import loss_derivatives
+
+    val, _, _ = loss_derivatives(loss, X @ coef + intercept, y_used)
+    return val + lambda2 * float(coef @ coef)
+
+
+def certify(X, y, k: int, lambda2: float, loss: str = "squared", max_abs_coef: float | None = None,
+            fit_intercept: bool = False, rel_gap: float = 1e-4, time_limit: float | None = None,
+            n_jobs: int = 1, verbose: int = 1, *, node_limit: int | None = None,
+            abs_gap: float = 1e-9, eig_shift: float | str | None = "auto",
+            executor: cf.Executor | None = None, backend: str = "threads",
+            node_selection: str | None = None, branching: str | None = None,
+            batch_size: int | None = None, log=None) -> CertifyResult:
+    """Solve a k-sparse GLM to certified optimality.
+
+    Minimises ``sum_i loss(y_i, x_i^T b + c) + lambda2 ||b||^2`` subject to ``||b||_0 <= k``
+    (and ``|b_j| <= max_abs_coef``), by branch and bound over the perspective relaxation, and
+    returns the model with a certificate that :func:`verify` re-checks without the solver.
+
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, n_features)
+    y : array-like of shape (n_samples,)
+        Targets; for ``"logistic"``/``"squared_hinge"`` two distinct numeric labels (the smaller
+        is mapped to -1); for ``"poisson"`` non-negative counts.
+    k : int
+        Maximum number of non-zero coefficients (1 <= k <= n_features).
+    lambda2 : float
+        Ridge weight, > 0.
+    loss : {"squared", "logistic", "squared_hinge", "poisson"}
+    max_abs_coef : float, optional
+        Box ``|b_j| <= M``.
+    fit_intercept : bool
+        Unpenalised intercept, not counted in ``k`` (least squares: exact by centring).
+    rel_gap : float
+        Target relative gap ``(UB - LB) / max(1, |UB|)`` (default 1e-4).
+    time_limit : float, optional
+        Seconds; on expiry the best model is returned with status ``"time_limit"`` and a
+        certificate of the bound reached.
+    n_jobs : int
+        Parallel node evaluations (threads by default; -1 for all cores).
+    verbose : int
+        0 silent; 1 a progress line every 5 seconds.
+    node_limit : int, optional
+        Maximum number of evaluated nodes.
+    abs_gap : float
+        Absolute gap tolerance.
+    eig_shift : float, "auto" or None
+        Least squares only: the eigenvalue shift of the stronger relaxation ("auto": a safe
+        value below the smallest eigenvalue of ``X^T X``, proven by a Cholesky factorisation).
+    executor : concurrent.futures.Executor, optional
+        Evaluate nodes on this executor (processes, MPI, Dask); the certificate is the same.
+    backend : {"threads", "processes"}
+        The engine's own executor when ``n_jobs > 1``.
+    node_selection, branching, batch_size : optional
+        Engine settings (see :class:`sparsecert.bnb.BnBSettings`).
+    log : callable, optional
+        Receives the progress lines (default: standard output).
+
+    Returns
+    -------
+    CertifyResult
+    """
+    from sparsecert.bnb import BnBSettings, BranchAndBound
+    from sparsecert.certify import Certificate
+    from sparsecert.solvers.perspective import RelaxationProblem
+
+    t0 = time.perf_counter()
+    if loss != "squared" and eig_shift == "auto":
+        eig_shift = None
+    prob = RelaxationProblem.from_data(X, y, lambda2, loss=loss, max_abs_coef=max_abs_coef,
+                                       eig_shift=eig_shift, fit_intercept=fit_intercept)
+    X_raw = np.asarray(X, dtype=float)
+    y_raw = np.asarray(y, dtype=float)
+    labels = _label_pair(y_raw, loss)
+    if isinstance(k, bool) or not isinstance(k, int | np.integer):
+        raise ValueError(f"k must be an integer, got {k!r}")
+    settings = BnBSettings(rel_gap=rel_gap, abs_gap=abs_gap, time_limit=time_limit,
+                           node_limit=node_limit)
+    if node_selection is not None:
+        settings.node_selection = node_selection
+    if branching is not None:
+        settings.branching = branching
+    if batch_size is not None:
+        settings.batch_size = batch_size
+    engine = BranchAndBound(prob, int(k), settings, n_jobs=n_jobs, executor=executor,
+                            backend=backend, verbose=verbose, log=log)
+    res = engine.run()
+
+    coef = res.coef.copy()
+    intercept = float(res.intercept)
+    if fit_intercept and loss == "squared":
+        intercept = float(prob.y_mean - prob.x_mean @ coef)
+    y_used = y_raw if labels is None else np.where(y_raw == labels[1], 1.0, -1.0)
+    objective = _objective_raw(X_raw, y_used, loss, float(lambda2), coef, intercept)
+    lower = min(float(res.lower_bound), objective)
+    abs_gap_v = max(0.0, objective - lower)
+    gap = abs_gap_v / max(1.0, abs(objective))
+
+    nodes = []
+    for nd in res.nodes:
+        bound = nd.lower_bound if math.isfinite(nd.lower_bound) else None
+        is_leaf = not nd.children
+        nodes.append(dict(id=nd.id, parent=nd.parent, branch_var=nd.branch_var,
+                          branch_value=nd.branch_value, status=nd.status,
+                          bound=bound if is_leaf else None,
+                          witness=nd.witness if is_leaf else None))
+    cert = Certificate.build(
+        X_raw, y_raw,
+        problem=dict(loss=loss, k=int(k), lambda2=float(lambda2),
+                     max_abs_coef=None if max_abs_coef is None else float(max_abs_coef),
+                     fit_intercept=bool(fit_intercept), labels=labels),
+        incumbent=dict(coef=coef, intercept=intercept, objective=objective),
+        bounds=dict(lower_bound=lower, upper_bound=objective, status=res.status,
+                    rel_gap_tol=float(rel_gap), abs_gap_tol=float(abs_gap)),
+        eig_shift=float(prob.mu),
+        nodes=nodes,
+        producer=dict(settings=res.settings, elapsed=res.time, n_jobs=int(n_jobs),
+                      executor="user" if executor is not None else
+                      ("serial" if n_jobs == 1 else backend),
+                      package_version=__version__))
+    return CertifyResult(coef=coef, intercept=intercept, support=tuple(res.support),
+                         objective=objective, lower_bound=lower, gap=gap,
+                         absolute_gap=abs_gap_v, status=res.status, n_nodes=res.n_nodes,
+                         time=time.perf_counter() - t0, certificate=cert, search=res)
+
+
+def verify(path, X, y, rel_gap: float | None = None):
+    """Re-check a certificate against the data with the standalone verifier.
+
+    Parameters
+    ----------
+    path : str, path-like, Certificate or dict
+        The certificate (JSON path with its ``.npz`` sidecar beside it).
+    X, y : array-like
+        The data the certificate claims to be about.
+    rel_gap : float, optional
+        Gap tolerance to judge against (default: the certificate's own).
+
+    Returns
+    -------
+    sparsecert.certify.VerificationReport
+        ``.ok``, ``.checks``, ``.failures``, ``.exit_code``.
+    """
+    from sparsecert.certify.verify import verify_certificate
+
+    return verify_certificate(path, np.asarray(X, dtype=float), np.asarray(y, dtype=float),
+                              rel_gap=rel_gap)

@@ -1,0 +1,80 @@
+"""Nodes of the branch-and-bound tree."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+__all__ = ["Node", "Witness"]
+
+#: A leaf's bound witness: ``("point", b)`` (length p) or ``("dual", zeta)`` (length n).
+Witness = tuple[str, np.ndarray]
+
+
+@dataclass(eq=False)
+class Node:
+    """One node: a subproblem with some indicators fixed.
+
+    Attributes
+    ----------
+    id, parent, depth : int
+        Position in the tree (the root has ``parent=None`` and depth 0).
+    fixed_in, fixed_out : numpy.ndarray of bool
+        ``z_j = 1`` (S1) and ``z_j = 0`` (S0) fixings.
+    branch_var, branch_value : int or None
+        The fixing that created this node from its parent.
+    lower_bound : float
+        Best valid bound known for the node (the parent's until it is evaluated).
+    witness : Witness or None
+        What proves ``lower_bound`` (inherited from the parent until evaluated).
+    warm_start : numpy.ndarray or None
+        Relaxed solution of the parent, to warm-start this node's relaxation.
+    status : str
+        ``"open"``, ``"branched"``, ``"pruned"`` (bound above the cutoff) or ``"solved"`` (a leaf
+        solved exactly: its free set fits the remaining budget).
+    """
+
+    id: int
+    parent: int | None
+    depth: int
+    fixed_in: np.ndarray
+    fixed_out: np.ndarray
+    branch_var: int | None = None
+    branch_value: int | None = None
+    lower_bound: float = -np.inf
+    witness: Witness | None = None
+    warm_start: np.ndarray | None = None
+    status: str = "open"
+    n_iter: int = 0
+    children: list[int] = field(default_factory=list)
+
+    @property
+    def budget(self) -> int:
+        """Number of free variables that may still be non-zero is ``k - |S1|`` (set by caller)."""
+        raise AttributeError("budget depends on k: use Node.free_budget(k)")
+
+    def free_budget(self, k: int) -> int:
+        """``k - |S1|``."""
+        return k - int(self.fixed_in.sum())
+
+    def n_free(self) -> int:
+        """Number of variables fixed neither in nor out."""
+        return int((~(self.fixed_in | self.fixed_out)).sum())
+
+    def is_leaf_problem(self, k: int) -> bool:
+        """True when no cardinality coupling is left: budget 0, or all free variables fit."""
+        b = self.free_budget(k)
+        return b == 0 or self.n_free() <= b
+
+    def child(self, new_id: int, var: int, value: int) -> Node:
+        """The child fixing ``z_var = value`` (inherits bound, witness and warm start)."""
+        fi, fo = self.fixed_in.copy(), self.fixed_out.copy()
+        (fi if value == 1 else fo)[var] = True
+        warm = None
+        if self.warm_start is not None:
+            warm = self.warm_start.copy()
+            if value == 0:
+                warm[var] = 0.0
+        return Node(new_id, self.id, self.depth + 1, fi, fo, var, value, self.lower_bound,
+                    self.witness, warm)
