@@ -1,0 +1,451 @@
+"""Node solver and public one-shot API of the perspective relaxation."""
+
+from __future__ import annotations
+
+import time as _time
+from typing import Any
+
+import numpy as np
+
+from sparsecert._validation import check_fixings, check_k
+from sparsecert.solvers.losses import POISSON, SQUARED, spectral_norm_sq
+from sparsecert.solvers.perspective._fista import (
+    RESTART_BOTH,
+    RESTART_FUNCTION,
+    RESTART_GAP,
+    RESTART_NONE,
+    SC_BEST,
+    SC_GAPREF,
+    SC_L,
+    SC_NREST,
+    SC_PX,
+    SC_SIZE,
+    SC_T,
+    ST_CONVERGED,
+    ST_CUTOFF,
+    bound_at,
+    fista_chunk,
+    primal_value,
+)
+from sparsecert.solvers.perspective._gfun import FREE, IN, OUT
+from sparsecert.solvers.perspective.problem import LIPSCHITZ_SAFETY, RelaxationProblem
+from sparsecert.solvers.perspective.result import RelaxationResult
+
+__all__ = ["solve_node", "perspective_relaxation", "DEFAULT_RESTART", "RESTARTS"]
+
+RESTARTS = {"none": RESTART_NONE, "function": RESTART_FUNCTION, "gap": RESTART_GAP,
+            "both": RESTART_BOTH}
+#: default restart scheme (chosen from benchmarks/relaxation.py, see docs/relaxation.md)
+DEFAULT_RESTART = "function"
+#: use a working set of columns when more than this many columns are active
+WS_MIN_COLUMNS = 256
+
+
+# ----------------------------------------------------------------------------------------------
+def _fixing_mask(arr, p: int, name: str) -> np.ndarray:
+    if arr is None:
+        return np.zeros(p, dtype=bool)
+    a = np.asarray(arr)
+    if a.dtype != np.bool_ or a.shape != (p,):
+        raise ValueError(f"{name} must be a boolean array of shape ({p},), got dtype {a.dtype} "
+                         f"and shape {a.shape}")
+    return a
+
+
+def _node_state(p: int, k: int, s1: np.ndarray, s0: np.ndarray) -> tuple[np.ndarray, int]:
+    """State vector (0 out / 1 in / 2 free) with the edge cases resolved, and the budget."""
+    state = np.full(p, FREE, dtype=np.int8)
+    state[s1] = IN
+    state[s0] = OUT
+    budget = k - int(s1.sum())
+    free = state == FREE
+    n_free = int(free.sum())
+    if budget <= 0:
+        state[free] = OUT  # no budget left: the free coordinates are forced to zero
+        budget = 0
+    elif n_free <= budget:
+        state[free] = IN  # no cardinality coupling: a plain ridge problem
+    return state, budget
+
+
+def _relaxed_z(coef: np.ndarray, state: np.ndarray, budget: int) -> np.ndarray:
+    """Optimal relaxed indicators z for g_node at ``coef``."""
+    z = np.zeros(coef.shape[0])
+    z[state == IN] = 1.0
+    fidx = np.flatnonzero(state == FREE)
+    if fidx.size == 0 or budget <= 0:
+        return z
+    a = np.abs(coef[fidx])
+    nnz = int(np.count_nonzero(a))
+    if nnz <= budget:
+        z[fidx] = (a > 0).astype(float)
+        return z
+    order = np.argsort(-a)
+    srt = a[order]
+    total = srt.sum()
+    pre = 0.0
+    best_r, best_val = budget - 1, np.inf
+    pre2 = 0.0
+    for r in range(budget):
+        tail = max(total - pre, 0.0)
+        theta = tail / (budget - r)
+        if theta >= srt[r]:
+            val = pre2 + tail * tail / (budget - r)
+            if val < best_val:
+                best_val, best_r = val, r
+        pre += srt[r]
+        pre2 += srt[r] ** 2
+    r = best_r
+    tail = max(total - srt[:r].sum(), 0.0)
+    theta = tail / (budget - r)
+    zf = np.empty(fidx.size)
+    zf[:r] = 1.0
+    zf[r:] = np.minimum(1.0, srt[r:] / theta) if theta > 0 else 0.0
+    z[fidx[order]] = zf
+    return z
+
+
+def _initial_L(prob: RelaxationProblem, X: np.ndarray, norm_sq: float, ub: np.ndarray) -> float:
+    if prob.loss_id == POISSON:
+        return norm_sq * max(float(np.exp(np.minimum(ub, 700.0)).max()), 1e-6)
+    # curvature c ||X_W||^2 - 2 mu (mu <= lambda_min(X^T X) <= lambda_min(X_W^T X_W))
+    curv = prob.lipschitz / prob.norm_sq
+    return max(curv * norm_sq - 2.0 * prob.mu, 1e-12 * curv * norm_sq, 1e-300)
+
+
+class _Runner:
+    """Chunked calls of the FISTA kernel with a wall-clock limit."""
+
+    def __init__(self, deadline: float | None, restart: int):
+        self.deadline = deadline
+        self.restart = restart
+        self.timed_out = False
+
+    def run(self, prob, X, state, budget, x, x_prev, ux, ux_prev, sc, bp, dual, tol, n_max,
+            cutoff):
+        done = 0
+        status = 0
+        chunk = n_max if self.deadline is None else 20
+        while done < n_max:
+            m = min(chunk, n_max - done)
+            t_start = _time.perf_counter()
+            status, it = fista_chunk(X, prob.y, prob.loss_id, prob.lam_eff, prob.mu, prob.M,
+                                     state, budget, x, x_prev, ux, ux_prev, sc, bp, dual,
+                                     tol, m, self.restart, cutoff)
+            done += it
+            if status != 0:
+                break
+            if self.deadline is not None:
+                now = _time.perf_counter()
+                if now >= self.deadline:
+                    self.timed_out = True
+                    break
+                per_it = (now - t_start) / max(it, 1)
+                chunk = int(min(max(20, 0.25 * (self.deadline - now) / max(per_it, 1e-9)), 5000))
+        return status, done
+
+
+def _new_sc(L: float) -> np.ndarray:
+    sc = np.zeros(SC_SIZE)
+    sc[SC_T] = 1.0
+    sc[SC_L] = L
+    sc[SC_BEST] = -np.inf
+    sc[SC_PX] = np.inf
+    sc[SC_GAPREF] = np.inf
+    return sc
+
+
+# ----------------------------------------------------------------------------------------------
+def solve_node(prob: RelaxationProblem, k: int, fixed_in=None, fixed_out=None, *,
+               rel_tol: float = 1e-6, max_iter: int = 20000, time_limit: float | None = None,
+               cutoff: float | None = None, warm_start: Any = None,
+               restart: str = DEFAULT_RESTART, working_set: bool | None = None
+               ) -> RelaxationResult:
+    """Solve the perspective relaxation of one branch-and-bound node.
+
+    Parameters
+    ----------
+    prob : RelaxationProblem
+        The validated data (not re-validated here).
+    k : int
+        Sparsity level.
+    fixed_in, fixed_out : ndarray of bool (p,) or None
+        S1 (z_j = 1) and S0 (z_j = 0). The free features share the budget ``k - |S1|``.
+    rel_tol : float
+        Stop when ``(P - LB) / max(1, |P|) <= rel_tol``.
+    max_iter : int
+        Cap on FISTA iterations (all working-set rounds together).
+    time_limit : float or None
+        Wall-clock cap in seconds.
+    cutoff : float or None
+        Stop (status ``"cutoff"``) as soon as the valid bound reaches ``cutoff``.
+    warm_start : None, ndarray (p,) or RelaxationResult
+        Starting point (its ``coef``); entries on ``fixed_out`` are ignored.
+    restart : {"function", "gap", "both", "none"}
+        Momentum restart scheme.
+    working_set : bool or None
+        Iterate on a working set of columns grown from the dual (None: automatic, when more
+        than ``WS_MIN_COLUMNS`` columns are active). The bound is always computed over all
+        non-fixed-out columns.
+
+    Returns
+    -------
+    RelaxationResult
+    """
+    t0 = _time.perf_counter()
+    p = prob.n_features
+    k = check_k(k, p)
+    s1 = _fixing_mask(fixed_in, p, "fixed_in")
+    s0 = _fixing_mask(fixed_out, p, "fixed_out")
+    if np.any(s1 & s0):
+        raise ValueError(f"fixed_in and fixed_out overlap on features "
+                         f"{np.flatnonzero(s1 & s0)[:5].tolist()}")
+    if int(s1.sum()) > k:
+        raise ValueError(f"|fixed_in| = {int(s1.sum())} exceeds k = {k}")
+    if restart not in RESTARTS:
+        raise ValueError(f"restart must be one of {tuple(RESTARTS)}, got {restart!r}")
+    if not (isinstance(max_iter, (int, np.integer)) and max_iter >= 0):
+        raise ValueError(f"max_iter must be an integer >= 0, got {max_iter!r}")
+    if not (rel_tol >= 0.0):
+        raise ValueError(f"rel_tol must be >= 0, got {rel_tol!r}")
+    cut = np.inf if cutoff is None else float(cutoff)
+    deadline = None if time_limit is None else t0 + float(time_limit)
+
+    state, budget = _node_state(p, k, s1, s0)
+    x0 = np.zeros(p)
+    if warm_start is not None:
+        w = warm_start.coef if isinstance(warm_start, RelaxationResult) else warm_start
+        w = np.asarray(w, dtype=np.float64)
+        if w.shape != (p,):
+            raise ValueError(f"warm_start must have shape ({p},), got {w.shape}")
+        if np.all(np.isfinite(w)):
+            x0 = np.where(state == OUT, 0.0, w)
+            if prob.M < np.inf:
+                x0 = np.clip(x0, -prob.M, prob.M)
+
+    n_free = int(np.sum(state == FREE))
+    if n_free == 0 and prob.loss_id == SQUARED and prob.M == np.inf:
+        coef = _exact_ridge(prob, state)
+        return _finish(prob, state, budget, coef, -np.inf, None, None, 0, 0, "converged", t0,
+                       rel_tol, cut)
+
+    runner = _Runner(deadline, RESTARTS[restart])
+    n_active = int(np.sum(state != OUT))
+    use_ws = (n_active > WS_MIN_COLUMNS) if working_set is None else bool(working_set)
+    if use_ws:
+        return _solve_ws(prob, state, budget, x0, rel_tol, int(max_iter), cut, runner, t0)
+
+    X = prob.X
+    x = x0.copy()
+    x_prev = x.copy()
+    ux = X @ x
+    ux_prev = ux.copy()
+    sc = _new_sc(_initial_L(prob, X, prob.norm_sq, ux))
+    sc[SC_PX] = float(primal_value(prob.y, prob.loss_id, prob.lam_eff, prob.mu, prob.M, state,
+                                   budget, x, ux))
+    bp = np.zeros(p)
+    dual = np.zeros(prob.n_samples)
+    status, n_it = runner.run(prob, X, state, budget, x, x_prev, ux, ux_prev, sc, bp, dual,
+                              rel_tol, int(max_iter), cut)
+    st = _status_name(status, runner)
+    return _finish(prob, state, budget, x, sc[SC_BEST], bp, dual, n_it, int(sc[SC_NREST]), st,
+                   t0, rel_tol, cut)
+
+
+def _status_name(status: int, runner: _Runner) -> str:
+    if status == ST_CONVERGED:
+        return "converged"
+    if status == ST_CUTOFF:
+        return "cutoff"
+    return "time_limit" if runner.timed_out else "max_iter"
+
+
+def _exact_ridge(prob: RelaxationProblem, state: np.ndarray) -> np.ndarray:
+    """Plain ridge on the fixed-in columns (no free coordinates, no box): exact."""
+    p = prob.n_features
+    coef = np.zeros(p)
+    idx = np.flatnonzero(state == IN)
+    if idx.size == 0:
+        return coef
+    XI = prob.X[:, idx]
+    n = XI.shape[0]
+    if idx.size <= n:
+        G = XI.T @ XI
+        G[np.diag_indices_from(G)] += prob.lambda2
+        coef[idx] = np.linalg.solve(G, XI.T @ prob.y)
+    else:  # dual form: b = X^T (X X^T + lam I)^{-1} y
+        K = XI @ XI.T
+        K[np.diag_indices_from(K)] += prob.lambda2
+        coef[idx] = XI.T @ np.linalg.solve(K, prob.y)
+    return coef
+
+
+def _full_bound(prob, state, budget, b, ub):
+    zeta = np.empty(prob.n_samples)
+    lb, _ = bound_at(prob.X, prob.y, prob.loss_id, prob.lam_eff, prob.mu, prob.M, state, budget,
+                     b, ub, zeta)
+    return float(lb), zeta
+
+
+def _finish(prob, state, budget, coef, best, bp, dual, n_iter, n_rest, status, t0, rel_tol,
+            cut) -> RelaxationResult:
+    """Final objective and bound at the final iterate (both over all columns), the record."""
+    coef = np.where(state == OUT, 0.0, coef)
+    ux = prob.X @ coef
+    obj = float(primal_value(prob.y, prob.loss_id, prob.lam_eff, prob.mu, prob.M, state,
+                             budget, coef, ux))
+    lb_end, zeta_end = _full_bound(prob, state, budget, coef, ux)
+    if bp is None or not lb_end <= best:
+        best, bp, dual = lb_end, coef.copy(), zeta_end
+    gap = (obj - best) / max(1.0, abs(obj))
+    if status in ("max_iter", "time_limit"):
+        if best >= cut:
+            status = "cutoff"
+        elif gap <= rel_tol:
+            status = "converged"
+    intercept = 0.0
+    if prob.fit_intercept and prob.loss_id == SQUARED:
+        intercept = float(prob.y_mean - prob.x_mean @ coef)
+    return RelaxationResult(
+        coef=coef, intercept=intercept, objective=obj, lower_bound=float(best), dual=dual,
+        bound_point=np.where(state == OUT, 0.0, bp), z=_relaxed_z(coef, state, budget),
+        n_iter=int(n_iter), n_restarts=int(n_rest), status=status,
+        time=_time.perf_counter() - t0, eig_shift=float(prob.mu), gap=float(gap))
+
+
+# ----------------------------------------------------------------------------------------------
+def _ws_scores(prob, state, grad):
+    """``H_M(-grad_j / (2 lam'))`` (the terms of g*_node)."""
+    a = -grad / (2.0 * prob.lam_eff)
+    if prob.M == np.inf:
+        return 0.5 * a * a
+    aa = np.abs(a)
+    return np.where(aa <= prob.M, 0.5 * aa * aa, prob.M * aa - 0.5 * prob.M ** 2)
+
+
+def _solve_ws(prob, state, budget, x0, rel_tol, max_iter, cut, runner, t0):
+    """Working-set outer loop: FISTA on a subset W of columns, the bound over all columns."""
+    X, p, n = prob.X, prob.n_features, prob.n_samples
+    free = state == FREE
+    x = x0.copy()
+    ux = X @ x
+    zeta = np.empty(n)
+    best, _ = bound_at(X, prob.y, prob.loss_id, prob.lam_eff, prob.mu, prob.M, state, budget, x,
+                       ux, zeta)
+    grad = zeta @ X - 2.0 * prob.mu * x
+    bp, dual = x.copy(), zeta.copy()
+    h = _ws_scores(prob, state, grad)
+    m0 = max(3 * budget, 50)
+    in_w = (state == IN) | ((x != 0.0) & (state != OUT))
+    cand = np.flatnonzero(free & ~in_w)
+    if cand.size:
+        top = cand[np.argsort(-h[cand])[:m0]]
+        in_w[top] = True
+    inner_tol = max(rel_tol, 1e-3)
+    n_it = 0
+    n_rest = 0
+    status = "max_iter"
+    while True:
+        W = np.flatnonzero(in_w)
+        XW = np.ascontiguousarray(X[:, W])
+        stW = np.ascontiguousarray(state[W])
+        xW = x[W].copy()
+        uxW = XW @ xW
+        nsW = spectral_norm_sq(XW, n_iter=30, tol=1e-6) * LIPSCHITZ_SAFETY
+        sc = _new_sc(_initial_L(prob, XW, nsW, uxW))
+        sc[SC_PX] = float(primal_value(prob.y, prob.loss_id, prob.lam_eff, prob.mu, prob.M, stW,
+                                       budget, xW, uxW))
+        bpW = np.zeros(W.size)
+        dW = np.zeros(n)
+        st, it = runner.run(prob, XW, stW, budget, xW, xW.copy(), uxW, uxW.copy(), sc, bpW, dW,
+                            inner_tol, max_iter - n_it, np.inf)
+        n_it += it
+        n_rest += int(sc[SC_NREST])
+        x = np.zeros(p)
+        x[W] = xW
+        # full bound at the primal iterate and at the subproblem's best bound point
+        lb_x, zeta_x = _full_bound(prob, state, budget, x, uxW)
+        if lb_x > best:
+            best, bp, dual = lb_x, x.copy(), zeta_x
+        if np.isfinite(sc[SC_BEST]):
+            b2 = np.zeros(p)
+            b2[W] = bpW
+            lb2, zeta2 = _full_bound(prob, state, budget, b2, XW @ bpW)
+            if lb2 > best:
+                best, bp, dual = lb2, b2, zeta2
+        Px = sc[SC_PX]
+        if best >= cut:
+            status = "cutoff"
+            break
+        if Px - best <= rel_tol * max(1.0, abs(Px)):
+            status = "converged"
+            break
+        if runner.timed_out:
+            status = "time_limit"
+            break
+        if n_it >= max_iter:
+            status = "max_iter"
+            break
+        # grow W with the free columns outside W that would enter the top-(budget) of g*_node
+        grad = zeta_x @ X - 2.0 * prob.mu * x
+        h = _ws_scores(prob, state, grad)
+        hw = h[W][stW == FREE]
+        thr = 0.0 if hw.size < budget else float(np.partition(hw, hw.size - budget)[hw.size -
+                                                                                     budget])
+        out_free = np.flatnonzero(free & ~in_w)
+        viol = out_free[h[out_free] > thr * (1.0 + 1e-12) + 1e-300]
+        if viol.size:
+            n_add = max(2 * budget, 50)
+            add = viol[np.argsort(-h[viol])[:n_add]]
+            in_w[add] = True
+        else:
+            if inner_tol > 0.1 * rel_tol:
+                inner_tol = max(inner_tol * 0.1, 0.1 * rel_tol)
+            else:
+                inner_tol = max(inner_tol * 0.1, 1e-16)
+    return _finish(prob, state, budget, x, best, bp, dual, n_it, n_rest, status, t0, rel_tol, cut)
+
+
+# ----------------------------------------------------------------------------------------------
+def perspective_relaxation(X, y, k: int, lambda2: float, loss: str = "squared",
+                           max_abs_coef: float | None = None, fixed_in=(), fixed_out=(),
+                           rel_tol: float = 1e-6, max_iter: int = 20000,
+                           time_limit: float | None = None, cutoff: float | None = None,
+                           warm_start=None, eig_shift=None, fit_intercept: bool = False,
+                           restart: str = DEFAULT_RESTART) -> RelaxationResult:
+    """Solve the perspective relaxation of the k-sparse GLM (one shot).
+
+    ``min_b sum_i f(x_i^T b, y_i) + 2 lambda2 g(b)`` where ``g`` is the perspective (half squared
+    k-support norm with the box ``|b_j| <= M``), optionally at a branch-and-bound node.
+
+    Parameters
+    ----------
+    X : array-like (n, p)
+    y : array-like (n,)
+    k : int
+        Sparsity level, ``1 <= k <= p``.
+    lambda2 : float
+        Ridge weight, > 0 (objective: sum of losses + lambda2 ||b||^2).
+    loss : {"squared", "logistic", "squared_hinge", "poisson"}
+    max_abs_coef : float or None
+        Box ``M``; None for none.
+    fixed_in, fixed_out : sequences of int
+        Feature indices fixed in (z_j = 1) / out (z_j = 0).
+    rel_tol, max_iter, time_limit, cutoff, warm_start, restart
+        See :func:`solve_node`.
+    eig_shift : None, float or "auto"
+        Least squares only: the eigenvalue-shifted (stronger) relaxation.
+    fit_intercept : bool
+        Unpenalised intercept.
+
+    Returns
+    -------
+    RelaxationResult
+    """
+    prob = RelaxationProblem.from_data(X, y, lambda2, loss=loss, max_abs_coef=max_abs_coef,
+                                       eig_shift=eig_shift, fit_intercept=fit_intercept)
+    k = check_k(k, prob.n_features)
+    s1, s0 = check_fixings(fixed_in, fixed_out, k, prob.n_features)
+    return solve_node(prob, k, s1, s0, rel_tol=rel_tol, max_iter=max_iter,
+                      time_limit=time_limit, cutoff=cutoff, warm_start=warm_start,
+                      restart=restart)

@@ -1,0 +1,201 @@
+"""Validated data of a perspective relaxation: :class:`RelaxationProblem`.
+
+Everything that depends on the data only (validation, label conversion, centring, the Lipschitz
+constant, the eigenvalue shift) is done once here, so that branch and bound can call
+:func:`~sparsecert.solvers.perspective.solve_node` thousands of times without repeating it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.linalg
+
+from sparsecert._validation import (
+    check_labels_pm1,
+    check_lambda2,
+    check_loss,
+    check_max_abs_coef,
+    check_poisson_counts,
+    check_X_y,
+)
+from sparsecert.solvers.losses import LOSS_IDS, get_loss, spectral_norm_sq
+
+__all__ = ["RelaxationProblem", "safe_eig_shift", "check_eig_shift"]
+
+#: safety factor on the power-iteration estimate of ||X||^2 (backtracking covers the rest)
+LIPSCHITZ_SAFETY = 1.02
+
+
+def _gram(X: np.ndarray) -> np.ndarray:
+    return X.T @ X
+
+
+def check_eig_shift(X: np.ndarray, mu: float) -> bool:
+    """``True`` iff a Cholesky factorisation of ``X^T X - mu I`` succeeds (numpy)."""
+    G = _gram(X)
+    G[np.diag_indices_from(G)] -= mu
+    try:
+        np.linalg.cholesky(G)
+    except np.linalg.LinAlgError:
+        return False
+    return True
+
+
+def safe_eig_shift(X: np.ndarray) -> float:
+    """A shift slightly below ``lambda_min(X^T X)``, confirmed by a Cholesky factorisation.
+
+    Returns 0.0 when ``p > n`` or when ``X^T X`` is (numerically) singular.
+    """
+    n, p = X.shape
+    if p > n:
+        return 0.0
+    G = _gram(X)
+    lam_min = float(scipy.linalg.eigh(G, eigvals_only=True, subset_by_index=[0, 0])[0])
+    lam_max = float(scipy.linalg.eigh(G, eigvals_only=True, subset_by_index=[p - 1, p - 1])[0])
+    mu = 0.999 * lam_min - 1e-12 * p * lam_max
+    while mu > 1e-12 * lam_max:
+        Gs = G.copy()
+        Gs[np.diag_indices_from(Gs)] -= mu
+        try:
+            np.linalg.cholesky(Gs)
+            return float(mu)
+        except np.linalg.LinAlgError:
+            mu *= 0.5
+    return 0.0
+
+
+@dataclass(eq=False)
+class RelaxationProblem:
+    """The data of a (node) perspective relaxation, validated once.
+
+    Build it with :meth:`from_data`. Attributes are read-only by convention.
+
+    Attributes
+    ----------
+    X : ndarray (n, p)
+        Design matrix as used internally (float64, C-contiguous; centred if ``fit_intercept`` and
+        the loss is squared).
+    y : ndarray (n,)
+        Response as used internally (labels in {-1, +1} for logistic / squared hinge; centred for
+        squared loss with intercept).
+    n_samples, n_features : int
+    loss : str
+    loss_id : int
+    lambda2 : float
+    M : float
+        Box ``|b_j| <= M`` (``np.inf`` when there is none).
+    mu : float
+        Eigenvalue shift (least squares only; 0.0 otherwise).
+    fit_intercept : bool
+    lipschitz : float or None
+        Lipschitz constant of the gradient of the loss part, ``c ||X||^2`` (None for Poisson).
+    norm_sq : float
+        ``||X||_2^2`` (power iteration).
+    x_mean, y_mean : ndarray or float
+        Means removed from ``X`` and ``y`` (squared loss with intercept; zeros otherwise).
+    """
+
+    X: np.ndarray
+    y: np.ndarray
+    loss: str
+    lambda2: float
+    M: float
+    mu: float
+    fit_intercept: bool
+    norm_sq: float
+    lipschitz: float | None
+    x_mean: np.ndarray
+    y_mean: float
+    loss_id: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.loss_id = LOSS_IDS[self.loss]
+
+    @property
+    def n_samples(self) -> int:
+        return int(self.X.shape[0])
+
+    @property
+    def n_features(self) -> int:
+        return int(self.X.shape[1])
+
+    @property
+    def lam_eff(self) -> float:
+        """``lambda2 + mu``: the weight the perspective acts on."""
+        return self.lambda2 + self.mu
+
+    @classmethod
+    def from_data(cls, X, y, lambda2, loss: str = "squared", max_abs_coef=None,
+                  eig_shift=None, fit_intercept: bool = False) -> RelaxationProblem:
+        """Validate the data and precompute what the node solver needs.
+
+        Parameters
+        ----------
+        X : array-like (n, p)
+        y : array-like (n,)
+            Real responses (squared), binary labels {0, 1} or {-1, +1} (logistic, squared
+            hinge), non-negative counts (Poisson).
+        lambda2 : float
+            Ridge weight, > 0.
+        loss : {"squared", "logistic", "squared_hinge", "poisson"}
+        max_abs_coef : float or None
+            Box ``|b_j| <= M``; None for no box.
+        eig_shift : None, float or "auto"
+            Least squares only: None -> 0.0 (the plain perspective relaxation); a float -> that
+            shift after checking ``X^T X - mu I`` is positive definite (Cholesky); "auto" -> a
+            safe value slightly below ``lambda_min(X^T X)`` (0.0 if ``p > n`` or singular).
+        fit_intercept : bool
+            Unpenalised intercept (exact by centring for the squared loss).
+        """
+        loss = check_loss(loss)
+        Xc, yc = check_X_y(X, y)
+        lam = check_lambda2(lambda2)
+        M = check_max_abs_coef(max_abs_coef)
+        if not isinstance(fit_intercept, (bool, np.bool_)):
+            raise TypeError(f"fit_intercept must be a bool, got {type(fit_intercept).__name__}")
+        fit_intercept = bool(fit_intercept)
+        if loss in ("logistic", "squared_hinge"):
+            yc = check_labels_pm1(yc, loss)
+        elif loss == "poisson":
+            yc = check_poisson_counts(yc)
+        p = Xc.shape[1]
+        x_mean = np.zeros(p)
+        y_mean = 0.0
+        if fit_intercept and loss == "squared":
+            x_mean = Xc.mean(axis=0)
+            y_mean = float(yc.mean())
+            Xc = np.ascontiguousarray(Xc - x_mean)
+            yc = yc - y_mean
+        elif fit_intercept:
+            raise NotImplementedError(
+                f"fit_intercept=True is implemented for the squared loss only (got {loss!r})")
+        mu = _resolve_shift(Xc, loss, eig_shift)
+        norm_sq = spectral_norm_sq(Xc) * LIPSCHITZ_SAFETY
+        curv = get_loss(loss).curvature
+        lip = None if curv is None else curv * norm_sq
+        return cls(X=Xc, y=yc, loss=loss, lambda2=lam, M=M, mu=mu, fit_intercept=fit_intercept,
+                   norm_sq=norm_sq, lipschitz=lip, x_mean=x_mean, y_mean=y_mean)
+
+
+def _resolve_shift(X: np.ndarray, loss: str, eig_shift) -> float:
+    if eig_shift is None:
+        return 0.0
+    if loss != "squared":
+        raise ValueError(f"eig_shift is only defined for the squared loss (got loss={loss!r})")
+    if isinstance(eig_shift, str):
+        if eig_shift != "auto":
+            raise ValueError(f"eig_shift must be None, a number or 'auto', got {eig_shift!r}")
+        return safe_eig_shift(X)
+    if isinstance(eig_shift, bool) or not isinstance(eig_shift, (int, float, np.floating,
+                                                                 np.integer)):
+        raise TypeError(f"eig_shift must be None, a number or 'auto', got "
+                        f"{type(eig_shift).__name__}")
+    mu = float(eig_shift)
+    if not np.isfinite(mu) or mu < 0.0:
+        raise ValueError(f"eig_shift must be a finite number >= 0, got {mu}")
+    if mu > 0.0 and not check_eig_shift(X, mu):
+        raise ValueError(f"eig_shift = {mu} is not a valid shift: X^T X - eig_shift * I is not "
+                         f"positive definite (use eig_shift='auto' for a safe value)")
+    return mu

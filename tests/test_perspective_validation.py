@@ -1,0 +1,100 @@
+"""Bad input gets a clear error; the user's arrays are never modified."""
+
+import numpy as np
+import pytest
+
+from sparsecert.solvers.perspective import RelaxationProblem, perspective_relaxation, solve_node
+
+
+def _xy(n=12, p=5, seed=0):
+    rng = np.random.default_rng(seed)
+    return rng.standard_normal((n, p)), rng.standard_normal(n)
+
+
+@pytest.mark.parametrize(
+    "kwargs,exc,match",
+    [
+        ({"k": 0}, ValueError, "1 <= k"),
+        ({"k": 6}, ValueError, "1 <= k"),
+        ({"k": 2.0}, TypeError, "k must be an integer"),
+        ({"lambda2": 0.0}, ValueError, "lambda2 must be > 0"),
+        ({"lambda2": -1.0}, ValueError, "lambda2 must be > 0"),
+        ({"lambda2": np.nan}, ValueError, "lambda2 must be finite"),
+        ({"loss": "hinge"}, ValueError, "unknown loss"),
+        ({"max_abs_coef": -1.0}, ValueError, "max_abs_coef must be > 0"),
+        ({"fixed_in": [0, 1], "fixed_out": [1]}, ValueError, "overlap"),
+        ({"fixed_in": [0, 1, 2], "k": 2}, ValueError, "exceeds k"),
+        ({"fixed_out": [7]}, ValueError, "outside"),
+        ({"fixed_in": [1, 1]}, ValueError, "repeated"),
+        ({"eig_shift": "big"}, ValueError, "eig_shift"),
+        ({"eig_shift": -1.0}, ValueError, "eig_shift"),
+        ({"restart": "sometimes"}, ValueError, "restart"),
+    ],
+)
+def test_bad_arguments(kwargs, exc, match):
+    X, y = _xy()
+    args = {"k": 2, "lambda2": 1.0}
+    args.update(kwargs)
+    with pytest.raises(exc, match=match):
+        perspective_relaxation(X, y, **args)
+
+
+def test_bad_data():
+    X, y = _xy()
+    with pytest.raises(ValueError, match="inconsistent numbers of samples"):
+        perspective_relaxation(X, y[:-1], 2, 1.0)
+    Xn = X.copy()
+    Xn[0, 0] = np.nan
+    with pytest.raises(ValueError, match="X contains NaN"):
+        perspective_relaxation(Xn, y, 2, 1.0)
+    yi = y.copy()
+    yi[3] = np.inf
+    with pytest.raises(ValueError, match="y contains NaN or infinite"):
+        perspective_relaxation(X, yi, 2, 1.0)
+    with pytest.raises(ValueError, match="2-dimensional"):
+        perspective_relaxation(X[:, 0], y, 1, 1.0)
+    with pytest.raises(ValueError, match="1-dimensional"):
+        perspective_relaxation(X, y[:, None], 2, 1.0)
+    with pytest.raises(TypeError, match="numeric"):
+        perspective_relaxation(X.astype(str), y, 2, 1.0)
+    with pytest.raises(ValueError, match="binary labels"):
+        perspective_relaxation(X, y, 2, 1.0, loss="logistic")
+    with pytest.raises(ValueError, match="binary labels"):
+        perspective_relaxation(X, np.arange(12.0) % 3, 2, 1.0, loss="squared_hinge")
+    with pytest.raises(ValueError, match="non-negative counts"):
+        perspective_relaxation(X, y, 2, 1.0, loss="poisson")
+
+
+def test_labels_converted_without_mutation():
+    X, y = _xy()
+    y01 = (y > 0).astype(float)
+    keep_X, keep_y = X.copy(), y01.copy()
+    prob = RelaxationProblem.from_data(X, y01, 1.0, loss="logistic")
+    assert set(np.unique(prob.y)) == {-1.0, 1.0}
+    np.testing.assert_array_equal(prob.y, np.where(y01 > 0, 1.0, -1.0))
+    r01 = perspective_relaxation(X, y01, 2, 1.0, loss="logistic", fit_intercept=False)
+    rpm = perspective_relaxation(X, 2 * y01 - 1, 2, 1.0, loss="logistic")
+    assert r01.objective == pytest.approx(rpm.objective, rel=1e-12)
+    np.testing.assert_array_equal(X, keep_X)
+    np.testing.assert_array_equal(y01, keep_y)
+    # centring for the intercept does not touch the caller's arrays either
+    RelaxationProblem.from_data(X, y, 1.0, fit_intercept=True)
+    np.testing.assert_array_equal(X, keep_X)
+
+
+def test_solve_node_checks_fixings_only():
+    X, y = _xy()
+    prob = RelaxationProblem.from_data(X, y, 1.0)
+    none = np.zeros(5, bool)
+    with pytest.raises(ValueError, match="boolean array of shape"):
+        solve_node(prob, 2, np.zeros(4, bool), none)
+    with pytest.raises(ValueError, match="boolean array of shape"):
+        solve_node(prob, 2, [0, 1], none)
+    both = none.copy()
+    both[2] = True
+    with pytest.raises(ValueError, match="overlap"):
+        solve_node(prob, 2, both, both)
+    with pytest.raises(ValueError, match="exceeds k"):
+        solve_node(prob, 2, np.ones(5, bool), none)
+    with pytest.raises(ValueError, match="warm_start must have shape"):
+        solve_node(prob, 2, none, none, warm_start=np.zeros(3))
