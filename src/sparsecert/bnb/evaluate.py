@@ -26,6 +26,12 @@ def _register(token: str, problem: RelaxationProblem) -> None:
     _PROBLEMS[token] = problem
 
 
+def release(token: str | None) -> None:
+    """Forget a problem registered for a process pool."""
+    if token is not None:
+        _PROBLEMS.pop(token, None)
+
+
 @dataclass
 class NodeTask:
     """Everything one node evaluation needs."""
@@ -63,6 +69,7 @@ def make_executor(n_jobs: int, backend: str, problem: RelaxationProblem
         return cf.ThreadPoolExecutor(max_workers=n_jobs, thread_name_prefix="sparsecert"), None
     if backend == "processes":
         token = f"problem-{id(problem)}-{os.getpid()}"
+        _register(token, problem)  # also here: single-task batches run in this process
         ex = cf.ProcessPoolExecutor(max_workers=n_jobs, initializer=_register,
                                     initargs=(token, problem))
         return ex, token

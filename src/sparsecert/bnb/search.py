@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from sparsecert.bnb.branching import BRANCHING_RULES, choose_branch_variable
-from sparsecert.bnb.evaluate import BatchEvaluator, NodeTask, make_executor
+from sparsecert.bnb.evaluate import BatchEvaluator, NodeTask, make_executor, release
 from sparsecert.bnb.node import Node, Witness
 from sparsecert.bnb.progress import ProgressLog
 from sparsecert.bnb.queues import QUEUE_STRATEGIES, make_queue
@@ -317,6 +317,7 @@ class BranchAndBound:
         finally:
             if own:
                 executor.shutdown(wait=True, cancel_futures=True)
+                release(token)
 
         ub = self.incumbent.objective
         lb = min(self._global_lb(), ub)
