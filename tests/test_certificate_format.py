@@ -226,3 +226,18 @@ def test_standalone_verifier_runs_as_a_script(tmp_path, sq):
                           str(tmp_path / "c.json"), str(tmp_path / "d2.npz")],
                          capture_output=True, text=True, env={"PYTHONPATH": str(SRC)})
     assert run.returncode == 1 and "data_hash" in run.stdout
+
+
+def test_build_derives_fixings_whatever_the_node_order_and_rejects_cycles():
+    X, y = make_data("squared", n=10, p=4, seed=0)
+    root = dict(id=0, parent=None, branch_var=None, branch_value=None, status="branched")
+    kids = [dict(id=7, parent=3, branch_var=2, branch_value=0, status="open",
+                 witness=("point", np.zeros(4))),
+            dict(id=3, parent=0, branch_var=1, branch_value=1, status="branched")]
+    cert = _build(X, y, nodes=kids + [root])
+    assert [(n["id"], n["fixed_in"], n["fixed_out"]) for n in cert.nodes] == [
+        (0, [], []), (3, [1], []), (7, [1], [2])]
+    cyc = [dict(id=1, parent=2, branch_var=0, branch_value=1, status="open"),
+           dict(id=2, parent=1, branch_var=1, branch_value=0, status="open"), root]
+    with pytest.raises(ValueError, match="cycle"):
+        _build(X, y, nodes=cyc)

@@ -277,19 +277,24 @@ class Certificate:
             raise ValueError("node ids must be unique")
         fix: dict[int, tuple[frozenset, frozenset]] = {}
 
-        def fixings(nid: int, depth: int = 0):
-            if nid in fix:
-                return fix[nid]
-            if depth > len(recs):
-                raise ValueError(f"node {nid}: the parent chain has a cycle")
-            _, parent, bvar, bval, *_ = by_id[nid]
-            if parent is None:
-                fix[nid] = (frozenset(), frozenset())
-            else:
+        def fixings(nid: int) -> tuple[frozenset, frozenset]:
+            chain, cur = [], nid
+            while cur not in fix:  # walk up to the root or to a node already resolved
+                if len(chain) > len(recs):
+                    raise ValueError(f"node {nid}: the parent chain has a cycle")
+                chain.append(cur)
+                parent = by_id[cur][1]
+                if parent is None:
+                    fix[cur] = (frozenset(), frozenset())
+                    chain.pop()
+                    break
                 if parent not in by_id:
-                    raise ValueError(f"node {nid}: parent {parent} is not among the nodes")
-                pin, pout = fixings(parent, depth + 1)
-                fix[nid] = (pin | {bvar}, pout) if bval == 1 else (pin, pout | {bvar})
+                    raise ValueError(f"node {cur}: parent {parent} is not among the nodes")
+                cur = parent
+            for c in reversed(chain):
+                _, parent, bvar, bval, *_ = by_id[c]
+                pin, pout = fix[parent]
+                fix[c] = (pin | {bvar}, pout) if bval == 1 else (pin, pout | {bvar})
             return fix[nid]
 
         off, idx, val, duals = [0], [], [], []
