@@ -1,0 +1,8 @@
+"""``python -m sparsecert`` runs the ``sparsecert`` command line."""
+
+import sys
+
+from sparsecert.certify.cli import main
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,251 @@
+"""The ``sparsecert`` command line: ``certify``, ``verify``, ``show``.
+
+Exit codes: 0 verified, 1 verification failed (the failed check is named), 2 usage or input
+error (one line on stderr), 3 verified but the gap is above the tolerance asked for.
+
+``sparsecert certify`` without ``--data`` runs the main job: k = 5, lambda2 = 0.1, with an
+intercept, on scikit-learn's bundled diabetes data; it writes ``sparsecert-certificate.json``
+(+ ``.npz``) and re-checks it with the standalone verifier.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+
+from sparsecert._version import __version__
+from sparsecert.certify.schema import LOSSES
+
+__all__ = ["main", "build_parser"]
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_GAP = 0, 1, 2, 3
+DEFAULT_OUT = "sparsecert-certificate.json"
+DEFAULT_JOB = dict(k=5, lambda2=0.1, fit_intercept=True)
+
+
+class _InputError(Exception):
+    """A usage or input problem: one line on stderr, exit code 2."""
+
+
+def _positive_int(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"{v} must be >= 1")
+    return v
+
+
+def _nonneg_float(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not v >= 0 or v == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text} must be a finite number >= 0")
+    return v
+
+
+def _float(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+
+
+def _add_data_args(p: argparse.ArgumentParser, default_note: str) -> None:
+    p.add_argument("--data", metavar="FILE",
+                   help=".npz with arrays X and y; .npy with X (and --y); .csv with a header "
+                        f"(and --target). {default_note}")
+    p.add_argument("--y", metavar="FILE", dest="y_file",
+                   help="the target as a .npy file when --data is a .npy holding X")
+    p.add_argument("--target", metavar="COLUMN", help="name of the target column of a .csv")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the ``sparsecert`` command."""
+    ap = argparse.ArgumentParser(
+        prog="sparsecert",
+        description="Certified k-sparse GLMs: solve to proven optimality and write a "
+                    "certificate that an independent numpy-only verifier re-checks.",
+        epilog="exit codes: 0 verified, 1 verification failed, 2 usage/input error, "
+               "3 verified but gap above tolerance",
+    )
+    ap.add_argument("--version", action="version", version=f"sparsecert {__version__}")
+    sub = ap.add_subparsers(dest="command", metavar="{certify,verify,show}")
+
+    c = sub.add_parser("certify", help="solve and write a certificate",
+                       description="Solve min sum_i f(x_i^T b + c, y_i) + lambda2 ||b||^2 s.t. "
+                                   "||b||_0 <= k to proven optimality and write a certificate. "
+                                   "Without --data: the diabetes job (k=5, lambda2=0.1, "
+                                   "intercept).")
+    _add_data_args(c, "Default: scikit-learn's diabetes data.")
+    c.add_argument("--k", type=_positive_int, help="maximum number of nonzero coefficients")
+    c.add_argument("--lambda2", type=_float, help="ridge penalty (> 0)")
+    c.add_argument("--loss", choices=LOSSES, default="squared")
+    c.add_argument("--fit-intercept", action=argparse.BooleanOptionalAction, default=None,
+                   help="unpenalised intercept (default: off with --data, on for the default "
+                        "job)")
+    c.add_argument("--max-abs-coef", type=_float, default=None, metavar="M",
+                   help="box constraint |b_j| <= M (default: none)")
+    c.add_argument("--rel-gap", type=_nonneg_float, default=1e-4, metavar="G",
+                   help="relative gap (UB - LB) / max(1, |UB|) to stop at (default 1e-4)")
+    c.add_argument("--time-limit", type=_nonneg_float, default=None, metavar="S")
+    c.add_argument("--node-limit", type=_positive_int, default=None, metavar="N")
+    c.add_argument("--jobs", type=_positive_int, default=1, metavar="N",
+                   help="parallel node evaluations (threads)")
+    c.add_argument("--out", default=DEFAULT_OUT, metavar="CERT.json",
+                   help=f"certificate path (default {DEFAULT_OUT}; sidecar .npz next to it)")
+    c.add_argument("--quiet", action="store_true", help="no progress log, one summary line")
+
+    v = sub.add_parser("verify", help="verify a certificate against the data",
+                       description="Re-check a certificate with the standalone numpy-only "
+                                   "verifier.")
+    v.add_argument("certificate", metavar="CERT.json")
+    _add_data_args(v, "Default: scikit-learn's diabetes data (what the default job certifies).")
+    v.add_argument("--rel-gap", type=_nonneg_float, default=None, metavar="G",
+                   help="relative-gap tolerance for exit code 3 (default: the certificate's)")
+    v.add_argument("--quiet", action="store_true", help="print one line only")
+
+    s = sub.add_parser("show", help="print a human summary of a certificate")
+    s.add_argument("certificate", metavar="CERT.json")
+    return ap
+
+
+def _load(args) -> tuple:
+    from sparsecert.certify.io import load_data, load_default_data
+
+    if args.data is None:
+        if args.y_file is not None or args.target is not None:
+            raise _InputError("--y and --target need --data")
+        return load_default_data()
+    return load_data(args.data, y_path=args.y_file, target=args.target)
+
+
+def _cmd_certify(args) -> int:
+    import numpy as np
+
+    from sparsecert.certify.io import validate_problem
+    from sparsecert.certify.verify import verify_certificate
+
+    if args.data is None:
+        k = DEFAULT_JOB["k"] if args.k is None else args.k
+        lambda2 = DEFAULT_JOB["lambda2"] if args.lambda2 is None else args.lambda2
+        fit_intercept = DEFAULT_JOB["fit_intercept"] if args.fit_intercept is None else \
+            args.fit_intercept
+    else:
+        if args.k is None or args.lambda2 is None:
+            raise _InputError("--k and --lambda2 are required with --data")
+        k, lambda2, fit_intercept = args.k, args.lambda2, bool(args.fit_intercept)
+    X, y, desc = _load(args)
+    validate_problem(X, y, k=k, lambda2=lambda2, loss=args.loss,
+                     max_abs_coef=args.max_abs_coef)
+    say = (lambda *a: None) if args.quiet else print
+    say(f"sparsecert {__version__}: certifying k={k}, lambda2={lambda2:g}, loss={args.loss}, "
+        f"fit_intercept={fit_intercept}, max_abs_coef={args.max_abs_coef} on {desc} "
+        f"(n={X.shape[0]}, p={X.shape[1]})")
+
+    from sparsecert.api import certify  # lazy: the solver is only needed here
+
+    result = certify(X, y, k, lambda2, loss=args.loss, max_abs_coef=args.max_abs_coef,
+                     fit_intercept=fit_intercept, rel_gap=args.rel_gap,
+                     time_limit=args.time_limit, node_limit=args.node_limit, n_jobs=args.jobs,
+                     verbose=0 if args.quiet else 1)
+    try:
+        result.save(args.out)
+    except OSError as exc:
+        raise _InputError(f"cannot write {args.out}: {exc.strerror or exc}") from None
+    from sparsecert.certify.certificate import sidecar_path
+
+    report = verify_certificate(args.out, X, y, rel_gap=args.rel_gap)
+    coef = np.asarray(result.coef)
+    support = np.flatnonzero(coef).tolist()
+    if args.quiet:
+        print(f"{result.status}: objective {result.objective:.10g}, lower bound "
+              f"{result.lower_bound:.10g}, gap {result.gap:.2e}, support {support}; "
+              f"{args.out}: {'verified' if report.ok else 'VERIFICATION FAILED'}")
+    else:
+        print(f"status      : {result.status}")
+        print(f"objective   : {result.objective:.12g}")
+        print(f"lower bound : {result.lower_bound:.12g}")
+        print(f"gap         : {result.gap:.3e} (relative, (UB - LB) / max(1, |UB|))")
+        print(f"support     : {support}")
+        print("coef        : " + ", ".join(f"b[{j}]={coef[j]:.6g}" for j in support))
+        if fit_intercept:
+            print(f"intercept   : {result.intercept:.6g}")
+        print(f"nodes       : {result.n_nodes}, time {result.time:.2f} s")
+        print(f"certificate : {args.out} (+ {sidecar_path(args.out)})")
+        print(report)
+    if not report.ok:
+        print(f"sparsecert: the written certificate did not verify: "
+              f"{', '.join(report.failed_checks)}", file=sys.stderr)
+    return report.exit_code
+
+
+def _cmd_verify(args) -> int:
+    from sparsecert.certify.verify import verify_certificate
+
+    X, y, desc = _load(args)
+    try:
+        report = verify_certificate(args.certificate, X, y, rel_gap=args.rel_gap)
+    except OSError as exc:
+        raise _InputError(f"cannot read certificate {args.certificate}: "
+                          f"{exc.strerror or exc}") from None
+    if args.quiet:
+        state = ("verified" if report.gap_within_tolerance else
+                 "verified, gap above tolerance") if report.ok else \
+            "FAILED: " + ", ".join(report.failed_checks)
+        print(f"{args.certificate}: {state}")
+    else:
+        print(f"data: {desc}")
+        print(report)
+    return report.exit_code
+
+
+def _cmd_show(args) -> int:
+    from sparsecert.certify.certificate import format_summary
+    from sparsecert.certify.schema import FORMAT_NAME
+
+    try:
+        with open(args.certificate, encoding="utf-8") as fh:
+            data = json.load(fh)
+    except OSError as exc:
+        raise _InputError(f"cannot read {args.certificate}: {exc.strerror or exc}") from None
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise _InputError(f"{args.certificate} is not valid JSON ({exc})") from None
+    if not isinstance(data, dict) or data.get("format") != FORMAT_NAME:
+        raise _InputError(f"{args.certificate} is not a {FORMAT_NAME} file")
+    try:
+        print(format_summary(data))
+    except (AttributeError, TypeError, KeyError, ValueError, IndexError) as exc:
+        raise _InputError(f"{args.certificate} is malformed ({exc}); run "
+                          "'sparsecert verify' for the details") from None
+    return EXIT_OK
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``sparsecert`` command. Returns the exit code."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(None if argv is None else list(argv))
+    except SystemExit as exc:  # argparse: --help / --version (0) or a usage error (2)
+        return int(exc.code or 0)
+    if args.command is None:
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
+    handler = {"certify": _cmd_certify, "verify": _cmd_verify, "show": _cmd_show}[args.command]
+    try:
+        return handler(args)
+    except (_InputError, ValueError, KeyError, OSError) as exc:
+        msg = str(exc) if not isinstance(exc, KeyError) else f"missing {exc}"
+        if isinstance(exc, OSError) and exc.filename is not None:
+            msg = f"{exc.filename}: {exc.strerror or exc}"
+        print(f"sparsecert: error: {' '.join(msg.split())}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+if __name__ == "__main__":
+    sys.exit(main())

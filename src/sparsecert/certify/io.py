@@ -1,0 +1,199 @@
+"""Data loading and input validation for the command line.
+
+Every problem with the user's files or parameters raises ``ValueError`` (or ``OSError`` for a
+file that cannot be opened) with a one-line message naming the problem; the CLI turns these into
+exit code 2.
+
+Supported files:
+
+- ``.npz`` with arrays ``X`` (n x p) and ``y`` (n);
+- ``.npy`` holding X, with the target in a second ``.npy`` given by ``--y FILE``;
+- ``.csv`` with a header row; ``--target COLUMN`` names the target column, every other column is
+  a feature and must be numeric.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import os
+import pickle
+import zipfile
+
+import numpy as np
+
+from sparsecert.certify.schema import CLASSIFICATION_LOSSES, LOSSES
+
+__all__ = ["load_data", "load_default_data", "validate_data", "validate_problem"]
+
+DEFAULT_DATA_DESCRIPTION = "scikit-learn's bundled diabetes data (442 samples, 10 features)"
+
+
+def load_default_data() -> tuple[np.ndarray, np.ndarray, str]:
+    """scikit-learn's diabetes data (bundled with scikit-learn, no download)."""
+    from sklearn.datasets import load_diabetes
+
+    X, y = load_diabetes(return_X_y=True)
+    return np.asarray(X, dtype=np.float64), np.asarray(y, dtype=np.float64), \
+        DEFAULT_DATA_DESCRIPTION
+
+
+def _load_array(path: str, what: str) -> np.ndarray:
+    try:
+        arr = np.load(path, allow_pickle=False)
+    except OSError:
+        raise
+    except (ValueError, EOFError, zipfile.BadZipFile, pickle.UnpicklingError) as exc:
+        raise ValueError(f"{path}: cannot read {what} ({exc})") from None
+    if isinstance(arr, np.lib.npyio.NpzFile):
+        arr.close()
+        raise ValueError(f"{path}: expected a .npy array for {what}, got an .npz archive")
+    return arr
+
+
+def load_data(
+    path: str | os.PathLike, *, y_path: str | os.PathLike | None = None,
+    target: str | None = None,
+) -> tuple[np.ndarray, np.ndarray, str]:
+    """Load (X, y) from a ``.npz``, ``.npy`` (+ ``y_path``) or ``.csv`` (+ ``target``) file.
+
+    Returns
+    -------
+    X : ndarray (n, p), float64
+    y : ndarray (n,), float64
+    description : str
+
+    Raises
+    ------
+    OSError
+        A file cannot be opened.
+    ValueError
+        Malformed content, missing arrays or columns, non-numeric values, NaN/inf, bad shapes.
+    """
+    path = os.fspath(path)
+    ext = os.path.splitext(path)[1].lower()
+    if not os.path.exists(path):
+        raise ValueError(f"data file {path} does not exist")
+    if ext == ".npz":
+        if y_path is not None or target is not None:
+            raise ValueError("--y and --target do not apply to .npz data (arrays X and y)")
+        try:
+            with np.load(path, allow_pickle=False) as z:
+                missing = [a for a in ("X", "y") if a not in z.files]
+                if missing:
+                    raise ValueError(f"{path} has no array {' or '.join(missing)} "
+                                     f"(found: {', '.join(z.files) or 'none'})")
+                X, y = z["X"], z["y"]
+        except OSError:
+            raise
+        except (EOFError, zipfile.BadZipFile, pickle.UnpicklingError) as exc:
+            raise ValueError(f"{path}: not a readable .npz file ({exc})") from None
+        except ValueError as exc:
+            raise ValueError(f"{path}: {exc}") from None
+        desc = f"{path}"
+    elif ext == ".npy":
+        if y_path is None:
+            raise ValueError(f"{path} holds X only: give the target with --y Y.npy")
+        if target is not None:
+            raise ValueError("--target applies to .csv data only")
+        X = _load_array(path, "X")
+        y = _load_array(os.fspath(y_path), "y")
+        desc = f"{path} + {os.fspath(y_path)}"
+    elif ext == ".csv":
+        if y_path is not None:
+            raise ValueError("--y applies to .npy data only")
+        X, y = _load_csv(path, target)
+        desc = f"{path} (target column {target!r})"
+    else:
+        raise ValueError(f"{path}: unsupported data file type {ext or '(none)'!r}; "
+                         "use .npz (X, y), .npy with --y, or .csv with --target")
+    X, y = validate_data(X, y, source=path)
+    return X, y, desc
+
+
+def _load_csv(path: str, target: str | None) -> tuple[np.ndarray, np.ndarray]:
+    try:
+        with open(path, newline="", encoding="utf-8") as fh:
+            rows = list(csv.reader(fh))
+    except UnicodeDecodeError:
+        raise ValueError(f"{path}: not a UTF-8 text CSV file") from None
+    except csv.Error as exc:
+        raise ValueError(f"{path}: malformed CSV ({exc})") from None
+    rows = [r for r in rows if any(cell.strip() for cell in r)]
+    if not rows:
+        raise ValueError(f"{path}: empty CSV file")
+    header = [h.strip() for h in rows[0]]
+    if target is None:
+        raise ValueError(f"{path}: CSV data needs --target COLUMN (columns: {', '.join(header)})")
+    if target not in header:
+        raise ValueError(f"{path}: no column {target!r} (columns: {', '.join(header)})")
+    if len(set(header)) != len(header):
+        raise ValueError(f"{path}: duplicate column names in the header")
+    if len(rows) < 2:
+        raise ValueError(f"{path}: no data rows after the header")
+    t = header.index(target)
+    data = np.empty((len(rows) - 1, len(header)))
+    for i, row in enumerate(rows[1:], start=2):
+        if len(row) != len(header):
+            raise ValueError(f"{path}: line {i} has {len(row)} fields, the header has "
+                             f"{len(header)}")
+        for j, cell in enumerate(row):
+            try:
+                data[i - 2, j] = float(cell)
+            except ValueError:
+                raise ValueError(f"{path}: line {i}, column {header[j]!r}: {cell.strip()!r} is "
+                                 "not a number (only numeric columns are supported)") from None
+    if data.shape[1] < 2:
+        raise ValueError(f"{path}: no feature columns besides the target")
+    return np.delete(data, t, axis=1), data[:, t]
+
+
+def validate_data(X, y, source: str = "data") -> tuple[np.ndarray, np.ndarray]:
+    """Check that X is a finite numeric (n, p) matrix and y a finite numeric (n,) vector."""
+    X = np.asarray(X)
+    y = np.asarray(y)
+    for name, arr in (("X", X), ("y", y)):
+        if arr.dtype.kind not in "biuf":
+            raise ValueError(f"{source}: {name} is not numeric (dtype {arr.dtype})")
+    if X.ndim != 2:
+        raise ValueError(f"{source}: X must be 2-D (n_samples, n_features), got shape {X.shape}")
+    if y.ndim != 1:
+        raise ValueError(f"{source}: y must be 1-D (n_samples,), got shape {y.shape}")
+    if X.shape[0] != y.shape[0]:
+        raise ValueError(f"{source}: X has {X.shape[0]} rows but y has {y.shape[0]} entries")
+    if X.shape[0] < 1 or X.shape[1] < 1:
+        raise ValueError(f"{source}: empty data (X has shape {X.shape})")
+    X = X.astype(np.float64, copy=False)
+    y = y.astype(np.float64, copy=False)
+    for name, arr in (("X", X), ("y", y)):
+        bad = ~np.isfinite(arr)
+        if bad.any():
+            where = np.argwhere(bad)[0].tolist()
+            raise ValueError(f"{source}: {name} contains NaN or infinity (first at index "
+                             f"{tuple(where) if len(where) > 1 else where[0]})")
+    return X, y
+
+
+def validate_problem(
+    X: np.ndarray, y: np.ndarray, *, k: int, lambda2: float, loss: str,
+    max_abs_coef: float | None = None,
+) -> None:
+    """Reject parameters the solver cannot certify, with a message naming the problem."""
+    n, p = X.shape
+    if loss not in LOSSES:
+        raise ValueError(f"unknown loss {loss!r} (choose from {', '.join(LOSSES)})")
+    if k < 1 or k > p:
+        raise ValueError(f"k = {k} must be between 1 and the number of features p = {p}")
+    if not (math.isfinite(lambda2) and lambda2 > 0):
+        raise ValueError(f"lambda2 = {lambda2} must be > 0 (the perspective bound needs a "
+                         "ridge term)")
+    if max_abs_coef is not None and not (max_abs_coef > 0):
+        raise ValueError(f"max_abs_coef = {max_abs_coef} must be > 0")
+    if loss in CLASSIFICATION_LOSSES:
+        values = np.unique(y)
+        if values.size != 2:
+            shown = ", ".join(f"{v:g}" for v in values[:5]) + (" ..." if values.size > 5 else "")
+            raise ValueError(f"the {loss} loss needs exactly two label values, y has "
+                             f"{values.size} ({shown})")
+    if loss == "poisson" and (y < 0).any():
+        raise ValueError("the poisson loss needs counts y >= 0")

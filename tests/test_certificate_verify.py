@@ -1,0 +1,488 @@
+"""The standalone verifier on genuine enumeration certificates and on every kind of tampering."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import numpy as np
+import pytest
+from _certgen import brute_force_optimum, enumeration_certificate, make_data
+
+from sparsecert.certify import Certificate, verify_certificate
+from sparsecert.certify.schema import npz_bytes, sha256_bytes
+
+K, LAM = 3, 0.5
+
+
+# ------------------------------------------------------------------------------ fixtures
+
+
+@pytest.fixture(scope="module")
+def sq():
+    """Squared loss, no intercept, point witnesses."""
+    X, y = make_data("squared", n=30, p=6, seed=0)
+    cert, info = enumeration_certificate(X, y, "squared", K, LAM)
+    return X, y, cert, info
+
+
+@pytest.fixture(scope="module")
+def sq_dual():
+    """Squared loss, dual witnesses."""
+    X, y = make_data("squared", n=30, p=6, seed=0)
+    cert, info = enumeration_certificate(X, y, "squared", K, LAM, witness="dual")
+    return X, y, cert, info
+
+
+@pytest.fixture(scope="module")
+def logi_icpt():
+    """Logistic loss with intercept, raw labels {0, 1}, dual witnesses with exact zero sum."""
+    X, y = make_data("logistic", n=40, p=5, seed=2, labels=(0.0, 1.0))
+    cert, info = enumeration_certificate(X, y, "logistic", 2, 0.3, fit_intercept=True,
+                                         witness="dual", labels=(0.0, 1.0))
+    return X, y, cert, info
+
+
+def _parts(cert: Certificate):
+    return cert.to_dict(), {k: v.copy() for k, v in cert.arrays.items()}
+
+
+def _write(tmp_path, doc, arrays, update_hash=True, name="cert"):
+    """Write a (tampered) certificate; optionally re-hash the sidecar like a careful forger."""
+    side = npz_bytes(arrays)
+    doc["arrays"]["file"] = name + ".npz"
+    if update_hash:
+        doc["arrays"]["sha256"] = sha256_bytes(side)
+    (tmp_path / (name + ".npz")).write_bytes(side)
+    path = tmp_path / (name + ".json")
+    path.write_text(json.dumps(doc, allow_nan=False))
+    return path
+
+
+def _best_slot(cert, info):
+    nd = next(x for x in cert.nodes if x["id"] == info["best_leaf"])
+    return nd["witness"]["slot"]
+
+
+def _failed(rep):
+    return set(rep.failed_checks)
+
+
+# ------------------------------------------------------------------------------ genuine
+
+
+@pytest.mark.parametrize(
+    "loss, fit_intercept, witness, M, labels",
+    [
+        ("squared", False, "point", None, None),
+        ("squared", True, "point", None, None),
+        ("squared", True, "dual", None, None),
+        ("squared", False, "point", 0.4, None),
+        ("squared", True, "dual", 0.4, None),
+        ("logistic", False, "point", None, None),
+        ("logistic", True, "dual", None, (0.0, 1.0)),
+        ("squared_hinge", False, "dual", None, None),
+        ("squared_hinge", True, "dual", None, (-1.0, 1.0)),
+        ("poisson", False, "point", None, None),
+        ("poisson", True, "dual", None, None),
+    ],
+)
+def test_genuine_certificate_verifies_and_matches_brute_force(
+    tmp_path, loss, fit_intercept, witness, M, labels
+):
+    X, y = make_data(loss, n=25, p=6, seed=1, labels=labels or (-1.0, 1.0))
+    cert, info = enumeration_certificate(X, y, loss, K, 0.7, M=M, fit_intercept=fit_intercept,
+                                         witness=witness, labels=labels)
+    path = tmp_path / "c.json"
+    cert.save(path)
+    rep = verify_certificate(path, X, y)
+    assert rep.ok, str(rep)
+    assert rep.exit_code == 0
+    ref = brute_force_optimum(X, y, loss, K, 0.7, M=M, fit_intercept=fit_intercept,
+                              labels=labels)
+    assert rep.certified_lower_bound == pytest.approx(ref, rel=1e-7)
+    assert cert.upper_bound == pytest.approx(ref, rel=1e-7)
+    if M is not None:  # the box is active at the optimum, otherwise the case tests nothing
+        assert np.abs(info["coef"]).max() == pytest.approx(M)
+
+
+def test_eigen_shift_certificate_verifies(tmp_path):
+    X, y = make_data("squared", n=30, p=6, seed=4)
+    Xc = X - X.mean(0)
+    mu = 0.5 * np.linalg.eigvalsh(Xc.T @ Xc)[0]
+    cert, _ = enumeration_certificate(X, y, "squared", K, LAM, fit_intercept=True, eig_shift=mu)
+    rep = verify_certificate(cert, X, y)
+    assert rep.ok, str(rep)
+    assert "cholesky" in dict((n, m) for n, _, m in rep.checks)["eig_shift"]
+    ref = brute_force_optimum(X, y, "squared", K, LAM, fit_intercept=True)
+    assert rep.certified_lower_bound == pytest.approx(ref, rel=1e-7)
+
+
+def test_in_memory_dict_and_path_agree(tmp_path, sq):
+    X, y, cert, _ = sq
+    path = tmp_path / "c.json"
+    cert.save(path)
+    r_obj = verify_certificate(cert, X, y)
+    r_path = verify_certificate(path, X, y)
+    r_dict = verify_certificate(json.loads(path.read_text()), X, y,
+                                sidecar=tmp_path / "c.npz")
+    r_loaded = verify_certificate(Certificate.load(path), X, y)
+    for r in (r_obj, r_path, r_dict, r_loaded):
+        assert r.ok, str(r)
+        assert r.certified_lower_bound == r_obj.certified_lower_bound
+
+
+def test_report_text_and_exit_codes(sq):
+    X, y, cert, _ = sq
+    rep = verify_certificate(cert, X, y)
+    text = str(rep)
+    assert "VERIFIED" in text and "margin" in text and "leaf_bounds" in text
+    assert rep.margin == pytest.approx(1e-9 * max(1.0, abs(cert.upper_bound)))
+    assert rep.gap_within_tolerance
+    assert verify_certificate(cert, X, y, rel_gap=0.0).exit_code == 0  # gap is exactly 0
+
+
+# ------------------------------------------------------------------------------ tampering
+
+
+def test_changed_dual_entry_without_rehash_fails_sidecar_hash(tmp_path, sq_dual):
+    X, y, cert, info = sq_dual
+    doc, arr = _parts(cert)
+    arr["dual_values"][_best_slot(cert, info), 0] += 0.3
+    rep = verify_certificate(_write(tmp_path, doc, arr, update_hash=False), X, y)
+    assert _failed(rep) == {"sidecar"} and "SHA-256" in rep.failures[0][1]
+    assert rep.exit_code == 1
+
+
+def test_changed_dual_entry_with_rehash_fails_leaf_bound(tmp_path, sq_dual):
+    X, y, cert, info = sq_dual
+    doc, arr = _parts(cert)
+    arr["dual_values"][_best_slot(cert, info), 0] += 0.3
+    rep = verify_certificate(_write(tmp_path, doc, arr), X, y)
+    assert _failed(rep) == {"leaf_bounds"}
+    assert f"leaves {info['best_leaf']} (" in dict(rep.failures)["leaf_bounds"]
+
+
+def test_changed_point_entry_with_rehash_fails_leaf_bound(tmp_path, sq):
+    X, y, cert, info = sq
+    doc, arr = _parts(cert)
+    off = arr["point_offsets"]
+    arr["point_values"][off[_best_slot(cert, info)]] += 0.3
+    rep = verify_certificate(_write(tmp_path, doc, arr), X, y)
+    assert _failed(rep) == {"leaf_bounds"}
+    assert str(info["best_leaf"]) in dict(rep.failures)["leaf_bounds"]
+
+
+def test_dual_entry_outside_domain_fails_witness_check(tmp_path):
+    X, y = make_data("logistic", n=30, p=5, seed=3)
+    cert, info = enumeration_certificate(X, y, "logistic", 2, 0.3, witness="dual")
+    doc, arr = _parts(cert)
+    s = _best_slot(cert, info)
+    arr["dual_values"][s, 0] = 2.0 * y[0]  # t = -y z = -2: outside [0, 1]
+    rep = verify_certificate(_write(tmp_path, doc, arr), X, y)
+    assert {"leaf_witnesses", "leaf_bounds"} == _failed(rep)
+    assert "outside the domain" in dict(rep.failures)["leaf_witnesses"]
+
+
+def test_dual_without_exact_zero_sum_fails_with_intercept(tmp_path, logi_icpt):
+    X, y, cert, info = logi_icpt
+    assert verify_certificate(cert, X, y).ok
+    doc, arr = _parts(cert)
+    s = _best_slot(cert, info)
+    arr["dual_values"][s] *= 1.0 + 1e-15 * np.arange(arr["dual_values"].shape[1])
+    rep = verify_certificate(_write(tmp_path, doc, arr), X, y)
+    assert "leaf_witnesses" in _failed(rep)
+    assert "fsum" in dict(rep.failures)["leaf_witnesses"]
+
+
+def test_point_witness_rejected_for_logistic_intercept(tmp_path):
+    X, y = make_data("logistic", n=30, p=4, seed=5)
+    cert, _ = enumeration_certificate(X, y, "logistic", 2, 0.3, fit_intercept=False)
+    doc, arr = _parts(cert)
+    doc["problem"]["fit_intercept"] = True
+    rep = verify_certificate(_write(tmp_path, doc, arr), X, y)
+    assert "leaf_witnesses" in _failed(rep)
+    assert "dual witness with exact zero sum" in dict(rep.failures)["leaf_witnesses"]
+
+
+def test_dropped_leaf_fails_tree_structure(tmp_path, sq):
+    X, y, cert, _ = sq
+    doc, arr = _parts(cert)
+    nodes = doc["tree"]["nodes"]
+    parents = {nd["parent"] for nd in nodes}
+    leaf = next(nd for nd in nodes if nd["id"] not in parents)
+    nodes.remove(leaf)
+    rep = verify_certificate(_write(tmp_path, doc, arr), X, y)
+    assert "tree_structure" in _failed(rep)
+    assert "exactly two children" in dict(rep.failures)["tree_structure"]
+
+
+def test_dropped_subtree_with_parent_as_leaf_fails_witness(tmp_path, sq):
+    X, y, cert, _ = sq
+    doc, arr = _parts(cert)
+    nodes = doc["tree"]["nodes"]
+    root = nodes[0]
+    doc["tree"]["nodes"] = [root]  # the root alone, claimed pruned, without a witness
+    root["status"] = "pruned"
+    rep = verify_certificate(_write(tmp_path, doc, arr), X, y)
+    assert "leaf_witnesses" in _failed(rep) and "leaf_bounds" in _failed(rep)
+    assert "no witness" in dict(rep.failures)["leaf_witnesses"]
+
+
+def test_swapped_branching_variable_of_one_child_fails_structure(tmp_path, sq):
+    X, y, cert, _ = sq
+    doc, arr = _parts(cert)
+    child = next(nd for nd in doc["tree"]["nodes"] if nd["parent"] == 0)
+    child["branch_var"] = 4
+    rep = verify_certificate(_write(tmp_path, doc, arr), X, y)
+    assert "tree_structure" in _failed(rep)
+
+
+def test_swapped_branching_variable_of_both_children_fails_fixings(tmp_path, sq):
+    X, y, cert, _ = sq
+    doc, arr = _parts(cert)
+    for nd in doc["tree"]["nodes"]:
+        if nd["parent"] == 0:
+            nd["branch_var"] = 4
+    rep = verify_certificate(_write(tmp_path, doc, arr), X, y)
+    assert _failed(rep) == {"tree_fixings"}
+
+
+def test_branching_on_a_variable_fixed_at_the_parent_fails(tmp_path, sq):
+    X, y, cert, _ = sq
+    # rebuild consistently (fixings recomputed by build) with a grandchild pair re-fixing var 0
+    doc, _ = _parts(cert)
+    nodes = []
+    for nd in doc["tree"]["nodes"]:
+        w = cert.witness(nd["id"])
+        d = dict(nd, witness=w)
+        if nd["parent"] is not None and nd["branch_var"] == 1:
+            d["branch_var"] = 0
+        nodes.append(d)
+    bad = Certificate.build(
+        X, y, problem=doc["problem"],
+        incumbent=dict(coef=np.array(doc["incumbent"]["coef"]), intercept=0.0,
+                       objective=doc["incumbent"]["objective"]),
+        bounds=dict(lower_bound=cert.lower_bound, upper_bound=cert.upper_bound,
+                    status="optimal"),
+        nodes=nodes)
+    rep = verify_certificate(bad, X, y)
+    assert "tree_fixings" in _failed(rep)
+    assert "already fixed" in dict(rep.failures)["tree_fixings"]
+
+
+def test_edited_lower_bound_fails(tmp_path, sq):
+    X, y, cert, _ = sq
+    doc, arr = _parts(cert)
+    bd = doc["bounds"]
+    bd["lower_bound"] += 1.0  # forger keeps the arithmetic consistent
+    bd["absolute_gap"] = bd["upper_bound"] - bd["lower_bound"]
+    bd["relative_gap"] = bd["absolute_gap"] / max(1.0, abs(bd["upper_bound"]))
+    rep = verify_certificate(_write(tmp_path, doc, arr), X, y)
+    assert _failed(rep) == {"leaf_bounds"}
+    # a careless forger: only the lower bound changed
+    doc2, arr2 = _parts(cert)
+    doc2["bounds"]["lower_bound"] += 1.0
+    rep2 = verify_certificate(_write(tmp_path, doc2, arr2, name="c2"), X, y)
+    assert {"leaf_bounds", "gap_arithmetic"} == _failed(rep2)
+
+
+def test_edited_coefficient_fails_objective(tmp_path, sq):
+    X, y, cert, info = sq
+    doc, arr = _parts(cert)
+    j = doc["incumbent"]["support"][0]
+    doc["incumbent"]["coef"][j] *= 1.001
+    rep = verify_certificate(_write(tmp_path, doc, arr), X, y)
+    assert _failed(rep) == {"incumbent_objective"}
+
+
+def test_added_coefficient_fails_support_and_sparsity(tmp_path, sq):
+    X, y, cert, _ = sq
+    doc, arr = _parts(cert)
+    j = next(j for j in range(6) if j not in doc["incumbent"]["support"])
+    doc["incumbent"]["coef"][j] = 1e-3
+    rep = verify_certificate(_write(tmp_path, doc, arr), X, y)
+    assert {"incumbent_sparsity", "incumbent_support", "incumbent_objective"} <= _failed(rep)
+
+
+def test_coefficient_outside_box_fails(tmp_path):
+    X, y = make_data("squared", n=25, p=5, seed=1)
+    cert, _ = enumeration_certificate(X, y, "squared", 2, LAM, M=0.4)
+    doc, arr = _parts(cert)
+    doc["problem"]["max_abs_coef"] = 0.3
+    rep = verify_certificate(_write(tmp_path, doc, arr), X, y)
+    assert "incumbent_box" in _failed(rep)
+
+
+@pytest.mark.parametrize("which", ["X", "y"])
+def test_changed_data_value_fails_hash_naming_the_array(sq, which):
+    X, y, cert, _ = sq
+    X2, y2 = X.copy(), y.copy()
+    (X2 if which == "X" else y2).flat[3] += 1e-12
+    rep = verify_certificate(cert, X2, y2)
+    assert "data_hash" in _failed(rep)
+    msg = dict(rep.failures)["data_hash"]
+    assert f"SHA-256 of {which} differs" in msg
+
+
+def test_wrong_data_shape_fails(sq):
+    X, y, cert, _ = sq
+    rep = verify_certificate(cert, X[:, :5], y)
+    assert _failed(rep) == {"data_shape"} and rep.exit_code == 1
+
+
+def test_edited_k_fails(tmp_path, sq):
+    X, y, cert, _ = sq
+    doc, arr = _parts(cert)
+    doc["problem"]["k"] = K - 1
+    rep = verify_certificate(_write(tmp_path, doc, arr), X, y)
+    assert {"incumbent_sparsity", "tree_fixings"} <= _failed(rep)
+    doc, arr = _parts(cert)
+    doc["problem"]["k"] = K + 1  # leaves with budget 0 now have budget 1: their bounds drop
+    rep = verify_certificate(_write(tmp_path, doc, arr, name="c2"), X, y)
+    assert _failed(rep) == {"leaf_bounds"}
+
+
+def test_edited_lambda2_fails(tmp_path, sq):
+    X, y, cert, _ = sq
+    doc, arr = _parts(cert)
+    doc["problem"]["lambda2"] = LAM * 1.01
+    rep = verify_certificate(_write(tmp_path, doc, arr), X, y)
+    assert "incumbent_objective" in _failed(rep)
+
+
+def test_edited_upper_bound_fails(tmp_path, sq):
+    X, y, cert, _ = sq
+    doc, arr = _parts(cert)
+    doc["bounds"]["upper_bound"] -= 0.5
+    rep = verify_certificate(_write(tmp_path, doc, arr), X, y)
+    assert "upper_bound" in _failed(rep)
+
+
+def test_optimal_status_with_large_gap_fails(tmp_path, sq):
+    X, y, cert, _ = sq
+    doc, arr = _parts(cert)
+    bd = doc["bounds"]
+    bd["lower_bound"] -= 10.0  # an honest but weak bound
+    bd["absolute_gap"] = bd["upper_bound"] - bd["lower_bound"]
+    bd["relative_gap"] = bd["absolute_gap"] / max(1.0, abs(bd["upper_bound"]))
+    rep = verify_certificate(_write(tmp_path, doc, arr), X, y)
+    assert _failed(rep) == {"status"}
+    bd["status"] = "time_limit"
+    rep = verify_certificate(_write(tmp_path, doc, arr, name="c2"), X, y)
+    assert rep.ok and not rep.gap_within_tolerance and rep.exit_code == 3
+    assert verify_certificate(tmp_path / "c2.json", X, y, rel_gap=1.0).exit_code == 0
+
+
+def test_too_large_eigen_shift_fails(tmp_path, sq):
+    X, y, cert, _ = sq
+    doc, arr = _parts(cert)
+    doc["relaxation"]["eig_shift"] = 2.0 * np.linalg.eigvalsh(X.T @ X)[-1]
+    rep = verify_certificate(_write(tmp_path, doc, arr), X, y)
+    assert "eig_shift" in _failed(rep) and "not positive definite" in dict(rep.failures)[
+        "eig_shift"]
+
+
+def test_eigen_shift_with_non_squared_loss_fails(tmp_path, logi_icpt):
+    X, y, cert, _ = logi_icpt
+    doc, arr = _parts(cert)
+    doc["relaxation"]["eig_shift"] = 1e-3
+    rep = verify_certificate(_write(tmp_path, doc, arr), X, y)
+    assert "eig_shift" in _failed(rep)
+
+
+def test_invalid_labels_fail(logi_icpt):
+    X, y, cert, _ = logi_icpt
+    y2 = y.copy()
+    y2[0] = 2.0
+    rep = verify_certificate(cert, X, y2)
+    assert "labels" in _failed(rep)
+
+
+# ------------------------------------------------------------------------------ malformed
+
+
+def test_missing_sidecar_fails(tmp_path, sq):
+    X, y, cert, _ = sq
+    path = tmp_path / "c.json"
+    cert.save(path)
+    (tmp_path / "c.npz").unlink()
+    rep = verify_certificate(path, X, y)
+    assert _failed(rep) == {"sidecar"} and "cannot be read" in rep.failures[0][1]
+
+
+def test_garbage_sidecar_with_matching_hash_fails(tmp_path, sq):
+    X, y, cert, _ = sq
+    doc, _ = _parts(cert)
+    (tmp_path / "c.npz").write_bytes(b"not a zip file")
+    doc["arrays"].update(file="c.npz", sha256=sha256_bytes(b"not a zip file"))
+    (tmp_path / "c.json").write_text(json.dumps(doc))
+    rep = verify_certificate(tmp_path / "c.json", X, y)
+    assert _failed(rep) == {"sidecar"} and "not a readable" in rep.failures[0][1]
+
+
+def test_witness_slot_out_of_range_fails_sidecar(tmp_path, sq):
+    X, y, cert, _ = sq
+    doc, arr = _parts(cert)
+    leaf = next(nd for nd in doc["tree"]["nodes"] if nd["witness"])
+    leaf["witness"]["slot"] = 10_000
+    rep = verify_certificate(_write(tmp_path, doc, arr), X, y)
+    assert _failed(rep) == {"sidecar"} and "out of range" in rep.failures[0][1]
+
+
+@pytest.mark.parametrize(
+    "edit, needle",
+    [
+        (lambda d: d.update(format="something-else"), "format is"),
+        (lambda d: d.update(format_version=99), "not supported"),
+        (lambda d: d["bounds"].pop("status"), "missing field bounds.status"),
+        (lambda d: d["problem"].update(k="3"), "problem.k must be an integer"),
+        (lambda d: d["problem"].update(loss="hinge"), "problem.loss"),
+        (lambda d: d["incumbent"]["coef"].pop(), "incumbent.coef"),
+        (lambda d: d["bounds"].update(relative_gap_definition="(UB-LB)/UB"), "definition"),
+        (lambda d: d["tree"]["nodes"][0].update(status="weird"), "status"),
+    ],
+)
+def test_malformed_json_fails_format(tmp_path, sq, edit, needle):
+    X, y, cert, _ = sq
+    doc, arr = _parts(cert)
+    edit(doc)
+    rep = verify_certificate(_write(tmp_path, doc, arr), X, y)
+    assert _failed(rep) == {"format"} and needle in rep.failures[0][1]
+    assert rep.exit_code == 1
+
+
+def test_non_json_and_nan_fail_format(tmp_path, sq):
+    X, y, cert, _ = sq
+    cert.save(tmp_path / "c.json")
+    text = (tmp_path / "c.json").read_text()
+    (tmp_path / "c.json").write_text(text[: len(text) // 2])
+    assert verify_certificate(tmp_path / "c.json", X, y).failed_checks == ["format"]
+    doc = json.loads(text)
+    doc["bounds"]["lower_bound"] = float("nan")
+    (tmp_path / "c.json").write_text(json.dumps(doc))  # json.dumps writes NaN by default
+    rep = verify_certificate(tmp_path / "c.json", X, y)
+    assert rep.failed_checks == ["format"] and "NaN" in rep.failures[0][1]
+
+
+def test_unreadable_certificate_and_bad_data_raise(tmp_path, sq):
+    X, y, cert, _ = sq
+    with pytest.raises(OSError):
+        verify_certificate(tmp_path / "missing.json", X, y)
+    Xn = X.copy()
+    Xn[0, 0] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        verify_certificate(cert, Xn, y)
+    with pytest.raises(TypeError):
+        verify_certificate(42, X, y)
+    with pytest.raises(ValueError, match="rel_gap"):
+        verify_certificate(cert, X, y, rel_gap=-1.0)
+
+
+def test_tampering_never_mutates_the_genuine_certificate(sq):
+    X, y, cert, _ = sq
+    before = copy.deepcopy(cert.to_dict())
+    doc, arr = _parts(cert)
+    doc["bounds"]["lower_bound"] = 0.0
+    arr["point_values"][:] = 0.0
+    assert cert.to_dict() == before and verify_certificate(cert, X, y).ok

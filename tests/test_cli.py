@@ -1,0 +1,286 @@
+"""The ``sparsecert`` command line: verify / show / certify, bad input and exit codes."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+import types
+from pathlib import Path
+
+import numpy as np
+import pytest
+from _certgen import enumeration_certificate, make_data
+
+from sparsecert.certify.cli import main
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+HAVE_API = importlib.util.find_spec("sparsecert.api") is not None
+needs_api = pytest.mark.skipif(not HAVE_API, reason="sparsecert.api (the solver) is not on this "
+                                                    "branch yet")
+
+
+@pytest.fixture(scope="module")
+def problem():
+    X, y = make_data("squared", n=24, p=5, seed=0)
+    cert, info = enumeration_certificate(X, y, "squared", 2, 0.5)
+    return X, y, cert, info
+
+
+@pytest.fixture
+def files(tmp_path, problem):
+    X, y, cert, _ = problem
+    cert.save(tmp_path / "cert.json")
+    np.savez(tmp_path / "data.npz", X=X, y=y)
+    np.save(tmp_path / "X.npy", X)
+    np.save(tmp_path / "y.npy", y)
+    header = ",".join([f"f{j}" for j in range(X.shape[1])] + ["target"])
+    rows = [",".join(repr(float(v)) for v in np.r_[X[i], y[i]]) for i in range(len(y))]
+    (tmp_path / "data.csv").write_text(header + "\n" + "\n".join(rows) + "\n")
+    return tmp_path
+
+
+def _one_error_line(capsys):
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("sparsecert: error:"), err
+    return lines[0]
+
+
+# ------------------------------------------------------------------------------ verify
+
+
+@pytest.mark.parametrize(
+    "data_args",
+    [["--data", "data.npz"], ["--data", "X.npy", "--y", "y.npy"],
+     ["--data", "data.csv", "--target", "target"]],
+)
+def test_verify_genuine_exit_0(files, capsys, data_args):
+    args = [a if not a.endswith((".npz", ".npy", ".csv")) else str(files / a) for a in data_args]
+    assert main(["verify", str(files / "cert.json"), *args]) == 0
+    out = capsys.readouterr().out
+    assert "VERIFIED" in out and "leaf_bounds" in out
+
+
+def test_verify_tampered_exit_1_names_the_check(files, capsys):
+    doc = json.loads((files / "cert.json").read_text())
+    doc["incumbent"]["coef"][doc["incumbent"]["support"][0]] += 0.01
+    (files / "cert.json").write_text(json.dumps(doc))
+    assert main(["verify", str(files / "cert.json"), "--data", str(files / "data.npz")]) == 1
+    out = capsys.readouterr().out
+    assert "FAILED: incumbent_objective" in out and "[FAIL] incumbent_objective" in out
+
+
+def test_verify_other_data_exit_1(files, capsys, problem):
+    X, y, _, _ = problem
+    np.savez(files / "other.npz", X=X, y=y + 1e-9)
+    assert main(["verify", str(files / "cert.json"), "--data", str(files / "other.npz"),
+                 "--quiet"]) == 1
+    assert "data_hash" in capsys.readouterr().out
+
+
+def test_verify_gap_above_tolerance_exit_3(files, capsys, problem):
+    X, y, cert, _ = problem
+    doc = cert.to_dict()
+    bd = doc["bounds"]
+    bd.update(lower_bound=bd["upper_bound"] - 1.0, status="time_limit")
+    bd["absolute_gap"] = bd["upper_bound"] - bd["lower_bound"]
+    bd["relative_gap"] = bd["absolute_gap"] / max(1.0, abs(bd["upper_bound"]))
+    doc["arrays"]["file"] = "cert.npz"
+    (files / "weak.json").write_text(json.dumps(doc))
+    args = ["verify", str(files / "weak.json"), "--data", str(files / "data.npz")]
+    assert main(args) == 3
+    assert "gap above tolerance" in capsys.readouterr().out
+    assert main(args + ["--rel-gap", "0.5"]) == 0
+
+
+@pytest.mark.parametrize(
+    "make, needle",
+    [
+        (lambda d: ["verify", str(d / "missing.json"), "--data", str(d / "data.npz")],
+         "missing.json"),
+        (lambda d: ["verify", str(d / "cert.json"), "--data", str(d / "missing.npz")],
+         "does not exist"),
+        (lambda d: ["verify", str(d / "cert.json"), "--data", str(d / "data.csv")],
+         "--target"),
+        (lambda d: ["verify", str(d / "cert.json"), "--data", str(d / "data.csv"), "--target",
+                    "nope"], "no column 'nope'"),
+        (lambda d: ["verify", str(d / "cert.json"), "--data", str(d / "X.npy")], "--y"),
+        (lambda d: ["verify", str(d / "cert.json"), "--data", str(d / "bad.npz")],
+         "not a readable"),
+        (lambda d: ["verify", str(d / "cert.json"), "--data", str(d / "noy.npz")],
+         "no array y"),
+        (lambda d: ["verify", str(d / "cert.json"), "--data", str(d / "text.csv"), "--target",
+                    "t"], "is not a number"),
+        (lambda d: ["verify", str(d / "cert.json"), "--data", str(d / "nan.npz")], "NaN"),
+        (lambda d: ["verify", str(d / "cert.json"), "--data", str(d / "data.txt")],
+         "unsupported"),
+        (lambda d: ["show", str(d / "missing.json")], "missing.json"),
+        (lambda d: ["show", str(d / "data.csv")], "not valid JSON"),
+    ],
+)
+def test_bad_input_exit_2_one_line(files, capsys, make, needle):
+    (files / "bad.npz").write_bytes(b"PK\x03\x04 this is not a zip")
+    np.savez(files / "noy.npz", X=np.ones((3, 2)))
+    (files / "text.csv").write_text("a,b,t\n1,2,3\n4,five,6\n")
+    np.savez(files / "nan.npz", X=np.array([[1.0, np.nan]]), y=np.array([1.0]))
+    (files / "data.txt").write_text("1 2 3\n")
+    assert main(make(files)) == 2
+    assert needle in _one_error_line(capsys)
+
+
+def test_malformed_certificate_is_a_failed_verification(files, capsys):
+    (files / "junk.json").write_text("{ not json")
+    assert main(["verify", str(files / "junk.json"), "--data", str(files / "data.npz")]) == 1
+    assert "format" in capsys.readouterr().out
+
+
+def test_usage_errors_exit_2(capsys):
+    assert main([]) == 2
+    assert main(["certify", "--k", "zero"]) == 2
+    assert main(["verify"]) == 2
+    assert main(["--version"]) == 0
+    assert "sparsecert" in capsys.readouterr().out
+
+
+# ------------------------------------------------------------------------------ show
+
+
+def test_show_prints_summary(files, capsys, problem):
+    _, _, cert, _ = problem
+    assert main(["show", str(files / "cert.json")]) == 0
+    out = capsys.readouterr().out
+    assert "status    : optimal" in out and f"support   : {cert.incumbent['support']}" in out
+    assert "leaves" in out
+
+
+# ------------------------------------------------------------------------------ certify input
+
+
+@pytest.mark.parametrize(
+    "extra, needle",
+    [
+        (["--k", "9", "--lambda2", "1"], "k = 9"),
+        (["--k", "2", "--lambda2", "0"], "lambda2 = 0"),
+        (["--k", "2", "--lambda2", "-1"], "lambda2 = -1"),
+        (["--k", "2"], "--k and --lambda2 are required"),
+        (["--k", "2", "--lambda2", "1", "--loss", "logistic"], "exactly two label values"),
+        (["--k", "2", "--lambda2", "1", "--max-abs-coef", "-1"], "max_abs_coef"),
+    ],
+)
+def test_certify_bad_parameters_exit_2(files, capsys, extra, needle):
+    assert main(["certify", "--data", str(files / "data.npz"), *extra]) == 2
+    assert needle in _one_error_line(capsys)
+
+
+def test_certify_missing_target_column_exit_2(files, capsys):
+    assert main(["certify", "--data", str(files / "data.csv"), "--target", "y", "--k", "2",
+                 "--lambda2", "1"]) == 2
+    assert "no column 'y'" in _one_error_line(capsys)
+
+
+# ------------------------------------------------------------------------------ certify flow
+
+
+class _FakeResult:
+    """What sparsecert.api.certify returns, built here from the enumeration certificate."""
+
+    def __init__(self, cert, info):
+        self.certificate = cert
+        self.status = cert.status
+        self.objective = cert.upper_bound
+        self.lower_bound = cert.lower_bound
+        self.gap = cert.bounds["relative_gap"]
+        self.coef = info["coef"]
+        self.intercept = info["intercept"]
+        self.n_nodes = len(cert.nodes)
+        self.time = 0.0
+
+    def save(self, path):
+        return self.certificate.save(path)
+
+
+@pytest.fixture
+def fake_api(monkeypatch):
+    """Stand-in for the lead's solver so the certify flow of the CLI is tested on its own."""
+    calls = []
+
+    def certify(X, y, k, lambda2, **kw):
+        calls.append(dict(k=k, lambda2=lambda2, **kw))
+        cert, info = enumeration_certificate(X, y, kw["loss"], k, lambda2,
+                                             M=kw["max_abs_coef"],
+                                             fit_intercept=kw["fit_intercept"])
+        return _FakeResult(cert, info)
+
+    mod = types.ModuleType("sparsecert.api")
+    mod.certify = certify
+    monkeypatch.setitem(sys.modules, "sparsecert.api", mod)
+    return calls
+
+
+def test_certify_flow_with_stand_in_solver(files, capsys, fake_api):
+    out = files / "new.json"
+    code = main(["certify", "--data", str(files / "data.npz"), "--k", "2", "--lambda2", "0.5",
+                 "--out", str(out), "--jobs", "2", "--rel-gap", "1e-6", "--time-limit", "30"])
+    assert code == 0
+    text = capsys.readouterr().out
+    assert "status      : optimal" in text and "VERIFIED" in text
+    assert out.exists() and (files / "new.npz").exists()
+    assert fake_api[0] == dict(k=2, lambda2=0.5, loss="squared", max_abs_coef=None,
+                               fit_intercept=False, rel_gap=1e-6, time_limit=30.0,
+                               node_limit=None, n_jobs=2, verbose=1)
+    assert main(["verify", str(out), "--data", str(files / "data.npz")]) == 0
+
+
+def test_certify_default_job_uses_diabetes(tmp_path, monkeypatch, capsys, fake_api):
+    monkeypatch.chdir(tmp_path)
+    # the stand-in enumerates all supports: keep it quick by capping k through the flag
+    assert main(["certify", "--k", "2", "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "sparsecert-certificate.json: verified" in out
+    assert fake_api[0]["fit_intercept"] is True and fake_api[0]["lambda2"] == 0.1
+    assert fake_api[0]["verbose"] == 0
+    assert (tmp_path / "sparsecert-certificate.json").exists()
+    assert (tmp_path / "sparsecert-certificate.npz").exists()
+    assert main(["verify", "sparsecert-certificate.json", "--quiet"]) == 0  # diabetes default
+
+
+def test_python_dash_m_sparsecert_runs():
+    run = subprocess.run([sys.executable, "-m", "sparsecert", "--help"], capture_output=True,
+                         text=True, env={"PYTHONPATH": str(SRC)})
+    assert run.returncode == 0 and "certify" in run.stdout
+
+
+# ------------------------------------------------------------------------------ with the solver
+
+
+@needs_api
+def test_certify_end_to_end_with_the_solver(files, capsys):
+    out = files / "real.json"
+    assert main(["certify", "--data", str(files / "data.npz"), "--k", "2", "--lambda2", "0.5",
+                 "--out", str(out), "--quiet"]) == 0
+    assert main(["verify", str(out), "--data", str(files / "data.npz"), "--quiet"]) == 0
+    doc = json.loads(out.read_text())
+    assert doc["bounds"]["status"] == "optimal"
+
+
+@needs_api
+def test_certify_default_diabetes_job_with_the_solver(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert main(["certify", "--quiet"]) == 0
+    assert main(["verify", "sparsecert-certificate.json"]) == 0
+    out = capsys.readouterr().out
+    assert "VERIFIED" in out
+
+
+@needs_api
+def test_certify_node_limit_gives_honest_status(files, capsys):
+    X, y = make_data("squared", n=40, p=8, seed=9)
+    np.savez(files / "d8.npz", X=X, y=y)
+    code = main(["certify", "--data", str(files / "d8.npz"), "--k", "3", "--lambda2", "0.01",
+                 "--node-limit", "1", "--rel-gap", "0", "--out", str(files / "nl.json"),
+                 "--quiet"])
+    doc = json.loads((files / "nl.json").read_text())
+    assert code == (0 if doc["bounds"]["relative_gap"] <= 0.0 else 3)
