@@ -476,6 +476,12 @@ class Certificate:
         cert._side = side  # keep the exact bytes so the verifier checks what is on disk
         return cert
 
+    def verify(self, X: np.ndarray, y: np.ndarray, rel_gap: float | None = None):
+        """Verify this certificate against the data (see ``verify_certificate``)."""
+        from sparsecert.certify.verify import verify_certificate
+
+        return verify_certificate(self, X, y, rel_gap=rel_gap)
+
     def summary(self) -> str:
         """A human-readable summary (what ``sparsecert show`` prints)."""
         return format_summary(self.data, self.arrays)
