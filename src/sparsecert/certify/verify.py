@@ -802,10 +802,10 @@ def verify_certificate(
         rep.add("eig_shift", True, "no eigenvalue shift (mu = 0)")
 
     # 4. tree
-    leaves = _check_tree(rep, c)
-    if leaves is not None:
+    tree = _check_tree(rep, c)
+    if tree is not None:
         # 5. leaf bounds
-        _check_leaves(rep, c, arrays, Xd, yd, leaves)
+        _check_leaves(rep, c, arrays, Xd, yd, *tree)
 
     # 7. bounds arithmetic and status
     exp_abs = c.ub - c.lb
@@ -833,8 +833,10 @@ def verify_certificate(
     return rep
 
 
-def _check_tree(rep: VerificationReport, c: _Parsed) -> list[_Node] | None:
-    """Checks 4 (structure, fixings). Returns the leaves in id order, or None on failure."""
+def _check_tree(
+    rep: VerificationReport, c: _Parsed
+) -> tuple[list[_Node], dict[int, _Node]] | None:
+    """Checks 4 (structure, fixings). Returns (leaves in id order, nodes by id) or None."""
     by_id: dict[int, _Node] = {}
     dup = []
     for nd in c.nodes:
@@ -922,13 +924,12 @@ def _check_tree(rep: VerificationReport, c: _Parsed) -> list[_Node] | None:
     rep.add("tree_fixings", True, "fixings follow the branching, |fixed_in| <= k: the leaves "
                                   "partition {z in {0,1}^p : sum z <= k}")
     rep.summary["n_leaves"] = len(leaves)
-    rep.summary["_by_id"] = by_id
-    return leaves
+    return leaves, by_id
 
 
-def _check_leaves(rep, c: _Parsed, arrays, Xd, yd, leaves: list[_Node]) -> None:
+def _check_leaves(rep, c: _Parsed, arrays, Xd, yd, leaves: list[_Node],
+                  by_id: dict[int, _Node]) -> None:
     """Check 5: recompute every leaf's bound from its witness (own or nearest ancestor's)."""
-    by_id = rep.summary.pop("_by_id")
     zero_sum = c.fit_intercept and c.loss != "squared"
     problems: list[str] = []
     jobs: dict[tuple[str, int], list[_Node]] = {}
