@@ -457,8 +457,8 @@ class Certificate:
         if data.get("format_version") not in SUPPORTED_FORMAT_VERSIONS:
             raise ValueError(f"{path}: unsupported format_version {data.get('format_version')!r}")
         fname = (data.get("arrays") or {}).get("file")
-        if not isinstance(fname, str):
-            raise ValueError(f"{path}: arrays.file does not name a sidecar")
+        if not isinstance(fname, str) or os.path.basename(fname) != fname or not fname:
+            raise ValueError(f"{path}: arrays.file must name the sidecar file next to it")
         spath = os.path.join(os.path.dirname(os.path.abspath(path)), fname)
         with open(spath, "rb") as fh:
             side = fh.read()

@@ -635,9 +635,13 @@ def _obtain(certificate: Any, sidecar: Any) -> tuple[Any, bytes | None, str]:
     if sidecar is not None:
         spath = os.fspath(sidecar)
     else:
-        fname = doc.get("arrays", {}).get("file") if isinstance(doc, dict) else None
-        if not isinstance(fname, str):
+        arr = doc.get("arrays") if isinstance(doc, dict) else None
+        fname = arr.get("file") if isinstance(arr, dict) else None
+        if not isinstance(fname, str) or not fname:
             return doc, None, "no sidecar file named in arrays.file"
+        if os.path.basename(fname) != fname or fname in (".", ".."):
+            return doc, None, (f"arrays.file = {fname!r} must be a plain file name (the sidecar "
+                               "lives next to the certificate)")
         spath = os.path.join(base, fname)
     try:
         with open(spath, "rb") as fh:
@@ -703,6 +707,11 @@ def verify_certificate(
     ValueError, TypeError
         X or y is not a finite numeric matrix / vector, or rel_gap is negative.
     """
+    with np.errstate(all="ignore"):  # overflow etc. become inf/nan and fail the checks
+        return _verify(certificate, X, y, rel_gap, sidecar)
+
+
+def _verify(certificate, X, y, rel_gap, sidecar) -> VerificationReport:
     X, y = _check_data(X, y)
     if rel_gap is not None and not (rel_gap >= 0 and math.isfinite(rel_gap)):
         raise ValueError(f"rel_gap must be a finite number >= 0, got {rel_gap!r}")
@@ -996,6 +1005,7 @@ def _check_leaves(rep, c: _Parsed, arrays, Xd, yd, leaves: list[_Node],
             f"every leaf has a usable witness ({inherited} inherited from an ancestor)"
             if not problems else "; ".join(problems[:_MAX_LISTED]))
     values = [bounds.get(nd.id, -math.inf) for nd in leaves]
+    values = [v if not math.isnan(v) else -math.inf for v in values]  # overflow: no bound
     certified = min(values)
     rep.certified_lower_bound = certified
     rep.margin = BOUND_MARGIN_REL * max(1.0, abs(c.ub))
