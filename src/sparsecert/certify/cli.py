@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 
@@ -239,6 +240,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     handler = {"certify": _cmd_certify, "verify": _cmd_verify, "show": _cmd_show}[args.command]
     try:
         return handler(args)
+    except BrokenPipeError:  # e.g. `sparsecert show cert.json | head`
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_FAILED
     except (_InputError, ValueError, KeyError, OSError) as exc:
         msg = str(exc) if not isinstance(exc, KeyError) else f"missing {exc}"
         if isinstance(exc, OSError) and exc.filename is not None:
