@@ -1,16 +1,18 @@
 """Standalone verifier of sparsecert certificates.
 
-This module imports **only numpy and the standard library** (and the constants of
-:mod:`sparsecert.certify.schema`, which are numpy-only too). It never imports the solvers or the
-branch-and-bound engine, directly or indirectly: every number it accepts it recomputes with its
-own code from the certificate, the sidecar arrays and the data. The checks and their formulas are
-specified in ``docs/certificate-format.md``.
+This file imports **only numpy and the Python standard library**: not the solvers, not the
+branch-and-bound engine, not even the rest of sparsecert (the certificate writer included). It is
+an independent implementation of the checks specified in ``docs/certificate-format.md``: every
+number it accepts it recomputes with its own code from the certificate, the sidecar arrays and
+the data. The file can be copied and run on its own::
 
-Run it by hand with ``python -m sparsecert.certify.verify cert.json data.npz``.
+    python verify.py cert.json data.npz          # data.npz holds arrays X and y
+    python -m sparsecert.certify.verify cert.json data.npz
 """
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import math
@@ -22,22 +24,39 @@ from typing import Any
 
 import numpy as np
 
-from sparsecert.certify.schema import (
-    ARITHMETIC_REL_TOL,
-    BOUND_MARGIN_REL,
-    CLASSIFICATION_LOSSES,
-    FORMAT_NAME,
-    LOSSES,
-    NODE_STATUSES,
-    OBJECTIVE_REL_TOL,
-    RELATIVE_GAP_DEFINITION,
-    SIDECAR_ARRAYS,
-    STATUSES,
-    SUPPORTED_FORMAT_VERSIONS,
-    WITNESS_KINDS,
-    array_sha256,
-    sha256_bytes,
-)
+# The format's constants, restated here on purpose (the verifier shares no code with the writer;
+# tests/test_certificate_format.py checks that they agree with sparsecert.certify.schema).
+FORMAT_NAME = "sparsecert-certificate"
+SUPPORTED_FORMAT_VERSIONS = (1,)
+LOSSES = ("squared", "logistic", "squared_hinge", "poisson")
+CLASSIFICATION_LOSSES = ("logistic", "squared_hinge")
+STATUSES = ("optimal", "time_limit", "node_limit", "interrupted", "gap_not_closed")
+NODE_STATUSES = ("branched", "pruned", "solved", "open")
+WITNESS_KINDS = ("point", "dual")
+RELATIVE_GAP_DEFINITION = "(UB - LB) / max(1, |UB|)"
+BOUND_MARGIN_REL = 1e-9  # certified LB >= claimed LB - BOUND_MARGIN_REL * max(1, |UB|)
+OBJECTIVE_REL_TOL = 1e-9  # recomputed incumbent objective vs claimed, relative
+ARITHMETIC_REL_TOL = 1e-12  # absolute_gap / relative_gap vs their definitions, relative
+SIDECAR_ARRAYS = {
+    "point_offsets": "<i8",
+    "point_indices": "<i8",
+    "point_values": "<f8",
+    "dual_values": "<f8",
+}
+
+
+def array_sha256(a: np.ndarray) -> str:
+    """SHA-256 of ASCII ``'<f8 ' + 'x'.join(shape) + '\\n'`` then the C-order little-endian
+    float64 bytes of ``a``."""
+    arr = np.ascontiguousarray(np.asarray(a, dtype=np.float64), dtype="<f8")
+    header = "<f8 " + "x".join(str(d) for d in arr.shape) + "\n"
+    return hashlib.sha256(header.encode("ascii") + arr.tobytes(order="C")).hexdigest()
+
+
+def sha256_bytes(data: bytes) -> str:
+    """Hex SHA-256 of raw bytes."""
+    return hashlib.sha256(data).hexdigest()
+
 
 __all__ = [
     "VerificationReport",
