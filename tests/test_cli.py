@@ -234,6 +234,20 @@ def test_certify_flow_with_stand_in_solver(files, capsys, fake_api):
     assert main(["verify", str(out), "--data", str(files / "data.npz")]) == 0
 
 
+def test_certify_unsupported_option_exit_2(files, capsys, monkeypatch):
+    def certify(*a, **kw):
+        raise NotImplementedError("fit_intercept=True is implemented for the squared loss only")
+
+    mod = types.ModuleType("sparsecert.api")
+    mod.certify = certify
+    monkeypatch.setitem(sys.modules, "sparsecert.api", mod)
+    X, y = make_data("logistic", n=20, p=4, seed=0)
+    np.savez(files / "cls.npz", X=X, y=y)
+    assert main(["certify", "--data", str(files / "cls.npz"), "--k", "2", "--lambda2", "1",
+                 "--loss", "logistic", "--fit-intercept"]) == 2
+    assert "not supported" in _one_error_line(capsys)
+
+
 def test_certify_default_job_uses_diabetes(tmp_path, monkeypatch, capsys, fake_api):
     monkeypatch.chdir(tmp_path)
     # the stand-in enumerates all supports: keep it quick by capping k through the flag

@@ -151,10 +151,13 @@ def _cmd_certify(args) -> int:
 
     from sparsecert.api import certify  # lazy: the solver is only needed here
 
-    result = certify(X, y, k, lambda2, loss=args.loss, max_abs_coef=args.max_abs_coef,
-                     fit_intercept=fit_intercept, rel_gap=args.rel_gap,
-                     time_limit=args.time_limit, node_limit=args.node_limit, n_jobs=args.jobs,
-                     verbose=0 if args.quiet else 1)
+    try:
+        result = certify(X, y, k, lambda2, loss=args.loss, max_abs_coef=args.max_abs_coef,
+                         fit_intercept=fit_intercept, rel_gap=args.rel_gap,
+                         time_limit=args.time_limit, node_limit=args.node_limit,
+                         n_jobs=args.jobs, verbose=0 if args.quiet else 1)
+    except NotImplementedError as exc:  # an option combination the solver does not support
+        raise _InputError(f"not supported: {exc}") from None
     try:
         result.save(args.out)
     except OSError as exc:
