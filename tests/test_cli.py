@@ -140,6 +140,8 @@ def test_malformed_certificate_is_a_failed_verification(files, capsys):
 def test_usage_errors_exit_2(capsys):
     assert main([]) == 2
     assert main(["certify", "--k", "zero"]) == 2
+    assert main(["certify", "--jobs", "0"]) == 2
+    assert main(["certify", "--rel-gap", "-1"]) == 2
     assert main(["verify"]) == 2
     assert main(["--version"]) == 0
     assert "sparsecert" in capsys.readouterr().out

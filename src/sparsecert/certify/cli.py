@@ -40,6 +40,16 @@ def _positive_int(text: str) -> int:
     return v
 
 
+def _jobs(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if v < 1 and v != -1:
+        raise argparse.ArgumentTypeError(f"{v} must be >= 1 (or -1 for all cores)")
+    return v
+
+
 def _nonneg_float(text: str) -> float:
     try:
         v = float(text)
@@ -96,8 +106,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="relative gap (UB - LB) / max(1, |UB|) to stop at (default 1e-4)")
     c.add_argument("--time-limit", type=_nonneg_float, default=None, metavar="S")
     c.add_argument("--node-limit", type=_positive_int, default=None, metavar="N")
-    c.add_argument("--jobs", type=_positive_int, default=1, metavar="N",
-                   help="parallel node evaluations (threads)")
+    c.add_argument("--jobs", type=_jobs, default=1, metavar="N",
+                   help="parallel node evaluations (threads; -1: all cores)")
     c.add_argument("--out", default=DEFAULT_OUT, metavar="CERT.json",
                    help=f"certificate path (default {DEFAULT_OUT}; sidecar .npz next to it)")
     c.add_argument("--quiet", action="store_true", help="no progress log, one summary line")
