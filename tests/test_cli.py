@@ -117,6 +117,13 @@ def test_verify_gap_above_tolerance_exit_3(files, capsys, problem):
         (lambda d: ["verify", str(d / "cert.json"), "--data", str(d / "nan.npz")], "NaN"),
         (lambda d: ["verify", str(d / "cert.json"), "--data", str(d / "data.txt")],
          "unsupported"),
+        (lambda d: ["verify", str(d / "cert.json"), "--data", str(d / "ragged.csv"), "--target",
+                    "t"], "has 2 fields"),
+        (lambda d: ["verify", str(d / "cert.json"), "--data", str(d / "y2d.npz")], "1-D"),
+        (lambda d: ["verify", str(d / "cert.json"), "--data", str(d / "rows.npz")],
+         "3 rows but y has 2"),
+        (lambda d: ["verify", str(d / "cert.json"), "--data", str(d / "obj.npz")],
+         "cannot"),
         (lambda d: ["show", str(d / "missing.json")], "missing.json"),
         (lambda d: ["show", str(d / "data.csv")], "not valid JSON"),
     ],
@@ -127,6 +134,10 @@ def test_bad_input_exit_2_one_line(files, capsys, make, needle):
     (files / "text.csv").write_text("a,b,t\n1,2,3\n4,five,6\n")
     np.savez(files / "nan.npz", X=np.array([[1.0, np.nan]]), y=np.array([1.0]))
     (files / "data.txt").write_text("1 2 3\n")
+    (files / "ragged.csv").write_text("a,b,t\n1,2,3\n4,5\n")
+    np.savez(files / "y2d.npz", X=np.ones((3, 2)), y=np.ones((3, 1)))
+    np.savez(files / "rows.npz", X=np.ones((3, 2)), y=np.ones(2))
+    np.savez(files / "obj.npz", X=np.array([[1, "a"]], dtype=object), y=np.ones(1))
     assert main(make(files)) == 2
     assert needle in _one_error_line(capsys)
 
