@@ -1,11 +1,18 @@
 """Certificates of optimality: format, writer, loader, standalone verifier, command line.
 
-``sparsecert.certify.verify`` (and this package's import) depends on numpy and the standard
-library only; the command line (:mod:`sparsecert.certify.cli`) imports the solver lazily.
+Importing this package loads numpy and the standard library only; the command line
+(:mod:`sparsecert.certify.cli`) imports the solver lazily, and :mod:`sparsecert.certify.verify`
+shares no code with the rest of the package.
+
+The package object is also *callable*: ``sparsecert.certify(X, y, k, lambda2, ...)`` runs
+:func:`sparsecert.api.certify` (imported on the first call). The issue asks both for a function
+``sparsecert.certify`` and for a subpackage ``sparsecert/certify/``; Python binds the subpackage
+to the attribute ``sparsecert.certify`` whenever it is imported, so the subpackage itself does
+what the function does, and ``import sparsecert.certify.verify`` keeps working.
 """
 
-import sys as _sys
-import types as _types
+import sys
+import types
 
 from sparsecert.certify.certificate import Certificate, exact_zero_sum
 from sparsecert.certify.schema import FORMAT_NAME, FORMAT_VERSION
@@ -21,18 +28,14 @@ __all__ = [
 ]
 
 
-class _CallableModule(_types.ModuleType):
-    """This package is also the function :func:`sparsecert.api.certify`.
-
-    ``sparsecert.certify(X, y, k, lambda2, ...)`` solves and certifies, while
-    ``from sparsecert.certify import Certificate`` and ``import sparsecert.certify.verify`` keep
-    working: one name, no shadowing between a function and a subpackage.
-    """
+class _CallablePackage(types.ModuleType):
+    """This package, callable as :func:`sparsecert.api.certify`."""
 
     def __call__(self, *args, **kwargs):
+        """Solve a k-sparse GLM to certified optimality: see :func:`sparsecert.api.certify`."""
         from sparsecert.api import certify
 
         return certify(*args, **kwargs)
 
 
-_sys.modules[__name__].__class__ = _CallableModule
+sys.modules[__name__].__class__ = _CallablePackage
