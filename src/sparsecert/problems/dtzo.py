@@ -35,7 +35,7 @@ P2: robust ridge hyperparameter tuning
 --------------------------------------
 Standardised data ``(X, y)`` of scikit-learn's diabetes set, split into a training part
 ``(X_t, y_t)`` and a validation part ``(X_v, y_v)``, both sharded over the workers. Variables:
-``x1 = theta = log lambda`` (1), ``x2 = w`` (ridge weights, p), ``x3 = delta`` (an adversarial
+``x1 = theta / s`` with ``theta = log lambda`` and a fixed scale ``s`` (1), ``x2 = w`` (ridge weights, p), ``x3 = delta`` (an adversarial
 perturbation of the weights, p). Per worker (sums over its rows)::
 
     f_{1,j} = 1/2 ||y_{v,j} - X_{v,j} w||^2                              (validation error)
@@ -228,11 +228,18 @@ class RobustRidgeTrilevel:
         ``gamma = gamma_factor * lambda_max(X_train^T X_train)`` (> 1 for strong concavity).
     theta_bounds : (float, float)
         Interval of ``log lambda`` searched by the oracle.
+    theta0 : float
+        Starting ``log lambda`` of the solvers (weights and perturbation start at zero).
+    theta_scale : float
+        The level-1 variable is ``x1 = theta / theta_scale`` (a reparametrisation that changes
+        the Euclidean geometry of the consensus and penalty steps). Reported errors are in
+        ``theta = log lambda`` units.
     """
 
     def __init__(self, X_train: np.ndarray, y_train: np.ndarray, X_val: np.ndarray,
                  y_val: np.ndarray, n_workers: int = 3, gamma_factor: float = 2.0,
-                 theta_bounds: tuple[float, float] = (-4.0, 8.0)) -> None:
+                 theta_bounds: tuple[float, float] = (-4.0, 8.0), theta0: float = 6.0,
+                 theta_scale: float = 1.0) -> None:
         arrs = [np.asarray(v, dtype=np.float64) for v in (X_train, y_train, X_val, y_val)]
         Xt, yt, Xv, yv = arrs
         if Xt.ndim != 2 or Xv.ndim != 2 or Xt.shape[1] != Xv.shape[1]:
@@ -253,6 +260,12 @@ class RobustRidgeTrilevel:
         G = Xt.T @ Xt
         self.gamma = float(gamma_factor * np.linalg.eigvalsh(G)[-1])
         self.theta_bounds = (float(theta_bounds[0]), float(theta_bounds[1]))
+        if not np.isfinite(theta0):
+            raise ValueError(f"theta0 must be finite, got {theta0!r}")
+        self.theta0 = float(theta0)
+        if not (np.isfinite(theta_scale) and theta_scale > 0):
+            raise ValueError(f"theta_scale must be positive, got {theta_scale!r}")
+        self.theta_scale = float(theta_scale)
         self._tr = [np.arange(j, len(yt), self.n_workers) for j in range(self.n_workers)]
         self._va = [np.arange(j, len(yv), self.n_workers) for j in range(self.n_workers)]
         Minv = np.linalg.inv(self.gamma * np.eye(self.p) - G)
@@ -266,7 +279,7 @@ class RobustRidgeTrilevel:
     # -- protocol ------------------------------------------------------------------------------
     def _split(self, Z: np.ndarray):
         Z = _check_Z(Z, self.d)
-        return Z[:, 0], Z[:, 1:1 + self.p], Z[:, 1 + self.p:]
+        return self.theta_scale * Z[:, 0], Z[:, 1:1 + self.p], Z[:, 1 + self.p:]
 
     def value(self, level: int, worker: int, Z: np.ndarray) -> np.ndarray:
         _check_level_worker(level, worker, self.n_workers)
@@ -299,7 +312,7 @@ class RobustRidgeTrilevel:
         e = self.yt[i][None, :] - (w + dl) @ self.Xt[i].T
         gl = -e @ self.Xt[i]
         if level == 2:
-            out[:, 0] = np.exp(th) / (2 * N) * np.einsum("mp,mp->m", w, w)
+            out[:, 0] = self.theta_scale * np.exp(th) / (2 * N) * np.einsum("mp,mp->m", w, w)
             out[:, 1:1 + self.p] = gl + np.exp(th)[:, None] / N * w
             out[:, 1 + self.p:] = gl
         else:
@@ -309,7 +322,7 @@ class RobustRidgeTrilevel:
 
     def initial_point(self) -> np.ndarray:
         z0 = np.zeros(self.d)
-        z0[0] = 0.5 * (self.theta_bounds[0] + self.theta_bounds[1])
+        z0[0] = self.theta0 / self.theta_scale
         return z0
 
     # -- oracle --------------------------------------------------------------------------------
@@ -338,17 +351,15 @@ class RobustRidgeTrilevel:
         self.V_star = float(res.fun)
         self.V_bounds = (float(vals[0]), float(vals[-1]))
         w = self.w_star(self.theta_star)
-        self.z_star = np.concatenate([[self.theta_star], w, self.delta_star(w)])
+        self.z_star = np.concatenate([[self.theta_star / self.theta_scale], w, self.delta_star(w)])
 
     def residuals(self, z: np.ndarray) -> dict[str, float]:
         """True residuals: ``||grad_delta f_3||``, ``||d phi_2 / d w||`` and ``|V'(theta)|``."""
-        th, w, dl = z[0], z[1:1 + self.p], z[1 + self.p:]
-        G = self.Xt.T @ self.Xt
+        th, w, dl = self.theta_scale * z[0], z[1:1 + self.p], z[1 + self.p:]
         r3 = self.Xt.T @ (self.yt - self.Xt @ (w + dl)) + self.gamma * dl
         r2 = self._A @ w - self._c + np.exp(th) * w
         h = 1e-5
         hyper = (self.val_error(th + h) - self.val_error(th - h)) / (2 * h)
-        del G
         return {"res3": float(np.linalg.norm(r3)), "res2": float(np.linalg.norm(r2)),
                 "hypergrad": float(abs(hyper))}
 
@@ -357,16 +368,17 @@ class RobustRidgeTrilevel:
         the oracle's (``val_rel = V(w) / V* - 1``)."""
         z = np.asarray(z, dtype=np.float64)
         e = self.yv - self.Xv @ z[1:1 + self.p]
-        out = {"err_theta": float(abs(z[0] - self.theta_star)),
-               "err_x1": float(abs(z[0] - self.theta_star) / max(abs(self.theta_star), 1e-12)),
+        th = self.theta_scale * z[0]
+        out = {"theta": th, "err_theta": float(abs(th - self.theta_star)),
+               "err_x1": float(abs(th - self.theta_star) / max(abs(self.theta_star), 1e-12)),
                "val_rel": float(0.5 * e @ e / self.V_star - 1.0),
-               "val_rel_wstar": float(self.val_error(z[0]) / self.V_star - 1.0)}
+               "val_rel_wstar": float(self.val_error(th) / self.V_star - 1.0)}
         out.update(self.residuals(z))
         return out
 
 
-def make_p2(n_train: int = 30, n_workers: int = 3, seed: int = 0,
-            gamma_factor: float = 2.0) -> RobustRidgeTrilevel:
+def make_p2(n_train: int = 30, n_workers: int = 3, seed: int = 0, gamma_factor: float = 2.0,
+            theta_scale: float = 3.0) -> RobustRidgeTrilevel:
     """P2 on scikit-learn's diabetes data (442 x 10).
 
     ``n_train`` rows (random, ``seed``) form the training set, the rest the validation set;
@@ -384,4 +396,4 @@ def make_p2(n_train: int = 30, n_workers: int = 3, seed: int = 0,
     my, sy = y[tr].mean(), y[tr].std()
     Xs, ys = (X - mx) / sx, (y - my) / sy
     return RobustRidgeTrilevel(Xs[tr], ys[tr], Xs[va], ys[va], n_workers=n_workers,
-                               gamma_factor=gamma_factor)
+                               gamma_factor=gamma_factor, theta_scale=theta_scale)

@@ -34,7 +34,8 @@ Mechanism (all notation in ``docs/dtzo.md``):
   consensus constraint, zero when ``multipliers=False``) by a damped Newton method.
   Worker ``j`` takes zeroth-order steps on ``f_{1,j}(z_j) + (rho/2)||z_j - z + u_j||^2``.
 * **Refinement.** New cuts every ``T`` iterations while ``t < T1``; cuts whose model stays below
-  ``inactive_tol * eps`` for ``drop_after`` consecutive iterations are dropped; at most
+  ``inactive_tol * eps`` for ``drop_after`` consecutive iterations are dropped (except the newest
+  cut of each level, so a level never loses its constraint); at most
   ``max_cuts`` per level are kept (the oldest goes first).
 * **Communication.** Every exchange goes through the :class:`~sparsecert.solvers.comm.Communicator`
   as encoded bytes: uplink ``z_j + u_j`` (participants only), the batched residual gradients while
@@ -566,13 +567,14 @@ class _DTZO:
 
     def _drop_inactive(self) -> None:
         cfg = self.cfg
+        newest = {c.level: c for c in self.cuts}  # the newest cut of a level is always kept
         keep = []
         for c in self.cuts:
             if cut_model(c, self.z) < cfg.inactive_tol * cfg.eps:
                 c.inactive += 1
             else:
                 c.inactive = 0
-            if not (cfg.drop_inactive and c.inactive >= cfg.drop_after):
+            if c is newest[c.level] or not (cfg.drop_inactive and c.inactive >= cfg.drop_after):
                 keep.append(c)
         if len(keep) != len(self.cuts):
             self.cuts = keep
