@@ -369,7 +369,8 @@ class _Oracle:
         pts = perturbation_points(base, U, zo.mu, zo.scheme)
         n_q = pts.shape[0] // m
         vals = self.values(level, j, pts @ C.T + np.repeat(offset, n_q, axis=0))
-        return combine_differences(vals, U, zo.mu, zo.scheme, direction_weight(nb, q, zo.directions))
+        w = direction_weight(nb, q, zo.directions)
+        return combine_differences(vals, U, zo.mu, zo.scheme, w)
 
 
 def _sum_gathered(msgs: list[Message], dtype: str, shape: tuple[int, ...]) -> np.ndarray:
@@ -445,7 +446,7 @@ class _DTZO:
         return Cut(3, self.z.copy(), r, J, cfg.cut_kind, t)
 
     def _update_map(self) -> None:
-        """Level-3 solution map ``x3 = A x12 + b`` minimising the inner cuts' Gauss-Newton models."""
+        """Level-3 solution map ``x3 = A x12 + b`` minimising the inner cuts' models."""
         cuts3 = [c for c in self.cuts if c.level == 3]
         if not cuts3:
             return
@@ -785,8 +786,9 @@ class _Nested:
         x3 = self.solve3(np.concatenate([x1, x2])[None, :], x3[None, :])[0]
         self._record(hist, 0, np.concatenate([x1, x2, x3]))
         for t in range(self.cfg.n_outer):
-            def value1(P: np.ndarray, idx: np.ndarray) -> np.ndarray:
-                P2, P3 = self.solve2(P, np.tile(x2, (P.shape[0], 1)), np.tile(x3, (P.shape[0], 1)))
+            def value1(P: np.ndarray, idx: np.ndarray, x2=x2, x3=x3) -> np.ndarray:
+                m = P.shape[0]
+                P2, P3 = self.solve2(P, np.tile(x2, (m, 1)), np.tile(x3, (m, 1)))
                 return self.gvals(1, np.hstack([P, P2, P3]))
 
             g1 = self._grad(value1, x1[None, :])[0]
