@@ -36,7 +36,8 @@ P2: robust ridge hyperparameter tuning
 Standardised data ``(X, y)`` of scikit-learn's diabetes set, split into a training part
 ``(X_t, y_t)`` and a validation part ``(X_v, y_v)``, both sharded over the workers. Variables:
 ``x1 = theta / s`` with ``theta = log lambda`` and a fixed scale ``s`` (1), ``x2 = w`` (ridge
-weights, p), ``x3 = delta`` (an adversarial perturbation of the weights, p). Per worker (sums over its rows)::
+weights, p), ``x3 = delta`` (an adversarial perturbation of the weights, p). Per worker
+(sums over its rows)::
 
     f_{1,j} = 1/2 ||y_{v,j} - X_{v,j} w||^2                              (validation error)
     f_{2,j} = 1/2 ||y_{t,j} - X_{t,j}(w + delta)||^2 + e^theta/(2N) ||w||^2   (robust ridge)
