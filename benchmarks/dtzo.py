@@ -152,12 +152,14 @@ def plot(results: dict[str, dict[str, list]], outdir: Path) -> list[str]:
         files.append(f.name)
 
         fig, ax = plt.subplots(1, 2, figsize=(10, 3.8))
-        for m in ("dtzo", "abl_keep_inactive", "abl_single_level", "abl_linear_cuts",
-                  "abl_linear_keep_inact"):
+        styles = {"dtzo": ("-", 3.0), "abl_keep_inactive": ("--", 1.5),
+                  "abl_single_level": ("-", 1.2), "abl_linear_cuts": ("-", 1.2),
+                  "abl_linear_keep_inact": (":", 1.5)}
+        for m, (ls, lw) in styles.items():
             x, y = _median_curve(runs[m], errkey)
-            ax[0].semilogy(x, np.maximum(y, 1e-12), label=m)
+            ax[0].semilogy(x, np.maximum(y, 1e-12), ls, lw=lw, label=m)
             _, r2 = _median_curve(runs[m], "res2")
-            ax[1].semilogy(x, np.maximum(r2, 1e-12), label=m)
+            ax[1].semilogy(x, np.maximum(r2, 1e-12), ls, lw=lw, label=m)
         ax[0].set(xlabel="iteration", ylabel=f"median {errkey}")
         ax[1].set(xlabel="iteration", ylabel="true level-2 residual")
         ax[0].legend()

@@ -38,6 +38,14 @@ P1_CFG = DTZOConfig(n_iter=300, rho=1.0, beta=1e4, eps=1e-4, lr=0.2, K=3, eta3=0
                     T=10, T1=60, max_cuts=3, vr_period=20, zo_f1=ZOConfig(q=2))
 
 
+@pytest.fixture(scope="module")
+def p1_run():
+    """One DTZO-style run on P1 shared by several tests: (problem, result, communicator)."""
+    P = make_p1(n_workers=3, seed=0)
+    comm = SimComm(3, seed=0)
+    return P, dtzo(P, comm, P1_CFG, monitor=P.metrics), comm
+
+
 def _total(problem, level, Z):
     return sum(problem.value(level, j, Z) for j in range(problem.n_workers))
 
@@ -222,9 +230,8 @@ def test_cuts_are_valid_on_sampled_points(kind):
         assert gap3.max() > 1e-2 and gap2.max() > 1e-2  # tangents are strictly below somewhere
 
 
-def test_single_level_approximation_gets_level2_wrong():
-    P = make_p1(n_workers=3, seed=0)
-    good = dtzo(P, SimComm(3, seed=0), P1_CFG, monitor=P.metrics)
+def test_single_level_approximation_gets_level2_wrong(p1_run):
+    P, good, _ = p1_run
     bad = dtzo(P, SimComm(3, seed=0), replace(P1_CFG, cascade=False), monitor=P.metrics)
     assert good.history["res2"][-1] < 1e-3
     assert bad.history["res2"][-1] > 1e-2
@@ -235,10 +242,8 @@ def test_single_level_approximation_gets_level2_wrong():
 # ---------------------------------------------------------------------------------------------
 
 
-def test_dtzo_solves_p1_and_counts_queries_and_bits():
-    P = make_p1(n_workers=3, seed=0)
-    comm = SimComm(3, seed=0)
-    res = dtzo(P, comm, P1_CFG, monitor=P.metrics)
+def test_dtzo_solves_p1_and_counts_queries_and_bits(p1_run):
+    P, res, comm = p1_run
     h = res.history
     assert h["err_x1"][-1] < 1e-2
     assert h["res3"][-1] < 1e-3 and h["res2"][-1] < 1e-3
@@ -257,9 +262,43 @@ def test_dtzo_solves_p1_and_counts_queries_and_bits():
     assert np.all(np.diff(h["queries"]) >= 0)
 
 
-def test_first_order_needs_fewer_iterations_than_zeroth_order():
+def test_float32_wire_halves_the_bits_and_grey_box_counts_both_oracles():
     P = make_p1(n_workers=3, seed=0)
-    zo = dtzo(P, SimComm(3, seed=0), P1_CFG, monitor=P.metrics)
+    cfg = replace(P1_CFG, n_iter=30, T1=20)
+    c64, c32 = SimComm(3, seed=0), SimComm(3, seed=0)
+    dtzo(P, c64, cfg)
+    dtzo(P, c32, replace(cfg, dtype="float32"))
+    np.testing.assert_array_equal(2 * c32.stats.up, c64.stats.up)
+    np.testing.assert_array_equal(2 * c32.stats.down, c64.stats.down)
+    grey = dtzo(P, SimComm(3, seed=0), replace(P1_CFG, exact_levels=(3,)), monitor=P.metrics)
+    assert grey.n_grad_calls > 0 and grey.n_queries > 0
+    assert grey.history["err_x1"][-1] < 1e-2
+
+
+def test_nonfinite_values_raise():
+    class Broken:
+        dims, n_workers = (1, 1, 1), 1
+
+        def value(self, level, worker, Z):
+            return np.full(Z.shape[0], np.nan)
+
+        def has_gradient(self, level):
+            return False
+
+        def gradient(self, level, worker, Z):
+            raise NotImplementedError
+
+        def initial_point(self):
+            return np.zeros(3)
+
+    with pytest.raises(ValueError, match="NaN"):
+        dtzo(Broken(), SimComm(1), DTZOConfig(n_iter=2))
+    with pytest.raises(ValueError, match="exact gradients"):
+        dtzo(Broken(), SimComm(1), DTZOConfig(n_iter=2, exact_levels=(1,)))
+
+
+def test_first_order_needs_fewer_iterations_than_zeroth_order(p1_run):
+    P, zo, _ = p1_run
     fo = dtzo_first_order(P, SimComm(3, seed=0), P1_CFG, monitor=P.metrics)
     assert fo.n_queries == 0 and fo.n_grad_calls > 0
 

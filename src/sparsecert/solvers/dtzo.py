@@ -352,6 +352,11 @@ class _Oracle:
         v = np.asarray(self.problem.value(level, j, Z), dtype=np.float64)
         if v.shape != (Z.shape[0],):
             raise ValueError(f"problem.value returned shape {v.shape}, expected ({Z.shape[0]},)")
+        if not np.all(np.isfinite(v)):
+            raise ValueError(
+                f"problem.value(level={level}, worker={j}) returned NaN or inf (diverging "
+                "iterates? reduce the step sizes)"
+            )
         self.ledger.queries[j] += Z.shape[0]
         return v
 
