@@ -127,22 +127,29 @@ def plot(results: dict[str, dict[str, list]], outdir: Path) -> list[str]:
     for prob, errkey in (("P1", "err_x1"), ("P2", "err_theta")):
         runs = results[prob]
         main = [m for m in ("dtzo", "first_order", "nested_zo", "zo_fedavg") if m in runs]
-        fig, ax = plt.subplots(2, 2, figsize=(10, 7))
+        fig, ax = plt.subplots(2, 3, figsize=(14, 7))
         for m in main:
             x, y = _median_curve(runs[m], errkey)
-            ax[0, 0].semilogy(x, np.maximum(y, 1e-12), label=m)
             n = min(len(r["queries"]) for r in runs[m])
             qx = np.median([r["queries"][:n] + r["grad_calls"][:n] for r in runs[m]], axis=0)
-            ax[0, 1].loglog(np.maximum(qx, 1), np.maximum(y[:n], 1e-12), label=m)
+            qx = np.maximum(qx, 1)
             _, r3 = _median_curve(runs[m], "res3")
             _, r2 = _median_curve(runs[m], "res2")
-            ax[1, 0].semilogy(x, np.maximum(np.maximum(r3, r2), 1e-12), label=m)
+            res = np.maximum(np.maximum(r3, r2), 1e-12)
+            _, hg = _median_curve(runs[m], "hypergrad")
             _, ce = _median_curve(runs[m], "consensus_error")
-            ax[1, 1].semilogy(x, np.maximum(ce, 1e-16), label=m)
+            ax[0, 0].semilogy(x, np.maximum(y, 1e-12), label=m)
+            ax[0, 1].loglog(qx, np.maximum(y[:n], 1e-12), label=m)
+            ax[0, 2].semilogy(x, np.maximum(hg, 1e-12), label=m)
+            ax[1, 0].semilogy(x, res, label=m)
+            ax[1, 1].loglog(qx, res[:n], label=m)
+            ax[1, 2].semilogy(x, np.maximum(ce, 1e-16), label=m)
         ax[0, 0].set(xlabel="iteration (nested: outer step)", ylabel=f"median {errkey}")
         ax[0, 1].set(xlabel="function queries + gradient calls", ylabel=f"median {errkey}")
+        ax[0, 2].set(xlabel="iteration", ylabel="hypergradient norm (oracle)")
         ax[1, 0].set(xlabel="iteration", ylabel="max(level-3, level-2 residual)")
-        ax[1, 1].set(xlabel="iteration", ylabel="consensus error")
+        ax[1, 1].set(xlabel="function queries + gradient calls", ylabel="max lower-level residual")
+        ax[1, 2].set(xlabel="iteration", ylabel="consensus error")
         ax[0, 0].legend()
         fig.suptitle(f"{prob}: DTZO-style vs baselines (median of 5 seeds)")
         fig.tight_layout()
@@ -205,7 +212,7 @@ def main(argv: list[str] | None = None) -> int:
                                                        zo=ZOConfig(q=None)))
     if not args.quick:
         methods2["nested_zo"] = ("nested_zo", NestedZOConfig(
-            n_outer=20, M2=20, M3=10, lr1=0.05, lr2=1e-3, lr3=1 / 300, zo=ZOConfig(q=None)))
+            n_outer=20, M2=20, M3=10, lr1=0.02, lr2=1e-3, lr3=1 / 300, zo=ZOConfig(q=None)))
     for name, (method, cfg) in methods2.items():
         runs = [_run(P2, method, cfg, s) for s in SEEDS]
         results["P2"][name] = runs
