@@ -403,10 +403,10 @@ def test_mpi_run_matches_simcomm(tmp_path):
     env = dict(os.environ, PYTHONPATH=str(SRC) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     out_mpi, out_sim = tmp_path / "mpi.npz", tmp_path / "sim.npz"
     common = ["-m", "sparsecert.problems.dtzo_mpi", "--n-iter", "25", "--participation", "2"]
-    subprocess.run([mpiexec, "-n", "3", sys.executable, *common, "--out", str(out_mpi)],
-                   check=True, env=env, timeout=120, capture_output=True)
-    subprocess.run([sys.executable, *common, "--comm", "sim", "--out", str(out_sim)],
-                   check=True, env=env, timeout=120, capture_output=True)
+    for cmd in ([mpiexec, "-n", "3", sys.executable, *common, "--out", str(out_mpi)],
+                [sys.executable, *common, "--comm", "sim", "--out", str(out_sim)]):
+        proc = subprocess.run(cmd, env=env, timeout=120, capture_output=True, text=True)
+        assert proc.returncode == 0, f"{' '.join(cmd)} failed:\n{proc.stderr[-2000:]}"
     a, b = np.load(out_mpi), np.load(out_sim)
     np.testing.assert_array_equal(a["z"], b["z"])
     np.testing.assert_array_equal(a["up"], b["up"])
