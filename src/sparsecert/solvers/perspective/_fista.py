@@ -30,6 +30,7 @@ from numba import njit
 
 from sparsecert.solvers.losses import loss_value, loss_value_grad
 from sparsecert.solvers.perspective._gfun import g_node, gstar_node
+from sparsecert.solvers.perspective._linalg import x_dot, xt_dot
 from sparsecert.solvers.perspective._prox import prox_node
 
 # indices into the scalar state vector
@@ -42,12 +43,21 @@ RESTART_NONE, RESTART_FUNCTION, RESTART_GAP, RESTART_BOTH = 0, 1, 2, 3
 
 
 @njit(cache=True, nogil=True)
+def _sq(v):
+    s = 0.0
+    for j in range(v.shape[0]):
+        s += v[j] * v[j]
+    return s
+
+
+@njit(cache=True, nogil=True)
 def bound_at(X, y, loss_id, lam, mu, M, state, budget, b, ub, zeta):
     """Bound ``LB(b)`` (``ub = X b`` given); writes ``zeta = f'(X b)``. Returns ``(LB, F(b))``."""
     Fb = loss_value_grad(loss_id, ub, y, zeta)
-    grad = np.dot(zeta, X)
+    grad = np.empty(X.shape[1])
+    xt_dot(X, zeta, grad)
     if mu != 0.0:
-        Fb -= mu * np.dot(b, b)
+        Fb -= mu * _sq(b)
         grad -= 2.0 * mu * b
     twolam = 2.0 * lam
     m = b.shape[0]
@@ -67,14 +77,16 @@ def primal_value(y, loss_id, lam, mu, M, state, budget, b, ub):
     """``P(b) = F(b) + 2 lam' g_node(b)`` with ``ub = X b``."""
     F = loss_value(loss_id, ub, y)
     if mu != 0.0:
-        F -= mu * np.dot(b, b)
+        F -= mu * _sq(b)
     return F + 2.0 * lam * g_node(b, state, budget, M)
 
 
 @njit(cache=True, nogil=True)
-def fista_chunk(X, y, loss_id, lam, mu, M, state, budget, x, x_prev, ux, ux_prev, sc,
-                bound_point, dual, rel_tol, max_iter, restart, cutoff):
+def fista_chunk(X, XT, y, loss_id, lam, mu, M, state, budget, x, x_prev, ux, ux_prev, sc,
+                bound_point, dual, rel_tol, max_iter, restart, cutoff, l_down):
     """Run at most ``max_iter`` FISTA iterations; returns ``(status, n_iter_done)``.
+
+    ``X`` (n, p) and ``XT = X^T`` (p, n) are both C-contiguous (see ``_linalg``).
 
     In/out state: ``x, x_prev`` (iterates), ``ux, ux_prev`` (``X x``, ``X x_prev``), ``sc``
     (``t, L, best bound, P(x), gap at the last restart, #restarts, #backtracks``),
@@ -95,6 +107,8 @@ def fista_chunk(X, y, loss_id, lam, mu, M, state, budget, x, x_prev, ux, ux_prev
     uy = np.empty(n)
     a = np.empty(p)
     v = np.empty(p)
+    grad = np.empty(p)
+    uxn = np.empty(n)
     status = ST_RUNNING
     it = 0
     while it < max_iter:
@@ -105,9 +119,9 @@ def fista_chunk(X, y, loss_id, lam, mu, M, state, budget, x, x_prev, ux, ux_prev
         for i in range(n):
             uy[i] = ux[i] + beta * (ux[i] - ux_prev[i])
         Fy = loss_value_grad(loss_id, uy, y, zeta)
-        grad = np.dot(zeta, X)
+        xt_dot(X, zeta, grad)
         if mu != 0.0:
-            Fy -= mu * np.dot(yv, yv)
+            Fy -= mu * _sq(yv)
             for j in range(p):
                 grad[j] -= 2.0 * mu * yv[j]
         # ---- the bound at the extrapolated point (valid for any point: F is convex) ----
@@ -127,16 +141,17 @@ def fista_chunk(X, y, loss_id, lam, mu, M, state, budget, x, x_prev, ux, ux_prev
         if best >= cutoff:
             status = ST_CUTOFF
             break
-        # ---- proximal gradient step with backtracking on L ----
+        # ---- proximal gradient step with backtracking on L (first try a smaller L) ----
+        L *= l_down
         while True:
             inv = 1.0 / L
             for j in range(p):
                 v[j] = yv[j] - inv * grad[j]
             xn = prox_node(v, state, budget, twolam * inv, M)
-            uxn = np.dot(X, xn)
+            x_dot(XT, xn, uxn)
             Fn = loss_value(loss_id, uxn, y)
             if mu != 0.0:
-                Fn -= mu * np.dot(xn, xn)
+                Fn -= mu * _sq(xn)
             lin = 0.0
             dd = 0.0
             for j in range(p):
@@ -144,7 +159,7 @@ def fista_chunk(X, y, loss_id, lam, mu, M, state, budget, x, x_prev, ux, ux_prev
                 lin += grad[j] * d
                 dd += d * d
             q = Fy + lin + 0.5 * L * dd
-            if Fn <= q + 1e-12 * max(1.0, abs(Fy)) or nback > 200:
+            if Fn <= q + 1e-12 * max(1.0, abs(Fy)) or nback > 1e9:
                 break
             L *= 2.0
             nback += 1

@@ -28,6 +28,8 @@ from sparsecert.solvers.perspective._fista import (
     primal_value,
 )
 from sparsecert.solvers.perspective._gfun import FREE, IN, OUT
+from sparsecert.solvers.perspective._linalg import x_dot, xt_dot
+from sparsecert.solvers.perspective._polish import newton_polish
 from sparsecert.solvers.perspective.problem import LIPSCHITZ_SAFETY, RelaxationProblem
 from sparsecert.solvers.perspective.result import RelaxationResult
 
@@ -39,6 +41,14 @@ RESTARTS = {"none": RESTART_NONE, "function": RESTART_FUNCTION, "gap": RESTART_G
 DEFAULT_RESTART = "function"
 #: use a working set of columns when more than this many columns are active
 WS_MIN_COLUMNS = 256
+#: the working set is abandoned (full iterations from the current point) beyond this fraction
+WS_MAX_FRACTION = 0.35
+#: Newton polishing of the iterate (see _polish.py) when at least this many columns are active
+POLISH = True
+POLISH_MIN_COLUMNS = 150
+#: at every iteration FISTA first tries L * L_DOWN (then backtracks): adapts the step to the
+#: local curvature
+L_DOWN = 1.0
 
 
 # ----------------------------------------------------------------------------------------------
@@ -121,20 +131,29 @@ class _Runner:
         self.restart = restart
         self.timed_out = False
 
-    def run(self, prob, X, state, budget, x, x_prev, ux, ux_prev, sc, bp, dual, tol, n_max,
-            cutoff):
+    def run(self, prob, X, XT, state, budget, x, x_prev, ux, ux_prev, sc, bp, dual, tol, n_max,
+            cutoff, polisher=None):
         done = 0
         status = 0
         chunk = n_max if self.deadline is None else 20
+        if polisher is not None:
+            chunk = polisher.every
         while done < n_max:
             m = min(chunk, n_max - done)
             t_start = _time.perf_counter()
-            status, it = fista_chunk(X, prob.y, prob.loss_id, prob.lam_eff, prob.mu, prob.M,
+            status, it = fista_chunk(X, XT, prob.y, prob.loss_id, prob.lam_eff, prob.mu, prob.M,
                                      state, budget, x, x_prev, ux, ux_prev, sc, bp, dual,
-                                     tol, m, self.restart, cutoff)
+                                     tol, m, self.restart, cutoff, L_DOWN)
             done += it
             if status != 0:
                 break
+            if polisher is not None:
+                status = polisher.after_chunk(it, x, x_prev, ux, ux_prev, sc, bp, dual, tol,
+                                              cutoff)
+                if status != 0:
+                    break
+                if self.deadline is None:
+                    continue
             if self.deadline is not None:
                 now = _time.perf_counter()
                 if now >= self.deadline:
@@ -142,7 +161,76 @@ class _Runner:
                     break
                 per_it = (now - t_start) / max(it, 1)
                 chunk = int(min(max(20, 0.25 * (self.deadline - now) / max(per_it, 1e-9)), 5000))
+                if polisher is not None:
+                    chunk = min(chunk, polisher.every)
         return status, done
+
+
+class _Polisher:
+    """Newton polishing of the FISTA iterate once its structure is stable (see ``_polish``).
+
+    Every candidate is checked with the true objective and the valid bound over all columns;
+    it replaces the iterate only if its objective is lower and raises the bound only through
+    the running maximum.
+    """
+
+    every = 10
+
+    def __init__(self, prob, state, budget):
+        self.prob, self.state, self.budget = prob, state, budget
+        self.sig = None
+        self.stable = 0
+        self.since = 0
+        self.n_fail = 0
+        self.n_polish = 0
+
+    def _signature(self, x):
+        return np.sign(x).astype(np.int8)
+
+    def after_chunk(self, it, x, x_prev, ux, ux_prev, sc, bp, dual, tol, cutoff):
+        self.since += it
+        sig = self._signature(x)
+        if self.sig is not None:
+            changed = int(np.count_nonzero(sig != self.sig))
+            nnz = int(np.count_nonzero(sig))
+            # nearly stable: only a few tiny coordinates enter or leave
+            self.stable = self.stable + it if changed <= max(2, nnz // 100) else 0
+        self.sig = sig
+        # geometric back-off: a polish costs a Gram matrix of the support
+        if self.n_fail >= 3 or self.stable < 20 or self.since < 30 * 2 ** self.n_polish:
+            return 0
+        self.since = 0
+        prob, state, budget = self.prob, self.state, self.budget
+        cand = newton_polish(prob.X, prob.y, prob.loss_id, prob.lam_eff, prob.mu, x, state,
+                             budget)
+        self.n_polish += 1
+        if cand is None:
+            self.n_fail += 1
+            return 0
+        uc = _xb(prob.XT, cand)
+        Pc = float(primal_value(prob.y, prob.loss_id, prob.lam_eff, prob.mu, prob.M, state,
+                                budget, cand, uc))
+        lb, zeta = _full_bound(prob, state, budget, cand, uc)
+        improved = False
+        if lb > sc[SC_BEST]:
+            improved = lb > sc[SC_BEST] + 1e-3 * (sc[SC_PX] - sc[SC_BEST])
+            sc[SC_BEST] = lb
+            bp[:] = cand
+            dual[:] = zeta
+        if Pc < sc[SC_PX]:
+            x[:] = cand
+            x_prev[:] = cand
+            ux[:] = uc
+            ux_prev[:] = uc
+            sc[SC_PX] = Pc
+            sc[SC_T] = 1.0
+        if not improved:
+            self.n_fail += 1
+        if sc[SC_BEST] >= cutoff:
+            return ST_CUTOFF
+        if sc[SC_PX] - sc[SC_BEST] <= tol * max(1.0, abs(sc[SC_PX])):
+            return ST_CONVERGED
+        return 0
 
 
 def _new_sc(L: float) -> np.ndarray:
@@ -235,21 +323,33 @@ def solve_node(prob: RelaxationProblem, k: int, fixed_in=None, fixed_out=None, *
     if use_ws:
         return _solve_ws(prob, state, budget, x0, rel_tol, int(max_iter), cut, runner, t0)
 
-    X = prob.X
+    return _solve_full(prob, state, budget, x0, rel_tol, int(max_iter), cut, runner, t0)
+
+
+def _solve_full(prob, state, budget, x0, rel_tol, max_iter, cut, runner, t0, best=-np.inf,
+                bp=None, dual=None, n_done=0, n_rest_done=0):
+    """FISTA over all active columns: the kernel's running-max bound is the valid bound."""
+    X, p, n = prob.X, prob.n_features, prob.n_samples
     x = x0.copy()
     x_prev = x.copy()
-    ux = X @ x
+    ux = _xb(prob.XT, x)
     ux_prev = ux.copy()
     sc = _new_sc(_initial_L(prob, X, prob.norm_sq, ux))
+    sc[SC_BEST] = best
     sc[SC_PX] = float(primal_value(prob.y, prob.loss_id, prob.lam_eff, prob.mu, prob.M, state,
                                    budget, x, ux))
-    bp = np.zeros(p)
-    dual = np.zeros(prob.n_samples)
-    status, n_it = runner.run(prob, X, state, budget, x, x_prev, ux, ux_prev, sc, bp, dual,
-                              rel_tol, int(max_iter), cut)
+    bp = np.zeros(p) if bp is None else bp.copy()
+    dual = np.zeros(n) if dual is None else dual.copy()
+    polisher = None
+    if POLISH and int(np.sum(state != OUT)) >= POLISH_MIN_COLUMNS:
+        polisher = _Polisher(prob, state, budget)
+    status, n_it = runner.run(prob, X, prob.XT, state, budget, x, x_prev, ux, ux_prev, sc, bp,
+                              dual, rel_tol, max_iter - n_done, cut, polisher)
     st = _status_name(status, runner)
-    return _finish(prob, state, budget, x, sc[SC_BEST], bp, dual, n_it, int(sc[SC_NREST]), st,
-                   t0, rel_tol, cut)
+    if not np.isfinite(sc[SC_BEST]):
+        bp, dual = None, None
+    return _finish(prob, state, budget, x, sc[SC_BEST], bp, dual, n_it + n_done,
+                   int(sc[SC_NREST]) + n_rest_done, st, t0, rel_tol, cut)
 
 
 def _status_name(status: int, runner: _Runner) -> str:
@@ -280,6 +380,18 @@ def _exact_ridge(prob: RelaxationProblem, state: np.ndarray) -> np.ndarray:
     return coef
 
 
+def _xb(XT: np.ndarray, b: np.ndarray) -> np.ndarray:
+    out = np.empty(XT.shape[1])
+    x_dot(XT, b, out)
+    return out
+
+
+def _xtz(X: np.ndarray, z: np.ndarray) -> np.ndarray:
+    out = np.empty(X.shape[1])
+    xt_dot(X, z, out)
+    return out
+
+
 def _full_bound(prob, state, budget, b, ub):
     zeta = np.empty(prob.n_samples)
     lb, _ = bound_at(prob.X, prob.y, prob.loss_id, prob.lam_eff, prob.mu, prob.M, state, budget,
@@ -291,7 +403,7 @@ def _finish(prob, state, budget, coef, best, bp, dual, n_iter, n_rest, status, t
             cut) -> RelaxationResult:
     """Final objective and bound at the final iterate (both over all columns), the record."""
     coef = np.where(state == OUT, 0.0, coef)
-    ux = prob.X @ coef
+    ux = _xb(prob.XT, coef)
     obj = float(primal_value(prob.y, prob.loss_id, prob.lam_eff, prob.mu, prob.M, state,
                              budget, coef, ux))
     lb_end, zeta_end = _full_bound(prob, state, budget, coef, ux)
@@ -328,11 +440,11 @@ def _solve_ws(prob, state, budget, x0, rel_tol, max_iter, cut, runner, t0):
     X, p, n = prob.X, prob.n_features, prob.n_samples
     free = state == FREE
     x = x0.copy()
-    ux = X @ x
+    ux = _xb(prob.XT, x)
     zeta = np.empty(n)
     best, _ = bound_at(X, prob.y, prob.loss_id, prob.lam_eff, prob.mu, prob.M, state, budget, x,
                        ux, zeta)
-    grad = zeta @ X - 2.0 * prob.mu * x
+    grad = _xtz(X, zeta) - 2.0 * prob.mu * x
     bp, dual = x.copy(), zeta.copy()
     h = _ws_scores(prob, state, grad)
     m0 = max(3 * budget, 50)
@@ -345,19 +457,24 @@ def _solve_ws(prob, state, budget, x0, rel_tol, max_iter, cut, runner, t0):
     n_it = 0
     n_rest = 0
     status = "max_iter"
+    n_active = int(np.sum(state != OUT))
     while True:
+        if in_w.sum() > WS_MAX_FRACTION * n_active:
+            return _solve_full(prob, state, budget, x, rel_tol, max_iter, cut, runner, t0, best,
+                               bp, dual, n_it, n_rest)
         W = np.flatnonzero(in_w)
         XW = np.ascontiguousarray(X[:, W])
+        XWT = np.ascontiguousarray(prob.XT[W])
         stW = np.ascontiguousarray(state[W])
         xW = x[W].copy()
-        uxW = XW @ xW
-        nsW = spectral_norm_sq(XW, n_iter=30, tol=1e-6) * LIPSCHITZ_SAFETY
+        uxW = _xb(XWT, xW)
+        nsW = spectral_norm_sq(XW, tol=1e-6, XT=XWT) * LIPSCHITZ_SAFETY
         sc = _new_sc(_initial_L(prob, XW, nsW, uxW))
         sc[SC_PX] = float(primal_value(prob.y, prob.loss_id, prob.lam_eff, prob.mu, prob.M, stW,
                                        budget, xW, uxW))
         bpW = np.zeros(W.size)
         dW = np.zeros(n)
-        st, it = runner.run(prob, XW, stW, budget, xW, xW.copy(), uxW, uxW.copy(), sc, bpW, dW,
+        st, it = runner.run(prob, XW, XWT, stW, budget, xW, xW.copy(), uxW, uxW.copy(), sc, bpW, dW,
                             inner_tol, max_iter - n_it, np.inf)
         n_it += it
         n_rest += int(sc[SC_NREST])
@@ -370,7 +487,7 @@ def _solve_ws(prob, state, budget, x0, rel_tol, max_iter, cut, runner, t0):
         if np.isfinite(sc[SC_BEST]):
             b2 = np.zeros(p)
             b2[W] = bpW
-            lb2, zeta2 = _full_bound(prob, state, budget, b2, XW @ bpW)
+            lb2, zeta2 = _full_bound(prob, state, budget, b2, _xb(XWT, bpW))
             if lb2 > best:
                 best, bp, dual = lb2, b2, zeta2
         Px = sc[SC_PX]
@@ -387,7 +504,7 @@ def _solve_ws(prob, state, budget, x0, rel_tol, max_iter, cut, runner, t0):
             status = "max_iter"
             break
         # grow W with the free columns outside W that would enter the top-(budget) of g*_node
-        grad = zeta_x @ X - 2.0 * prob.mu * x
+        grad = _xtz(X, zeta_x) - 2.0 * prob.mu * x
         h = _ws_scores(prob, state, grad)
         hw = h[W][stW == FREE]
         thr = 0.0 if hw.size < budget else float(np.partition(hw, hw.size - budget)[hw.size -
@@ -395,7 +512,7 @@ def _solve_ws(prob, state, budget, x0, rel_tol, max_iter, cut, runner, t0):
         out_free = np.flatnonzero(free & ~in_w)
         viol = out_free[h[out_free] > thr * (1.0 + 1e-12) + 1e-300]
         if viol.size:
-            n_add = max(2 * budget, 50)
+            n_add = max(2 * budget, 50, W.size)
             add = viol[np.argsort(-h[viol])[:n_add]]
             in_w[add] = True
         else:

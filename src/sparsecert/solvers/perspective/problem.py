@@ -95,6 +95,8 @@ class RelaxationProblem:
         ``||X||_2^2`` (power iteration).
     x_mean, y_mean : ndarray or float
         Means removed from ``X`` and ``y`` (squared loss with intercept; zeros otherwise).
+    XT : ndarray (p, n)
+        ``X.T`` as a C-contiguous copy (used by the kernels).
     """
 
     X: np.ndarray
@@ -108,10 +110,14 @@ class RelaxationProblem:
     lipschitz: float | None
     x_mean: np.ndarray
     y_mean: float
+    XT: np.ndarray | None = field(default=None, repr=False)
     loss_id: int = field(init=False)
 
     def __post_init__(self) -> None:
         self.loss_id = LOSS_IDS[self.loss]
+        # X^T stored C-contiguous for the single-threaded X @ b kernel (see _linalg)
+        if self.XT is None:
+            self.XT = np.ascontiguousarray(self.X.T)
 
     @property
     def n_samples(self) -> int:
@@ -172,11 +178,13 @@ class RelaxationProblem:
             raise NotImplementedError(
                 f"fit_intercept=True is implemented for the squared loss only (got {loss!r})")
         mu = _resolve_shift(Xc, loss, eig_shift)
-        norm_sq = spectral_norm_sq(Xc) * LIPSCHITZ_SAFETY
+        XT = np.ascontiguousarray(Xc.T)
+        norm_sq = spectral_norm_sq(Xc, XT=XT) * LIPSCHITZ_SAFETY
         curv = get_loss(loss).curvature
         lip = None if curv is None else curv * norm_sq
-        return cls(X=Xc, y=yc, loss=loss, lambda2=lam, M=M, mu=mu, fit_intercept=fit_intercept,
-                   norm_sq=norm_sq, lipschitz=lip, x_mean=x_mean, y_mean=y_mean)
+        out = cls(X=Xc, y=yc, loss=loss, lambda2=lam, M=M, mu=mu, fit_intercept=fit_intercept,
+                  norm_sq=norm_sq, lipschitz=lip, x_mean=x_mean, y_mean=y_mean, XT=XT)
+        return out
 
 
 def _resolve_shift(X: np.ndarray, loss: str, eig_shift) -> float:
