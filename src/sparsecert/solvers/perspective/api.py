@@ -272,9 +272,9 @@ def solve_node(prob: RelaxationProblem, k: int, fixed_in=None, fixed_out=None, *
     restart : {"function", "gap", "both", "none"}
         Momentum restart scheme.
     working_set : bool or None
-        Iterate on a working set of columns grown from the dual (None: automatic, when more
-        than ``WS_MIN_COLUMNS`` columns are active). The bound is always computed over all
-        non-fixed-out columns.
+        Iterate on a working set of columns grown from the dual (None: off, the default; the
+        relaxed solutions of the benchmark family are dense, see docs/relaxation.md). The
+        bound is always computed over all non-fixed-out columns.
 
     Returns
     -------
@@ -319,7 +319,7 @@ def solve_node(prob: RelaxationProblem, k: int, fixed_in=None, fixed_out=None, *
 
     runner = _Runner(deadline, RESTARTS[restart])
     n_active = int(np.sum(state != OUT))
-    use_ws = (n_active > WS_MIN_COLUMNS) if working_set is None else bool(working_set)
+    use_ws = False if working_set is None else bool(working_set) and n_active > 1
     if use_ws:
         return _solve_ws(prob, state, budget, x0, rel_tol, int(max_iter), cut, runner, t0)
 

@@ -21,10 +21,11 @@ from sparsecert._validation import (
     check_X_y,
 )
 from sparsecert.solvers.losses import LOSS_IDS, get_loss, spectral_norm_sq
+from sparsecert.solvers.perspective._linalg import lanczos_norm_sq, transpose
 
 __all__ = ["RelaxationProblem", "safe_eig_shift", "check_eig_shift"]
 
-#: safety factor on the power-iteration estimate of ||X||^2 (backtracking covers the rest)
+#: safety factor on the Lanczos estimate of ||X||^2 (backtracking covers the rest)
 LIPSCHITZ_SAFETY = 1.02
 
 
@@ -178,8 +179,11 @@ class RelaxationProblem:
             raise NotImplementedError(
                 f"fit_intercept=True is implemented for the squared loss only (got {loss!r})")
         mu = _resolve_shift(Xc, loss, eig_shift)
-        XT = np.ascontiguousarray(Xc.T)
-        norm_sq = spectral_norm_sq(Xc, XT=XT) * LIPSCHITZ_SAFETY
+        XT = transpose(Xc)
+        if min(Xc.shape) <= 64:
+            norm_sq = spectral_norm_sq(Xc) * LIPSCHITZ_SAFETY
+        else:
+            norm_sq = lanczos_norm_sq(Xc, XT) * LIPSCHITZ_SAFETY
         curv = get_loss(loss).curvature
         lip = None if curv is None else curv * norm_sq
         out = cls(X=Xc, y=yc, loss=loss, lambda2=lam, M=M, mu=mu, fit_intercept=fit_intercept,
