@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
+import math
 import time as _time
 from typing import Any
 
 import numpy as np
 
 from sparsecert._validation import check_fixings, check_k
-from sparsecert.solvers.losses import POISSON, SQUARED, spectral_norm_sq
+from sparsecert.solvers.losses import POISSON, SQUARED, loss_value_grad, spectral_norm_sq
 from sparsecert.solvers.perspective._fista import (
     RESTART_BOTH,
     RESTART_FUNCTION,
     RESTART_GAP,
     RESTART_NONE,
     SC_BEST,
+    SC_C,
+    SC_CBP,
+    SC_CPREV,
     SC_GAPREF,
     SC_L,
     SC_NREST,
@@ -24,7 +28,9 @@ from sparsecert.solvers.perspective._fista import (
     ST_CONVERGED,
     ST_CUTOFF,
     bound_at,
+    dual_value,
     fista_chunk,
+    icpt_grad_dual,
     primal_value,
 )
 from sparsecert.solvers.perspective._gfun import FREE, IN, OUT
@@ -143,7 +149,8 @@ class _Runner:
             t_start = _time.perf_counter()
             status, it = fista_chunk(X, XT, prob.y, prob.loss_id, prob.lam_eff, prob.mu, prob.M,
                                      state, budget, x, x_prev, ux, ux_prev, sc, bp, dual,
-                                     tol, m, self.restart, cutoff, L_DOWN)
+                                     tol, m, self.restart, cutoff, L_DOWN, prob.icpt,
+                                     prob.cls, prob.Xty)
             done += it
             if status != 0:
                 break
@@ -301,7 +308,11 @@ def solve_node(prob: RelaxationProblem, k: int, fixed_in=None, fixed_out=None, *
 
     state, budget = _node_state(p, k, s1, s0)
     x0 = np.zeros(p)
+    c0 = _initial_intercept(prob) if prob.icpt else 0.0
     if warm_start is not None:
+        if prob.icpt and isinstance(warm_start, RelaxationResult):
+            if np.isfinite(warm_start.intercept):
+                c0 = float(warm_start.intercept)
         w = warm_start.coef if isinstance(warm_start, RelaxationResult) else warm_start
         w = np.asarray(w, dtype=np.float64)
         if w.shape != (p,):
@@ -320,28 +331,40 @@ def solve_node(prob: RelaxationProblem, k: int, fixed_in=None, fixed_out=None, *
     runner = _Runner(deadline, RESTARTS[restart])
     n_active = int(np.sum(state != OUT))
     use_ws = False if working_set is None else bool(working_set) and n_active > 1
-    if use_ws:
+    if use_ws and not prob.icpt:
         return _solve_ws(prob, state, budget, x0, rel_tol, int(max_iter), cut, runner, t0)
 
-    return _solve_full(prob, state, budget, x0, rel_tol, int(max_iter), cut, runner, t0)
+    return _solve_full(prob, state, budget, x0, rel_tol, int(max_iter), cut, runner, t0, c0=c0)
+
+
+def _initial_intercept(prob: RelaxationProblem) -> float:
+    """The intercept-only optimum (logistic, Poisson), a good starting value."""
+    if prob.loss == "logistic":
+        n_pos = int(np.sum(prob.y > 0))
+        n_neg = prob.n_samples - n_pos
+        return float(np.log(n_pos / n_neg)) if n_pos and n_neg else 0.0
+    if prob.loss == "poisson":
+        return float(np.log(max(prob.y.mean(), 1e-3)))
+    return 0.0
 
 
 def _solve_full(prob, state, budget, x0, rel_tol, max_iter, cut, runner, t0, best=-np.inf,
-                bp=None, dual=None, n_done=0, n_rest_done=0):
+                bp=None, dual=None, n_done=0, n_rest_done=0, c0=0.0):
     """FISTA over all active columns: the kernel's running-max bound is the valid bound."""
     X, p, n = prob.X, prob.n_features, prob.n_samples
     x = x0.copy()
     x_prev = x.copy()
-    ux = _xb(prob.XT, x)
+    ux = _xb(prob.XT, x) + c0
     ux_prev = ux.copy()
     sc = _new_sc(_initial_L(prob, X, prob.norm_sq, ux))
+    sc[SC_C] = sc[SC_CPREV] = sc[SC_CBP] = c0
     sc[SC_BEST] = best
     sc[SC_PX] = float(primal_value(prob.y, prob.loss_id, prob.lam_eff, prob.mu, prob.M, state,
                                    budget, x, ux))
     bp = np.zeros(p) if bp is None else bp.copy()
     dual = np.zeros(n) if dual is None else dual.copy()
     polisher = None
-    if POLISH and int(np.sum(state != OUT)) >= POLISH_MIN_COLUMNS:
+    if POLISH and not prob.icpt and int(np.sum(state != OUT)) >= POLISH_MIN_COLUMNS:
         polisher = _Polisher(prob, state, budget)
     status, n_it = runner.run(prob, X, prob.XT, state, budget, x, x_prev, ux, ux_prev, sc, bp,
                               dual, rel_tol, max_iter - n_done, cut, polisher)
@@ -349,7 +372,7 @@ def _solve_full(prob, state, budget, x0, rel_tol, max_iter, cut, runner, t0, bes
     if not np.isfinite(sc[SC_BEST]):
         bp, dual = None, None
     return _finish(prob, state, budget, x, sc[SC_BEST], bp, dual, n_it + n_done,
-                   int(sc[SC_NREST]) + n_rest_done, st, t0, rel_tol, cut)
+                   int(sc[SC_NREST]) + n_rest_done, st, t0, rel_tol, cut, c=sc[SC_C])
 
 
 def _status_name(status: int, runner: _Runner) -> str:
@@ -400,15 +423,25 @@ def _full_bound(prob, state, budget, b, ub):
 
 
 def _finish(prob, state, budget, coef, best, bp, dual, n_iter, n_rest, status, t0, rel_tol,
-            cut) -> RelaxationResult:
+            cut, c=0.0) -> RelaxationResult:
     """Final objective and bound at the final iterate (both over all columns), the record."""
     coef = np.where(state == OUT, 0.0, coef)
     ux = _xb(prob.XT, coef)
+    if prob.icpt:
+        ux += c
     obj = float(primal_value(prob.y, prob.loss_id, prob.lam_eff, prob.mu, prob.M, state,
                              budget, coef, ux))
-    lb_end, zeta_end = _full_bound(prob, state, budget, coef, ux)
+    if prob.icpt:
+        lb_end, zeta_end = _icpt_bound(prob, state, budget, ux)
+    else:
+        lb_end, zeta_end = _full_bound(prob, state, budget, coef, ux)
     if bp is None or not lb_end <= best:
         best, bp, dual = lb_end, coef.copy(), zeta_end
+    if prob.icpt:
+        # certify with a dual whose entries are dyadic and whose sum is exactly zero
+        dual = dyadic_zero_sum(dual, prob.y, prob.loss)
+        best = float(dual_value(prob.X, prob.y, prob.loss_id, prob.lambda2, prob.M, state,
+                                budget, dual))
     gap = (obj - best) / max(1.0, abs(obj))
     if status in ("max_iter", "time_limit"):
         if best >= cut:
@@ -418,11 +451,68 @@ def _finish(prob, state, budget, coef, best, bp, dual, n_iter, n_rest, status, t
     intercept = 0.0
     if prob.fit_intercept and prob.loss_id == SQUARED:
         intercept = float(prob.y_mean - prob.x_mean @ coef)
+    elif prob.icpt:
+        intercept = float(c)
     return RelaxationResult(
         coef=coef, intercept=intercept, objective=obj, lower_bound=float(best), dual=dual,
         bound_point=np.where(state == OUT, 0.0, bp), z=_relaxed_z(coef, state, budget),
         n_iter=int(n_iter), n_restarts=int(n_rest), status=status,
         time=_time.perf_counter() - t0, eig_shift=float(prob.mu), gap=float(gap))
+
+
+def _icpt_bound(prob, state, budget, ub):
+    """Fenchel dual at the zero-sum projection of ``f'(ub)`` (non-squared loss + intercept)."""
+    n, p = prob.n_samples, prob.n_features
+    zeta = np.empty(n)
+    loss_value_grad(prob.loss_id, ub, prob.y, zeta)
+    grad, zproj, gproj = np.empty(p), np.empty(n), np.empty(p)
+    icpt_grad_dual(prob.X, prob.y, prob.loss_id, zeta, prob.cls, prob.Xty, grad, zproj, gproj)
+    lb = float(dual_value(prob.X, prob.y, prob.loss_id, prob.lambda2, prob.M, state, budget,
+                          zproj))
+    return lb, zproj
+
+
+#: dual entries are rounded to multiples of 2**-DYADIC_BITS
+DYADIC_BITS = 40
+
+
+def dyadic_zero_sum(zeta: np.ndarray, y: np.ndarray, loss: str) -> np.ndarray:
+    """Round ``zeta`` to multiples of ``2**-40`` inside the conjugate's domain, with an exactly
+    zero sum (``math.fsum(out) == 0.0``): the dual certificate of an unpenalised intercept."""
+    scale = float(2 ** DYADIC_BITS)
+    Z = np.rint(zeta * scale)
+    big = 2.0 ** 52
+    if loss == "logistic":  # t = -y zeta in [0, 1]
+        lo = np.where(y > 0, -scale, 0.0)
+        hi = np.where(y > 0, 0.0, scale)
+    elif loss == "squared_hinge":  # y zeta <= 0
+        lo = np.where(y > 0, -big, 0.0)
+        hi = np.where(y > 0, 0.0, big)
+    elif loss == "poisson":  # zeta + y >= 0
+        lo = np.ceil(-y * scale)
+        hi = np.full(y.shape, big)
+    else:
+        raise ValueError(f"no zero-sum dual rounding for loss {loss!r}")
+    Z = np.clip(Z, lo, hi)
+    if np.any(np.abs(Z) >= big):
+        raise ValueError("dual entries too large for the dyadic grid")
+    Zi = Z.astype(np.int64)
+    R = int(Zi.sum())
+    if R != 0:
+        slack = (Zi - lo.astype(np.int64)) if R > 0 else (hi.astype(np.int64) - Zi)
+        order = np.argsort(-slack)
+        need = abs(R)
+        for j in order:
+            if need == 0:
+                break
+            d = int(min(slack[j], need))
+            Zi[j] += -d if R > 0 else d
+            need -= d
+        if need:
+            raise ValueError("could not make the dual sum exactly zero inside its domain")
+    out = Zi.astype(np.float64) / scale
+    assert math.fsum(out) == 0.0
+    return out
 
 
 # ----------------------------------------------------------------------------------------------

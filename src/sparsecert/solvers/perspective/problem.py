@@ -113,9 +113,16 @@ class RelaxationProblem:
     y_mean: float
     XT: np.ndarray | None = field(default=None, repr=False)
     loss_id: int = field(init=False)
+    icpt: bool = field(init=False)
+    cls: np.ndarray = field(init=False, repr=False)
+    Xty: np.ndarray = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.loss_id = LOSS_IDS[self.loss]
+        # an intercept that FISTA carries as an extra variable (non-squared losses)
+        self.icpt = bool(self.fit_intercept and self.loss != "squared")
+        self.cls = (self.y > 0).astype(np.int8)
+        self.Xty = self.X.T @ self.y if self.loss == "poisson" else np.zeros(self.X.shape[1])
         # X^T stored C-contiguous for the single-threaded X @ b kernel (see _linalg)
         if self.XT is None:
             self.XT = np.ascontiguousarray(self.X.T)
@@ -154,7 +161,10 @@ class RelaxationProblem:
             shift after checking ``X^T X - mu I`` is positive definite (Cholesky); "auto" -> a
             safe value slightly below ``lambda_min(X^T X)`` (0.0 if ``p > n`` or singular).
         fit_intercept : bool
-            Unpenalised intercept (exact by centring for the squared loss).
+            Unpenalised intercept: exact by centring for the squared loss; for the other
+            losses an extra smooth variable of FISTA, and the bound is the Fenchel dual at a
+            zero-sum projection of ``zeta`` (rounded to a dyadic grid so that
+            ``math.fsum(dual) == 0.0`` exactly).
         """
         loss = check_loss(loss)
         Xc, yc = check_X_y(X, y)
@@ -175,15 +185,15 @@ class RelaxationProblem:
             y_mean = float(yc.mean())
             Xc = np.ascontiguousarray(Xc - x_mean)
             yc = yc - y_mean
-        elif fit_intercept:
-            raise NotImplementedError(
-                f"fit_intercept=True is implemented for the squared loss only (got {loss!r})")
         mu = _resolve_shift(Xc, loss, eig_shift)
         XT = transpose(Xc)
         if min(Xc.shape) <= 64:
             norm_sq = spectral_norm_sq(Xc) * LIPSCHITZ_SAFETY
         else:
             norm_sq = lanczos_norm_sq(Xc, XT) * LIPSCHITZ_SAFETY
+        if fit_intercept and loss != "squared":
+            # the intercept is an extra smooth variable: ||[X, 1]||^2 <= ||X||^2 + n
+            norm_sq = norm_sq + Xc.shape[0]
         curv = get_loss(loss).curvature
         lip = None if curv is None else curv * norm_sq
         out = cls(X=Xc, y=yc, loss=loss, lambda2=lam, M=M, mu=mu, fit_intercept=fit_intercept,
