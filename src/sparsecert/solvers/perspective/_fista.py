@@ -306,3 +306,23 @@ def fista_chunk(X, XT, y, loss_id, lam, mu, M, state, budget, x, x_prev, ux, ux_
     sc[SC_CPREV] = c_prev
     sc[SC_CBP] = c_bp
     return status, it
+
+
+@njit(cache=True, nogil=True)
+def prox_grad_step(X, XT, y, loss_id, lam, mu, M, state, budget, b, L):
+    """One proximal-gradient step from ``b`` with step ``1/L``: returns ``(x+, X x+, P(x+))``."""
+    n = X.shape[0]
+    p = X.shape[1]
+    u = np.empty(n)
+    x_dot(XT, b, u)
+    zeta = np.empty(n)
+    loss_value_grad(loss_id, u, y, zeta)
+    grad = np.empty(p)
+    xt_dot(X, zeta, grad)
+    v = np.empty(p)
+    for j in range(p):
+        v[j] = b[j] - (grad[j] - 2.0 * mu * b[j]) / L
+    xn = prox_node(v, state, budget, 2.0 * lam / L, M)
+    un = np.empty(n)
+    x_dot(XT, xn, un)
+    return xn, un, primal_value(y, loss_id, lam, mu, M, state, budget, xn, un)

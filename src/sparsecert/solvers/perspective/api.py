@@ -32,8 +32,9 @@ from sparsecert.solvers.perspective._fista import (
     fista_chunk,
     icpt_grad_dual,
     primal_value,
+    prox_grad_step,
 )
-from sparsecert.solvers.perspective._gfun import FREE, IN, OUT
+from sparsecert.solvers.perspective._gfun import FREE, IN, OUT, relaxed_z
 from sparsecert.solvers.perspective._linalg import x_dot, xt_dot
 from sparsecert.solvers.perspective._polish import newton_polish
 from sparsecert.solvers.perspective.problem import LIPSCHITZ_SAFETY, RelaxationProblem
@@ -86,39 +87,7 @@ def _node_state(p: int, k: int, s1: np.ndarray, s0: np.ndarray) -> tuple[np.ndar
 
 def _relaxed_z(coef: np.ndarray, state: np.ndarray, budget: int) -> np.ndarray:
     """Optimal relaxed indicators z for g_node at ``coef``."""
-    z = np.zeros(coef.shape[0])
-    z[state == IN] = 1.0
-    fidx = np.flatnonzero(state == FREE)
-    if fidx.size == 0 or budget <= 0:
-        return z
-    a = np.abs(coef[fidx])
-    nnz = int(np.count_nonzero(a))
-    if nnz <= budget:
-        z[fidx] = (a > 0).astype(float)
-        return z
-    order = np.argsort(-a)
-    srt = a[order]
-    total = srt.sum()
-    pre = 0.0
-    best_r, best_val = budget - 1, np.inf
-    pre2 = 0.0
-    for r in range(budget):
-        tail = max(total - pre, 0.0)
-        theta = tail / (budget - r)
-        if theta >= srt[r]:
-            val = pre2 + tail * tail / (budget - r)
-            if val < best_val:
-                best_val, best_r = val, r
-        pre += srt[r]
-        pre2 += srt[r] ** 2
-    r = best_r
-    tail = max(total - srt[:r].sum(), 0.0)
-    theta = tail / (budget - r)
-    zf = np.empty(fidx.size)
-    zf[:r] = 1.0
-    zf[r:] = np.minimum(1.0, srt[r:] / theta) if theta > 0 else 0.0
-    z[fidx[order]] = zf
-    return z
+    return relaxed_z(coef, state, budget)
 
 
 def _initial_L(prob: RelaxationProblem, X: np.ndarray, norm_sq: float, ub: np.ndarray) -> float:
@@ -190,11 +159,17 @@ class _Polisher:
         self.since = 0
         self.n_fail = 0
         self.n_polish = 0
+        self.t_last = _time.perf_counter()
+        self.t_iter = 0.0  # seconds per FISTA iteration (running estimate)
+        self.t_polish = 0.0  # seconds per polish
 
     def _signature(self, x):
         return np.sign(x).astype(np.int8)
 
     def after_chunk(self, it, x, x_prev, ux, ux_prev, sc, bp, dual, tol, cutoff):
+        now = _time.perf_counter()
+        if it:
+            self.t_iter = (now - self.t_last) / it
         self.since += it
         sig = self._signature(x)
         if self.sig is not None:
@@ -203,28 +178,40 @@ class _Polisher:
             # nearly stable: only a few tiny coordinates enter or leave
             self.stable = self.stable + it if changed <= max(2, nnz // 100) else 0
         self.sig = sig
-        # geometric back-off: a polish costs a Gram matrix of the support
-        if self.n_fail >= 3 or self.stable < 20 or self.since < 30 * 2 ** self.n_polish:
+        # a polish costs a Gram matrix of the support: keep it below ~1/3 of the time
+        wait = max(30.0, 2.0 * self.t_polish / max(self.t_iter, 1e-12))
+        if self.n_fail >= 6 or self.stable < 20 or self.since < wait:
+            self.t_last = _time.perf_counter()
             return 0
         self.since = 0
         prob, state, budget = self.prob, self.state, self.budget
+        t0 = _time.perf_counter()
         cand = newton_polish(prob.X, prob.y, prob.loss_id, prob.lam_eff, prob.mu, x, state,
                              budget)
         self.n_polish += 1
         if cand is None:
             self.n_fail += 1
+            self.t_polish = _time.perf_counter() - t0
+            self.t_last = _time.perf_counter()
             return 0
         uc = _xb(prob.XT, cand)
         Pc = float(primal_value(prob.y, prob.loss_id, prob.lam_eff, prob.mu, prob.M, state,
                                 budget, cand, uc))
         lb, zeta = _full_bound(prob, state, budget, cand, uc)
+        newton = cand
+        # one proximal-gradient step from the candidate repairs a slightly wrong structure
+        c2, u2, P2 = prox_grad_step(prob.X, prob.XT, prob.y, prob.loss_id, prob.lam_eff,
+                                    prob.mu, prob.M, state, budget, cand, sc[SC_L])
+        if P2 < Pc:
+            cand, uc, Pc = c2, u2, float(P2)
         improved = False
         if lb > sc[SC_BEST]:
             improved = lb > sc[SC_BEST] + 1e-3 * (sc[SC_PX] - sc[SC_BEST])
             sc[SC_BEST] = lb
-            bp[:] = cand
+            bp[:] = newton
             dual[:] = zeta
         if Pc < sc[SC_PX]:
+            improved = True
             x[:] = cand
             x_prev[:] = cand
             ux[:] = uc
@@ -233,6 +220,8 @@ class _Polisher:
             sc[SC_T] = 1.0
         if not improved:
             self.n_fail += 1
+        self.t_polish = _time.perf_counter() - t0
+        self.t_last = _time.perf_counter()
         if sc[SC_BEST] >= cutoff:
             return ST_CUTOFF
         if sc[SC_PX] - sc[SC_BEST] <= tol * max(1.0, abs(sc[SC_PX])):
