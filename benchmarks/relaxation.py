@@ -185,6 +185,8 @@ def main(argv=None):
     ap.add_argument("--cases", default=None,
                     help="comma-separated subset, e.g. '1000x1000,riboflavin' (default: all)")
     ap.add_argument("--losses", default="squared,logistic", help="comma-separated losses")
+    ap.add_argument("--solvers", default=None,
+                    help="comma-separated cvxpy solvers (default: CLARABEL, SCS, ECOS if present)")
     ap.add_argument("--variant-cap", type=float, default=None,
                     help="wall-clock cap of the restart-variant runs (default 10x / 20x ours)")
     ap.add_argument("--cvxpy-cap", type=float, default=None,
@@ -194,6 +196,8 @@ def main(argv=None):
 
     jit = jit_compile_time()
     solvers = available_solvers()
+    if args.solvers:
+        solvers = [s for s in solvers if s in args.solvers.upper().split(",")]
     notes = [f"numba JIT compile / cache load (not counted in the times): {jit:.2f} s",
              f"cvxpy solvers available: {solvers or 'none'}"]
     if "ECOS" not in solvers:
