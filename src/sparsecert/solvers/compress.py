@@ -49,14 +49,24 @@ def index_bits(d: int) -> int:
 
 
 def pack_uints(values: np.ndarray, width: int) -> bytes:
-    """Bit-pack non-negative integers, ``width`` bits each, most significant bit first."""
+    """Bit-pack non-negative integers, ``width`` bits each, most significant bit first.
+
+    The result has ``ceil(len(values) * width / 8)`` bytes (the last one zero-padded).
+    """
     values = np.asarray(values, dtype=np.int64)
-    if width == 0 or values.size == 0:
+    count = values.size
+    if width == 0 or count == 0:
         if width == 0 and np.any(values != 0):
             raise ValueError("width 0 can only encode zeros")
         return b""
-    if np.any(values < 0) or np.any(values >= (1 << width)):
+    if values.min() < 0 or values.max() >= (1 << width):
         raise ValueError(f"values do not fit in {width} bits")
+    nbytes = -(-count * width // 8)
+    if count <= 64:  # small messages: one Python integer is fastest
+        acc = 0
+        for v in values.tolist():
+            acc = (acc << width) | v
+        return (acc << (8 * nbytes - count * width)).to_bytes(nbytes, "big")
     shifts = np.arange(width - 1, -1, -1, dtype=np.int64)
     bits = ((values[:, None] >> shifts) & 1).astype(np.uint8)
     return np.packbits(bits.ravel()).tobytes()
@@ -66,8 +76,18 @@ def unpack_uints(data: bytes, count: int, width: int) -> np.ndarray:
     """Inverse of :func:`pack_uints` for ``count`` integers of ``width`` bits."""
     if width == 0 or count == 0:
         return np.zeros(count, dtype=np.int64)
-    need = count * width
-    bits = np.unpackbits(np.frombuffer(data, dtype=np.uint8), count=need)
+    nbytes = -(-count * width // 8)
+    if len(data) < nbytes:
+        raise ValueError(f"need {nbytes} bytes for {count} integers of {width} bits")
+    if count <= 64:
+        acc = int.from_bytes(data[:nbytes], "big") >> (8 * nbytes - count * width)
+        mask = (1 << width) - 1
+        out = [0] * count
+        for j in range(count - 1, -1, -1):
+            out[j] = acc & mask
+            acc >>= width
+        return np.array(out, dtype=np.int64)
+    bits = np.unpackbits(np.frombuffer(data, dtype=np.uint8), count=count * width)
     bits = bits.reshape(count, width).astype(np.int64)
     weights = np.int64(1) << np.arange(width - 1, -1, -1, dtype=np.int64)
     return bits @ weights
@@ -84,6 +104,8 @@ def topk_indices(v: np.ndarray, k: int) -> np.ndarray:
         return np.arange(d)
     if k <= 0:
         return np.zeros(0, dtype=np.int64)
+    if k == 1:  # argmax returns the first (lowest-index) maximiser
+        return np.array([int(np.argmax(a))])
     thresh = np.partition(a, d - k)[d - k]  # the k-th largest magnitude
     above = np.flatnonzero(a > thresh)
     ties = np.flatnonzero(a == thresh)[: k - above.size]
@@ -94,7 +116,7 @@ def _check_vector(v: np.ndarray, d: int, name: str = "v") -> np.ndarray:
     arr = np.asarray(v, dtype=np.float64)
     if arr.shape != (d,):
         raise ValueError(f"{name} must have shape ({d},), got {arr.shape}")
-    if not np.all(np.isfinite(arr)):
+    if not np.isfinite(arr).all():
         raise ValueError(f"{name} contains NaN or inf")
     return arr
 
@@ -196,7 +218,7 @@ class _SparseCompressor(Compressor):
         nv = self.k * self._vbits // 8
         vals = np.frombuffer(msg.payload[:nv], dtype=self._dt).astype(np.float64)
         idx = unpack_uints(msg.payload[nv:], self.k, self._ibits)
-        if np.any(idx >= self.dim) or np.any(np.diff(idx) <= 0):
+        if idx[-1] >= self.dim or (self.k > 1 and not (idx[1:] > idx[:-1]).all()):
             raise ValueError("corrupt sparse message: indices out of range or not increasing")
         out = np.zeros(self.dim)
         out[idx] = vals

@@ -46,9 +46,7 @@ from sparsecert.solvers.comm import (
     Message,
     SimComm,
     decode_dense,
-    decode_scalars,
     encode_dense,
-    encode_scalars,
 )
 from sparsecert.solvers.compress import Compressor, Identity
 
@@ -277,7 +275,11 @@ class _Run:
         callback: Callable[[RoundInfo], None] | None,
         params: dict[str, Any],
         average_all: bool = False,
+        scalar_dtype: str = "float32",
     ) -> None:
+        if scalar_dtype not in ("float32", "float64"):
+            raise ValueError(f"scalar_dtype must be 'float32' or 'float64', got {scalar_dtype!r}")
+        self.scalar_dtype = scalar_dtype
         if isinstance(workers, Worker):
             raise TypeError("workers must be a sequence of Worker objects, not one Worker")
         self.workers = list(workers)
@@ -334,12 +336,13 @@ class _Run:
 
     # -- exchanges
     def constraint_value(self, values: dict[int, float]) -> float:
-        """Uplink of the scalars ``g_i`` (float64 each); returns their mean."""
+        """Uplink of the scalars ``g_i`` (``scalar_dtype`` each); returns their mean."""
         for i, v in values.items():
             if not np.isfinite(v):
                 raise ValueError(f"worker {i} returned a non-finite constraint value {v}")
-        got = self.comm.allgather({i: encode_scalars(values[i]) for i in self.local})
-        return float(np.mean([decode_scalars(m)[0] for m in got]))
+        dt = self.scalar_dtype
+        got = self.comm.allgather({i: encode_dense([values[i]], dt) for i in self.local})
+        return float(np.mean([decode_dense(m, dt)[0] for m in got]))
 
     def check_subgrad(self, i: int, h: np.ndarray) -> np.ndarray:
         h = np.asarray(h, dtype=np.float64)
@@ -470,6 +473,7 @@ def safe_ef(
     store_iterates: bool = False,
     callback: Callable[[RoundInfo], None] | None = None,
     server_seed: int = 0,
+    scalar_dtype: str = "float32",
 ) -> SafeEFResult:
     """Safe-EF: EF14 error feedback + constraint switching + optional EF21-P downlink.
 
@@ -518,7 +522,8 @@ def safe_ef(
     gamma, c, n_rounds = _common_params(gamma, c, n_rounds)
     run = _Run("safe_ef", workers, x0, n_rounds, comm, monitor, record_every, store_iterates,
                callback, {"gamma": gamma, "c": c, "compressor": repr(compressor),
-                          "downlink": repr(downlink)})
+                          "downlink": repr(downlink)},
+               scalar_dtype=scalar_dtype)
     comp = _check_compressor(compressor, run.d)
     down = _Downlink(downlink, run.d, server_seed)
     cm, W = run.comm, run.workers
@@ -557,6 +562,7 @@ def safe_ef_stochastic(
     store_iterates: bool = False,
     callback: Callable[[RoundInfo], None] | None = None,
     server_seed: int = 0,
+    scalar_dtype: str = "float32",
 ) -> SafeEFResult:
     """Stochastic Safe-EF: :func:`safe_ef` with minibatches.
 
@@ -573,7 +579,8 @@ def safe_ef_stochastic(
     run = _Run("safe_ef_stochastic", workers, x0, n_rounds, comm, monitor, record_every,
                store_iterates, callback,
                {"gamma": gamma, "c": c, "batch_size": batch_size,
-                "compressor": repr(compressor), "downlink": repr(downlink)})
+                "compressor": repr(compressor), "downlink": repr(downlink)},
+               scalar_dtype=scalar_dtype)
     comp = _check_compressor(compressor, run.d)
     down = _Downlink(downlink, run.d, server_seed)
     cm, W = run.comm, run.workers
@@ -612,6 +619,7 @@ def switching_subgradient(
     record_every: int = 1,
     store_iterates: bool = False,
     callback: Callable[[RoundInfo], None] | None = None,
+    scalar_dtype: str = "float32",
 ) -> SafeEFResult:
     """Uncompressed switching subgradient method (Polyak's switching rule, distributed).
 
@@ -621,7 +629,8 @@ def switching_subgradient(
     """
     gamma, c, n_rounds = _common_params(gamma, c, n_rounds)
     run = _Run("switching_subgradient", workers, x0, n_rounds, comm, monitor, record_every,
-               store_iterates, callback, {"gamma": gamma, "c": c, "value_dtype": value_dtype})
+               store_iterates, callback, {"gamma": gamma, "c": c, "value_dtype": value_dtype},
+               scalar_dtype=scalar_dtype)
     dense = Identity(run.d, value_dtype)
     cm, W = run.comm, run.workers
     x = run.x0.copy()
@@ -652,6 +661,7 @@ def topk_no_ef(
     record_every: int = 1,
     store_iterates: bool = False,
     callback: Callable[[RoundInfo], None] | None = None,
+    scalar_dtype: str = "float32",
 ) -> SafeEFResult:
     """Compressed switching method without error feedback: ``x <- x - mean_i C(gamma h_i)``.
 
@@ -660,7 +670,8 @@ def topk_no_ef(
     gamma, c, n_rounds = _common_params(gamma, c, n_rounds)
     run = _Run("topk_no_ef", workers, x0, n_rounds, comm, monitor, record_every,
                store_iterates, callback,
-               {"gamma": gamma, "c": c, "compressor": repr(compressor)})
+               {"gamma": gamma, "c": c, "compressor": repr(compressor)},
+               scalar_dtype=scalar_dtype)
     comp = _check_compressor(compressor, run.d)
     cm, W = run.comm, run.workers
     x = run.x0.copy()
@@ -691,6 +702,7 @@ def ef21_switching(
     record_every: int = 1,
     store_iterates: bool = False,
     callback: Callable[[RoundInfo], None] | None = None,
+    scalar_dtype: str = "float32",
 ) -> SafeEFResult:
     """EF21 with switching: worker ``i`` keeps an estimator ``s_i`` (``s_i^0 = 0``), sends
     ``m_i = C(h_i - s_i)`` and sets ``s_i <- s_i + m_i``; the server keeps
@@ -700,7 +712,8 @@ def ef21_switching(
     gamma, c, n_rounds = _common_params(gamma, c, n_rounds)
     run = _Run("ef21_switching", workers, x0, n_rounds, comm, monitor, record_every,
                store_iterates, callback,
-               {"gamma": gamma, "c": c, "compressor": repr(compressor)})
+               {"gamma": gamma, "c": c, "compressor": repr(compressor)},
+               scalar_dtype=scalar_dtype)
     comp = _check_compressor(compressor, run.d)
     cm, W = run.comm, run.workers
     x = run.x0.copy()
@@ -737,6 +750,7 @@ def ef14_lagrangian(
     record_every: int = 1,
     store_iterates: bool = False,
     callback: Callable[[RoundInfo], None] | None = None,
+    scalar_dtype: str = "float32",
 ) -> SafeEFResult:
     """EF14 on the Lagrangian with a projected dual ascent (primal-dual baseline).
 
@@ -751,7 +765,8 @@ def ef14_lagrangian(
     run = _Run("ef14_lagrangian", workers, x0, n_rounds, comm, monitor, record_every,
                store_iterates, callback,
                {"gamma": gamma, "eta": eta, "lam0": lam, "compressor": repr(compressor)},
-               average_all=True)
+               average_all=True,
+               scalar_dtype=scalar_dtype)
     comp = _check_compressor(compressor, run.d)
     cm, W = run.comm, run.workers
     x, w = run.x0.copy(), run.x0.copy()
