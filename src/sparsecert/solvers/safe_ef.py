@@ -11,7 +11,7 @@ with convex, Lipschitz, possibly non-smooth ``f_i, g_i`` held by ``n`` workers (
 :class:`~sparsecert.solvers.comm.SimComm`), so the same code runs in-process or on MPI.
 
 One iteration ("round") of the switching methods has two uplink exchanges: every worker sends
-``g_i(x_t)`` (a float64, 64 bits); the server forms ``g(x_t)`` and the step is *productive*
+``g_i(x_t)`` (float32 by default, 32 bits; ``scalar_dtype``); the server forms ``g(x_t)`` and the step is *productive*
 (``t in I``) when ``g(x_t) <= c``; then every worker sends its compressed vector. The server
 (replicated on every process) aggregates and broadcasts the new model (downlink). All bits are
 those of the real encoded messages, counted by the communicator.
@@ -223,6 +223,8 @@ class SafeEFResult:
 
 
 Monitor = Callable[[np.ndarray], tuple[float, float]]
+Stop = Callable[[int, float, float], bool]
+"""``stop(rounds, objective, violation)`` of the output at a record point; True ends the run."""
 
 
 def _check_positive(name: str, value: float, allow_zero: bool = False) -> float:
@@ -276,7 +278,9 @@ class _Run:
         params: dict[str, Any],
         average_all: bool = False,
         scalar_dtype: str = "float32",
+        stop: Stop | None = None,
     ) -> None:
+        self.stop = stop
         if scalar_dtype not in ("float32", "float64"):
             raise ValueError(f"scalar_dtype must be 'float32' or 'float64', got {scalar_dtype!r}")
         self.scalar_dtype = scalar_dtype
@@ -368,7 +372,8 @@ class _Run:
         g_value: float,
         productive: bool,
         state: dict[str, Any],
-    ) -> None:
+    ) -> bool:
+        """Book-keeping after round ``t``; returns True when ``stop`` asks to end the run."""
         self.productive.append(bool(productive))
         if productive or self.average_all:
             self.x_sum += x
@@ -381,6 +386,10 @@ class _Run:
         done = t + 1
         if done % self.record_every == 0 or done == self.n_rounds:
             self._record(done, x_next)
+            h = self.hist
+            if self.stop is not None and self.stop(done, h["objective"][-1], h["violation"][-1]):
+                return True
+        return False
 
     def output(self) -> np.ndarray:
         return self.x_sum / self.n_avg if self.n_avg > 0 else self.x0.copy()
@@ -407,7 +416,7 @@ class _Run:
             method=self.method,
             x=self.output(),
             x_last=x_last.copy(),
-            n_rounds=self.n_rounds,
+            n_rounds=len(self.productive),
             n_productive=int(sum(self.productive)),
             productive=np.asarray(self.productive, dtype=bool),
             rounds=h["rounds"].astype(np.int64),
@@ -474,6 +483,7 @@ def safe_ef(
     callback: Callable[[RoundInfo], None] | None = None,
     server_seed: int = 0,
     scalar_dtype: str = "float32",
+    stop: Stop | None = None,
 ) -> SafeEFResult:
     """Safe-EF: EF14 error feedback + constraint switching + optional EF21-P downlink.
 
@@ -514,6 +524,11 @@ def safe_ef(
         Called with a :class:`RoundInfo` after every round.
     server_seed : int
         Seed of the server's generator (randomized downlink compressors).
+    scalar_dtype : {"float32", "float64"}
+        Encoding of the constraint values ``g_i(x_t)`` on the uplink (32 or 64 bits each).
+    stop : callable or None
+        ``stop(rounds, objective, violation)`` evaluated on the output at every record point;
+        returning True ends the run there (e.g. once a target accuracy is reached).
 
     Returns
     -------
@@ -523,7 +538,7 @@ def safe_ef(
     run = _Run("safe_ef", workers, x0, n_rounds, comm, monitor, record_every, store_iterates,
                callback, {"gamma": gamma, "c": c, "compressor": repr(compressor),
                           "downlink": repr(downlink)},
-               scalar_dtype=scalar_dtype)
+               scalar_dtype=scalar_dtype, stop=stop)
     comp = _check_compressor(compressor, run.d)
     down = _Downlink(downlink, run.d, server_seed)
     cm, W = run.comm, run.workers
@@ -541,8 +556,10 @@ def safe_ef(
             msgs[i] = msg
         w = w - run.uplink(msgs, comp)
         x_next = down.step(cm, w, x)
-        run.end_round(t, x, x_next, w, gx, productive, {"e": e})
+        stopped = run.end_round(t, x, x_next, w, gx, productive, {"e": e})
         x = x_next
+        if stopped:
+            break
     return run.result(x)
 
 
@@ -563,6 +580,7 @@ def safe_ef_stochastic(
     callback: Callable[[RoundInfo], None] | None = None,
     server_seed: int = 0,
     scalar_dtype: str = "float32",
+    stop: Stop | None = None,
 ) -> SafeEFResult:
     """Stochastic Safe-EF: :func:`safe_ef` with minibatches.
 
@@ -580,7 +598,7 @@ def safe_ef_stochastic(
                store_iterates, callback,
                {"gamma": gamma, "c": c, "batch_size": batch_size,
                 "compressor": repr(compressor), "downlink": repr(downlink)},
-               scalar_dtype=scalar_dtype)
+               scalar_dtype=scalar_dtype, stop=stop)
     comp = _check_compressor(compressor, run.d)
     down = _Downlink(downlink, run.d, server_seed)
     cm, W = run.comm, run.workers
@@ -601,8 +619,10 @@ def safe_ef_stochastic(
             msgs[i] = msg
         w = w - run.uplink(msgs, comp)
         x_next = down.step(cm, w, x)
-        run.end_round(t, x, x_next, w, gx, productive, {"e": e})
+        stopped = run.end_round(t, x, x_next, w, gx, productive, {"e": e})
         x = x_next
+        if stopped:
+            break
     return run.result(x)
 
 
@@ -620,6 +640,7 @@ def switching_subgradient(
     store_iterates: bool = False,
     callback: Callable[[RoundInfo], None] | None = None,
     scalar_dtype: str = "float32",
+    stop: Stop | None = None,
 ) -> SafeEFResult:
     """Uncompressed switching subgradient method (Polyak's switching rule, distributed).
 
@@ -630,7 +651,7 @@ def switching_subgradient(
     gamma, c, n_rounds = _common_params(gamma, c, n_rounds)
     run = _Run("switching_subgradient", workers, x0, n_rounds, comm, monitor, record_every,
                store_iterates, callback, {"gamma": gamma, "c": c, "value_dtype": value_dtype},
-               scalar_dtype=scalar_dtype)
+               scalar_dtype=scalar_dtype, stop=stop)
     dense = Identity(run.d, value_dtype)
     cm, W = run.comm, run.workers
     x = run.x0.copy()
@@ -643,8 +664,10 @@ def switching_subgradient(
             msgs[i] = dense.compress(gamma * run.check_subgrad(i, h))
         w = x - run.uplink(msgs, dense)
         x_next = decode_dense(cm.broadcast(encode_dense(w, "float64")), "float64")
-        run.end_round(t, x, x_next, w, gx, productive, {})
+        stopped = run.end_round(t, x, x_next, w, gx, productive, {})
         x = x_next
+        if stopped:
+            break
     return run.result(x)
 
 
@@ -662,6 +685,7 @@ def topk_no_ef(
     store_iterates: bool = False,
     callback: Callable[[RoundInfo], None] | None = None,
     scalar_dtype: str = "float32",
+    stop: Stop | None = None,
 ) -> SafeEFResult:
     """Compressed switching method without error feedback: ``x <- x - mean_i C(gamma h_i)``.
 
@@ -671,7 +695,7 @@ def topk_no_ef(
     run = _Run("topk_no_ef", workers, x0, n_rounds, comm, monitor, record_every,
                store_iterates, callback,
                {"gamma": gamma, "c": c, "compressor": repr(compressor)},
-               scalar_dtype=scalar_dtype)
+               scalar_dtype=scalar_dtype, stop=stop)
     comp = _check_compressor(compressor, run.d)
     cm, W = run.comm, run.workers
     x = run.x0.copy()
@@ -684,8 +708,10 @@ def topk_no_ef(
             msgs[i] = comp.compress(gamma * run.check_subgrad(i, h), cm.worker_rng(i))
         w = x - run.uplink(msgs, comp)
         x_next = decode_dense(cm.broadcast(encode_dense(w, "float64")), "float64")
-        run.end_round(t, x, x_next, w, gx, productive, {})
+        stopped = run.end_round(t, x, x_next, w, gx, productive, {})
         x = x_next
+        if stopped:
+            break
     return run.result(x)
 
 
@@ -703,6 +729,7 @@ def ef21_switching(
     store_iterates: bool = False,
     callback: Callable[[RoundInfo], None] | None = None,
     scalar_dtype: str = "float32",
+    stop: Stop | None = None,
 ) -> SafeEFResult:
     """EF21 with switching: worker ``i`` keeps an estimator ``s_i`` (``s_i^0 = 0``), sends
     ``m_i = C(h_i - s_i)`` and sets ``s_i <- s_i + m_i``; the server keeps
@@ -713,7 +740,7 @@ def ef21_switching(
     run = _Run("ef21_switching", workers, x0, n_rounds, comm, monitor, record_every,
                store_iterates, callback,
                {"gamma": gamma, "c": c, "compressor": repr(compressor)},
-               scalar_dtype=scalar_dtype)
+               scalar_dtype=scalar_dtype, stop=stop)
     comp = _check_compressor(compressor, run.d)
     cm, W = run.comm, run.workers
     x = run.x0.copy()
@@ -731,8 +758,10 @@ def ef21_switching(
         s = s + run.uplink(msgs, comp)
         w = x - gamma * s
         x_next = decode_dense(cm.broadcast(encode_dense(w, "float64")), "float64")
-        run.end_round(t, x, x_next, w, gx, productive, {"s": s_loc})
+        stopped = run.end_round(t, x, x_next, w, gx, productive, {"s": s_loc})
         x = x_next
+        if stopped:
+            break
     return run.result(x)
 
 
@@ -751,6 +780,7 @@ def ef14_lagrangian(
     store_iterates: bool = False,
     callback: Callable[[RoundInfo], None] | None = None,
     scalar_dtype: str = "float32",
+    stop: Stop | None = None,
 ) -> SafeEFResult:
     """EF14 on the Lagrangian with a projected dual ascent (primal-dual baseline).
 
@@ -766,7 +796,7 @@ def ef14_lagrangian(
                store_iterates, callback,
                {"gamma": gamma, "eta": eta, "lam0": lam, "compressor": repr(compressor)},
                average_all=True,
-               scalar_dtype=scalar_dtype)
+               scalar_dtype=scalar_dtype, stop=stop)
     comp = _check_compressor(compressor, run.d)
     cm, W = run.comm, run.workers
     x, w = run.x0.copy(), run.x0.copy()
@@ -784,9 +814,11 @@ def ef14_lagrangian(
             msgs[i] = msg
         w = w - run.uplink(msgs, comp)
         x_next = decode_dense(cm.broadcast(encode_dense(w, "float64")), "float64")
-        run.end_round(t, x, x_next, w, gx, True, {"e": e, "lam": lam})
+        stopped = run.end_round(t, x, x_next, w, gx, True, {"e": e, "lam": lam})
         lam = max(0.0, lam + eta * gx)
         x = x_next
+        if stopped:
+            break
     return run.result(x)
 
 
