@@ -400,3 +400,16 @@ def test_input_validation():
     with pytest.raises(ValueError, match="value_dtype|unknown"):
         switching_subgradient(workers, x0, 0.1, 5, value_dtype="float16")
     assert isinstance(Identity(4), Identity)
+
+
+def test_stop_criterion_ends_the_run_at_a_record_point():
+    workers, *_ = _tiny_np()
+    full = safe_ef(workers, np.zeros(4), TopK(4, 1), 0.05, 200, record_every=10,
+                   store_iterates=True)
+    target = full.objective[8]
+    res = safe_ef(workers, np.zeros(4), TopK(4, 1), 0.05, 200, record_every=10,
+                  store_iterates=True, stop=lambda r, f, v: f <= target)
+    j = int(np.flatnonzero(full.objective <= target)[0])
+    assert res.n_rounds == full.rounds[j] == res.rounds[-1]
+    np.testing.assert_array_equal(res.iterates, full.iterates[: res.n_rounds + 1])
+    assert res.bits_up[-1] == full.bits_up[j]

@@ -11,9 +11,10 @@ with convex, Lipschitz, possibly non-smooth ``f_i, g_i`` held by ``n`` workers (
 :class:`~sparsecert.solvers.comm.SimComm`), so the same code runs in-process or on MPI.
 
 One iteration ("round") of the switching methods has two uplink exchanges: every worker sends
-``g_i(x_t)`` (float32 by default, 32 bits; ``scalar_dtype``); the server forms ``g(x_t)`` and the step is *productive*
-(``t in I``) when ``g(x_t) <= c``; then every worker sends its compressed vector. The server
-(replicated on every process) aggregates and broadcasts the new model (downlink). All bits are
+``g_i(x_t)`` (float32 by default, 32 bits; see ``scalar_dtype``); the server forms ``g(x_t)``
+and the step is *productive* (``t in I``) when ``g(x_t) <= c``; then every worker sends its
+compressed vector. The server (replicated on every process) aggregates and broadcasts the new
+model (downlink). All bits are
 those of the real encoded messages, counted by the communicator.
 
 Methods
