@@ -229,3 +229,14 @@ def test_bad_inputs():
         TopK(8, 2).decode(TopK(8, 3).compress(np.ones(8)))
     with pytest.raises(TypeError, match="Message"):
         TopK(8, 2).decode(b"abc")
+
+
+@pytest.mark.parametrize("d,k", [(1, 1), (9, 1), (31, 4), (300, 80)])
+def test_roundtrip_equals_compress_then_decode(d, k):
+    rng = np.random.default_rng(d)
+    v = rng.normal(size=d)
+    for comp in (TopK(d, k), TopK(d, k, "float64"), RandK(d, k), Identity(d),
+                 RandomQuantizer(d, 3)):
+        msg, out = comp.roundtrip(v, np.random.default_rng(1))
+        assert msg == comp.compress(v, np.random.default_rng(1))
+        np.testing.assert_array_equal(out, comp.decode(msg))

@@ -213,6 +213,15 @@ class _SparseCompressor(Compressor):
         payload = vals + pack_uints(idx, self._ibits)
         return Message(payload, self.message_bits)
 
+    def _roundtrip_sparse(self, idx: np.ndarray, values: np.ndarray) -> tuple[Message, np.ndarray]:
+        """Message and decoded vector without re-parsing the bytes just written (the decoded
+        vector is what :meth:`decode` returns on the message; tested)."""
+        vals = np.ascontiguousarray(values, dtype=self._dt)
+        msg = Message(vals.tobytes() + pack_uints(idx, self._ibits), self.message_bits)
+        out = np.zeros(self.dim)
+        out[idx] = vals
+        return msg, out
+
     def decode(self, msg: Message) -> np.ndarray:
         self._check_msg(msg)
         nv = self.k * self._vbits // 8
@@ -252,6 +261,13 @@ class TopK(_SparseCompressor):
         v = _check_vector(v, self.dim)
         idx = topk_indices(v, self.k)
         return self._encode(idx, v[idx])
+
+    def roundtrip(
+        self, v: np.ndarray, rng: np.random.Generator | None = None
+    ) -> tuple[Message, np.ndarray]:
+        v = _check_vector(v, self.dim)
+        idx = topk_indices(v, self.k)
+        return self._roundtrip_sparse(idx, v[idx])
 
 
 class RandK(_SparseCompressor):
