@@ -14,7 +14,7 @@ instead. Both write the same ``.npz`` (from the root process only): ``iterates``
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -63,13 +63,14 @@ def run_method(
     batch_size: int = 8,
     record_every: int = 1,
     store_iterates: bool = False,
+    stop: Callable[[int, float, float], bool] | None = None,
 ) -> SafeEFResult:
     """Run ``method`` (a key of :data:`~sparsecert.solvers.safe_ef.METHODS`) on ``problem``."""
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}; choose from {sorted(METHODS)}")
     fn = METHODS[method]
     common = dict(comm=comm, monitor=problem.monitor, record_every=record_every,
-                  store_iterates=store_iterates)
+                  store_iterates=store_iterates, stop=stop)
     if method == "switching_subgradient":
         return fn(problem.workers, problem.x0, gamma, n_rounds, c, **common)
     comp = make_compressor(compressor, problem.dim, k)
