@@ -174,7 +174,8 @@ def test_lp_references_against_cvxpy():
     x = cp.Variable(8)
     f_cvx = cp.Problem(cp.Minimize(cp.sum(cp.abs(a3 - np.ones((5, 1)) @ cp.reshape(x, (1, 8),
                                                                               order="C")))
-                                   / 40), [cp.norm_inf(x) <= 0.5]).solve(solver=cp.CLARABEL)
+                                   / 40), [cp.norm_inf(x) <= p3.info["radius"]]
+                       ).solve(solver=cp.CLARABEL)
     assert p3.f_star == pytest.approx(f_cvx, abs=1e-6)
 
 
@@ -413,3 +414,16 @@ def test_stop_criterion_ends_the_run_at_a_record_point():
     assert res.n_rounds == full.rounds[j] == res.rounds[-1]
     np.testing.assert_array_equal(res.iterates, full.iterates[: res.n_rounds + 1])
     assert res.bits_up[-1] == full.bits_up[j]
+
+
+def test_worst_case_support_lower_bound():
+    """P3: identical workers => every top-k round adds at most k coordinates to the support,
+    so after t rounds the relative gap is at least 1 - t k / d (f* = 0, f(x0) = 1)."""
+    p3 = worst_case(d=20, n_workers=3, seed=0)
+    assert p3.f_star == 0.0 and p3.scale == pytest.approx(1.0)
+    k = 2
+    for gamma in (0.5, 2.0, 20.0):
+        res = safe_ef(p3.workers, p3.x0, TopK(20, k), gamma, 15, store_iterates=True)
+        for t, x in enumerate(res.iterates):
+            assert np.count_nonzero(x) <= t * k
+            assert p3.monitor(x)[0] >= 1 - t * k / 20 - 1e-12

@@ -4,8 +4,8 @@
   breast-cancer data; ``f*`` from an LP (scipy HiGHS).
 * :func:`l1_regression` (P2): l1 regression with an l1-ball constraint, heterogeneous workers,
   heavy-tailed noise; reference optimum from an LP (scipy HiGHS).
-* :func:`worst_case` (P3): an isotropic instance on which compression cannot save bits (every
-  coordinate of every subgradient has the same magnitude); optimum in closed form.
+* :func:`worst_case` (P3): identical workers with a dense optimum whose entries all have the
+  same size: compression cannot save bits; optimum in closed form.
 
 Each builder returns a :class:`SafeEFProblem` whose ``workers`` implement
 :class:`~sparsecert.solvers.safe_ef.Worker` (and, for P1 and P2,
@@ -399,25 +399,29 @@ class IsotropicL1Worker:
         return out
 
 
-def worst_case(d: int = 50, n_workers: int = 10, radius: float = 0.5, seed: int = 0
+def worst_case(d: int = 50, n_workers: int = 10, radius: float = 1.5, seed: int = 0
                ) -> SafeEFProblem:
-    """P3: the honest negative control.
+    """P3: the honest negative control, an instance on which compression cannot save bits.
 
-    ``a_i ~ N(1, 1)`` coordinate-wise, so the minimiser of ``mean_i ||x - a_i||_1 / d`` is
-    mostly outside the box ``||x||_inf <= radius`` (the constraint binds). The optimum is
-    separable: ``x*_j = clip(median_i a_ij, -radius, radius)``. Starts at ``x0 = 0``.
+    Every worker holds the *same* ``f_i(x) = ||x - a||_1 / d`` with ``a_j = +-1`` (random
+    signs) and ``g_i(x) = ||x||_inf - radius``, so ``x* = a`` (dense, all entries of equal
+    size), ``f* = 0`` and ``f(0) = 1``. Nothing is sparse and the workers have no diversity:
+    a top-k round moves at most ``k`` coordinates (the same ones on every worker), so a top-k
+    method needs at least ``(1 - eps) d / k`` rounds to reach a relative gap ``eps``, i.e. at
+    least ``(1 - eps) d (32 + ceil(log2 d))`` uplink bits, more than the ``32 d`` bits of one
+    dense round of the right step. Starts at ``x0 = 0``.
     """
     if int(d) != d or d < 1 or int(n_workers) != n_workers or n_workers < 1:
         raise ValueError("d and n_workers must be positive integers")
-    if radius <= 0:
-        raise ValueError(f"radius must be > 0, got {radius}")
+    if radius < 1:
+        raise ValueError(f"radius must be >= 1 so that x* = a is feasible, got {radius}")
     rng = np.random.default_rng(seed)
-    a = 1.0 + rng.normal(size=(n_workers, d))
-    workers = [IsotropicL1Worker(a[i], radius) for i in range(n_workers)]
-    x_star = np.clip(np.median(a, axis=0), -radius, radius)
+    a = rng.choice([-1.0, 1.0], size=d)
+    workers = [IsotropicL1Worker(a, radius) for _ in range(n_workers)]
+    x_star = a.copy()
 
     def monitor(x: np.ndarray) -> tuple[float, float]:
-        return float(np.abs(x - a).sum() / (n_workers * d)), float(np.abs(x).max() - radius)
+        return float(np.abs(x - a).sum() / d), float(np.abs(x).max() - radius)
 
     f_star = monitor(x_star)[0]
     x0 = np.zeros(d)
