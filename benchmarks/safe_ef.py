@@ -87,6 +87,7 @@ CONFIG = {
 }
 VIOL_TOL = 0.01
 SEEDS = [0, 1, 2, 3, 4]
+SWITCH_C = {"c": 0.0}  # switching threshold, the same for every method (--c)
 
 
 def _tols(prob: SafeEFProblem, cfg: dict) -> tuple[float, float]:
@@ -99,7 +100,7 @@ def _stopper(prob: SafeEFProblem, gap_tol: float):
 
 def _run(prob, method, gamma, cfg, stop=None, k=None):
     return run_method(prob, method, gamma, cfg["rounds"], SimComm(prob.n_workers, seed=0),
-                      c=0.0, compressor="topk", k=cfg["k"] if k is None else k,
+                      c=SWITCH_C["c"], compressor="topk", k=cfg["k"] if k is None else k,
                       record_every=cfg["record"], stop=stop)
 
 
@@ -226,7 +227,8 @@ def mpi_check(gamma, k, rounds):
         env["PYTHONPATH"] = str(ROOT / "src") + os.pathsep + env.get("PYTHONPATH", "")
         env.setdefault("OMP_NUM_THREADS", "1")
         args = ["--problem", "P1", "--method", "safe_ef", "--k", str(k), "--gamma", str(gamma),
-                "--rounds", str(rounds), "--seed", "0", "--comm-seed", "0"]
+                "--rounds", str(rounds), "--seed", "0", "--comm-seed", "0",
+                "--c", str(SWITCH_C["c"])]
         t0 = time.perf_counter()
         proc = subprocess.run([exe, "-n", "4", sys.executable, "-m",
                                "sparsecert.problems.safe_ef_mpi", *args, "--out", str(out)],
@@ -237,7 +239,7 @@ def mpi_check(gamma, k, rounds):
         a = np.load(out)
         prob = build_problem("P1", 0)
         sim = run_method(prob, "safe_ef", gamma, rounds, SimComm(prob.n_workers, seed=0),
-                         k=k, store_iterates=True)
+                         c=SWITCH_C["c"], k=k, store_iterates=True)
         return {
             "n_procs": int(a["n_procs"]),
             "rounds": rounds,
@@ -260,14 +262,17 @@ def main(argv=None) -> int:
     ap.add_argument("--quick", action="store_true", help="headline comparison in < 5 minutes")
     ap.add_argument("--json", default=None, help="write results (and PNGs next to it)")
     ap.add_argument("--no-mpi", action="store_true", help="skip the mpiexec -n 4 run")
+    ap.add_argument("--c", type=float, default=0.0,
+                    help="switching threshold c for every method (default 0)")
     args = ap.parse_args(argv)
+    SWITCH_C["c"] = args.c
     mode = "quick" if args.quick else "full"
     conf = CONFIG[mode]
     outdir = Path(args.json).resolve().parent if args.json else None
     if outdir:
         outdir.mkdir(parents=True, exist_ok=True)
     t_start = time.perf_counter()
-    results: dict = {"mode": mode, "seeds": SEEDS, "viol_tol": VIOL_TOL, "c": 0.0,
+    results: dict = {"mode": mode, "seeds": SEEDS, "viol_tol": VIOL_TOL, "c": args.c,
                      "problems": {}}
     plots = []
     evals: dict = {}
@@ -350,7 +355,7 @@ def main(argv=None) -> int:
     results["wall_s"] = time.perf_counter() - t_start
 
     # ------------------------------------------------------------------ table
-    print(f"\nSafe-EF benchmark ({mode}; median over {len(SEEDS)} seeds; c = 0; "
+    print(f"\nSafe-EF benchmark ({mode}; median over {len(SEEDS)} seeds; c = {args.c:g}; "
           f"viol tol {VIOL_TOL})")
     hdr = (f"{'problem':7s} {'method':30s} {'gamma':>7s} {'bits/round':>10s} "
            f"{'rounds->tgt':>11s} {'bits->tgt':>11s} {'reached':>7s} {'final gap':>10s}")
