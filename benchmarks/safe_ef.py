@@ -59,7 +59,7 @@ CONFIG = {
                             "safe_ef": [0.007, 0.01, 0.015],
                             "topk_no_ef": [0.01, 0.03, 0.1],
                             "ef21_switching": [0.003, 0.01, 0.03]}),
-        "P3": dict(k=5, rounds=1200, record=2, gap=0.01, rel=True,
+        "P3": dict(k=5, rounds=1600, record=2, gap=0.01, rel=True,
                    methods={"switching_subgradient": [2.5, 5.0, 12.5, 25.0, 50.0],
                             "safe_ef": [2.5, 5.0, 12.5, 25.0, 50.0]}),
         "ksweep": [1, 2, 5, 10, 20, 50, 200],

@@ -399,7 +399,7 @@ class IsotropicL1Worker:
         return out
 
 
-def worst_case(d: int = 50, n_workers: int = 10, radius: float = 1.5, seed: int = 0
+def worst_case(d: int = 50, n_workers: int = 10, radius: float = 2.0, seed: int = 0
                ) -> SafeEFProblem:
     """P3: the honest negative control, an instance on which compression cannot save bits.
 
