@@ -63,6 +63,7 @@ CONFIG = {
                    methods={"switching_subgradient": [2.5, 5.0, 12.5, 25.0, 50.0],
                             "safe_ef": [2.5, 5.0, 12.5, 25.0, 50.0]}),
         "ksweep": [1, 2, 5, 10, 20, 50, 200],
+        "ksweep_rounds": 2400,
         "mpi_rounds": 200,
     },
     "full": {
@@ -82,6 +83,7 @@ CONFIG = {
                    methods={"switching_subgradient": [1.0, 2.5, 5.0, 12.5, 25.0, 50.0],
                             "safe_ef": [1.0, 2.5, 5.0, 12.5, 25.0, 50.0]}),
         "ksweep": [1, 2, 5, 10, 20, 50, 100, 200],
+        "ksweep_rounds": 4000,
         "mpi_rounds": 500,
     },
 }
@@ -188,7 +190,7 @@ def plot_problem(name, evs, prob_scale, rel, gap_tol, outdir):
     return str(path)
 
 
-def plot_ksweep(rows, outdir):
+def plot_ksweep(rows, outdir, max_rounds):
     import matplotlib
 
     matplotlib.use("Agg")
@@ -202,7 +204,9 @@ def plot_ksweep(rows, outdir):
     axes[1].loglog(ks, [r["bits_to_target"] for r in rows], "o-")
     axes[1].set_xlabel("k (top-k)")
     axes[1].set_ylabel("uplink bits per worker to 30% relative gap")
-    fig.suptitle("P2, Safe-EF: accuracy versus k (seed 0, step tuned per k)")
+    missed = [str(r["k"]) for r in rows if not np.isfinite(r["rounds_to_target"])]
+    note = f"; not reached within {max_rounds} rounds: k = {', '.join(missed)}" if missed else ""
+    fig.suptitle(f"P2, Safe-EF: accuracy versus k (seed 0, step tuned per k{note})")
     fig.tight_layout()
     path = outdir / "safe_ef_ksweep.png"
     fig.savefig(path, dpi=110)
@@ -297,7 +301,7 @@ def main(argv=None) -> int:
             plots.append(plot_problem(name, evs, problems[0].scale, cfg["rel"], gap_tol, outdir))
 
     # rounds-to-accuracy versus k (P2, seed 0; gamma tuned per k on a 3-point grid)
-    cfg2 = conf["P2"]
+    cfg2 = dict(conf["P2"], rounds=conf["ksweep_rounds"])
     p2 = build_problem("P2", 0)
     g10 = evals["P2"]["safe_ef"]["gamma"]
     gap_tol2 = _tols(p2, cfg2)[0]
@@ -313,7 +317,7 @@ def main(argv=None) -> int:
         krows.append(best)
     results["ksweep_P2"] = krows
     if outdir:
-        plots.append(plot_ksweep(krows, outdir))
+        plots.append(plot_ksweep(krows, outdir, conf["ksweep_rounds"]))
 
     mpi = {"skipped": "--no-mpi"} if args.no_mpi else mpi_check(
         evals["P1"]["safe_ef"]["gamma"], conf["P1"]["k"], conf["mpi_rounds"])
