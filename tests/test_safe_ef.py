@@ -97,16 +97,16 @@ def test_minibatch_views_are_unbiased():
     for w, pt in ((np_workers[1], x), (l1w[0], xl)):
         assert isinstance(w, StochasticWorker)
         rng = np.random.default_rng(2)
-        n = 6000
+        n = 2500
         fs, gs, hs = 0.0, 0.0, 0.0
         for _ in range(n):
             mb = w.minibatch(rng, 3)
             fs += mb.f(pt)
             gs += mb.g(pt)
             hs = hs + mb.f_subgrad(pt)
-        assert fs / n == pytest.approx(w.f(pt), rel=0.05)
-        assert gs / n == pytest.approx(w.g(pt), rel=0.05, abs=0.02)
-        np.testing.assert_allclose(hs / n, w.f_subgrad(pt), rtol=0.1, atol=0.03)
+        assert fs / n == pytest.approx(w.f(pt), rel=0.07)
+        assert gs / n == pytest.approx(w.g(pt), rel=0.07, abs=0.03)
+        np.testing.assert_allclose(hs / n, w.f_subgrad(pt), rtol=0.12, atol=0.04)
 
 
 # ----------------------------------------------------------------------------- problems
