@@ -653,7 +653,12 @@ def switching_subgradient(
     run = _Run("switching_subgradient", workers, x0, n_rounds, comm, monitor, record_every,
                store_iterates, callback, {"gamma": gamma, "c": c, "value_dtype": value_dtype},
                scalar_dtype=scalar_dtype, stop=stop)
-    dense = Identity(run.d, value_dtype)
+    return _switching_loop(run, Identity(run.d, value_dtype), gamma, c, n_rounds)
+
+
+def _switching_loop(run: _Run, comp: Compressor, gamma: float, c: float,
+                    n_rounds: int) -> SafeEFResult:
+    """``x <- x - mean_i C(gamma h_i)`` with the switching rule (no error feedback)."""
     cm, W = run.comm, run.workers
     x = run.x0.copy()
     for t in range(n_rounds):
@@ -662,8 +667,8 @@ def switching_subgradient(
         msgs = {}
         for i in run.local:
             h = W[i].f_subgrad(x) if productive else W[i].g_subgrad(x)
-            msgs[i] = dense.compress(gamma * run.check_subgrad(i, h))
-        w = x - run.uplink(msgs, dense)
+            msgs[i] = comp.compress(gamma * run.check_subgrad(i, h), cm.worker_rng(i))
+        w = x - run.uplink(msgs, comp)
         x_next = decode_dense(cm.broadcast(encode_dense(w, "float64")), "float64")
         stopped = run.end_round(t, x, x_next, w, gx, productive, {})
         x = x_next
@@ -697,23 +702,7 @@ def topk_no_ef(
                store_iterates, callback,
                {"gamma": gamma, "c": c, "compressor": repr(compressor)},
                scalar_dtype=scalar_dtype, stop=stop)
-    comp = _check_compressor(compressor, run.d)
-    cm, W = run.comm, run.workers
-    x = run.x0.copy()
-    for t in range(n_rounds):
-        gx = run.constraint_value({i: W[i].g(x) for i in run.local})
-        productive = gx <= c
-        msgs = {}
-        for i in run.local:
-            h = W[i].f_subgrad(x) if productive else W[i].g_subgrad(x)
-            msgs[i] = comp.compress(gamma * run.check_subgrad(i, h), cm.worker_rng(i))
-        w = x - run.uplink(msgs, comp)
-        x_next = decode_dense(cm.broadcast(encode_dense(w, "float64")), "float64")
-        stopped = run.end_round(t, x, x_next, w, gx, productive, {})
-        x = x_next
-        if stopped:
-            break
-    return run.result(x)
+    return _switching_loop(run, _check_compressor(compressor, run.d), gamma, c, n_rounds)
 
 
 def ef21_switching(
