@@ -431,6 +431,30 @@ def _huffman_decode(bits, pos, count, first, cnt, offs, syms):  # pragma: no cov
     return out, pos
 
 
+@njit(cache=True, nogil=True)
+def _round_kernel(v, norms, offsets, ltype, table, rnd):  # pragma: no cover - compiled
+    """Level index of each coordinate: ``u = min(|v_i| / r_l, 1)`` lies in
+    ``[l_tau, l_{tau+1}]`` (largest such ``tau <= s``); round up with probability
+    ``(u - l_tau) / (l_{tau+1} - l_tau)`` using the uniform ``rnd[i]``."""
+    index = np.empty(v.size, dtype=np.int64)
+    ns = table.shape[1]
+    for layer in range(offsets.size - 1):
+        r = norms[layer]
+        lv = table[ltype[layer]]
+        for i in range(offsets[layer], offsets[layer + 1]):
+            u = min(abs(v[i]) / r, 1.0) if r > 0 else 0.0
+            lo, hi = 0, ns - 1
+            while hi - lo > 1:
+                mid = (lo + hi) // 2
+                if lv[mid] <= u:
+                    lo = mid
+                else:
+                    hi = mid
+            p = (u - lv[lo]) / (lv[lo + 1] - lv[lo])
+            index[i] = lo + 1 if rnd[i] < p else lo
+    return index
+
+
 def _huffman_lengths(freq: np.ndarray) -> np.ndarray:
     """Huffman code lengths for the symbol frequencies (0 for absent symbols)."""
     lengths = np.zeros(freq.size, dtype=np.int64)
@@ -552,7 +576,22 @@ def _segments(qv: QuantizedVector, lmap: LayerMap, s: int, code: str
 
 def encoded_bits(qv: QuantizedVector, lmap: LayerMap, s: int, code: str) -> int:
     """Exact size in bits of the message ``qv`` under ``code`` (without building it)."""
-    return int(sum(int(np.sum(lengths)) for _, lengths in _segments(qv, lmap, s, code)))
+    if code not in CODES:
+        raise ValueError(f"code must be one of {CODES}, got {code!r}")
+    d, idx = lmap.dim, qv.index
+    header = 1 + 32 * lmap.n_layers
+    if qv.new_levels is not None:
+        header += 32 * s * len(qv.new_levels)
+    if code == "fixed":
+        return header + d * (1 + int(np.ceil(np.log2(s + 2))))
+    nnz = int(np.count_nonzero(idx))
+    if code == "gamma":
+        glen = _gamma_len(np.arange(1, s + 3))
+        return header + int(glen[idx].sum()) + nnz
+    freq = np.bincount(lmap.layer_of * (s + 2) + idx, minlength=lmap.n_layers * (s + 2))
+    freq = freq.reshape(lmap.n_layers, s + 2)
+    body = sum(int(freq[li] @ _huffman_lengths(freq[li])) for li in range(lmap.n_layers))
+    return header + lmap.n_layers * 5 * (s + 2) + body + nnz
 
 
 # ----------------------------------------------------------------------------- quantizers
@@ -593,6 +632,8 @@ class Quantizer:
         self.levels = [uniform_levels(s) for _ in range(self.lmap.n_types)]
         self._pending: list[np.ndarray] | None = None
         self._layer_of = self.lmap.layer_of
+        self._offsets = self.lmap.offsets
+        self._ltypes = np.asarray(self.lmap.types, dtype=np.int64)
         self._type_of = self.lmap.type_of
 
     @property
@@ -636,20 +677,12 @@ class Quantizer:
     def quantize(self, v: np.ndarray, rng: np.random.Generator) -> QuantizedVector:
         """Stochastic unbiased rounding of ``v`` (consumes ``d`` uniforms from ``rng``)."""
         v = _check_vector(v, self.dim)
-        norms, u = _normalised(v, self.lmap)
-        lo = np.empty(self.dim, dtype=np.int64)
-        lvl_lo = np.empty(self.dim)
-        lvl_hi = np.empty(self.dim)
-        for t in range(self.lmap.n_types):
-            m = self._type_of == t if self.lmap.n_types > 1 else slice(None)
-            lv = self.levels[t]
-            tau = np.clip(np.searchsorted(lv, u[m], side="right") - 1, 0, self.s)
-            lo[m] = tau
-            lvl_lo[m] = lv[tau]
-            lvl_hi[m] = lv[tau + 1]
-        p = (u - lvl_lo) / (lvl_hi - lvl_lo)
-        up = rng.random(self.dim) < p
-        qv = QuantizedVector(norms, lo + up, v < 0, self._pending)
+        sq = np.add.reduceat(v * v, self._offsets[:-1])
+        norms = _float32_up(np.sqrt(sq))
+        table = np.ascontiguousarray(np.stack(self.levels))
+        index = _round_kernel(v, norms, self._offsets, self._ltypes,
+                              table, rng.random(self.dim))
+        qv = QuantizedVector(norms, index, v < 0, self._pending)
         self._pending = None
         return qv
 
