@@ -165,6 +165,7 @@ class _Exchange:
         self.enc = {i: quantizer.clone() for i in comm.local_workers}
         self.dec = [quantizer.clone() for _ in range(comm.n_workers)]
         self.bits = {c: np.zeros(comm.n_workers, dtype=np.int64) for c in CODES}
+        self.payload_bits = np.zeros(comm.n_workers, dtype=np.int64)
         self.calls = 0
 
     def __call__(self, x: np.ndarray, adapt: bool) -> np.ndarray:
@@ -188,6 +189,7 @@ class _Exchange:
             dec = self.dec[i]
             vi, qv = dec.decode(msg, self.code)
             vs.append(vi)
+            self.payload_bits[i] += 8 * len(msg.payload)
             for c in CODES:
                 self.bits[c][i] += msg.n_bits if c == self.code else dec.bits(qv, c)
         return np.mean(np.stack(vs), axis=0)
@@ -279,6 +281,7 @@ def _run(method: str, operators, x0, comm, n_iter, *, quantizer, layers, s, code
     history = {k: np.asarray(v) for k, v in hist.items()}
     bpw = {c: ex.bits[c].copy() for c in CODES}
     bpw["up"] = (comm.stats.up - up0).copy()
+    bpw["payload"] = ex.payload_bits.copy()
     return QODAResult(x_sum / n_iter, x_half, method, int(n_iter), history, bpw,
                       comm.stats.copy())
 
