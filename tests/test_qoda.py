@@ -94,6 +94,21 @@ def test_qoda_converges_and_qeg_uses_two_oracle_calls():
     assert qeg.stats.rounds == 100
 
 
+def test_callback_stops_the_run():
+    prob = QuadraticGame(**SMALL)
+    seen = []
+
+    def stop(t, x_bar, metrics):
+        seen.append(t)
+        return t >= 20
+
+    res = qoda(prob.operators(), prob.x0, SimComm(3, seed=0), 100, layers=prob.layers, s=2,
+               monitor=prob.monitor, record_every=10, callback=stop)
+    assert seen == [10, 20] and res.n_iter == 20
+    assert list(res.history["iteration"]) == [10, 20]
+    assert res.stats.rounds == 20
+
+
 def test_relative_noise_vanishes_at_solution():
     prob = QuadraticGame(noise="relative", **SMALL)
     rng = np.random.default_rng(0)

@@ -223,7 +223,7 @@ def _check_common(x0, n_iter, record_every, level_update_every):
 
 def _run(method: str, operators, x0, comm, n_iter, *, quantizer, layers, s, code,
          eta: StepSchedule, gamma: StepSchedule | None, projection, level_update_every,
-         monitor, record_every) -> QODAResult:
+         monitor, record_every, callback=None) -> QODAResult:
     x1 = _check_common(x0, n_iter, record_every, level_update_every)
     d = x1.size
     q = _resolve_quantizer(quantizer, layers, s, d, code)
@@ -275,14 +275,17 @@ def _run(method: str, operators, x0, comm, n_iter, *, quantizer, layers, s, code
             for c in CODES:
                 hist[f"bits_{c}"].append(float(np.mean(ex.bits[c])))
             hist["eta"].append(step_eta)
-            if monitor is not None:
-                for k, val in monitor(x_bar).items():
-                    hist.setdefault(k, []).append(float(val))
+            metrics = {} if monitor is None else dict(monitor(x_bar))
+            for k, val in metrics.items():
+                hist.setdefault(k, []).append(float(val))
+            if callback is not None and callback(t, x_bar, metrics):
+                break
+    n_done = t
     history = {k: np.asarray(v) for k, v in hist.items()}
     bpw = {c: ex.bits[c].copy() for c in CODES}
     bpw["up"] = (comm.stats.up - up0).copy()
     bpw["payload"] = ex.payload_bits.copy()
-    return QODAResult(x_sum / n_iter, x_half, method, int(n_iter), history, bpw,
+    return QODAResult(x_sum / n_done, x_half, method, int(n_done), history, bpw,
                       comm.stats.copy())
 
 
@@ -318,6 +321,9 @@ _DOC_PARAMS = """
         ``monitor(x_bar) -> dict`` of metrics recorded in the history.
     record_every : int
         Recording period (the last iteration is always recorded).
+    callback : callable, optional
+        ``callback(t, x_bar, metrics) -> bool`` at every recorded iteration; returning True
+        stops the run there (``n_iter`` of the result is then the iterations done).
 
     Returns
     -------
@@ -332,19 +338,19 @@ def qoda(operators: Sequence[Operator], x0: np.ndarray, comm: Communicator, n_it
          gamma: StepSchedule | None = None, projection: Callable | None = None,
          level_update_every: int = 50,
          monitor: Callable[[np.ndarray], Mapping[str, float]] | None = None,
-         record_every: int = 10) -> QODAResult:
+         record_every: int = 10, callback: Callable | None = None) -> QODAResult:
     """Quantized optimistic dual averaging (one quantized exchange per iteration)."""
     return _run("qoda", operators, x0, comm, n_iter, quantizer=quantizer, layers=layers, s=s,
                 code=code, eta=eta, gamma=gamma, projection=projection,
                 level_update_every=level_update_every, monitor=monitor,
-                record_every=record_every)
+                record_every=record_every, callback=callback)
 
 
 def oda(operators: Sequence[Operator], x0: np.ndarray, comm: Communicator, n_iter: int, *,
         precision: str = "float32", eta: StepSchedule = StepSchedule(),
         gamma: StepSchedule | None = None, projection: Callable | None = None,
         monitor: Callable[[np.ndarray], Mapping[str, float]] | None = None,
-        record_every: int = 10) -> QODAResult:
+        record_every: int = 10, callback: Callable | None = None) -> QODAResult:
     """Unquantized optimistic dual averaging: messages are the raw oracle values as
     little-endian ``precision`` floats (``"float32"``: the FP32 baseline; ``"float64"``:
     lossless). The other parameters are those of :func:`qoda`."""
@@ -352,7 +358,7 @@ def oda(operators: Sequence[Operator], x0: np.ndarray, comm: Communicator, n_ite
     res = _run("oda", operators, x0, comm, n_iter,
                quantizer=IdentityQuantizer(max(x0.size, 1), precision), layers=None, s=None,
                code=None, eta=eta, gamma=gamma, projection=projection, level_update_every=1,
-               monitor=monitor, record_every=record_every)
+               monitor=monitor, record_every=record_every, callback=callback)
     return res
 
 
@@ -364,7 +370,7 @@ def quantized_extragradient(
         gamma: StepSchedule | None = None, projection: Callable | None = None,
         level_update_every: int = 50,
         monitor: Callable[[np.ndarray], Mapping[str, float]] | None = None,
-        record_every: int = 10) -> QODAResult:
+        record_every: int = 10, callback: Callable | None = None) -> QODAResult:
     """Quantized extra-gradient in dual-averaging form (Q-GenX-style): two quantized exchanges
     per iteration, ``X_{t+1/2} = P(X_t - gamma_t Vbar_t)``, ``Y_{t+1} = Y_t - Vbar_{t+1/2}``,
     ``X_{t+1} = P(X_1 + eta_{t+1} Y_{t+1})``, adaptive steps on ``||Vbar_{t+1/2} - Vbar_t||^2``.
@@ -372,7 +378,7 @@ def quantized_extragradient(
     return _run("qeg", operators, x0, comm, n_iter, quantizer=quantizer, layers=layers, s=s,
                 code=code, eta=eta, gamma=gamma, projection=projection,
                 level_update_every=level_update_every, monitor=monitor,
-                record_every=record_every)
+                record_every=record_every, callback=callback)
 
 
 qoda.__doc__ += _DOC_PARAMS

@@ -224,32 +224,63 @@ def _levels_per_type(levels, n_types: int) -> list[np.ndarray]:
 def _cd_levels(us: np.ndarray, ws: np.ndarray, levels: np.ndarray, max_sweeps: int,
                rtol: float) -> tuple[np.ndarray, float]:
     """Exact coordinate descent on the inner levels (samples sorted ascending)."""
-    lv = levels.copy()
     cw = np.concatenate([[0.0], np.cumsum(ws)])
     cwu = np.concatenate([[0.0], np.cumsum(ws * us)])
-    best = levels_variance(us, ws, lv)
+    lv = _cd_kernel(us, cw, cwu, levels.astype(np.float64).copy(), int(max_sweeps), float(rtol))
+    lv = _strictly_increasing_float32(lv)
+    return lv, levels_variance(us, ws, lv)
+
+
+@njit(cache=True, nogil=True)
+def _sorted_variance(us, cw, cwu, lv):  # pragma: no cover - compiled
+    # sum_j w_j (u_j - a)(b - u_j) over the samples of each cell [a, b), from prefix sums of
+    # w, w u and the samples (w u^2 is recovered per cell)
+    total = 0.0
+    m = us.size
+    start = 0
+    for i in range(lv.size - 1):
+        a, b = lv[i], lv[i + 1]
+        stop = np.searchsorted(us, b, side="left") if i < lv.size - 2 else m
+        for j in range(start, stop):
+            w = cw[j + 1] - cw[j]
+            total += w * (us[j] - a) * (b - us[j])
+        start = stop
+    return total
+
+
+@njit(cache=True, nogil=True)
+def _cd_kernel(us, cw, cwu, lv, max_sweeps, rtol):  # pragma: no cover - compiled
+    """Each inner level in turn is set to its exact minimiser given its neighbours: with
+    ``a, b`` the neighbours, ``f(x) = sum_{u<x} w(u-a)(x-u) + sum_{u>=x} w(u-x)(b-u)`` is
+    convex piecewise linear with slope ``D(j) = L(j) - R(j)`` right of the j-th sample in
+    ``(a, b)`` (non-decreasing), so the minimiser is the sample where D turns >= 0 (binary
+    search on prefix sums)."""
+    best = _sorted_variance(us, cw, cwu, lv)
     for _ in range(max_sweeps):
         for i in range(1, lv.size - 1):
             a, b = lv[i - 1], lv[i + 1]
             lo = np.searchsorted(us, a, side="right")
             hi = np.searchsorted(us, b, side="left")
             if hi <= lo:
-                continue  # no sample strictly between the neighbours: any value is optimal
-            # f(x) = sum_{u<x} w(u-a)(x-u) + sum_{u>=x} w(u-x)(b-u) is convex piecewise linear;
-            # its slope right of the j-th sample is D(j) = L(j) - R(j) (increasing in j).
-            j = np.arange(lo + 1, hi + 1)
-            left = (cwu[j] - cwu[lo]) - a * (cw[j] - cw[lo])
-            right = b * (cw[hi] - cw[j]) - (cwu[hi] - cwu[j])
-            k = int(np.searchsorted(left - right, 0.0, side="left"))
-            x = us[lo + min(k, hi - lo - 1)]
+                continue
+            left_j, right_j = lo + 1, hi + 1  # search j in [lo+1, hi]; hi+1 = "none"
+            while left_j < right_j:
+                j = (left_j + right_j) // 2
+                lft = (cwu[j] - cwu[lo]) - a * (cw[j] - cw[lo])
+                rgt = b * (cw[hi] - cw[j]) - (cwu[hi] - cwu[j])
+                if lft - rgt >= 0.0:
+                    right_j = j
+                else:
+                    left_j = j + 1
+            k = min(left_j - (lo + 1), hi - lo - 1)
+            x = us[lo + k]
             lv[i] = min(max(x, a), b)
-        lv = _strictly_increasing_float32(lv)
-        val = levels_variance(us, ws, lv)
+        val = _sorted_variance(us, cw, cwu, lv)
         done = best - val <= rtol * max(best, 1e-300)
         best = min(best, val)
         if done:
             break
-    return lv, levels_variance(us, ws, lv)
+    return lv
 
 
 def _strictly_increasing_float32(lv: np.ndarray) -> np.ndarray:
