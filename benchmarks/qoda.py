@@ -98,6 +98,28 @@ def loglog_slope(h: dict, t_min: float) -> float:
     return float(np.polyfit(np.log(t[m]), np.log(r[m]), 1)[0])
 
 
+def variance_at_solution(s: int) -> dict:
+    """Quantization variance of each kind on the workers' oracle values at x* (seed 0),
+    next to the oracle noise variance: what sets the asymptotic iteration ratios."""
+    from sparsecert.solvers.quantize import quantization_variance
+
+    prob = QuadraticGame(noise="absolute", seed=0)
+    rng = np.random.default_rng(0)
+    vs = [op(prob.x_star, rng) for op in prob.operators()]
+    out = {"oracle_noise": float(np.sum(prob.sigma ** 2))}
+    for name, (algo, kind) in METHODS.items():
+        if kind is None or algo != "qoda":
+            continue
+        vals = []
+        for v in vs:
+            q = make_quantizer(kind, prob.layers, s)
+            if q.adaptive:
+                q.adapt(v)
+            vals.append(quantization_variance(v, q.lmap, q.levels))
+        out[name] = float(np.mean(vals))
+    return out
+
+
 def mpiexec_path() -> str | None:
     cand = Path(sys.executable).with_name("mpiexec")
     return str(cand) if cand.exists() else shutil.which("mpiexec")
@@ -255,6 +277,7 @@ def main(argv=None) -> int:
     rel = {noise: [run_one(HEADLINE, noise, sd, n_slope, cfg) for sd in seeds]
            for noise in ("absolute", "relative")}
     mpi = {"skipped": "--no-mpi"} if args.no_mpi else mpi_check(300 if args.quick else 1000, cfg)
+    variances = variance_at_solution(args.s)
 
     rows = []
     per_seed = {}
@@ -303,6 +326,8 @@ def main(argv=None) -> int:
         "global_over_layer_adaptive": ratio("QODA global-adaptive", HEADLINE, "bits_fixed"),
         "global_over_layer_uniform": ratio("QODA global-uniform", "QODA layer-uniform",
                                            "bits_fixed"),
+        "global_uniform_over_layer_adaptive": ratio("QODA global-uniform", HEADLINE,
+                                                    "bits_fixed"),
         "qoda_over_qeg": ratio(HEADLINE, "QEG layer-adaptive", "bits_fixed"),
     }
     t_fit = n_slope / 8
@@ -323,6 +348,9 @@ def main(argv=None) -> int:
         {"name": "global / layer-wise bits-to-eps, uniform levels, equal bit width",
          "measured": ratios["global_over_layer_uniform"]["median"], "target": 1.5, "unit": "x",
          "better": "higher"},
+        {"name": "global uniform (QSGD-like) / layer-wise adaptive bits-to-eps, equal bit width",
+         "measured": ratios["global_uniform_over_layer_adaptive"]["median"], "target": 1.5,
+         "unit": "x", "better": "higher"},
         {"name": "QODA bits-to-eps / quantized extra-gradient bits-to-eps (same quantizer)",
          "measured": ratios["qoda_over_qeg"]["median"], "target": 0.65, "unit": "x",
          "better": "lower"},
@@ -366,6 +394,7 @@ def main(argv=None) -> int:
         print(f"  {k:32s} {fmt(v['median'], 4)} [{fmt(v['q1'], 3)}, {fmt(v['q3'], 3)}]")
     print(f"log-log slopes over t >= {t_fit:.0f}: absolute {slope_abs:.3f}, "
           f"relative {slope_rel:.3f}")
+    print("per-worker variance at x*: " + ", ".join(f"{k} {v:.1f}" for k, v in variances.items()))
     print("MPI:", json.dumps(mpi))
     print("\nclaims:")
     for c in claims:
@@ -382,7 +411,8 @@ def main(argv=None) -> int:
         payload = {"benchmark": "qoda", "quick": args.quick, "max_iter": n_iter,
                    "slope_iter": n_slope, "seeds": seeds,
                    "eps": eps, "config": cfg, "table": rows, "ratios": ratios,
-                   "slopes": slopes, "mpi": mpi, "claims": claims, "plots": plots,
+                   "slopes": slopes, "mpi": mpi, "variance_at_solution": variances,
+                   "claims": claims, "plots": plots,
                    "wall_seconds": wall}
         args.json.write_text(json.dumps(finite_or_none(payload), indent=1, allow_nan=False))
         print(f"wrote {args.json} and {len(plots)} plots")

@@ -367,17 +367,37 @@ def optimize_levels(u: np.ndarray, w: np.ndarray | None, s: int, *,
 # ----------------------------------------------------------------------------- bit packing
 def _pack(values: np.ndarray, lengths: np.ndarray) -> tuple[bytes, int]:
     """Concatenate codewords (``lengths[i]`` low bits of ``values[i]``, MSB first)."""
-    values = np.asarray(values, dtype=np.uint64)
-    lengths = np.asarray(lengths, dtype=np.int64)
+    values = np.ascontiguousarray(values, dtype=np.uint64)
+    lengths = np.ascontiguousarray(lengths, dtype=np.int64)
+    if np.any(lengths < 0) or np.any(lengths > 64):
+        raise ValueError("codeword lengths must be in [0, 64]")
     total = int(lengths.sum())
-    if total == 0:
-        return b"", 0
-    starts = np.cumsum(lengths) - lengths
-    rep_len = np.repeat(lengths, lengths)
-    k = np.arange(total, dtype=np.int64) - np.repeat(starts, lengths)
-    shift = (rep_len - 1 - k).astype(np.uint64)
-    bits = ((np.repeat(values, lengths) >> shift) & np.uint64(1)).astype(np.uint8)
-    return np.packbits(bits).tobytes(), total
+    return _pack_kernel(values, lengths, total).tobytes(), total
+
+
+@njit(cache=True, nogil=True)
+def _pack_kernel(values, lengths, total):  # pragma: no cover - compiled
+    out = np.zeros((total + 7) // 8, dtype=np.uint8)
+    pos = 0
+    for i in range(values.size):
+        v = values[i]
+        for k in range(lengths[i] - 1, -1, -1):
+            if (v >> np.uint64(k)) & np.uint64(1):
+                out[pos >> 3] |= np.uint8(1 << (7 - (pos & 7)))
+            pos += 1
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _read_uints(bits, pos, count, width):  # pragma: no cover - compiled
+    out = np.empty(count, dtype=np.int64)
+    for c in range(count):
+        val = 0
+        for _ in range(width):
+            val = (val << 1) | bits[pos]
+            pos += 1
+        out[c] = val
+    return out
 
 
 class _BitReader:
@@ -395,9 +415,11 @@ class _BitReader:
     def uints(self, count: int, width: int) -> np.ndarray:
         if width == 0:
             return np.zeros(count, dtype=np.int64)
-        b = self._take(count * width).reshape(count, width).astype(np.uint64)
-        weights = np.uint64(1) << np.arange(width - 1, -1, -1, dtype=np.uint64)
-        return (b * weights).sum(axis=1).astype(np.int64)
+        if self.pos + count * width > self.bits.size:
+            raise ValueError("truncated message: the bitstream ends early")
+        out = _read_uints(self.bits, self.pos, count, width)
+        self.pos += count * width
+        return out
 
     def float32s(self, count: int) -> np.ndarray:
         return self.uints(count, 32).astype(np.uint32).view(np.float32).astype(np.float64)
