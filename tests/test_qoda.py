@@ -190,6 +190,8 @@ def test_bad_inputs():
              layers=prob.layers)
     with pytest.raises(ValueError, match="shape"):
         qoda([lambda x, r: np.zeros(3)] * 3, prob.x0, SimComm(3), 2, layers=prob.layers)
+    with pytest.raises(ValueError, match="layer map"):
+        qoda(ops, prob.x0, SimComm(3), 2)
     with pytest.raises(ValueError, match="kind"):
         make_quantizer("bogus", prob.layers, 2)
     with pytest.raises(ValueError, match="lr"):

@@ -201,6 +201,8 @@ def _resolve_quantizer(quantizer, layers, s: int | None, d: int, code: str | Non
     if isinstance(quantizer, str):
         if s is None:
             raise ValueError("a quantizer given by name needs s (the number of inner levels)")
+        if quantizer.startswith("layerwise") and layers is None:
+            raise ValueError(f"the {quantizer!r} quantizer needs the layer map (layers=...)")
         return make_quantizer(quantizer, d if layers is None else layers, s,
                               code or "fixed")
     if not isinstance(quantizer, Quantizer | IdentityQuantizer):

@@ -232,9 +232,8 @@ def _cd_levels(us: np.ndarray, ws: np.ndarray, levels: np.ndarray, max_sweeps: i
 
 
 @njit(cache=True, nogil=True)
-def _sorted_variance(us, cw, cwu, lv):  # pragma: no cover - compiled
-    # sum_j w_j (u_j - a)(b - u_j) over the samples of each cell [a, b), from prefix sums of
-    # w, w u and the samples (w u^2 is recovered per cell)
+def _sorted_variance(us, cw, lv):  # pragma: no cover - compiled
+    # sum_j w_j (u_j - a)(b - u_j) over the sorted samples of each cell [a, b)
     total = 0.0
     m = us.size
     start = 0
@@ -255,7 +254,7 @@ def _cd_kernel(us, cw, cwu, lv, max_sweeps, rtol):  # pragma: no cover - compile
     convex piecewise linear with slope ``D(j) = L(j) - R(j)`` right of the j-th sample in
     ``(a, b)`` (non-decreasing), so the minimiser is the sample where D turns >= 0 (binary
     search on prefix sums)."""
-    best = _sorted_variance(us, cw, cwu, lv)
+    best = _sorted_variance(us, cw, lv)
     for _ in range(max_sweeps):
         for i in range(1, lv.size - 1):
             a, b = lv[i - 1], lv[i + 1]
@@ -275,7 +274,7 @@ def _cd_kernel(us, cw, cwu, lv, max_sweeps, rtol):  # pragma: no cover - compile
             k = min(left_j - (lo + 1), hi - lo - 1)
             x = us[lo + k]
             lv[i] = min(max(x, a), b)
-        val = _sorted_variance(us, cw, cwu, lv)
+        val = _sorted_variance(us, cw, lv)
         done = best - val <= rtol * max(best, 1e-300)
         best = min(best, val)
         if done:
@@ -404,13 +403,6 @@ class _BitReader:
     def __init__(self, msg: Message) -> None:
         self.bits = np.unpackbits(np.frombuffer(msg.payload, dtype=np.uint8))[: msg.n_bits]
         self.pos = 0
-
-    def _take(self, n: int) -> np.ndarray:
-        if self.pos + n > self.bits.size:
-            raise ValueError("truncated message: the bitstream ends early")
-        out = self.bits[self.pos: self.pos + n]
-        self.pos += n
-        return out
 
     def uints(self, count: int, width: int) -> np.ndarray:
         if width == 0:
@@ -546,7 +538,7 @@ def _canonical_tables(lengths: np.ndarray):
     offs = np.zeros(maxlen + 1, dtype=np.int64)
     order = sorted((int(lengths[i]), i) for i in range(lengths.size) if lengths[i] > 0)
     syms = np.array([s for _, s in order], dtype=np.int64)
-    code, prev, idx = 0, 0, 0
+    code, idx = 0, 0
     for ln in range(1, maxlen + 1):
         code <<= 1
         first[ln] = code
@@ -555,8 +547,6 @@ def _canonical_tables(lengths: np.ndarray):
         cnt[ln] = c
         code += c
         idx += c
-        prev = ln
-    del prev
     return first, cnt, offs, syms
 
 
