@@ -243,3 +243,16 @@ def test_bad_inputs():
         q.clone().decode(Message(msg.payload[:-2], msg.n_bits - 16))
     with pytest.raises(ValueError, match="samples"):
         optimize_levels(np.array([0.2, 1.5]), None, 2)
+
+
+@pytest.mark.parametrize("code", CODES)
+def test_zero_layer_round_trip(code):
+    v = multiscale(11)
+    v[SIZES[0]:SIZES[0] + SIZES[1]] = 0.0  # a whole layer of zeros
+    q = layerwise_adaptive(SIZES, 3, code)
+    q.adapt(v)
+    msg, qv = q.encode(v, np.random.default_rng(0))
+    out, _ = q.clone().decode(msg)
+    assert np.all(out[SIZES[0]:SIZES[0] + SIZES[1]] == 0.0)
+    assert qv.norms[1] == 0.0
+    assert np.array_equal(out, q.dequantize(qv))
