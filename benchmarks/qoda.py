@@ -225,7 +225,7 @@ def make_plots(runs: dict, rel: dict, outdir: Path, eps: float) -> list[str]:
     fig.savefig(f, dpi=110)
     plt.close(fig)
     files.append(str(f))
-    return files
+    return [Path(f).name for f in files]
 
 
 def finite_or_none(obj):
