@@ -29,7 +29,7 @@ from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from sparsecert.problems.qoda import QuadraticGame  # noqa: E402
+from sparsecert.problems.qoda import QuadraticGame, RobustLeastSquares  # noqa: E402
 from sparsecert.problems.qoda_mpi import build_parser, result_arrays  # noqa: E402
 from sparsecert.problems.qoda_mpi import run as run_p1  # noqa: E402
 from sparsecert.solvers.comm import SimComm, mpi_available  # noqa: E402
@@ -74,6 +74,51 @@ def run_one(method: str, noise: str, seed: int, n_iter: int, cfg: dict,
                  level_update_every=cfg["level_update_every"], **common)
     out = {k: v.tolist() for k, v in res.history.items()}
     out["residual0"] = prob.residual(prob.x0)
+    return out
+
+
+P2_METHODS = ("ODA fp32", "QODA global-uniform", "QODA global-adaptive", "QODA layer-adaptive")
+
+
+def run_p2(method: str, seed: int, n_iter: int, eps_gap: float, s: int) -> dict:
+    """P2 (robust least squares saddle point): stop when the duality gap <= eps_gap."""
+    _, kind = METHODS[method]
+    prob = RobustLeastSquares(seed=seed)
+    comm = SimComm(prob.n_workers, seed=2000 + seed)
+    common = dict(eta=StepSchedule(3.0), projection=prob.projection, monitor=prob.monitor,
+                  record_every=10, callback=lambda t, xb, m: m["gap"] <= eps_gap)
+    if kind is None:
+        res = oda(prob.operators(), prob.x0, comm, n_iter, **common)
+    else:
+        res = qoda(prob.operators(), prob.x0, comm, n_iter,
+                   quantizer=make_quantizer(kind, prob.layers, s), **common)
+    return {k: v.tolist() for k, v in res.history.items()}
+
+
+def p2_section(seeds, n_iter: int, eps_gap: float, s: int) -> dict:
+    out = {"eps_gap": eps_gap, "n_iter_cap": n_iter, "methods": {}}
+    for name in P2_METHODS:
+        hs = [run_p2(name, sd, n_iter, eps_gap, s) for sd in seeds]
+        hit = []
+        for h in hs:
+            g = np.asarray(h["gap"])
+            k = np.flatnonzero(g <= eps_gap)
+            hit.append(k[0] if k.size else None)
+        pairs = list(zip(hs, hit, strict=True))
+
+        def at(key: str, pairs=pairs) -> list[float]:
+            return [float(h[key][k]) if k is not None else float("inf") for h, k in pairs]
+
+        out["methods"][name] = {
+            "iterations_to_eps": med_iqr(at("iteration")),
+            "bits_to_eps_fixed": med_iqr(at("bits_fixed")),
+            "bits_to_eps_huffman": med_iqr(at("bits_huffman")),
+            "per_seed_bits_fixed": at("bits_fixed"),
+        }
+    oda_b = np.asarray(out["methods"]["ODA fp32"]["per_seed_bits_fixed"])
+    for name in P2_METHODS[1:]:
+        b = np.asarray(out["methods"][name]["per_seed_bits_fixed"])
+        out["methods"][name]["oda_over_this_fixed"] = med_iqr(oda_b / b)
     return out
 
 
@@ -258,6 +303,8 @@ def main(argv=None) -> int:
     ap.add_argument("--eps", type=float, default=None,
                     help="target ||A(x_bar)|| (default 0.3 quick, 0.2 full)")
     ap.add_argument("--no-mpi", action="store_true")
+    ap.add_argument("--p2", choices=("auto", "on", "off"), default="auto",
+                    help="robust least squares section (auto: only without --quick)")
     args = ap.parse_args(argv)
     n_iter = args.max_iter or (5000 if args.quick else 20000)
     n_slope = args.slope_iter or (1000 if args.quick else 4000)
@@ -278,6 +325,8 @@ def main(argv=None) -> int:
            for noise in ("absolute", "relative")}
     mpi = {"skipped": "--no-mpi"} if args.no_mpi else mpi_check(300 if args.quick else 1000, cfg)
     variances = variance_at_solution(args.s)
+    run_p2_now = args.p2 == "on" or (args.p2 == "auto" and not args.quick)
+    p2 = p2_section(seeds, 4000, 0.01, args.s) if run_p2_now else {"skipped": "quick mode"}
 
     rows = []
     per_seed = {}
@@ -396,6 +445,16 @@ def main(argv=None) -> int:
           f"relative {slope_rel:.3f}")
     print("per-worker variance at x*: " + ", ".join(f"{k} {v:.1f}" for k, v in variances.items()))
     print("MPI:", json.dumps(mpi))
+    if "skipped" not in p2:
+        print(f"\nP2 robust least squares (d = 160, layers 32 / 128, 4 workers): bits per worker "
+              f"to duality gap <= {p2['eps_gap']}, medians [IQR]")
+        for name, r in p2["methods"].items():
+            m, q1, q3 = r["iterations_to_eps"]
+            extra = (f"  FP32 ODA / this (fixed) {fmt(r['oda_over_this_fixed'][0], 4)}"
+                     if "oda_over_this_fixed" in r else "")
+            print(f"  {name:21s} iters {fmt(m, 4)} [{fmt(q1, 4)}, {fmt(q3, 4)}]  bits fixed "
+                  f"{fmt(r['bits_to_eps_fixed'][0], 4)}  Huffman "
+                  f"{fmt(r['bits_to_eps_huffman'][0], 4)}{extra}")
     print("\nclaims:")
     for c in claims:
         ok = (c["measured"] >= c["target"]) if c["better"] == "higher" else (
@@ -411,7 +470,7 @@ def main(argv=None) -> int:
         payload = {"benchmark": "qoda", "quick": args.quick, "max_iter": n_iter,
                    "slope_iter": n_slope, "seeds": seeds,
                    "eps": eps, "config": cfg, "table": rows, "ratios": ratios,
-                   "slopes": slopes, "mpi": mpi, "variance_at_solution": variances,
+                   "slopes": slopes, "mpi": mpi, "variance_at_solution": variances, "p2": p2,
                    "claims": claims, "plots": plots,
                    "wall_seconds": wall}
         args.json.write_text(json.dumps(finite_or_none(payload), indent=1, allow_nan=False))
