@@ -1,0 +1,387 @@
+"""Quantized optimistic dual averaging (QODA) for distributed monotone variational inequalities.
+
+Problem: find ``x*`` with ``<A(x*), x - x*> >= 0`` for all ``x`` in a closed convex set ``C``
+(``C = R^d`` unless a ``projection`` is given), where ``A = (1/K) sum_k A_k`` is monotone and
+worker ``k`` only has a stochastic oracle ``V_k(x) = A_k(x) + noise``.
+
+QODA (one quantized exchange per iteration; ``Vbar_{1/2} = 0``, ``Y_1 = 0``)::
+
+    X_{t+1/2} = P_C(X_t - gamma_t * Vbar_{t-1/2})          # reuse last round's vectors
+    worker k: Vhat_{k,t+1/2} = Q(V_k(X_{t+1/2})); exchange   # one allgather
+    Vbar_{t+1/2} = mean_k Vhat_{k,t+1/2}
+    Y_{t+1} = Y_t - Vbar_{t+1/2}
+    X_{t+1} = P_C(X_1 + eta_{t+1} * Y_{t+1})
+
+with adaptive steps ``eta_t, gamma_t = lr / (offset + sum_{s<t} ||Vbar_{s+1/2} -
+Vbar_{s-1/2}||^2)^exponent`` (:class:`StepSchedule`; separate schedules for ``eta`` and
+``gamma`` are allowed) and the ergodic average of the ``X_{t+1/2}`` as output.
+Baselines: unquantized ODA (:func:`oda`, FP32 messages) and quantized extra-gradient in dual
+averaging form (:func:`quantized_extragradient`, Q-GenX-style, two exchanges per iteration).
+
+The algorithms only use the :class:`~sparsecert.solvers.comm.Communicator` protocol, so they
+run unchanged on ``SimComm`` and ``MPIComm``: each process evaluates and encodes the
+messages of its local workers, every process decodes all messages (the "server" computation
+is replicated), and the sizes of the fixed-length, Elias-gamma and Huffman codes of every
+message are computed by the receivers from the decoded content.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from sparsecert.solvers.comm import BitStats, Communicator
+from sparsecert.solvers.quantize import (
+    CODES,
+    IdentityQuantizer,
+    LayerMap,
+    Quantizer,
+    global_adaptive,
+    global_uniform,
+    layerwise_adaptive,
+    layerwise_uniform,
+)
+
+__all__ = [
+    "StepSchedule",
+    "QODAResult",
+    "make_quantizer",
+    "qoda",
+    "oda",
+    "quantized_extragradient",
+    "QUANTIZER_KINDS",
+]
+
+Operator = Callable[[np.ndarray, np.random.Generator], np.ndarray]
+QUANTIZER_KINDS = ("global_uniform", "global_adaptive", "layerwise_uniform", "layerwise_adaptive")
+
+
+@dataclass(frozen=True)
+class StepSchedule:
+    """Step size ``lr / (offset + base)^exponent``.
+
+    ``base`` is the running sum of squared differences of consecutive averaged (quantized)
+    vectors when ``adaptive`` (the AdaGrad-like rule of the issue), else ``t - 1``.
+    """
+
+    lr: float = 1.0
+    exponent: float = 0.5
+    offset: float = 1.0
+    adaptive: bool = True
+
+    def __post_init__(self) -> None:
+        if not (np.isfinite(self.lr) and self.lr > 0):
+            raise ValueError(f"lr must be positive and finite, got {self.lr}")
+        if not (np.isfinite(self.exponent) and self.exponent >= 0):
+            raise ValueError(f"exponent must be >= 0, got {self.exponent}")
+        if not (np.isfinite(self.offset) and self.offset > 0):
+            raise ValueError(f"offset must be > 0, got {self.offset}")
+
+    def __call__(self, t: int, sum_sq: float) -> float:
+        base = sum_sq if self.adaptive else float(t - 1)
+        return self.lr / (self.offset + base) ** self.exponent
+
+
+@dataclass
+class QODAResult:
+    """Output of :func:`qoda`, :func:`oda` and :func:`quantized_extragradient`.
+
+    Attributes
+    ----------
+    x_bar : numpy.ndarray
+        Ergodic average of the points where the oracles were queried (``X_{t+1/2}``).
+    x_last : numpy.ndarray
+        Last ``X_{t+1/2}``.
+    method : str
+        ``"qoda"``, ``"oda"`` or ``"qeg"``.
+    n_iter : int
+        Iterations run.
+    history : dict of numpy.ndarray
+        Per recorded iteration: ``iteration``, ``oracle_calls`` (per worker), ``exchanges``,
+        ``bits_up`` (uplink bits per worker counted by the communicator, mean over workers),
+        ``bits_fixed`` / ``bits_gamma`` / ``bits_huffman`` (what the same messages cost under
+        each code, mean per worker), ``eta`` and every key returned by ``monitor(x_bar)``.
+    bits_per_worker : dict of numpy.ndarray
+        Final cumulative bits of each worker under each code (``"fixed"``, ``"gamma"``,
+        ``"huffman"``) and as counted (``"up"``).
+    stats : BitStats
+        A copy of the communicator's counters at the end.
+    """
+
+    x_bar: np.ndarray
+    x_last: np.ndarray
+    method: str
+    n_iter: int
+    history: dict[str, np.ndarray]
+    bits_per_worker: dict[str, np.ndarray]
+    stats: BitStats = field(repr=False)
+
+    def bits_to(self, key: str, eps: float, bits: str = "bits_up") -> float:
+        """Bits per worker at the first recorded iteration with ``history[key] <= eps``
+        (``inf`` when never reached)."""
+        vals = self.history[key]
+        hit = np.flatnonzero(vals <= eps)
+        return float(self.history[bits][hit[0]]) if hit.size else float("inf")
+
+
+def make_quantizer(kind: str, layers: int | Sequence[int] | LayerMap, s: int,
+                   code: str = "fixed", types: Sequence[int] | None = None) -> Quantizer:
+    """One of :data:`QUANTIZER_KINDS` over the given layers (global kinds ignore the split)."""
+    lmap = LayerMap.make(layers, types)
+    if kind == "global_uniform":
+        return global_uniform(lmap.dim, s, code)
+    if kind == "global_adaptive":
+        return global_adaptive(lmap.dim, s, code)
+    if kind == "layerwise_uniform":
+        return layerwise_uniform(lmap, s, code)
+    if kind == "layerwise_adaptive":
+        return layerwise_adaptive(lmap, s, code)
+    raise ValueError(f"quantizer kind must be one of {QUANTIZER_KINDS}, got {kind!r}")
+
+
+class _Exchange:
+    """One quantized all-to-all exchange of oracle values (shared by all methods)."""
+
+    def __init__(self, operators: Sequence[Operator], comm: Communicator,
+                 quantizer: Quantizer | IdentityQuantizer, code: str | None,
+                 level_update_every: int) -> None:
+        if len(operators) != comm.n_workers:
+            raise ValueError(
+                f"got {len(operators)} operators for a communicator with {comm.n_workers} workers"
+            )
+        for i in comm.local_workers:
+            if not callable(operators[i]):
+                raise TypeError(f"operator of worker {i} is not callable")
+        if code is not None and code not in CODES:
+            raise ValueError(f"code must be one of {CODES}, got {code!r}")
+        self.ops = operators
+        self.comm = comm
+        self.d = quantizer.dim
+        self.code = quantizer.code if code is None else code
+        self.quantized = isinstance(quantizer, Quantizer)
+        self.level_update_every = int(level_update_every)
+        self.enc = {i: quantizer.clone() for i in comm.local_workers}
+        self.dec = [quantizer.clone() for _ in range(comm.n_workers)]
+        self.bits = {c: np.zeros(comm.n_workers, dtype=np.int64) for c in CODES}
+        self.payload_bits = np.zeros(comm.n_workers, dtype=np.int64)
+        self.calls = 0
+
+    def __call__(self, x: np.ndarray, adapt: bool) -> np.ndarray:
+        local = {}
+        for i in self.comm.local_workers:
+            rng = self.comm.worker_rng(i)
+            v = np.asarray(self.ops[i](x, rng), dtype=np.float64)
+            if v.shape != (self.d,):
+                raise ValueError(f"operator of worker {i} returned shape {v.shape}, "
+                                 f"expected ({self.d},)")
+            if not np.all(np.isfinite(v)):
+                raise ValueError(f"operator of worker {i} returned NaN or inf")
+            enc = self.enc[i]
+            if adapt and self.quantized and enc.adaptive:
+                enc.adapt(v)
+            local[i], _ = enc.encode(v, rng, self.code)
+        msgs = self.comm.allgather(local)
+        self.calls += 1
+        vs = []
+        for i, msg in enumerate(msgs):
+            dec = self.dec[i]
+            vi, qv = dec.decode(msg, self.code)
+            vs.append(vi)
+            self.payload_bits[i] += 8 * len(msg.payload)
+            for c in CODES:
+                self.bits[c][i] += msg.n_bits if c == self.code else dec.bits(qv, c)
+        return np.mean(np.stack(vs), axis=0)
+
+
+def _resolve_quantizer(quantizer, layers, s: int | None, d: int, code: str | None):
+    if quantizer is None:
+        return IdentityQuantizer(d, "float32")
+    if isinstance(quantizer, str):
+        if s is None:
+            raise ValueError("a quantizer given by name needs s (the number of inner levels)")
+        if quantizer.startswith("layerwise") and layers is None:
+            raise ValueError(f"the {quantizer!r} quantizer needs the layer map (layers=...)")
+        return make_quantizer(quantizer, d if layers is None else layers, s,
+                              code or "fixed")
+    if not isinstance(quantizer, Quantizer | IdentityQuantizer):
+        raise TypeError("quantizer must be None, a kind name, a Quantizer or an IdentityQuantizer")
+    return quantizer
+
+
+def _check_common(x0, n_iter, record_every, level_update_every):
+    x0 = np.asarray(x0, dtype=np.float64)
+    if x0.ndim != 1 or x0.size == 0:
+        raise ValueError(f"x0 must be a non-empty 1-D array, got shape {x0.shape}")
+    if not np.all(np.isfinite(x0)):
+        raise ValueError("x0 contains NaN or inf")
+    for name, val in (("n_iter", n_iter), ("record_every", record_every),
+                      ("level_update_every", level_update_every)):
+        if int(val) != val or val < 1:
+            raise ValueError(f"{name} must be a positive integer, got {val!r}")
+    return x0.copy()
+
+
+def _run(method: str, operators, x0, comm, n_iter, *, quantizer, layers, s, code,
+         eta: StepSchedule, gamma: StepSchedule | None, projection, level_update_every,
+         monitor, record_every, callback=None) -> QODAResult:
+    x1 = _check_common(x0, n_iter, record_every, level_update_every)
+    d = x1.size
+    q = _resolve_quantizer(quantizer, layers, s, d, code)
+    if q.dim != d:
+        raise ValueError(f"quantizer dimension {q.dim} differs from x0's {d}")
+    if not isinstance(eta, StepSchedule) or not (gamma is None or isinstance(gamma, StepSchedule)):
+        raise TypeError("eta and gamma must be StepSchedule instances")
+    gamma = eta if gamma is None else gamma
+    proj = (lambda z: z) if projection is None else projection
+    if projection is not None:
+        x1 = np.asarray(proj(x1), dtype=np.float64)
+    ex = _Exchange(operators, comm, q, code, level_update_every)
+    up0 = comm.stats.up.copy()
+
+    y = np.zeros(d)
+    x = x1.copy()
+    v_prev = np.zeros(d)  # Vbar_{t-1/2} (QODA) ; unused by QEG
+    sum_sq = 0.0
+    x_sum = np.zeros(d)
+    x_half = x1.copy()
+    hist: dict[str, list] = {k: [] for k in ("iteration", "oracle_calls", "exchanges", "bits_up",
+                                             "bits_fixed", "bits_gamma", "bits_huffman", "eta")}
+    step_eta = eta(1, 0.0)
+    step_gamma = gamma(1, 0.0)
+    for t in range(1, n_iter + 1):
+        adapt = (t - 1) % level_update_every == 0
+        if method == "qeg":
+            v_lead = ex(x, adapt)
+            x_half = np.asarray(proj(x - step_gamma * v_lead), dtype=np.float64)
+            v_half = ex(x_half, False)
+            diff = v_half - v_lead
+        else:
+            x_half = np.asarray(proj(x - step_gamma * v_prev), dtype=np.float64)
+            v_half = ex(x_half, adapt)
+            diff = v_half - v_prev
+            v_prev = v_half
+        y -= v_half
+        sum_sq += float(diff @ diff)
+        step_eta = eta(t + 1, sum_sq)
+        step_gamma = gamma(t + 1, sum_sq)
+        x = np.asarray(proj(x1 + step_eta * y), dtype=np.float64)
+        x_sum += x_half
+        if t % record_every == 0 or t == n_iter:
+            x_bar = x_sum / t
+            hist["iteration"].append(t)
+            hist["exchanges"].append(ex.calls)
+            hist["oracle_calls"].append(ex.calls)
+            hist["bits_up"].append(float(np.mean(comm.stats.up - up0)))
+            for c in CODES:
+                hist[f"bits_{c}"].append(float(np.mean(ex.bits[c])))
+            hist["eta"].append(step_eta)
+            metrics = {} if monitor is None else dict(monitor(x_bar))
+            for k, val in metrics.items():
+                hist.setdefault(k, []).append(float(val))
+            if callback is not None and callback(t, x_bar, metrics):
+                break
+    n_done = t
+    history = {k: np.asarray(v) for k, v in hist.items()}
+    bpw = {c: ex.bits[c].copy() for c in CODES}
+    bpw["up"] = (comm.stats.up - up0).copy()
+    bpw["payload"] = ex.payload_bits.copy()
+    return QODAResult(x_sum / n_done, x_half, method, int(n_done), history, bpw,
+                      comm.stats.copy())
+
+
+_DOC_PARAMS = """
+    Parameters
+    ----------
+    operators : sequence of callables
+        ``operators[k](x, rng) -> V_k(x)`` for every worker ``k`` (only the local workers' are
+        called); ``rng`` is the worker's generator (``comm.worker_rng(k)``).
+    x0 : numpy.ndarray
+        Starting point ``X_1``.
+    comm : Communicator
+        ``SimComm`` or ``MPIComm`` with ``n_workers == len(operators)``.
+    n_iter : int
+        Number of iterations.
+    quantizer : Quantizer, IdentityQuantizer, str or None
+        The quantizer (cloned per worker); a kind name from :data:`QUANTIZER_KINDS` (then
+        ``layers`` and ``s`` are used); ``None`` sends FP32 vectors.
+    layers : int, sequence of int or LayerMap, optional
+        Layer map used when the quantizer is given by name.
+    s : int, optional
+        Inner levels when the quantizer is given by name.
+    code : {"fixed", "gamma", "huffman"}, optional
+        Code actually transmitted (default: the quantizer's). The sizes under the other codes
+        are recorded too.
+    eta, gamma : StepSchedule
+        Dual-averaging and extrapolation steps (``gamma`` defaults to ``eta``).
+    projection : callable, optional
+        Euclidean projection onto the constraint set.
+    level_update_every : int
+        Adaptive quantizers re-optimise their levels every this many iterations.
+    monitor : callable, optional
+        ``monitor(x_bar) -> dict`` of metrics recorded in the history.
+    record_every : int
+        Recording period (the last iteration is always recorded).
+    callback : callable, optional
+        ``callback(t, x_bar, metrics) -> bool`` at every recorded iteration; returning True
+        stops the run there (``n_iter`` of the result is then the iterations done).
+
+    Returns
+    -------
+    QODAResult
+"""
+
+
+def qoda(operators: Sequence[Operator], x0: np.ndarray, comm: Communicator, n_iter: int, *,
+         quantizer: Quantizer | IdentityQuantizer | str | None = "layerwise_adaptive",
+         layers: int | Sequence[int] | LayerMap | None = None, s: int | None = 6,
+         code: str | None = None, eta: StepSchedule = StepSchedule(),
+         gamma: StepSchedule | None = None, projection: Callable | None = None,
+         level_update_every: int = 50,
+         monitor: Callable[[np.ndarray], Mapping[str, float]] | None = None,
+         record_every: int = 10, callback: Callable | None = None) -> QODAResult:
+    """Quantized optimistic dual averaging (one quantized exchange per iteration)."""
+    return _run("qoda", operators, x0, comm, n_iter, quantizer=quantizer, layers=layers, s=s,
+                code=code, eta=eta, gamma=gamma, projection=projection,
+                level_update_every=level_update_every, monitor=monitor,
+                record_every=record_every, callback=callback)
+
+
+def oda(operators: Sequence[Operator], x0: np.ndarray, comm: Communicator, n_iter: int, *,
+        precision: str = "float32", eta: StepSchedule = StepSchedule(),
+        gamma: StepSchedule | None = None, projection: Callable | None = None,
+        monitor: Callable[[np.ndarray], Mapping[str, float]] | None = None,
+        record_every: int = 10, callback: Callable | None = None) -> QODAResult:
+    """Unquantized optimistic dual averaging: messages are the raw oracle values as
+    little-endian ``precision`` floats (``"float32"``: the FP32 baseline; ``"float64"``:
+    lossless). The other parameters are those of :func:`qoda`."""
+    x0 = np.asarray(x0, dtype=np.float64)
+    res = _run("oda", operators, x0, comm, n_iter,
+               quantizer=IdentityQuantizer(max(x0.size, 1), precision), layers=None, s=None,
+               code=None, eta=eta, gamma=gamma, projection=projection, level_update_every=1,
+               monitor=monitor, record_every=record_every, callback=callback)
+    return res
+
+
+def quantized_extragradient(
+        operators: Sequence[Operator], x0: np.ndarray, comm: Communicator, n_iter: int, *,
+        quantizer: Quantizer | IdentityQuantizer | str | None = "layerwise_adaptive",
+        layers: int | Sequence[int] | LayerMap | None = None, s: int | None = 6,
+        code: str | None = None, eta: StepSchedule = StepSchedule(),
+        gamma: StepSchedule | None = None, projection: Callable | None = None,
+        level_update_every: int = 50,
+        monitor: Callable[[np.ndarray], Mapping[str, float]] | None = None,
+        record_every: int = 10, callback: Callable | None = None) -> QODAResult:
+    """Quantized extra-gradient in dual-averaging form (Q-GenX-style): two quantized exchanges
+    per iteration, ``X_{t+1/2} = P(X_t - gamma_t Vbar_t)``, ``Y_{t+1} = Y_t - Vbar_{t+1/2}``,
+    ``X_{t+1} = P(X_1 + eta_{t+1} Y_{t+1})``, adaptive steps on ``||Vbar_{t+1/2} - Vbar_t||^2``.
+    """
+    return _run("qeg", operators, x0, comm, n_iter, quantizer=quantizer, layers=layers, s=s,
+                code=code, eta=eta, gamma=gamma, projection=projection,
+                level_update_every=level_update_every, monitor=monitor,
+                record_every=record_every, callback=callback)
+
+
+qoda.__doc__ += _DOC_PARAMS
+quantized_extragradient.__doc__ += _DOC_PARAMS

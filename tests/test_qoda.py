@@ -1,0 +1,229 @@
+"""Tests of QODA / ODA / quantized extra-gradient and of the QODA test problems."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import scipy.linalg
+
+from sparsecert.problems.qoda import QuadraticGame, RobustLeastSquares
+from sparsecert.problems.qoda_mpi import build_parser, result_arrays, run
+from sparsecert.solvers.comm import SimComm, mpi_available
+from sparsecert.solvers.qoda import (
+    StepSchedule,
+    make_quantizer,
+    oda,
+    qoda,
+    quantized_extragradient,
+)
+from sparsecert.solvers.quantize import IdentityQuantizer
+
+SMALL = dict(sizes=(24, 8, 4), noise_scales=(0.02, 0.3, 3.0), n_workers=3, rank=3, seed=2)
+
+
+def reference_oda(ops, x0, seed, n_workers, n_iter, lr):
+    """Textbook optimistic dual averaging with exact (float64) vectors and adaptive steps."""
+    rngs = [np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(n_workers)]
+    x1 = x0.copy()
+    x, y, v_prev, sum_sq, x_sum = x1.copy(), np.zeros_like(x0), np.zeros_like(x0), 0.0, 0.0
+    for _ in range(n_iter):
+        step = lr / (1.0 + sum_sq) ** 0.5
+        x_half = x - step * v_prev
+        v = np.mean(np.stack([ops[k](x_half, rngs[k]) for k in range(n_workers)]), axis=0)
+        y = y - v
+        sum_sq += float((v - v_prev) @ (v - v_prev))
+        v_prev = v
+        x = x1 + lr / (1.0 + sum_sq) ** 0.5 * y
+        x_sum = x_sum + x_half
+    return x_sum / n_iter, x_half
+
+
+def test_identity_quantizer_equals_oda_bit_for_bit():
+    prob = QuadraticGame(**SMALL)
+    ops = prob.operators()
+    n_iter, lr = 40, 5.0
+    res = qoda(ops, prob.x0, SimComm(3, seed=4), n_iter,
+               quantizer=IdentityQuantizer(prob.d, "float64"), eta=StepSchedule(lr))
+    ref_bar, ref_last = reference_oda(ops, prob.x0, 4, 3, n_iter, lr)
+    assert np.array_equal(res.x_bar, ref_bar)
+    assert np.array_equal(res.x_last, ref_last)
+    res2 = oda(ops, prob.x0, SimComm(3, seed=4), n_iter, precision="float64",
+               eta=StepSchedule(lr))
+    assert np.array_equal(res2.x_bar, ref_bar)
+    assert np.all(res2.bits_per_worker["up"] == n_iter * 64 * prob.d)
+    fp32 = oda(ops, prob.x0, SimComm(3, seed=4), n_iter, eta=StepSchedule(lr))
+    assert np.all(fp32.bits_per_worker["up"] == n_iter * 32 * prob.d)
+    assert not np.array_equal(fp32.x_bar, ref_bar)  # FP32 rounding does change the iterates
+
+
+@pytest.mark.parametrize("code", ["fixed", "gamma", "huffman"])
+def test_bit_accounting_matches_encoded_messages(code):
+    prob = QuadraticGame(**SMALL)
+    q = make_quantizer("layerwise_adaptive", prob.layers, 2, code)
+    comm = SimComm(3, seed=0)
+    n_iter, every = 30, 10
+    res = qoda(prob.operators(), prob.x0, comm, n_iter, quantizer=q, level_update_every=every,
+               record_every=5)
+    bpw = res.bits_per_worker
+    assert np.array_equal(bpw["up"], comm.stats.up)
+    assert np.array_equal(bpw[code], comm.stats.up)
+    n_updates = len(range(0, n_iter, every))
+    analytic = n_iter * q.fixed_bits() + n_updates * 32 * q.s * q.lmap.n_types
+    assert np.all(bpw["fixed"] == analytic)
+    assert np.all(bpw["payload"] >= bpw["up"]) and np.all(bpw["payload"] < bpw["up"] + 8 * n_iter)
+    assert res.history["oracle_calls"][-1] == n_iter and comm.stats.rounds == n_iter
+
+
+def test_qoda_converges_and_qeg_uses_two_oracle_calls():
+    prob = QuadraticGame(**SMALL)
+    ops = prob.operators()
+    r0 = prob.residual(prob.x0)
+    res = qoda(ops, prob.x0, SimComm(3, seed=1), 300, layers=prob.layers, s=2,
+               eta=StepSchedule(10.0), monitor=prob.monitor, record_every=50)
+    assert res.history["residual"][-1] < 0.3 * r0
+    assert res.history["dist"][-1] < res.history["dist"][0]
+    qeg = quantized_extragradient(ops, prob.x0, SimComm(3, seed=1), 50, layers=prob.layers, s=2,
+                                  record_every=50)
+    assert qeg.history["oracle_calls"][-1] == 100
+    assert qeg.stats.rounds == 100
+
+
+def test_callback_stops_the_run():
+    prob = QuadraticGame(**SMALL)
+    seen = []
+
+    def stop(t, x_bar, metrics):
+        seen.append(t)
+        return t >= 20
+
+    res = qoda(prob.operators(), prob.x0, SimComm(3, seed=0), 100, layers=prob.layers, s=2,
+               monitor=prob.monitor, record_every=10, callback=stop)
+    assert seen == [10, 20] and res.n_iter == 20
+    assert list(res.history["iteration"]) == [10, 20]
+    assert res.stats.rounds == 20
+
+
+def test_relative_noise_vanishes_at_solution():
+    prob = QuadraticGame(noise="relative", **SMALL)
+    rng = np.random.default_rng(0)
+    for k, op in enumerate(prob.operators()):
+        assert np.allclose(op(prob.x_star, rng), 0.0, atol=1e-10), k
+
+
+def test_quadratic_game_solution_against_scipy():
+    prob = QuadraticGame(**SMALL)
+    mats = [prob.worker_matrix(k) for k in range(prob.n_workers)]
+    m = np.mean(mats, axis=0)
+    x_ref = scipy.linalg.solve(m, prob.b)
+    assert np.allclose(prob.x_star, x_ref, rtol=1e-10, atol=1e-10)
+    # strongly monotone: the symmetric part is >= mu I
+    assert scipy.linalg.eigvalsh(0.5 * (m + m.T)).min() >= prob.mu - 1e-10
+    # the workers' noiseless oracles average to A
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(prob.d)
+    assert np.allclose(np.mean([mk @ x - bk for mk, bk in zip(mats, prob.b_k, strict=True)],
+                               axis=0), prob.operator(x))
+
+
+def test_restricted_gap_against_cvxpy():
+    cp = pytest.importorskip("cvxpy")
+    prob = QuadraticGame(**SMALL)
+    m = prob.mean_matrix()
+    sym = 0.5 * (m + m.T)
+    rng = np.random.default_rng(1)
+    for scale in (0.05, 1.0, 10.0):  # interior and boundary maximisers
+        x = prob.x_star + scale * rng.standard_normal(prob.d)
+        z = cp.Variable(prob.d)
+        # <M z - b, x - z> = -z^T S z + (M^T x + b)^T z - b^T x
+        obj = -cp.quad_form(z, cp.psd_wrap(sym)) + (m.T @ x + prob.b) @ z - prob.b @ x
+        cons = [cp.norm(z - prob.gap_center) <= prob.gap_radius]
+        val = cp.Problem(cp.Maximize(obj), cons).solve(solver=cp.CLARABEL)
+        assert prob.restricted_gap(x) == pytest.approx(val, rel=1e-5, abs=1e-6)
+    assert prob.restricted_gap(prob.x_star) == pytest.approx(0.0, abs=1e-9)
+
+
+def test_robust_least_squares_against_cvxpy():
+    cp = pytest.importorskip("cvxpy")
+    prob = RobustLeastSquares(n_features=6, rows_per_worker=5, n_workers=3, seed=3)
+    x = cp.Variable(prob.n)
+    r = prob.A @ x - prob.c
+    obj = 0.5 * cp.sum_squares(r) + prob.rho * cp.norm(r) + 0.5 * prob.mu * cp.sum_squares(x)
+    cp.Problem(cp.Minimize(obj)).solve(solver=cp.CLARABEL)
+    assert np.allclose(prob.x_star, x.value, atol=1e-6)
+    assert prob.residual(prob.z_star) < 1e-9
+    assert prob.duality_gap(prob.z_star) == pytest.approx(0.0, abs=1e-9)
+    z = prob.z_star + 0.1 * np.random.default_rng(0).standard_normal(prob.d)
+    assert prob.duality_gap(z) > 0
+    # the workers' noiseless operators average to F
+    ops = prob.operators()
+    prob.sigma[:] = 0.0
+    rng = np.random.default_rng(0)
+    assert np.allclose(np.mean([op(z, rng) for op in ops], axis=0), prob.operator(z))
+
+
+def test_qoda_on_robust_least_squares_with_projection():
+    prob = RobustLeastSquares(n_features=8, rows_per_worker=8, n_workers=2, seed=1)
+    res = qoda(prob.operators(), prob.x0, SimComm(2, seed=0), 300, layers=prob.layers, s=2,
+               eta=StepSchedule(2.0), projection=prob.projection, monitor=prob.monitor,
+               record_every=100)
+    assert res.history["gap"][-1] < 0.2 * prob.duality_gap(prob.x0)
+    assert np.linalg.norm(prob.split(res.x_last)[1]) <= prob.rho * (1 + 1e-12)
+
+
+def test_bad_inputs():
+    prob = QuadraticGame(**SMALL)
+    ops = prob.operators()
+    with pytest.raises(ValueError, match="operators"):
+        qoda(ops[:2], prob.x0, SimComm(3), 5, layers=prob.layers)
+    with pytest.raises(ValueError, match="n_iter"):
+        qoda(ops, prob.x0, SimComm(3), 0, layers=prob.layers)
+    with pytest.raises(ValueError, match="NaN"):
+        qoda(ops, np.full(prob.d, np.nan), SimComm(3), 5, layers=prob.layers)
+    with pytest.raises(ValueError, match="NaN or inf"):
+        qoda([lambda x, r: np.full(prob.d, np.inf)] * 3, prob.x0, SimComm(3), 2,
+             layers=prob.layers)
+    with pytest.raises(ValueError, match="shape"):
+        qoda([lambda x, r: np.zeros(3)] * 3, prob.x0, SimComm(3), 2, layers=prob.layers)
+    with pytest.raises(ValueError, match="layer map"):
+        qoda(ops, prob.x0, SimComm(3), 2)
+    with pytest.raises(ValueError, match="kind"):
+        make_quantizer("bogus", prob.layers, 2)
+    with pytest.raises(ValueError, match="lr"):
+        StepSchedule(-1.0)
+    with pytest.raises(ValueError, match="noise"):
+        QuadraticGame(noise="pink")
+
+
+def _mpiexec() -> str | None:
+    cand = Path(sys.executable).with_name("mpiexec")
+    return str(cand) if cand.exists() else shutil.which("mpiexec")
+
+
+@pytest.mark.mpi
+def test_simcomm_and_mpicomm_identical(tmp_path):
+    ok, reason = mpi_available()
+    if not ok:
+        pytest.skip(reason)
+    mpiexec = _mpiexec()
+    if mpiexec is None:
+        pytest.skip("mpiexec not found next to the interpreter nor on PATH")
+    argv = ["--n-iter", "30", "--sizes", "24", "8", "4", "--level-update-every", "10",
+            "--code", "huffman", "--record-every", "5"]
+    out = tmp_path / "mpi.npz"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path), OPENBLAS_NUM_THREADS="1")
+    proc = subprocess.run([mpiexec, "-n", "3", sys.executable, "-m",
+                           "sparsecert.problems.qoda_mpi", "--out", str(out), *argv],
+                          capture_output=True, text=True, timeout=120, env=env)
+    assert proc.returncode == 0, proc.stderr
+    got = np.load(out)
+    assert int(got["n_processes"]) == 3
+    ref = result_arrays(run(build_parser().parse_args(
+        ["--out", "unused", "--sim", "--n-workers", "3", *argv])))
+    for key, val in ref.items():
+        assert np.array_equal(got[key], val), key

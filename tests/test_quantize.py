@@ -1,0 +1,258 @@
+"""Tests of the unbiased (layer-wise, adaptive) quantizers and their bitstream codes."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from sparsecert.solvers.comm import Message
+from sparsecert.solvers.quantize import (
+    CODES,
+    LayerMap,
+    Quantizer,
+    encoded_bits,
+    global_adaptive,
+    global_uniform,
+    layerwise_adaptive,
+    layerwise_uniform,
+    levels_variance,
+    optimize_levels,
+    quantization_variance,
+    uniform_levels,
+)
+
+SIZES = (40, 12, 4)
+
+
+def multiscale(seed: int = 0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    return np.concatenate([rng.normal(0.01, 0.02, SIZES[0]), rng.normal(0, 0.3, SIZES[1]),
+                           rng.normal(0, 3.0, SIZES[2])])
+
+
+def all_quantizers(s: int = 2, code: str = "fixed") -> list[Quantizer]:
+    d = sum(SIZES)
+    return [global_uniform(d, s, code), global_adaptive(d, s, code),
+            layerwise_uniform(SIZES, s, code), layerwise_adaptive(SIZES, s, code)]
+
+
+def brute_force_variance(v: np.ndarray, sizes, levels_per_layer) -> float:
+    """Reference: per coordinate, the two outcomes r*l_lo and r*l_hi with their probabilities
+    (levels found by a plain scan), variance p (1 - p) (r (l_hi - l_lo))^2."""
+    return float(np.sum(brute_force_coordinate_variance(v, sizes, levels_per_layer)))
+
+
+def brute_force_coordinate_variance(v, sizes, levels_per_layer) -> np.ndarray:
+    out, start = [], 0
+    for size, lv in zip(sizes, levels_per_layer, strict=True):
+        block = v[start:start + size]
+        start += size
+        r = float(np.float32(np.linalg.norm(block)))
+        if r < np.linalg.norm(block):
+            r = float(np.nextafter(np.float32(r), np.float32(np.inf)))
+        for x in block:
+            u = abs(x) / r if r > 0 else 0.0
+            for a, b in itertools.pairwise(lv):
+                if a <= u <= b:
+                    break
+            p = (u - a) / (b - a)
+            out.append(p * (1 - p) * (r * (b - a)) ** 2)
+    return np.asarray(out)
+
+
+def _sizes_levels(q: Quantizer):
+    if q.lmap.n_layers == 1:
+        return (q.dim,), [q.levels[0]]
+    return SIZES, [q.levels[t] for t in q.lmap.types]
+
+
+@pytest.mark.parametrize("kind", range(4))
+def test_monte_carlo_unbiased_and_variance(kind):
+    v = multiscale(1)
+    q = all_quantizers(s=2)[kind]
+    if q.adaptive:
+        q.adapt(v)
+    rng = np.random.default_rng(7)
+    n = 4000
+    samples = np.stack([q(v, rng) for _ in range(n)])
+    mean = samples.mean(axis=0)
+    # per-coordinate standard deviation of the two-point distribution (brute-force reference)
+    sd = np.sqrt(brute_force_coordinate_variance(v, *_sizes_levels(q)))
+    assert np.all(np.abs(mean - v) <= 5.0 * sd / np.sqrt(n) + 1e-12 * np.abs(v))
+    # the pooled standardised error is N(0, 1) under unbiasedness
+    moving = sd > 0
+    zsum = np.sum((mean[moving] - v[moving]) / (sd[moving] / np.sqrt(n))) / np.sqrt(moving.sum())
+    assert abs(zsum) < 5.0
+    # total squared error: Monte-Carlo mean against the formula (CLT bound)
+    err = np.sum((samples - v) ** 2, axis=1)
+    formula = quantization_variance(v, q.lmap, q.levels)
+    assert abs(err.mean() - formula) < 5 * err.std(ddof=1) / np.sqrt(n)
+
+
+def test_variance_formula_matches_brute_force():
+    v = multiscale(2)
+    for q in all_quantizers(s=3):
+        if q.adaptive:
+            q.adapt(v)
+        ref = brute_force_variance(v, *_sizes_levels(q))
+        assert quantization_variance(v, q.lmap, q.levels) == pytest.approx(ref, rel=1e-12)
+
+
+def test_optimize_levels_exact_for_one_level():
+    rng = np.random.default_rng(3)
+    u = rng.beta(0.5, 3.0, 60)
+    w = rng.uniform(0.5, 2.0, 60)
+    lv, val = optimize_levels(u, w, 1)
+    # the objective in the single level is piecewise linear with kinks at the samples
+    brute = min(levels_variance(u, w, np.array([0.0, x, 1.0])) for x in u if 0 < x < 1)
+    assert val == pytest.approx(brute, rel=1e-6)
+    assert val <= levels_variance(u, w, uniform_levels(1))
+
+
+def test_optimize_levels_near_brute_force_for_two_levels():
+    rng = np.random.default_rng(4)
+    u = np.sort(rng.beta(0.7, 2.0, 30))
+    w = np.ones_like(u)
+    _, val = optimize_levels(u, w, 2)
+    brute = min(levels_variance(u, w, np.array([0.0, a, b, 1.0]))
+                for a, b in itertools.combinations(u, 2) if 0 < a < b < 1)
+    assert brute <= val * (1 + 1e-6)
+    assert val <= brute * 1.02  # coordinate descent with restarts: within 2% of the optimum
+
+
+def test_levels_strictly_increasing_float32():
+    u = np.array([0.0, 0.0, 0.5, 0.5, 0.5, 1.0])
+    lv, _ = optimize_levels(u, None, 5)
+    assert lv[0] == 0.0 and lv[-1] == 1.0 and np.all(np.diff(lv) > 0)
+    assert np.array_equal(lv.astype(np.float32).astype(np.float64), lv)
+
+
+def test_layerwise_optimal_variance_not_above_global():
+    v = multiscale(5)
+    d = v.size
+    for s in (1, 2, 4):
+        gq = global_adaptive(d, s)
+        gq.adapt(v)
+        g_var = quantization_variance(v, d, gq.levels[0])
+        # constructive argument: the global grid R*l_j restricted to [0, r_l] (plus r_l itself)
+        # is a feasible level set for layer l and refines it, so optimised per-layer levels
+        # started from it can only be better
+        R = np.linalg.norm(v)
+        lm = LayerMap.make(SIZES)
+        lw_levels = []
+        for li, (a, b) in enumerate(itertools.pairwise(lm.offsets)):
+            r = np.linalg.norm(v[a:b])
+            inner = [x for x in gq.levels[0][1:-1] * R / r if x < 1][:s]
+            while len(inner) < s:
+                inner.append((1 + (inner[-1] if inner else 0)) / 2)
+            init = np.array([0.0, *sorted(inner), 1.0])
+            lq = Quantizer(b - a, s, adaptive=True, inits=("uniform", "exponential", "quantile"))
+            lq.levels = [init]
+            lq.adapt(v[a:b])
+            lw_levels.append(lq.levels[0])
+            del li
+        lw_var = quantization_variance(v, SIZES, lw_levels)
+        assert lw_var <= g_var * (1 + 1e-6)
+        # and the packaged layer-wise adaptive quantizer on its own
+        lwq = layerwise_adaptive(SIZES, s)
+        lwq.adapt(v)
+        assert quantization_variance(v, SIZES, lwq.levels) <= g_var * (1 + 1e-6)
+
+
+def _gamma_reference_bits(values) -> str:
+    return "".join("0" * (int(n).bit_length() - 1) + format(int(n), "b") for n in values)
+
+
+@pytest.mark.parametrize("code", CODES)
+@pytest.mark.parametrize("kind", range(4))
+def test_encode_decode_round_trip(code, kind):
+    v = multiscale(6)
+    enc = all_quantizers(s=2, code=code)[kind]
+    dec = enc.clone()
+    rng = np.random.default_rng(8)
+    for step in range(3):
+        if enc.adaptive and step != 1:
+            enc.adapt(v * (1 + step))
+        msg, qv = enc.encode(v * (1 + step), rng)
+        assert isinstance(msg, Message)
+        assert msg.n_bits == encoded_bits(qv, enc.lmap, enc.s, code)
+        assert len(msg.payload) == (msg.n_bits + 7) // 8
+        if code == "fixed":
+            assert msg.n_bits == enc.fixed_bits(with_levels=qv.new_levels is not None)
+        out, qv2 = dec.decode(msg)
+        assert np.array_equal(qv2.index, qv.index)
+        assert np.array_equal(qv2.norms, qv.norms)
+        nz = qv.index > 0
+        assert np.array_equal(qv2.negative[nz], qv.negative[nz])
+        assert np.array_equal(out, enc.dequantize(qv))
+        for a, b in zip(dec.levels, enc.levels, strict=True):
+            assert np.array_equal(a, b)
+
+
+def test_gamma_stream_matches_reference_bits():
+    v = multiscale(9)
+    q = global_uniform(v.size, 6, "gamma")
+    msg, qv = q.encode(v, np.random.default_rng(0))
+    bits = "".join(str(b) for b in np.unpackbits(np.frombuffer(msg.payload, np.uint8)))
+    start = 1 + 32  # flag + one float32 norm
+    body = _gamma_reference_bits(qv.index + 1)
+    assert bits[start:start + len(body)] == body
+    signs = "".join("1" if n else "0" for n in qv.negative[qv.index > 0])
+    assert bits[start + len(body): msg.n_bits] == signs
+    assert bits[0] == "0"
+    norm = np.frombuffer(int(bits[1:33], 2).to_bytes(4, "big"), ">f4")[0]
+    assert norm == np.float32(qv.norms[0])
+
+
+def test_huffman_code_is_near_entropy():
+    rng = np.random.default_rng(10)
+    v = rng.standard_normal(3000) * np.where(rng.random(3000) < 0.1, 5.0, 0.1)
+    q = global_uniform(v.size, 14, "huffman")
+    msg, qv = q.encode(v, rng)
+    p = np.bincount(qv.index) / qv.index.size
+    p = p[p > 0]
+    entropy = -np.sum(p * np.log2(p)) * qv.index.size
+    header = 1 + 32 + 5 * 16
+    body = msg.n_bits - header - np.count_nonzero(qv.index)
+    assert entropy <= body < entropy + qv.index.size
+    assert msg.n_bits < q.fixed_bits()
+
+
+def test_bad_inputs():
+    q = layerwise_uniform(SIZES, 2)
+    with pytest.raises(ValueError, match="shape"):
+        q.quantize(np.zeros(3), np.random.default_rng(0))
+    bad = multiscale(0)
+    bad[3] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        q.quantize(bad, np.random.default_rng(0))
+    with pytest.raises(ValueError, match="inner levels"):
+        global_uniform(10, 31)
+    with pytest.raises(ValueError, match="code"):
+        global_uniform(10, 2, code="zip")
+    with pytest.raises(ValueError, match="layer sizes"):
+        LayerMap.make([3, 0])
+    with pytest.raises(ValueError, match="increase"):
+        quantization_variance(np.ones(4), 4, np.array([0.0, 0.6, 0.4, 1.0]))
+    with pytest.raises(ValueError, match="non-adaptive"):
+        q.adapt(multiscale(0))
+    msg, _ = q.encode(multiscale(0), np.random.default_rng(0))
+    with pytest.raises(ValueError, match="truncated|trailing"):
+        q.clone().decode(Message(msg.payload[:-2], msg.n_bits - 16))
+    with pytest.raises(ValueError, match="samples"):
+        optimize_levels(np.array([0.2, 1.5]), None, 2)
+
+
+@pytest.mark.parametrize("code", CODES)
+def test_zero_layer_round_trip(code):
+    v = multiscale(11)
+    v[SIZES[0]:SIZES[0] + SIZES[1]] = 0.0  # a whole layer of zeros
+    q = layerwise_adaptive(SIZES, 3, code)
+    q.adapt(v)
+    msg, qv = q.encode(v, np.random.default_rng(0))
+    out, _ = q.clone().decode(msg)
+    assert np.all(out[SIZES[0]:SIZES[0] + SIZES[1]] == 0.0)
+    assert qv.norms[1] == 0.0
+    assert np.array_equal(out, q.dequantize(qv))
