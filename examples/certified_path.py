@@ -21,7 +21,7 @@ from sparsecert.path import certify_path
 
 def main():
     args = parse_args(__doc__.splitlines()[0])
-    n, p, k_true = 80, 40, 5
+    n, p, k_true = (60, 20, 3) if args.quick else (80, 40, 5)
     ks = range(1, 5) if args.quick else range(1, 9)
     X, y, _ = make_synthetic(n, p, k_true, rho=0.6, snr=3.0, seed=1)
     path = certify_path(X, y, ks, lambda2=1.0, time_limit=20)

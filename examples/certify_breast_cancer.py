@@ -27,8 +27,11 @@ def main():
     args = parse_args(__doc__.splitlines()[0])
     data = load_breast_cancer()
     names = np.asarray(data.feature_names)
+    X = data.data
+    if args.quick:  # the ten "mean ..." features only
+        X, names = X[:, :10], names[:10]
     labels = data.target_names[data.target]  # strings: "malignant" / "benign"
-    Xtr, Xte, ytr, yte = train_test_split(data.data, labels, test_size=0.3, random_state=0,
+    Xtr, Xte, ytr, yte = train_test_split(X, labels, test_size=0.3, random_state=0,
                                           stratify=labels)
     ks = [1, 2] if args.quick else [1, 2, 3, 4]
     rows = []
