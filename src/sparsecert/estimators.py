@@ -1,6 +1,6 @@
 """scikit-learn estimators for certified k-sparse GLMs.
 
-Each estimator solves
+Each estimator solves::
 
     minimize_{b, c}  sum_i f(x_i^T b + c, y_i) + lambda2 * ||b||_2^2
     subject to       ||b||_0 <= k,  |b_j| <= max_abs_coef
