@@ -22,6 +22,7 @@ from sparsecert.estimators import (
     KSparseLogisticRegression,
     KSparsePoissonRegression,
 )
+from sparsecert.path import KSparseCV, KSparseLinearRegressionCV
 
 # ``certify`` implements the unpenalised intercept for the squared loss only (the relaxation of
 # the other losses has no intercept yet: NotImplementedError). The checks therefore run the
@@ -34,6 +35,9 @@ CHECKED = [
     KSparsePoissonRegression(fit_intercept=False),
     KSparseLogisticRegression(fit_intercept=False),
     KSparseHingeClassifier(fit_intercept=False),
+    # the CV estimators on two candidates and two folds, to keep the checks fast
+    KSparseLinearRegressionCV(ks=[1, 3], cv=2),
+    KSparseCV(KSparseLogisticRegression(fit_intercept=False), ks=[1, 3], cv=2),
 ]
 
 # measured: with a constant column instead of an intercept the same data gives R^2 = 0.79, and

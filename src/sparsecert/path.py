@@ -31,6 +31,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, MetaEstimatorMixin, RegressorMixin, clone, is_classifier
 from sklearn.metrics import check_scoring
 from sklearn.model_selection import check_cv
+from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from sparsecert._version import __version__
@@ -336,6 +337,18 @@ def _candidate_ks(ks, p: int) -> np.ndarray:
     return _check_ks(sorted({min(int(k), p) for k in vals}), p)
 
 
+def _has(method: str):
+    """``available_if`` test: the (fitted, else configured) estimator has ``method``."""
+
+    def check(self) -> bool:
+        est = getattr(self, "best_estimator_", None)
+        if est is None:
+            est = self._base()
+        return hasattr(est, method)
+
+    return check
+
+
 class KSparseCV(MetaEstimatorMixin, BaseEstimator):
     """Choose ``k`` by cross-validation for a sparsecert estimator, one certified path per fold.
 
@@ -390,7 +403,10 @@ class KSparseCV(MetaEstimatorMixin, BaseEstimator):
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        base_tags = self._base().__sklearn_tags__()
+        try:
+            base_tags = self._base().__sklearn_tags__()
+        except TypeError:  # not a sparsecert estimator: fit will say so
+            return tags
         tags.estimator_type = base_tags.estimator_type
         tags.classifier_tags = base_tags.classifier_tags
         tags.regressor_tags = base_tags.regressor_tags
@@ -448,13 +464,20 @@ class KSparseCV(MetaEstimatorMixin, BaseEstimator):
         """Predictions of ``best_estimator_``."""
         return self._delegate("predict", X)
 
+    @available_if(_has("decision_function"))
     def decision_function(self, X) -> np.ndarray:
         """``best_estimator_.decision_function`` (classifiers)."""
         return self._delegate("decision_function", X)
 
+    @available_if(_has("predict_proba"))
     def predict_proba(self, X) -> np.ndarray:
         """``best_estimator_.predict_proba`` (logistic)."""
         return self._delegate("predict_proba", X)
+
+    @available_if(_has("predict_log_proba"))
+    def predict_log_proba(self, X) -> np.ndarray:
+        """``best_estimator_.predict_log_proba`` (logistic)."""
+        return self._delegate("predict_log_proba", X)
 
     def score(self, X, y, sample_weight=None) -> float:
         """``best_estimator_.score`` on ``(X, y)``."""
