@@ -86,6 +86,7 @@ def test_linear_equals_certify(reg_data):
     # the prediction is the linear model, and the certificate verifies on the training data
     np.testing.assert_allclose(est.predict(X), X @ res.coef + res.intercept, rtol=1e-10)
     assert verify(est.certificate_, X, y).ok
+    assert est.verify_certificate(X, y).ok
 
 
 def test_linear_intercept_is_exact(reg_data):
@@ -135,6 +136,11 @@ def test_labels_01_pm1_strings_same_model(clf_data, cls):
     np.testing.assert_array_equal(fits[2].classes_, ["ham", "spam"])
     np.testing.assert_array_equal(fits[2].predict(X), np.where(fits[0].predict(X) > 0,
                                                                "spam", "ham"))
+    for f, yy in zip(fits, (ypm, y01, ystr), strict=True):  # certificates check on raw labels
+        assert f.verify_certificate(X, yy).ok
+    with pytest.raises(ValueError, match="not seen in fit"):
+        fits[2].verify_certificate(X, np.where(ypm > 0, "spam", "eggs"))
+    assert not fits[2].verify_certificate(X, np.roll(ystr, 1)).ok  # not the training labels
     # the negative class is classes_[0] even when the positive label comes first in y
     yswap = np.where(ypm > 0, "a_neg", "b_pos")
     flipped = cls(k=2, fit_intercept=False).fit(X, yswap)

@@ -33,7 +33,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from sparsecert.api import certify
+from sparsecert.api import certify, verify
 
 __all__ = [
     "KSparseLinearRegression",
@@ -188,6 +188,31 @@ class _KSparseBase(BaseEstimator):
                 f"gap.", ConvergenceWarning, stacklevel=4)
         return self
 
+    def _target_as_certified(self, y) -> np.ndarray:
+        return np.asarray(y, dtype=np.float64)
+
+    def verify_certificate(self, X, y, rel_gap: float | None = None):
+        """Re-check ``certificate_`` on ``(X, y)`` with the standalone verifier.
+
+        Pass the training data as given to :meth:`fit` (for classifiers, the original labels:
+        they are coded as for the certifier here).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+        rel_gap : float, optional
+            Gap tolerance to judge against (default: the certificate's).
+
+        Returns
+        -------
+        sparsecert.certify.VerificationReport
+            ``.ok``, ``.exit_code``, ``.checks``, ``.failures``.
+        """
+        check_is_fitted(self)
+        X = validate_data(self, X, reset=False, dtype=np.float64)
+        return verify(self.certificate_, X, self._target_as_certified(y), rel_gap=rel_gap)
+
     def _min_samples(self) -> int:
         _check_params(self)
         # with an intercept, a single sample leaves nothing to fit once it is centred out
@@ -296,6 +321,14 @@ class _KSparseClassifier(ClassifierMixin, _KSparseBase):
         self.classes_ = classes
         y_pm = np.where(y == classes[1], 1.0, -1.0)
         return self._certify(X, y_pm)
+
+    def _target_as_certified(self, y) -> np.ndarray:
+        y = np.asarray(y)
+        unknown = ~np.isin(y, self.classes_)
+        if unknown.any():
+            raise ValueError(f"y holds labels not seen in fit: {np.unique(y[unknown])[:5].tolist()}"
+                             f" (classes_ = {self.classes_.tolist()})")
+        return np.where(y == self.classes_[1], 1.0, -1.0)
 
     def decision_function(self, X) -> np.ndarray:
         """Signed score ``X @ coef_ + intercept_``; positive means ``classes_[1]``."""
