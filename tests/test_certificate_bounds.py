@@ -172,3 +172,25 @@ def test_open_leaves_inherit_the_parent_witness():
     assert rep.certified_lower_bound >= val - slack  # children bounded at least as the root
     assert (ub - val) / max(1.0, ub) > 1e-2  # the k = 1 relaxation is far from tight here...
     assert rep.exit_code == 3  # ... so the certificate is valid but the gap is above tolerance
+
+
+@pytest.mark.parametrize("loss", ["squared", "logistic", "squared_hinge", "poisson"])
+def test_point_witness_equals_dual_witness_at_its_gradient(loss):
+    """Fenchel-Young: f(u) + f*(f'(u)) = u f'(u), so with mu = 0 the point bound at b equals the
+    dual bound at zeta = f'(Xb), for every node."""
+    rng = np.random.default_rng(11)
+    X, y = make_data(loss, n=15, p=5, seed=6)
+    for fin, fout in [((), ()), ((1,), (3,)), ((0, 2), ())]:
+        b = 0.3 * rng.standard_normal(5)
+        lp = node_lower_bound(X, y, loss, 2, 0.8, 0.7, fin, fout, ("point", b))
+        ld = node_lower_bound(X, y, loss, 2, 0.8, 0.7, fin, fout, ("dual", _df(loss, X @ b, y)))
+        assert lp == pytest.approx(ld, rel=1e-10, abs=1e-10)
+
+
+def test_certificate_verify_method():
+    X, y = make_data("squared", n=15, p=4, seed=0)
+    from _certgen import enumeration_certificate
+
+    cert, _ = enumeration_certificate(X, y, "squared", 2, 0.5)
+    assert cert.verify(X, y).exit_code == 0
+    assert cert.verify(X, y + 1.0).exit_code == 1

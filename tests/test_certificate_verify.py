@@ -486,3 +486,24 @@ def test_tampering_never_mutates_the_genuine_certificate(sq):
     doc["bounds"]["lower_bound"] = 0.0
     arr["point_values"][:] = 0.0
     assert cert.to_dict() == before and verify_certificate(cert, X, y).ok
+
+
+def test_sidecar_outside_the_certificate_folder_is_refused(tmp_path, sq):
+    X, y, cert, _ = sq
+    (tmp_path / "sub").mkdir()
+    cert.save(tmp_path / "c.json")
+    doc = json.loads((tmp_path / "c.json").read_text())
+    doc["arrays"]["file"] = "../c.npz"
+    (tmp_path / "sub" / "c.json").write_text(json.dumps(doc))
+    rep = verify_certificate(tmp_path / "sub" / "c.json", X, y)
+    assert rep.failed_checks == ["sidecar"] and "plain file name" in rep.failures[0][1]
+
+
+def test_overflowing_witness_gives_no_bound(tmp_path):
+    X, y = make_data("poisson", n=20, p=4, seed=0)
+    cert, info = enumeration_certificate(X, y, "poisson", 2, 0.5)
+    doc, arr = _parts(cert)
+    arr["point_values"][arr["point_offsets"][_best_slot(cert, info)]] = 1e6  # exp overflows
+    with np.errstate(all="raise"):  # the verifier must not warn or raise on overflow
+        rep = verify_certificate(_write(tmp_path, doc, arr), X, y)
+    assert rep.failed_checks == ["leaf_bounds"] and rep.certified_lower_bound == -np.inf

@@ -117,6 +117,13 @@ def test_verify_gap_above_tolerance_exit_3(files, capsys, problem):
         (lambda d: ["verify", str(d / "cert.json"), "--data", str(d / "nan.npz")], "NaN"),
         (lambda d: ["verify", str(d / "cert.json"), "--data", str(d / "data.txt")],
          "unsupported"),
+        (lambda d: ["verify", str(d / "cert.json"), "--data", str(d / "ragged.csv"), "--target",
+                    "t"], "has 2 fields"),
+        (lambda d: ["verify", str(d / "cert.json"), "--data", str(d / "y2d.npz")], "1-D"),
+        (lambda d: ["verify", str(d / "cert.json"), "--data", str(d / "rows.npz")],
+         "3 rows but y has 2"),
+        (lambda d: ["verify", str(d / "cert.json"), "--data", str(d / "obj.npz")],
+         "cannot"),
         (lambda d: ["show", str(d / "missing.json")], "missing.json"),
         (lambda d: ["show", str(d / "data.csv")], "not valid JSON"),
     ],
@@ -127,6 +134,10 @@ def test_bad_input_exit_2_one_line(files, capsys, make, needle):
     (files / "text.csv").write_text("a,b,t\n1,2,3\n4,five,6\n")
     np.savez(files / "nan.npz", X=np.array([[1.0, np.nan]]), y=np.array([1.0]))
     (files / "data.txt").write_text("1 2 3\n")
+    (files / "ragged.csv").write_text("a,b,t\n1,2,3\n4,5\n")
+    np.savez(files / "y2d.npz", X=np.ones((3, 2)), y=np.ones((3, 1)))
+    np.savez(files / "rows.npz", X=np.ones((3, 2)), y=np.ones(2))
+    np.savez(files / "obj.npz", X=np.array([[1, "a"]], dtype=object), y=np.ones(1))
     assert main(make(files)) == 2
     assert needle in _one_error_line(capsys)
 
@@ -140,6 +151,8 @@ def test_malformed_certificate_is_a_failed_verification(files, capsys):
 def test_usage_errors_exit_2(capsys):
     assert main([]) == 2
     assert main(["certify", "--k", "zero"]) == 2
+    assert main(["certify", "--jobs", "0"]) == 2
+    assert main(["certify", "--rel-gap", "-1"]) == 2
     assert main(["verify"]) == 2
     assert main(["--version"]) == 0
     assert "sparsecert" in capsys.readouterr().out
@@ -232,6 +245,20 @@ def test_certify_flow_with_stand_in_solver(files, capsys, fake_api):
                                fit_intercept=False, rel_gap=1e-6, time_limit=30.0,
                                node_limit=None, n_jobs=2, verbose=1)
     assert main(["verify", str(out), "--data", str(files / "data.npz")]) == 0
+
+
+def test_certify_unsupported_option_exit_2(files, capsys, monkeypatch):
+    def certify(*a, **kw):
+        raise NotImplementedError("fit_intercept=True is implemented for the squared loss only")
+
+    mod = types.ModuleType("sparsecert.api")
+    mod.certify = certify
+    monkeypatch.setitem(sys.modules, "sparsecert.api", mod)
+    X, y = make_data("logistic", n=20, p=4, seed=0)
+    np.savez(files / "cls.npz", X=X, y=y)
+    assert main(["certify", "--data", str(files / "cls.npz"), "--k", "2", "--lambda2", "1",
+                 "--loss", "logistic", "--fit-intercept"]) == 2
+    assert "not supported" in _one_error_line(capsys)
 
 
 def test_certify_default_job_uses_diabetes(tmp_path, monkeypatch, capsys, fake_api):

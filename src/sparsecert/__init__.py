@@ -9,16 +9,30 @@ verify(path, X, y)
 perspective_relaxation(X, y, k, lambda2, ...)
     The convex relaxation with a lower bound valid at every iterate.
 
-Note: ``sparsecert.certify`` is the *function*; the certificate subpackage is reachable as
-``sparsecert.certify`` only through ``import sparsecert.certify.<module>`` forms such as
-``from sparsecert.certify import Certificate`` (both work: the subpackage is imported first and
-the function is bound afterwards).
+``sparsecert.certify`` is both the certificate subpackage (``from sparsecert.certify import
+Certificate``) and callable as the function :func:`sparsecert.api.certify`.
 """
 
-import sparsecert.certify as _certify_pkg  # noqa: F401  (load the subpackage before the function)
+import sparsecert.certify as certify  # a callable module: sparsecert.certify(X, y, k, lambda2)
 from sparsecert._version import __version__
-from sparsecert.api import CertifyResult, certify, verify
-from sparsecert.solvers.perspective import RelaxationResult, perspective_relaxation
+from sparsecert.api import CertifyResult, verify
+
+# Importing ``sparsecert`` (and hence the standalone verifier) must not load numba or scipy:
+# the solver-side names are resolved on first use.
+_LAZY = {
+    "perspective_relaxation": "sparsecert.solvers.perspective",
+    "RelaxationResult": "sparsecert.solvers.perspective",
+}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'sparsecert' has no attribute {name!r}")
 
 __all__ = [
     "__version__",

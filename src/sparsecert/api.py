@@ -39,8 +39,8 @@ class CertifyResult:
     absolute_gap : float
     status : str
         ``"optimal"`` (gap within ``rel_gap``), ``"time_limit"``, ``"node_limit"``,
-        ``"interrupted"``, or ``"gap_not_closed"`` (tree exhausted, leaves' bounds short of the
-        tolerance: never expected, reported honestly).
+        ``"interrupted"``, or ``"tree_exhausted"`` (every node closed, but the leaves' bounds,
+        computed to the relaxation accuracy, leave a gap above ``rel_gap``; e.g. ``rel_gap=0``).
     n_nodes : int
     time : float
         Wall time in seconds (heuristics, search and certificate).

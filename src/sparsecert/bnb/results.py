@@ -11,7 +11,7 @@ from sparsecert.bnb.node import Node
 __all__ = ["SearchResult", "relative_gap", "RELATIVE_GAP_DEFINITION", "STATUSES"]
 
 RELATIVE_GAP_DEFINITION = "(UB - LB) / max(1, |UB|)"
-STATUSES = ("optimal", "time_limit", "node_limit", "interrupted")
+STATUSES = ("optimal", "time_limit", "node_limit", "interrupted", "tree_exhausted")
 
 
 def relative_gap(upper: float, lower: float) -> float:

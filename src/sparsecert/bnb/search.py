@@ -326,7 +326,7 @@ class BranchAndBound:
         if rgap <= s.rel_gap or abs_gap <= s.abs_gap:
             status = "optimal"
         elif status == "optimal":  # the tree is exhausted but the leaves' bounds fall short
-            status = "gap_not_closed"
+            status = "tree_exhausted"
         self._log(force=True)
         coef = self.incumbent.dense(p)
         return SearchResult(

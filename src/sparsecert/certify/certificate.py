@@ -99,9 +99,11 @@ class Certificate:
         ``dual_values``).
     """
 
-    def __init__(self, data: dict, arrays: dict[str, np.ndarray]):
+    def __init__(self, data: dict, arrays: dict[str, np.ndarray],
+                 sidecar: bytes | None = None):
         self.data = data
         self.arrays = arrays
+        self._disk_sidecar = sidecar  # the exact bytes read by ``load`` (None if built)
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -240,9 +242,7 @@ class Certificate:
                        "description": SIDECAR_DESCRIPTION},
             "producer": cls._producer(producer),
         }
-        cert = cls(data, arrays)
-        cert._side = side
-        return cert
+        return cls(data, arrays)
 
     @staticmethod
     def _encode_tree(nodes, n: int, p: int) -> tuple[list[dict], dict[str, np.ndarray]]:
@@ -412,11 +412,11 @@ class Certificate:
         return text.replace('"@@NODES@@"', "[\n" + lines + "\n      ]") + "\n"
 
     def sidecar_bytes(self) -> bytes:
-        """The deterministic ``.npz`` bytes of the sidecar (their SHA-256 is in ``arrays``)."""
-        side = getattr(self, "_side", None)
-        if side is None:
-            side = self._side = npz_bytes(self.arrays)
-        return side
+        """The sidecar bytes: as read from disk by ``load``, else the deterministic ``.npz``
+        encoding of ``arrays`` (whose SHA-256 ``build`` recorded in ``data["arrays"]``)."""
+        if self._disk_sidecar is not None:
+            return self._disk_sidecar
+        return npz_bytes(self.arrays)
 
     def save(self, path: str | os.PathLike) -> tuple[str, str]:
         """Write ``path`` (JSON) and its sidecar (``cert.json`` -> ``cert.npz``).
@@ -457,8 +457,8 @@ class Certificate:
         if data.get("format_version") not in SUPPORTED_FORMAT_VERSIONS:
             raise ValueError(f"{path}: unsupported format_version {data.get('format_version')!r}")
         fname = (data.get("arrays") or {}).get("file")
-        if not isinstance(fname, str):
-            raise ValueError(f"{path}: arrays.file does not name a sidecar")
+        if not isinstance(fname, str) or os.path.basename(fname) != fname or not fname:
+            raise ValueError(f"{path}: arrays.file must name the sidecar file next to it")
         spath = os.path.join(os.path.dirname(os.path.abspath(path)), fname)
         with open(spath, "rb") as fh:
             side = fh.read()
@@ -472,9 +472,13 @@ class Certificate:
         missing = [a for a in SIDECAR_ARRAYS if a not in arrays]
         if missing:
             raise ValueError(f"{spath} lacks the arrays {missing}")
-        cert = cls(data, arrays)
-        cert._side = side  # keep the exact bytes so the verifier checks what is on disk
-        return cert
+        return cls(data, arrays, sidecar=side)  # the verifier checks the bytes on disk
+
+    def verify(self, X: np.ndarray, y: np.ndarray, rel_gap: float | None = None):
+        """Verify this certificate against the data (see ``verify_certificate``)."""
+        from sparsecert.certify.verify import verify_certificate
+
+        return verify_certificate(self, X, y, rel_gap=rel_gap)
 
     def summary(self) -> str:
         """A human-readable summary (what ``sparsecert show`` prints)."""

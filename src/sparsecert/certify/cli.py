@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 
@@ -36,6 +37,16 @@ def _positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
     if v < 1:
         raise argparse.ArgumentTypeError(f"{v} must be >= 1")
+    return v
+
+
+def _jobs(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if v < 1 and v != -1:
+        raise argparse.ArgumentTypeError(f"{v} must be >= 1 (or -1 for all cores)")
     return v
 
 
@@ -95,8 +106,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="relative gap (UB - LB) / max(1, |UB|) to stop at (default 1e-4)")
     c.add_argument("--time-limit", type=_nonneg_float, default=None, metavar="S")
     c.add_argument("--node-limit", type=_positive_int, default=None, metavar="N")
-    c.add_argument("--jobs", type=_positive_int, default=1, metavar="N",
-                   help="parallel node evaluations (threads)")
+    c.add_argument("--jobs", type=_jobs, default=1, metavar="N",
+                   help="parallel node evaluations (threads; -1: all cores)")
     c.add_argument("--out", default=DEFAULT_OUT, metavar="CERT.json",
                    help=f"certificate path (default {DEFAULT_OUT}; sidecar .npz next to it)")
     c.add_argument("--quiet", action="store_true", help="no progress log, one summary line")
@@ -150,10 +161,13 @@ def _cmd_certify(args) -> int:
 
     from sparsecert.api import certify  # lazy: the solver is only needed here
 
-    result = certify(X, y, k, lambda2, loss=args.loss, max_abs_coef=args.max_abs_coef,
-                     fit_intercept=fit_intercept, rel_gap=args.rel_gap,
-                     time_limit=args.time_limit, node_limit=args.node_limit, n_jobs=args.jobs,
-                     verbose=0 if args.quiet else 1)
+    try:
+        result = certify(X, y, k, lambda2, loss=args.loss, max_abs_coef=args.max_abs_coef,
+                         fit_intercept=fit_intercept, rel_gap=args.rel_gap,
+                         time_limit=args.time_limit, node_limit=args.node_limit,
+                         n_jobs=args.jobs, verbose=0 if args.quiet else 1)
+    except NotImplementedError as exc:  # an option combination the solver does not support
+        raise _InputError(f"not supported: {exc}") from None
     try:
         result.save(args.out)
     except OSError as exc:
@@ -239,6 +253,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     handler = {"certify": _cmd_certify, "verify": _cmd_verify, "show": _cmd_show}[args.command]
     try:
         return handler(args)
+    except BrokenPipeError:  # e.g. `sparsecert show cert.json | head`
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_FAILED
     except (_InputError, ValueError, KeyError, OSError) as exc:
         msg = str(exc) if not isinstance(exc, KeyError) else f"missing {exc}"
         if isinstance(exc, OSError) and exc.filename is not None:

@@ -19,7 +19,7 @@ SUPPORTED_FORMAT_VERSIONS = (1,)
 
 LOSSES = ("squared", "logistic", "squared_hinge", "poisson")
 CLASSIFICATION_LOSSES = ("logistic", "squared_hinge")
-STATUSES = ("optimal", "time_limit", "node_limit", "interrupted")
+STATUSES = ("optimal", "time_limit", "node_limit", "interrupted", "tree_exhausted")
 NODE_STATUSES = ("branched", "pruned", "solved", "open")
 WITNESS_KINDS = ("point", "dual")
 

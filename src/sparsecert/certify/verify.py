@@ -1,16 +1,18 @@
 """Standalone verifier of sparsecert certificates.
 
-This module imports **only numpy and the standard library** (and the constants of
-:mod:`sparsecert.certify.schema`, which are numpy-only too). It never imports the solvers or the
-branch-and-bound engine, directly or indirectly: every number it accepts it recomputes with its
-own code from the certificate, the sidecar arrays and the data. The checks and their formulas are
-specified in ``docs/certificate-format.md``.
+This file imports **only numpy and the Python standard library**: not the solvers, not the
+branch-and-bound engine, not even the rest of sparsecert (the certificate writer included). It is
+an independent implementation of the checks specified in ``docs/certificate-format.md``: every
+number it accepts it recomputes with its own code from the certificate, the sidecar arrays and
+the data. The file can be copied and run on its own::
 
-Run it by hand with ``python -m sparsecert.certify.verify cert.json data.npz``.
+    python verify.py cert.json data.npz          # data.npz holds arrays X and y
+    python -m sparsecert.certify.verify cert.json data.npz
 """
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import math
@@ -22,22 +24,39 @@ from typing import Any
 
 import numpy as np
 
-from sparsecert.certify.schema import (
-    ARITHMETIC_REL_TOL,
-    BOUND_MARGIN_REL,
-    CLASSIFICATION_LOSSES,
-    FORMAT_NAME,
-    LOSSES,
-    NODE_STATUSES,
-    OBJECTIVE_REL_TOL,
-    RELATIVE_GAP_DEFINITION,
-    SIDECAR_ARRAYS,
-    STATUSES,
-    SUPPORTED_FORMAT_VERSIONS,
-    WITNESS_KINDS,
-    array_sha256,
-    sha256_bytes,
-)
+# The format's constants, restated here on purpose (the verifier shares no code with the writer;
+# tests/test_certificate_format.py checks that they agree with sparsecert.certify.schema).
+FORMAT_NAME = "sparsecert-certificate"
+SUPPORTED_FORMAT_VERSIONS = (1,)
+LOSSES = ("squared", "logistic", "squared_hinge", "poisson")
+CLASSIFICATION_LOSSES = ("logistic", "squared_hinge")
+STATUSES = ("optimal", "time_limit", "node_limit", "interrupted", "tree_exhausted")
+NODE_STATUSES = ("branched", "pruned", "solved", "open")
+WITNESS_KINDS = ("point", "dual")
+RELATIVE_GAP_DEFINITION = "(UB - LB) / max(1, |UB|)"
+BOUND_MARGIN_REL = 1e-9  # certified LB >= claimed LB - BOUND_MARGIN_REL * max(1, |UB|)
+OBJECTIVE_REL_TOL = 1e-9  # recomputed incumbent objective vs claimed, relative
+ARITHMETIC_REL_TOL = 1e-12  # absolute_gap / relative_gap vs their definitions, relative
+SIDECAR_ARRAYS = {
+    "point_offsets": "<i8",
+    "point_indices": "<i8",
+    "point_values": "<f8",
+    "dual_values": "<f8",
+}
+
+
+def array_sha256(a: np.ndarray) -> str:
+    """SHA-256 of ASCII ``'<f8 ' + 'x'.join(shape) + '\\n'`` then the C-order little-endian
+    float64 bytes of ``a``."""
+    arr = np.ascontiguousarray(np.asarray(a, dtype=np.float64), dtype="<f8")
+    header = "<f8 " + "x".join(str(d) for d in arr.shape) + "\n"
+    return hashlib.sha256(header.encode("ascii") + arr.tobytes(order="C")).hexdigest()
+
+
+def sha256_bytes(data: bytes) -> str:
+    """Hex SHA-256 of raw bytes."""
+    return hashlib.sha256(data).hexdigest()
+
 
 __all__ = [
     "VerificationReport",
@@ -635,9 +654,13 @@ def _obtain(certificate: Any, sidecar: Any) -> tuple[Any, bytes | None, str]:
     if sidecar is not None:
         spath = os.fspath(sidecar)
     else:
-        fname = doc.get("arrays", {}).get("file") if isinstance(doc, dict) else None
-        if not isinstance(fname, str):
+        arr = doc.get("arrays") if isinstance(doc, dict) else None
+        fname = arr.get("file") if isinstance(arr, dict) else None
+        if not isinstance(fname, str) or not fname:
             return doc, None, "no sidecar file named in arrays.file"
+        if os.path.basename(fname) != fname or fname in (".", ".."):
+            return doc, None, (f"arrays.file = {fname!r} must be a plain file name (the sidecar "
+                               "lives next to the certificate)")
         spath = os.path.join(base, fname)
     try:
         with open(spath, "rb") as fh:
@@ -703,6 +726,11 @@ def verify_certificate(
     ValueError, TypeError
         X or y is not a finite numeric matrix / vector, or rel_gap is negative.
     """
+    with np.errstate(all="ignore"):  # overflow etc. become inf/nan and fail the checks
+        return _verify(certificate, X, y, rel_gap, sidecar)
+
+
+def _verify(certificate, X, y, rel_gap, sidecar) -> VerificationReport:
     X, y = _check_data(X, y)
     if rel_gap is not None and not (rel_gap >= 0 and math.isfinite(rel_gap)):
         raise ValueError(f"rel_gap must be a finite number >= 0, got {rel_gap!r}")
@@ -802,10 +830,10 @@ def verify_certificate(
         rep.add("eig_shift", True, "no eigenvalue shift (mu = 0)")
 
     # 4. tree
-    leaves = _check_tree(rep, c)
-    if leaves is not None:
+    tree = _check_tree(rep, c)
+    if tree is not None:
         # 5. leaf bounds
-        _check_leaves(rep, c, arrays, Xd, yd, leaves)
+        _check_leaves(rep, c, arrays, Xd, yd, *tree)
 
     # 7. bounds arithmetic and status
     exp_abs = c.ub - c.lb
@@ -833,8 +861,10 @@ def verify_certificate(
     return rep
 
 
-def _check_tree(rep: VerificationReport, c: _Parsed) -> list[_Node] | None:
-    """Checks 4 (structure, fixings). Returns the leaves in id order, or None on failure."""
+def _check_tree(
+    rep: VerificationReport, c: _Parsed
+) -> tuple[list[_Node], dict[int, _Node]] | None:
+    """Checks 4 (structure, fixings). Returns (leaves in id order, nodes by id) or None."""
     by_id: dict[int, _Node] = {}
     dup = []
     for nd in c.nodes:
@@ -922,13 +952,12 @@ def _check_tree(rep: VerificationReport, c: _Parsed) -> list[_Node] | None:
     rep.add("tree_fixings", True, "fixings follow the branching, |fixed_in| <= k: the leaves "
                                   "partition {z in {0,1}^p : sum z <= k}")
     rep.summary["n_leaves"] = len(leaves)
-    rep.summary["_by_id"] = by_id
-    return leaves
+    return leaves, by_id
 
 
-def _check_leaves(rep, c: _Parsed, arrays, Xd, yd, leaves: list[_Node]) -> None:
+def _check_leaves(rep, c: _Parsed, arrays, Xd, yd, leaves: list[_Node],
+                  by_id: dict[int, _Node]) -> None:
     """Check 5: recompute every leaf's bound from its witness (own or nearest ancestor's)."""
-    by_id = rep.summary.pop("_by_id")
     zero_sum = c.fit_intercept and c.loss != "squared"
     problems: list[str] = []
     jobs: dict[tuple[str, int], list[_Node]] = {}
@@ -995,6 +1024,7 @@ def _check_leaves(rep, c: _Parsed, arrays, Xd, yd, leaves: list[_Node]) -> None:
             f"every leaf has a usable witness ({inherited} inherited from an ancestor)"
             if not problems else "; ".join(problems[:_MAX_LISTED]))
     values = [bounds.get(nd.id, -math.inf) for nd in leaves]
+    values = [v if not math.isnan(v) else -math.inf for v in values]  # overflow: no bound
     certified = min(values)
     rep.certified_lower_bound = certified
     rep.margin = BOUND_MARGIN_REL * max(1.0, abs(c.ub))

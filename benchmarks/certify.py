@@ -1,0 +1,341 @@
+"""Time to certify k-sparse GLMs: sparsecert against the peers that run here.
+
+Peers (each skipped with the printed reason when missing; install them with
+``pip install gurobipy pyscipopt psutil requests && pip install --no-deps okridge``):
+
+* Gurobi (gurobipy's bundled size-limited licence: indicator formulation, least squares only,
+  at most 2000 variables, so p <= 1000);
+* OKRidge (least squares, n > p; its gap is on an objective without ``y^T y``, so gaps are
+  recomputed here on the full objective);
+* SCIP through pyscipopt (big-M formulation with the valid bound
+  ``|b_j| <= ||b||_2 <= sqrt(||y||^2 / lambda2)``, least squares);
+* L0BnB solves the L0-penalised problem, not the cardinality-constrained one, and fails under
+  numpy 2 (``np.Inf``): it is reported as skipped with that reason.
+
+All objectives are the package convention ``sum_i loss + lambda2 ||b||^2`` without intercept
+(the data are centred and the columns scaled to unit norm). A solver "certifies" when its
+reported relative gap ``(UB - LB) / max(1, |UB|)`` is <= 1e-4.
+
+Usage::
+
+    python benchmarks/certify.py --quick --json benchmarks/results/certify.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import math
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+import sparsecert
+from sparsecert.datasets import make_synthetic
+
+REL_GAP = 1e-4
+ROOT = Path(__file__).resolve().parents[1]
+SHARED_DATA = ROOT.parent / "shared" / "data"
+
+
+# ----------------------------------------------------------------------------------------------
+# instances
+# ----------------------------------------------------------------------------------------------
+def _standardise(X, y, loss):
+    X = X - X.mean(axis=0)
+    norms = np.linalg.norm(X, axis=0)
+    norms[norms == 0] = 1.0
+    X = X / norms
+    if loss == "squared":
+        y = y - y.mean()
+    return X, y
+
+
+def instances(quick: bool):
+    """(name, loss, X, y, k, lambda2, time_limit) tuples."""
+    out = []
+    synth = [("squared", 500, 100, 5, 1.0)]
+    if quick:
+        synth += [("squared", 3000, 1000, 10, 1.0), ("squared", 6000, 3000, 10, 1.0),
+                  ("logistic", 1000, 100, 5, 1.0)]
+    else:
+        synth += [("squared", n, p, 10, lam) for (n, p) in ((3000, 1000), (6000, 3000))
+                  for lam in (0.1, 1.0, 10.0)]
+        synth += [("logistic", 1000, 100, 5, 1.0), ("logistic", 3000, 1000, 10, 1.0)]
+    for loss, n, p, k, lam in synth:
+        X, y, _ = make_synthetic(n, p, k, loss=loss, seed=0)
+        out.append((f"synthetic {loss} ({n},{p},{k}) l2={lam:g}", loss, X, y, k, lam, None))
+    real_tl = 60.0 if quick else 600.0
+    for fname, loss in (("riboflavin.npz", "squared"), ("leukemia.npz", "logistic")):
+        path = SHARED_DATA / fname
+        if not path.exists():
+            print(f"[skip] {fname}: {path} not found (../shared/data is absent)")
+            continue
+        d = np.load(path)
+        X, y = _standardise(np.asarray(d["X"], float), np.asarray(d["y"], float), loss)
+        out.append((f"{fname.split('.')[0]} {loss} k=5 l2=0.1", loss, X, y, 5, 0.1, real_tl))
+    return out
+
+
+# ----------------------------------------------------------------------------------------------
+# solvers
+# ----------------------------------------------------------------------------------------------
+def run_sparsecert(X, y, k, lam, loss, time_limit):
+    t0 = time.perf_counter()
+    res = sparsecert.certify(X, y, k, lam, loss=loss, rel_gap=REL_GAP, time_limit=time_limit,
+                             verbose=0)
+    return dict(time=time.perf_counter() - t0, ub=res.objective, lb=res.lower_bound,
+                gap=res.gap, nodes=res.n_nodes, status=res.status,
+                support=sorted(int(j) for j in res.support))
+
+
+def _full_gap(ub, lb):
+    return max(0.0, ub - lb) / max(1.0, abs(ub))
+
+
+def run_gurobi(X, y, k, lam, loss, time_limit):
+    if loss != "squared":
+        return dict(skip="Gurobi: least squares only here (no certified logistic model)")
+    n, p = X.shape
+    if 2 * p > 2000:
+        return dict(skip=f"Gurobi size-limited licence: 2p = {2 * p} variables > 2000")
+    try:
+        import gurobipy as gp
+        from gurobipy import GRB
+    except ImportError as exc:
+        return dict(skip=f"gurobipy not installed ({exc})")
+    try:
+        env = gp.Env(empty=True)
+        env.setParam("OutputFlag", 0)
+        env.start()
+        m = gp.Model(env=env)
+        b = m.addMVar(p, lb=-GRB.INFINITY, name="b")
+        z = m.addMVar(p, vtype=GRB.BINARY, name="z")
+        Q = X.T @ X + lam * np.eye(p)
+        c = X.T @ y
+        m.setObjective(b @ Q @ b - 2 * c @ b + float(y @ y), GRB.MINIMIZE)
+        for j in range(p):
+            m.addGenConstrIndicator(z[j].item(), False, b[j].item() == 0.0)
+        m.addConstr(z.sum() <= k)
+        m.Params.MIPGap = REL_GAP
+        m.Params.TimeLimit = time_limit
+        m.Params.Threads = 2
+        t0 = time.perf_counter()
+        m.optimize()
+        t = time.perf_counter() - t0
+    except gp.GurobiError as exc:
+        return dict(skip=f"Gurobi error {exc.errno}: {exc}")
+    ub, lb = float(m.ObjVal), float(m.ObjBound)
+    return dict(time=t, ub=ub, lb=lb, gap=_full_gap(ub, lb), nodes=int(m.NodeCount),
+                status="optimal" if m.Status == GRB.OPTIMAL else "time_limit",
+                support=sorted(np.flatnonzero(np.abs(b.X) > 1e-9).tolist()))
+
+
+def run_okridge(X, y, k, lam, loss, time_limit):
+    if loss != "squared":
+        return dict(skip="OKRidge: least squares only")
+    if X.shape[1] > X.shape[0]:
+        return dict(skip="OKRidge 0.1.1 crashes for p > n here (DESIGN.md section 7)")
+    try:
+        from okridge.tree import BNBTree
+    except Exception as exc:  # ImportError or its missing psutil/requests
+        return dict(skip=f"okridge not importable ({type(exc).__name__}: {exc}); "
+                         "pip install psutil requests && pip install --no-deps okridge")
+    t0 = time.perf_counter()
+    with contextlib.redirect_stdout(io.StringIO()):
+        tree = BNBTree(X, y, gap_tol=REL_GAP, lambda2=lam, max_memory_GB=8)
+        ub0, beta, _gap, lb0, _ = tree.solve(k, gap_tol=REL_GAP, time_limit=time_limit)
+    t = time.perf_counter() - t0
+    yy = float(y @ y)  # OKRidge drops the constant y^T y
+    ub, lb = float(ub0) + yy, float(lb0) + yy
+    gap = _full_gap(ub, lb)
+    return dict(time=t, ub=ub, lb=lb, gap=gap, nodes=None,
+                status="optimal" if gap <= REL_GAP else "time_limit",
+                support=sorted(np.flatnonzero(np.abs(beta) > 1e-9).tolist()))
+
+
+def run_scip(X, y, k, lam, loss, time_limit):
+    if loss != "squared":
+        return dict(skip="SCIP: least squares only here")
+    n, p = X.shape
+    if p > 200:
+        return dict(skip=f"SCIP: p = {p} too large for a dense quadratic model in the time "
+                         "budget (no certificate at p = 100 in 120 s, DESIGN.md section 7)")
+    try:
+        from pyscipopt import Model, quicksum
+    except ImportError as exc:
+        return dict(skip=f"pyscipopt not installed ({exc})")
+    M = math.sqrt(float(y @ y) / lam)  # valid: lam ||b||^2 <= F(b) <= F(0) = ||y||^2
+    Q = X.T @ X + lam * np.eye(p)
+    c = X.T @ y
+    m = Model()
+    m.hideOutput()
+    b = [m.addVar(lb=-M, ub=M, name=f"b{j}") for j in range(p)]
+    z = [m.addVar(vtype="B", name=f"z{j}") for j in range(p)]
+    t = m.addVar(lb=None, name="t")
+    for j in range(p):
+        m.addCons(b[j] <= M * z[j])
+        m.addCons(-M * z[j] <= b[j])
+    m.addCons(quicksum(z) <= k)
+    quad = quicksum(Q[i, j] * b[i] * b[j] for i in range(p) for j in range(p) if Q[i, j] != 0)
+    m.addCons(quad - quicksum(2 * c[j] * b[j] for j in range(p)) + float(y @ y) <= t)
+    m.setObjective(t, "minimize")
+    m.setParam("limits/time", time_limit)
+    m.setParam("limits/gap", REL_GAP)
+    t0 = time.perf_counter()
+    m.optimize()
+    tt = time.perf_counter() - t0
+    ub, lb = float(m.getObjVal()), float(m.getDualbound())
+    gap = _full_gap(ub, lb)
+    return dict(time=tt, ub=ub, lb=lb, gap=gap, nodes=int(m.getNNodes()),
+                status="optimal" if gap <= REL_GAP else "time_limit",
+                support=sorted(j for j in range(p) if abs(m.getVal(b[j])) > 1e-9))
+
+
+def run_l0bnb(X, y, k, lam, loss, time_limit):
+    try:
+        import l0bnb  # noqa: F401
+    except Exception as exc:
+        return dict(skip=f"l0bnb not importable ({type(exc).__name__}: {exc})")
+    return dict(skip="l0bnb solves the L0-penalised form (no cardinality constraint) and fails "
+                     "under numpy 2 (np.Inf removed): not comparable here")
+
+
+PEERS = {"gurobi": run_gurobi, "okridge": run_okridge, "scip": run_scip, "l0bnb": run_l0bnb}
+
+
+# ----------------------------------------------------------------------------------------------
+# main
+# ----------------------------------------------------------------------------------------------
+def _fmt_time(r):
+    return f"{r['time']:.2f}" if "time" in r else "-"
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--quick", action="store_true", help="headline instances, short limits")
+    ap.add_argument("--json", metavar="PATH", help="write results and claims here")
+    ap.add_argument("--peers", default="gurobi,okridge,scip,l0bnb",
+                    help="comma-separated peers to run (default: all)")
+    ap.add_argument("--peer-time-limit", type=float, default=None,
+                    help="seconds per peer run (default 30 quick, 120 full)")
+    args = ap.parse_args(argv)
+    peer_tl = args.peer_time_limit or (30.0 if args.quick else 120.0)
+    peers = [p for p in args.peers.split(",") if p]
+
+    # warm the JIT once so compile time is not counted
+    t0 = time.perf_counter()
+    Xw, yw, _ = make_synthetic(50, 8, 2, seed=1)
+    for loss in ("squared", "logistic"):
+        yy = yw if loss == "squared" else np.where(yw > 0, 1.0, -1.0)
+        sparsecert.certify(Xw, yy, 2, 1.0, loss=loss, verbose=0)
+    print(f"JIT warm-up (not counted): {time.perf_counter() - t0:.1f} s")
+
+    rows = []
+    for name, loss, X, y, k, lam, tl in instances(args.quick):
+        row = dict(instance=name, loss=loss, n=X.shape[0], p=X.shape[1], k=k, lambda2=lam)
+        print(f"\n== {name}", flush=True)
+        row["sparsecert"] = run_sparsecert(X, y, k, lam, loss, tl if tl else 600.0)
+        r = row["sparsecert"]
+        print(f"   sparsecert: {r['status']} gap={r['gap']:.2e} nodes={r['nodes']} "
+              f"time={r['time']:.2f}s", flush=True)
+        for peer in peers:
+            res = PEERS[peer](X, y, k, lam, loss, min(peer_tl, tl) if tl else peer_tl)
+            row[peer] = res
+            if "skip" in res:
+                print(f"   {peer}: skipped: {res['skip']}")
+            else:
+                print(f"   {peer}: {res['status']} gap={res['gap']:.2e} time={res['time']:.2f}s "
+                      f"UB={res['ub']:.8g} (ours {r['ub']:.8g})", flush=True)
+        rows.append(row)
+
+    # table
+    print("\nTime to certify (s) at relative gap 1e-4; final relative gap in brackets; "
+          "'-' = skipped (reason above)")
+    head = f"{'instance':42s} {'sparsecert':>22s} " + " ".join(f"{p:>22s}" for p in peers)
+    print(head)
+    print("-" * len(head))
+    for row in rows:
+        cells = []
+        for solver in ["sparsecert"] + peers:
+            r = row.get(solver, {})
+            if "skip" in r or not r:
+                cells.append(f"{'-':>22s}")
+            else:
+                tag = "" if r["status"] == "optimal" else "*"
+                cells.append(f"{_fmt_time(r) + tag + ' [' + format(r['gap'], '.1e') + ']':>22s}")
+        print(f"{row['instance']:42s} " + " ".join(cells))
+    print("* = not certified within the time limit")
+
+    # claims
+    claims = []
+    ratios, misses = [], 0
+    for row in rows:
+        ours = row["sparsecert"]
+        for peer in peers:
+            r = row.get(peer, {})
+            if "skip" in r or r.get("status") != "optimal":
+                continue
+            if ours["status"] != "optimal":
+                misses += 1
+                continue
+            ratios.append(r["time"] / ours["time"])
+            if r["time"] < ours["time"]:
+                misses += 1
+    claims.append(dict(name="instances where a peer certified and sparsecert did not certify "
+                            "faster", measured=misses, target=0, unit="instances",
+                       better="lower"))
+    if ratios:
+        claims.append(dict(name="min speed ratio peer_time / sparsecert_time over instances a "
+                                "peer certified", measured=float(min(ratios)), target=1.0,
+                           unit="x", better="higher"))
+    big = [r for r in rows if r["instance"].startswith("synthetic squared (6000,3000,10) l2=1")]
+    if big:
+        s = big[0]["sparsecert"]
+        claims.append(dict(name="time to certify (6000,3000,10) lambda2=1 on 2 cores",
+                           measured=s["time"] if s["status"] == "optimal" else math.inf,
+                           target=60.0, unit="s", better="lower"))
+    for row in rows:
+        if row["instance"].startswith(("riboflavin", "leukemia")):
+            peer_gaps = [row[p]["gap"] for p in peers if p in row and "gap" in row[p]]
+            best_peer = min(peer_gaps) if peer_gaps else None
+            claims.append(dict(
+                name=f"{row['instance']}: final relative gap after the time limit "
+                     f"(target: best peer's gap, {'none ran' if best_peer is None else 'peer'})",
+                measured=row["sparsecert"]["gap"],
+                target=best_peer if best_peer is not None else None, unit="relative gap",
+                better="lower"))
+    print("\nclaims:")
+    for c in claims:
+        print(f"  {c['name']}: measured {c['measured']} (target {c['target']} {c['unit']}, "
+              f"{c['better']} is better)")
+
+    if args.json:
+        out = Path(args.json)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        meta = dict(python=sys.version.split()[0], platform=platform.platform(),
+                    cpus=os.cpu_count(), quick=args.quick, rel_gap=REL_GAP,
+                    peer_time_limit=peer_tl, sparsecert=sparsecert.__version__)
+
+        def clean(v):
+            if isinstance(v, float) and not math.isfinite(v):
+                return None
+            if isinstance(v, dict):
+                return {a: clean(b) for a, b in v.items()}
+            if isinstance(v, list):
+                return [clean(b) for b in v]
+            return v
+
+        out.write_text(json.dumps(clean(dict(meta=meta, rows=rows, claims=claims)), indent=2))
+        print(f"\nwrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

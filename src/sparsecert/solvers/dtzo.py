@@ -1,0 +1,546 @@
+"""DTZO-style distributed trilevel zeroth-order optimisation with cascaded zeroth-order cuts.
+
+Problem (``z = (x1, x2, x3)``, ``N`` workers, each holding ``f_{l,j}``; ``f_l = sum_j f_{l,j}``)::
+
+    min_{x1}  f_1(x1, x2, x3)
+    s.t.      x2 in argmin_{x2'} f_2(x1, x2', x3*(x1, x2'))
+              x3*(x1, x2) = argmin_{x3'} f_3(x1, x2, x3')
+
+The level objectives are black boxes (values only); levels listed in ``exact_levels`` may use
+gradients (grey-box). This is a *reconstruction* of the method of Jiao, Yang and Jian (ICML 2025),
+whose full text was not available; see ``docs/dtzo.md`` for what is reconstructed and why.
+
+Mechanism (all notation in ``docs/dtzo.md``):
+
+* **Residuals by K zeroth-order steps.** ``r_3(z) = (x3 - Phi_3^K(z)) / (K eta_3)`` where
+  ``Phi_3^K`` runs ``K`` zeroth-order gradient steps on ``x3 -> f_3(x1, x2, x3)`` from ``x3``
+  (``r_3`` equals ``grad_{x3} f_3`` for ``K = 1``, exact estimates); it vanishes exactly on the
+  level-3 solution set. ``r_2(x1, x2)`` is the same on the *level-2 problem restricted by the inner
+  cuts*: ``x2 -> f_2(x1, x2, A [x1; x2] + b)`` where ``x3 = A [x1; x2] + b`` is the level-3 solution
+  map implied by the inner cuts (the cascade).
+* **Zeroth-order cuts.** At a point ``z_c`` the master obtains ``r_c = r(z_c)`` and a central-
+  difference Jacobian ``J_c`` along a random orthonormal frame (common random numbers across
+  the perturbed trajectories). A *quadratic cut* is ``||r_c + J_c (z - z_c)||^2 <= eps^2`` (the
+  Gauss-Newton model of ``||r||^2``, a quadratic polynomial in ``z``); a *linear cut* is the tangent
+  ``||r_c|| + g_c^T (z - z_c) <= eps`` with ``g_c = J_c^T r_c / ||r_c||``. A cut is **valid** on a
+  set S when its model ``m_c`` satisfies ``m_c(z) <= ||r(z)||`` for all z in S: it then removes no
+  point with ``||r(z)|| <= eps``. Both kinds are valid everywhere when ``r`` is affine (quadratic
+  levels, exact estimates): the quadratic model is then exact and the linear one is a tangent of a
+  convex function. Otherwise cuts are local models, refreshed every ``T`` iterations.
+* **Penalised consensus problem.** Workers keep local copies ``z_j``; the master keeps the
+  consensus ``z`` and the cuts, and solves
+  ``min_z sum_j (rho/2)||z_j + u_j - z||^2 + (beta/2) sum_c max(0, m_c(z) - eps)^2``
+  (exterior penalty on cut violation + consensus penalty; ``u_j`` are scaled multipliers of the
+  consensus constraint, zero when ``multipliers=False``) by a damped Newton method.
+  Worker ``j`` takes zeroth-order steps on ``f_{1,j}(z_j) + (rho/2)||z_j - z + u_j||^2``.
+* **Refinement.** New cuts every ``T`` iterations while ``t < T1``; cuts whose model stays below
+  ``inactive_tol * eps`` for ``drop_after`` consecutive iterations are dropped (except the newest
+  cut of each level, so a level never loses its constraint); at most
+  ``max_cuts`` per level are kept (the oldest goes first).
+* **Communication.** Every exchange goes through the :class:`~sparsecert.solvers.comm.Communicator`
+  as encoded bytes: uplink ``z_j + u_j`` (participants only), the batched residual gradients while
+  building cuts; downlink the consensus ``z`` and, after each refinement, the coefficients
+  ``(A, b)`` of the inner-cut solution map. Monitoring exchanges (query counts, consensus error)
+  are excluded from the bit counts.
+* **Partial participation.** With ``participation = S < N`` a master generator (seeded by
+  ``seed``, the same on every process and for every communicator) samples S workers per iteration;
+  cuts are always built with all workers (the residuals are sums over all of them).
+
+The shared protocol, result record and oracle live in :mod:`sparsecert.solvers.trilevel`; the
+baselines in :mod:`sparsecert.solvers.dtzo_baselines` (re-exported here).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from sparsecert.solvers.comm import Communicator, Message, decode_dense, encode_dense
+from sparsecert.solvers.dtzo_baselines import FedAvgConfig, NestedZOConfig, nested_zo, zo_fedavg
+from sparsecert.solvers.trilevel import (
+    DTZOResult,
+    Monitor,
+    TrilevelProblem,
+    _check_problem,
+    _Ledger,
+    _Oracle,
+    _result,
+    _sum_gathered,
+)
+from sparsecert.solvers.zeroth_order import (
+    ZOConfig,
+    combine_differences,
+    perturbation_points,
+    sample_directions,
+)
+
+__all__ = [
+    "TrilevelProblem",
+    "DTZOConfig",
+    "DTZOResult",
+    "Cut",
+    "NestedZOConfig",
+    "FedAvgConfig",
+    "dtzo",
+    "dtzo_first_order",
+    "nested_zo",
+    "zo_fedavg",
+    "cut_model",
+]
+
+
+# ----------------------------------------------------------------------------------------------
+# configuration and results
+# ----------------------------------------------------------------------------------------------
+
+
+def _inner_default() -> ZOConfig:
+    return ZOConfig(q=None, mu=1e-4, scheme="central", directions="orthogonal")
+
+
+@dataclass(frozen=True)
+class DTZOConfig:
+    """Settings of :func:`dtzo` (see the module docstring for the roles).
+
+    Parameters
+    ----------
+    n_iter : int
+        Outer iterations (one uplink + one downlink each, plus cut rounds).
+    rho : float
+        Consensus penalty.
+    beta : float
+        Exterior penalty on cut violation.
+    eps : float
+        Tolerance of the residual-norm constraints ``||r_l|| <= eps``.
+    lr : float
+        Worker step size on the local subproblem.
+    local_steps : int
+        Worker steps per iteration.
+    multipliers : bool
+        Keep scaled consensus multipliers ``u_j`` (augmented-Lagrangian form of the consensus
+        penalty). ``False`` gives the pure penalty.
+    K : int
+        Zeroth-order steps defining each residual.
+    eta3, eta2 : float
+        Step sizes of those steps (levels 3 and 2).
+    T, T1 : int
+        Cut period and refinement horizon (cuts at ``t = 0, T, 2T, ... < T1``).
+    cut_kind : {"quadratic", "linear"}
+    cascade : bool
+        Build level-2 residuals on the problem restricted by the inner cuts (``True``) or with
+        ``x3`` frozen at the cut point (single-level approximation, ablation).
+    drop_inactive : bool
+        Drop cuts inactive for ``drop_after`` consecutive iterations.
+    drop_after : int
+    inactive_tol : float
+        A cut is inactive when ``m_c(z) < inactive_tol * eps``.
+    max_cuts : int
+        Per level.
+    zo_f1, zo_inner, zo_cut : ZOConfig
+        Estimators for the worker steps on ``f_1``, for the K residual steps, and the directions
+        and radius of the cut Jacobians (the cut frame is always orthonormal; ``zo_cut.q`` may
+        truncate it).
+    exact_levels : tuple of int
+        Levels whose gradients are used (grey box). ``(1, 2, 3)`` is the first-order reference.
+    vr_period : int
+        If > 0, workers use a zeroth-order SVRG control variate for ``grad f_{1,j}``: every
+        ``vr_period`` of their steps they store a reference point and a full-frame estimate there
+        (``d`` orthonormal central differences); in between, the step uses
+        ``g(z) - g(z_ref) + G_ref`` with the *same* random directions for both terms, whose noise
+        vanishes as ``z - z_ref -> 0``. 0 disables it.
+    participation : int or None
+        Workers sampled per iteration (``None``: all).
+    seed : int
+        Seed of the master's generator (cut frames, participation).
+    dtype : {"float64", "float32"}
+        Encoding of vectors on the wire.
+    record_every : int
+    """
+
+    n_iter: int = 200
+    rho: float = 1.0
+    beta: float = 1e4
+    eps: float = 1e-4
+    lr: float = 0.1
+    local_steps: int = 1
+    multipliers: bool = True
+    K: int = 3
+    eta3: float = 0.1
+    eta2: float = 0.1
+    T: int = 10
+    T1: int = 100
+    cut_kind: str = "quadratic"
+    cascade: bool = True
+    drop_inactive: bool = True
+    drop_after: int = 3
+    inactive_tol: float = 0.5
+    max_cuts: int = 5
+    zo_f1: ZOConfig = field(default_factory=lambda: ZOConfig(q=None, mu=1e-4))
+    zo_inner: ZOConfig = field(default_factory=_inner_default)
+    zo_cut: ZOConfig = field(default_factory=lambda: ZOConfig(q=None, mu=1e-3))
+    exact_levels: tuple[int, ...] = ()
+    vr_period: int = 0
+    participation: int | None = None
+    seed: int = 0
+    dtype: str = "float64"
+    record_every: int = 1
+
+    def __post_init__(self) -> None:
+        ints = {"n_iter": 0, "local_steps": 1, "K": 1, "T": 1, "T1": 0, "drop_after": 1,
+                "max_cuts": 1, "record_every": 1, "vr_period": 0}
+        for name, lo in ints.items():
+            v = getattr(self, name)
+            if int(v) != v or v < lo:
+                raise ValueError(f"DTZOConfig.{name} must be an integer >= {lo}, got {v!r}")
+        for name in ("rho", "beta", "eps", "lr", "eta3", "eta2", "inactive_tol"):
+            v = getattr(self, name)
+            if not (np.isfinite(v) and v > 0):
+                raise ValueError(f"DTZOConfig.{name} must be positive and finite, got {v!r}")
+        if self.cut_kind not in ("quadratic", "linear"):
+            raise ValueError(f"cut_kind must be 'quadratic' or 'linear', got {self.cut_kind!r}")
+        if not set(self.exact_levels) <= {1, 2, 3}:
+            raise ValueError(f"exact_levels must be a subset of (1, 2, 3), got {self.exact_levels}")
+        if self.dtype not in ("float64", "float32"):
+            raise ValueError(f"dtype must be 'float64' or 'float32', got {self.dtype!r}")
+        if self.participation is not None and (
+            int(self.participation) != self.participation or self.participation < 1
+        ):
+            raise ValueError(f"participation must be a positive integer, got {self.participation}")
+
+
+@dataclass
+class Cut:
+    """One zeroth-order cut ``m(z) <= eps`` on the residual of ``level`` (2 or 3).
+
+    ``r`` is the residual at ``z_c``, ``J`` its Jacobian estimate in the *full* variable ``z``
+    (zero columns for ``x3`` when ``level == 2``).
+    """
+
+    level: int
+    z_c: np.ndarray
+    r: np.ndarray
+    J: np.ndarray
+    kind: str
+    born: int
+    inactive: int = 0
+
+
+def cut_model(cut: Cut, z: np.ndarray) -> np.ndarray:
+    """Model value ``m_c(z)`` of the cut at the rows of ``z`` (or one point)."""
+    z = np.asarray(z, dtype=np.float64)
+    dz = z - cut.z_c
+    if cut.kind == "quadratic":
+        return np.linalg.norm(cut.r + dz @ cut.J.T, axis=-1)
+    s = np.linalg.norm(cut.r)
+    g = cut.J.T @ cut.r / s if s > 0 else np.zeros_like(cut.z_c)
+    return s + dz @ g
+
+
+# ----------------------------------------------------------------------------------------------
+# the DTZO-style method
+# ----------------------------------------------------------------------------------------------
+
+
+class _DTZO:
+    def __init__(self, problem: TrilevelProblem, comm: Communicator, cfg: DTZOConfig,
+                 monitor: Monitor | None) -> None:
+        self.dims = _check_problem(problem, comm)
+        self.d1, self.d2, self.d3 = self.dims
+        self.d12 = self.d1 + self.d2
+        self.d = self.d12 + self.d3
+        self.problem, self.comm, self.cfg, self.monitor = problem, comm, cfg, monitor
+        if cfg.participation is not None and cfg.participation > comm.n_workers:
+            raise ValueError(
+                f"participation={cfg.participation} exceeds n_workers={comm.n_workers}"
+            )
+        self.ledger = _Ledger(comm)
+        self.oracle = _Oracle(problem, comm, self.ledger, cfg.exact_levels)
+        self.rng = np.random.default_rng(np.random.SeedSequence([cfg.seed, 20250713]))
+        z0 = np.asarray(problem.initial_point(), dtype=np.float64)
+        self.z = z0.copy()
+        self.zj = {j: z0.copy() for j in comm.local_workers}
+        self.uj = {j: np.zeros(self.d) for j in comm.local_workers}
+        self.nsteps = {j: 0 for j in comm.local_workers}
+        self.zref = {j: z0.copy() for j in comm.local_workers}
+        self.gref = {j: np.zeros(self.d) for j in comm.local_workers}
+        self.w = np.tile(z0, (comm.n_workers, 1))  # master's last received z_j + u_j
+        self.cuts: list[Cut] = []
+        self.A = np.zeros((self.d3, self.d12))
+        self.b = z0[self.d12:].copy()
+
+    # -- residuals and cuts --------------------------------------------------------------------
+    def _frame(self, n: int) -> np.ndarray:
+        q = self.cfg.zo_cut.n_dirs(n) if self.cfg.zo_cut.q is not None else n
+        q = min(q, n)
+        return sample_directions(self.rng, n, q, "orthogonal")
+
+    def _jacobian(self, R: np.ndarray, U: np.ndarray, mu: float) -> tuple[np.ndarray, np.ndarray]:
+        q, n = U.shape
+        J = combine_differences(R[1:], U, mu, "central", n / q)[0]
+        return R[0], J
+
+    def _level3_cut(self, t: int) -> Cut:
+        cfg, d12 = self.cfg, self.d12
+        U = self._frame(self.d)
+        mu = cfg.zo_cut.mu
+        Z0 = np.vstack([self.z[None, :], perturbation_points(self.z[None, :], U, mu, "central")])
+        m = Z0.shape[0]
+        x3 = Z0[:, d12:].copy()
+        C = np.zeros((self.d, self.d3))
+        C[d12:] = np.eye(self.d3)
+        offset = np.hstack([Z0[:, :d12], np.zeros((m, self.d3))])
+        for _ in range(cfg.K):
+            local = {
+                j: encode_dense(self.oracle.grad(3, j, x3, C, offset, cfg.zo_inner).ravel(),
+                                cfg.dtype)
+                for j in self.comm.local_workers
+            }
+            G = _sum_gathered(self.comm.allgather(local), cfg.dtype, (m, self.d3))
+            x3 = x3 - cfg.eta3 * G
+        R = (Z0[:, d12:] - x3) / (cfg.K * cfg.eta3)
+        r, J = self._jacobian(R, U, mu)
+        return Cut(3, self.z.copy(), r, J, cfg.cut_kind, t)
+
+    def _update_map(self) -> None:
+        """Level-3 solution map ``x3 = A x12 + b`` minimising the inner cuts' models."""
+        cuts3 = [c for c in self.cuts if c.level == 3]
+        if not cuts3:
+            return
+        d12 = self.d12
+        S = np.zeros((self.d3, self.d3))
+        M = np.zeros((self.d3, d12))
+        v = np.zeros(self.d3)
+        for c in cuts3:
+            J12, J3 = c.J[:, :d12], c.J[:, d12:]
+            a = c.r - c.J @ c.z_c
+            S += J3.T @ J3
+            M += J3.T @ J12
+            v += J3.T @ a
+        sol = np.linalg.lstsq(S, -np.hstack([M, v[:, None]]), rcond=None)[0]
+        self.A, self.b = sol[:, :d12], sol[:, d12]
+
+    def _broadcast_map(self) -> None:
+        msg = encode_dense(np.concatenate([self.A.ravel(), self.b]), self.cfg.dtype)
+        got = decode_dense(self.comm.broadcast(msg if self.comm.is_root else None), self.cfg.dtype)
+        self.A = got[: self.d3 * self.d12].reshape(self.d3, self.d12)
+        self.b = got[self.d3 * self.d12:]
+
+    def _level2_cut(self, t: int) -> Cut:
+        cfg, d1, d12 = self.cfg, self.d1, self.d12
+        U = self._frame(d12)
+        mu = cfg.zo_cut.mu
+        x12c = self.z[:d12]
+        X0 = np.vstack([x12c[None, :], perturbation_points(x12c[None, :], U, mu, "central")])
+        m = X0.shape[0]
+        x1 = X0[:, :d1]
+        x2 = X0[:, d1:].copy()
+        C = np.zeros((self.d, self.d2))
+        C[d1:d12] = np.eye(self.d2)
+        offset = np.zeros((m, self.d))
+        offset[:, :d1] = x1
+        if cfg.cascade:
+            C[d12:] = self.A[:, d1:]
+            offset[:, d12:] = x1 @ self.A[:, :d1].T + self.b
+        else:
+            offset[:, d12:] = self.z[d12:]
+        for _ in range(cfg.K):
+            local = {
+                j: encode_dense(self.oracle.grad(2, j, x2, C, offset, cfg.zo_inner).ravel(),
+                                cfg.dtype)
+                for j in self.comm.local_workers
+            }
+            G = _sum_gathered(self.comm.allgather(local), cfg.dtype, (m, self.d2))
+            x2 = x2 - cfg.eta2 * G
+        R = (X0[:, d1:] - x2) / (cfg.K * cfg.eta2)
+        r, J12 = self._jacobian(R, U, mu)
+        J = np.zeros((self.d2, self.d))
+        J[:, :d12] = J12
+        z_c = self.z.copy()
+        return Cut(2, z_c, r, J, cfg.cut_kind, t)
+
+    def _add_cut(self, cut: Cut) -> None:
+        if cut.kind == "linear" and np.linalg.norm(cut.r) == 0.0:
+            return  # tangent undefined at an exact solution; the point is feasible anyway
+        self.cuts.append(cut)
+        same = [c for c in self.cuts if c.level == cut.level]
+        while len(same) > self.cfg.max_cuts:
+            self.cuts.remove(same.pop(0))
+
+    def _refine(self, t: int) -> None:
+        self._add_cut(self._level3_cut(t))
+        self._update_map()
+        self._broadcast_map()
+        self._add_cut(self._level2_cut(t))
+
+    # -- master subproblem ---------------------------------------------------------------------
+    def _objective(self, z: np.ndarray, wbar: float, rhoN: float, need_hess: bool):
+        cfg = self.cfg
+        diff = z - wbar
+        val = 0.5 * rhoN * diff @ diff
+        grad = rhoN * diff
+        hess = rhoN * np.eye(self.d) if need_hess else None
+        for c in self.cuts:
+            dz = z - c.z_c
+            if c.kind == "quadratic":
+                v = c.r + c.J @ dz
+                n = np.linalg.norm(v)
+                if n <= cfg.eps:
+                    continue
+                jv = c.J.T @ v
+                val += 0.5 * cfg.beta * (n - cfg.eps) ** 2
+                grad = grad + cfg.beta * (n - cfg.eps) / n * jv
+                if need_hess:
+                    hess += cfg.beta * ((1 - cfg.eps / n) * (c.J.T @ c.J)
+                                        + (cfg.eps / n**3) * np.outer(jv, jv))
+            else:
+                s = np.linalg.norm(c.r)
+                g = c.J.T @ c.r / s
+                mval = s + g @ dz
+                if mval <= cfg.eps:
+                    continue
+                val += 0.5 * cfg.beta * (mval - cfg.eps) ** 2
+                grad = grad + cfg.beta * (mval - cfg.eps) * g
+                if need_hess:
+                    hess += cfg.beta * np.outer(g, g)
+        return val, grad, hess
+
+    def _master_solve(self) -> None:
+        rhoN = self.cfg.rho * self.comm.n_workers
+        wbar = self.w.mean(axis=0)
+        z = self.z.copy()
+        for _ in range(100):
+            f, g, H = self._objective(z, wbar, rhoN, True)
+            step = -np.linalg.solve(H, g)
+            slope = g @ step
+            s = 1.0
+            while s > 1e-12:
+                if self._objective(z + s * step, wbar, rhoN, False)[0] <= f + 1e-4 * s * slope:
+                    break
+                s *= 0.5
+            z = z + s * step
+            if np.linalg.norm(s * step) <= 1e-14 * (1.0 + np.linalg.norm(z)):
+                break
+        self.z = z
+
+    def _drop_inactive(self) -> None:
+        cfg = self.cfg
+        newest = {c.level: c for c in self.cuts}  # the newest cut of a level is always kept
+        keep = []
+        for c in self.cuts:
+            if cut_model(c, self.z) < cfg.inactive_tol * cfg.eps:
+                c.inactive += 1
+            else:
+                c.inactive = 0
+            if c is newest[c.level] or not (cfg.drop_inactive and c.inactive >= cfg.drop_after):
+                keep.append(c)
+        if len(keep) != len(self.cuts):
+            self.cuts = keep
+            self._update_map()
+
+    # -- workers -------------------------------------------------------------------------------
+    def _worker_grad(self, j: int) -> np.ndarray:
+        cfg = self.cfg
+        C = np.eye(self.d)
+        zero = np.zeros((1, self.d))
+        if cfg.vr_period == 0 or 1 in self.oracle.exact:
+            return self.oracle.grad(1, j, self.zj[j][None, :], C, zero, cfg.zo_f1)[0]
+        if self.nsteps[j] % cfg.vr_period == 0:
+            full = ZOConfig(q=None, mu=cfg.zo_f1.mu, scheme="central", directions="orthogonal")
+            self.zref[j] = self.zj[j].copy()
+            self.gref[j] = self.oracle.grad(1, j, self.zref[j][None, :], C, zero, full)[0]
+        self.nsteps[j] += 1
+        both = np.vstack([self.zj[j], self.zref[j]])
+        g = self.oracle.grad(1, j, both, C, np.zeros((2, self.d)), cfg.zo_f1)
+        return g[0] - g[1] + self.gref[j]
+
+    def _worker_step(self, j: int) -> None:
+        cfg = self.cfg
+        for _ in range(cfg.local_steps):
+            g = self._worker_grad(j)
+            self.zj[j] = self.zj[j] - cfg.lr * (g + cfg.rho * (self.zj[j] - self.z + self.uj[j]))
+
+    # -- main loop -----------------------------------------------------------------------------
+    def run(self) -> DTZOResult:
+        cfg, comm, N = self.cfg, self.comm, self.comm.n_workers
+        hist: dict[str, list[float]] = {}
+        self._record(hist, 0)
+        for t in range(cfg.n_iter):
+            if t < cfg.T1 and t % cfg.T == 0:
+                self._refine(t)
+            if cfg.participation is None or cfg.participation >= N:
+                part = np.arange(N)
+            else:
+                part = np.sort(self.rng.choice(N, size=cfg.participation, replace=False))
+            pset = set(part.tolist())
+            local: dict[int, Message] = {}
+            for j in comm.local_workers:
+                if j in pset:
+                    self._worker_step(j)
+                    local[j] = encode_dense(self.zj[j] + self.uj[j], cfg.dtype)
+                else:
+                    local[j] = Message(b"", 0)
+            msgs = comm.allgather(local)
+            for j in part:
+                self.w[j] = decode_dense(msgs[j], cfg.dtype)
+            self._master_solve()
+            zmsg = encode_dense(self.z, cfg.dtype)
+            self.z = decode_dense(comm.broadcast(zmsg if comm.is_root else None), cfg.dtype)
+            if cfg.multipliers:
+                for j in comm.local_workers:
+                    if j in pset:
+                        self.uj[j] = self.uj[j] + self.zj[j] - self.z
+            self._drop_inactive()
+            if (t + 1) % cfg.record_every == 0 or t + 1 == cfg.n_iter:
+                self._record(hist, t + 1)
+        return _result(self.z, self.dims, hist, "dtzo", comm)
+
+    def _record(self, hist: dict[str, list[float]], t: int) -> None:
+        cons = {j: float(np.linalg.norm(self.zj[j] - self.z)) for j in self.comm.local_workers}
+        led = self.ledger.gather(cons)
+        row = {
+            "iter": t,
+            "queries": led[:, 0].sum(),
+            "grad_calls": led[:, 1].sum(),
+            "bits_up": float(self.comm.stats.up.sum()),
+            "bits_down": float(self.comm.stats.down.sum()),
+            "rounds": float(self.comm.stats.rounds),
+            "consensus_error": led[:, 2].max(),
+            "n_cuts3": sum(c.level == 3 for c in self.cuts),
+            "n_cuts2": sum(c.level == 2 for c in self.cuts),
+        }
+        if self.monitor is not None:
+            row.update(self.monitor(self.z.copy()))
+        for k, v in row.items():
+            hist.setdefault(k, []).append(float(v))
+
+
+def dtzo(problem: TrilevelProblem, comm: Communicator, config: DTZOConfig | None = None,
+         monitor: Monitor | None = None) -> DTZOResult:
+    """Run the DTZO-style method.
+
+    Parameters
+    ----------
+    problem : TrilevelProblem
+        Workers' level objectives (the process only queries its local workers).
+    comm : Communicator
+        :class:`~sparsecert.solvers.comm.SimComm` or :class:`~sparsecert.solvers.comm.MPIComm`.
+    config : DTZOConfig, optional
+    monitor : callable, optional
+        ``monitor(z) -> dict`` of diagnostics recorded in the history (not counted as traffic).
+
+    Returns
+    -------
+    DTZOResult
+    """
+    return _DTZO(problem, comm, config or DTZOConfig(), monitor).run()
+
+
+def dtzo_first_order(problem: TrilevelProblem, comm: Communicator,
+                     config: DTZOConfig | None = None,
+                     monitor: Monitor | None = None) -> DTZOResult:
+    """The same algorithm with exact gradients at every level (first-order reference)."""
+    cfg = replace(config or DTZOConfig(), exact_levels=(1, 2, 3))
+    res = _DTZO(problem, comm, cfg, monitor).run()
+    res.method = "first_order"
+    return res

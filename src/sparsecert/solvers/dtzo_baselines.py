@@ -1,0 +1,242 @@
+"""Baselines for the DTZO-style method: nested zeroth-order loops and single-level zeroth-order
+federated averaging that ignores the hierarchy (both on the same communication layer)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from sparsecert.solvers.comm import Communicator, Message, decode_dense, encode_dense
+from sparsecert.solvers.trilevel import (
+    DTZOResult,
+    Monitor,
+    TrilevelProblem,
+    _check_problem,
+    _Ledger,
+    _Oracle,
+    _result,
+    _sum_gathered,
+)
+from sparsecert.solvers.zeroth_order import (
+    ZOConfig,
+    combine_differences,
+    direction_weight,
+    perturbation_points,
+    sample_directions,
+)
+
+__all__ = ["NestedZOConfig", "FedAvgConfig", "nested_zo", "zo_fedavg"]
+
+# ----------------------------------------------------------------------------------------------
+# baselines
+# ----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class NestedZOConfig:
+    """Settings of :func:`nested_zo`: ``n_outer`` zeroth-order steps on ``x1`` of the value
+    function, each solving level 2 by ``M2`` steps whose every function value solves level 3 by
+    ``M3`` steps (warm-started)."""
+
+    n_outer: int = 50
+    M2: int = 10
+    M3: int = 10
+    lr1: float = 0.1
+    lr2: float = 0.1
+    lr3: float = 0.1
+    zo: ZOConfig = field(default_factory=lambda: ZOConfig(q=None, mu=1e-4))
+    seed: int = 0
+    dtype: str = "float64"
+
+    def __post_init__(self) -> None:
+        for name in ("n_outer", "M2", "M3"):
+            v = getattr(self, name)
+            if int(v) != v or v < 1:
+                raise ValueError(f"NestedZOConfig.{name} must be a positive integer, got {v!r}")
+        for name in ("lr1", "lr2", "lr3"):
+            v = getattr(self, name)
+            if not (np.isfinite(v) and v > 0):
+                raise ValueError(f"NestedZOConfig.{name} must be positive, got {v!r}")
+
+
+class _Nested:
+    def __init__(self, problem: TrilevelProblem, comm: Communicator, cfg: NestedZOConfig,
+                 monitor: Monitor | None) -> None:
+        self.dims = _check_problem(problem, comm)
+        self.problem, self.comm, self.cfg, self.monitor = problem, comm, cfg, monitor
+        self.ledger = _Ledger(comm)
+        self.oracle = _Oracle(problem, comm, self.ledger, ())
+        self.rng = np.random.default_rng(np.random.SeedSequence([cfg.seed, 4242]))
+
+    def gvals(self, level: int, Z: np.ndarray) -> np.ndarray:
+        """Global ``f_level = sum_j f_{level,j}`` at rows of ``Z`` (one uplink round)."""
+        local = {j: encode_dense(self.oracle.values(level, j, Z), self.cfg.dtype)
+                 for j in self.comm.local_workers}
+        return _sum_gathered(self.comm.allgather(local), self.cfg.dtype, (Z.shape[0],))
+
+    def _grad(self, f: Callable[[np.ndarray], np.ndarray], X: np.ndarray) -> np.ndarray:
+        zo = self.cfg.zo
+        nb = X.shape[1]
+        q = zo.n_dirs(nb)
+        U = sample_directions(self.rng, nb, q, zo.directions)
+        pts = perturbation_points(X, U, zo.mu, zo.scheme)
+        return combine_differences(f(pts, np.repeat(np.arange(X.shape[0]), pts.shape[0]
+                                                    // X.shape[0])),
+                                   U, zo.mu, zo.scheme, direction_weight(nb, q, zo.directions))
+
+    def solve3(self, X12: np.ndarray, X3: np.ndarray) -> np.ndarray:
+        X3 = X3.copy()
+        for _ in range(self.cfg.M3):
+            G = self._grad(lambda P, idx: self.gvals(3, np.hstack([X12[idx], P])), X3)
+            X3 -= self.cfg.lr3 * G
+        return X3
+
+    def solve2(self, X1: np.ndarray, X2: np.ndarray, X3: np.ndarray):
+        X2, X3 = X2.copy(), X3.copy()
+
+        def phi2(P: np.ndarray, idx: np.ndarray) -> np.ndarray:
+            X12 = np.hstack([X1[idx], P])
+            P3 = self.solve3(X12, X3[idx])
+            return self.gvals(2, np.hstack([X12, P3]))
+
+        for _ in range(self.cfg.M2):
+            X2 -= self.cfg.lr2 * self._grad(phi2, X2)
+            X3 = self.solve3(np.hstack([X1, X2]), X3)
+        return X2, X3
+
+    def run(self) -> DTZOResult:
+        d1, d2, _ = self.dims
+        z = np.asarray(self.problem.initial_point(), dtype=np.float64).copy()
+        x1, x2, x3 = z[:d1].copy(), z[d1:d1 + d2].copy(), z[d1 + d2:].copy()
+        hist: dict[str, list[float]] = {}
+        x3 = self.solve3(np.concatenate([x1, x2])[None, :], x3[None, :])[0]
+        self._record(hist, 0, np.concatenate([x1, x2, x3]))
+        for t in range(self.cfg.n_outer):
+            def value1(P: np.ndarray, idx: np.ndarray, x2=x2, x3=x3) -> np.ndarray:
+                m = P.shape[0]
+                P2, P3 = self.solve2(P, np.tile(x2, (m, 1)), np.tile(x3, (m, 1)))
+                return self.gvals(1, np.hstack([P, P2, P3]))
+
+            g1 = self._grad(value1, x1[None, :])[0]
+            x1 = x1 - self.cfg.lr1 * g1
+            X2, X3 = self.solve2(x1[None, :], x2[None, :], x3[None, :])
+            x2, x3 = X2[0], X3[0]
+            self._record(hist, t + 1, np.concatenate([x1, x2, x3]))
+        return _result(np.concatenate([x1, x2, x3]), self.dims, hist, "nested_zo", self.comm)
+
+    def _record(self, hist: dict[str, list[float]], t: int, z: np.ndarray) -> None:
+        led = self.ledger.gather()
+        row = {"iter": t, "queries": led[:, 0].sum(), "grad_calls": 0.0,
+               "bits_up": float(self.comm.stats.up.sum()),
+               "bits_down": float(self.comm.stats.down.sum()),
+               "rounds": float(self.comm.stats.rounds), "consensus_error": 0.0}
+        if self.monitor is not None:
+            row.update(self.monitor(z.copy()))
+        for k, v in row.items():
+            hist.setdefault(k, []).append(float(v))
+
+
+def nested_zo(problem: TrilevelProblem, comm: Communicator, config: NestedZOConfig | None = None,
+              monitor: Monitor | None = None) -> DTZOResult:
+    """Nested zeroth-order loops (baseline): every value of a level solves the levels below.
+
+    The master draws the directions and asks the workers for sums of function values (one
+    uplink per batch of points), so the method is exact up to the inner iteration counts but
+    pays ``O(q^2 M2 M3)`` queries per outer step. Consensus is trivial (one shared iterate).
+    """
+    return _Nested(problem, comm, config or NestedZOConfig(), monitor).run()
+
+
+@dataclass(frozen=True)
+class FedAvgConfig:
+    """Settings of :func:`zo_fedavg`."""
+
+    n_rounds: int = 200
+    local_steps: int = 5
+    lr: float = 0.05
+    zo: ZOConfig = field(default_factory=lambda: ZOConfig(q=None, mu=1e-4))
+    participation: int | None = None
+    seed: int = 0
+    dtype: str = "float64"
+
+    def __post_init__(self) -> None:
+        for name in ("n_rounds", "local_steps"):
+            v = getattr(self, name)
+            if int(v) != v or v < 1:
+                raise ValueError(f"FedAvgConfig.{name} must be a positive integer, got {v!r}")
+        if not (np.isfinite(self.lr) and self.lr > 0):
+            raise ValueError(f"FedAvgConfig.lr must be positive, got {self.lr!r}")
+
+
+class _SumLevels:
+    """``f_{1,j} + f_{2,j} + f_{3,j}``: the hierarchy flattened into one objective."""
+
+    def __init__(self, oracle: _Oracle) -> None:
+        self.oracle = oracle
+
+    def value(self, j: int, Z: np.ndarray) -> np.ndarray:
+        return sum(self.oracle.values(lev, j, Z) for lev in (1, 2, 3))
+
+
+def zo_fedavg(problem: TrilevelProblem, comm: Communicator, config: FedAvgConfig | None = None,
+              monitor: Monitor | None = None) -> DTZOResult:
+    """Single-level zeroth-order federated averaging that ignores the hierarchy (baseline).
+
+    Each round, the (sampled) workers start from the broadcast ``z``, take ``local_steps``
+    zeroth-order steps on ``f_{1,j} + f_{2,j} + f_{3,j}`` and send their ``z_j``; the master
+    averages them.
+    """
+    cfg = config or FedAvgConfig()
+    dims = _check_problem(problem, comm)
+    N = comm.n_workers
+    if cfg.participation is not None and cfg.participation > N:
+        raise ValueError(f"participation={cfg.participation} exceeds n_workers={N}")
+    ledger = _Ledger(comm)
+    oracle = _Oracle(problem, comm, ledger, ())
+    flat = _SumLevels(oracle)
+    rng = np.random.default_rng(np.random.SeedSequence([cfg.seed, 777]))
+    z = np.asarray(problem.initial_point(), dtype=np.float64).copy()
+    d = z.size
+    zj = {j: z.copy() for j in comm.local_workers}
+    hist: dict[str, list[float]] = {}
+
+    def record(t: int) -> None:
+        led = ledger.gather({j: float(np.linalg.norm(zj[j] - z)) for j in comm.local_workers})
+        row = {"iter": t, "queries": led[:, 0].sum(), "grad_calls": 0.0,
+               "bits_up": float(comm.stats.up.sum()), "bits_down": float(comm.stats.down.sum()),
+               "rounds": float(comm.stats.rounds), "consensus_error": led[:, 2].max()}
+        if monitor is not None:
+            row.update(monitor(z.copy()))
+        for k, v in row.items():
+            hist.setdefault(k, []).append(float(v))
+
+    record(0)
+    for t in range(cfg.n_rounds):
+        if cfg.participation is None or cfg.participation >= N:
+            part = np.arange(N)
+        else:
+            part = np.sort(rng.choice(N, size=cfg.participation, replace=False))
+        pset = set(part.tolist())
+        local: dict[int, Message] = {}
+        for j in comm.local_workers:
+            if j in pset:
+                x = z.copy()
+                q = cfg.zo.n_dirs(d)
+                for _ in range(cfg.local_steps):
+                    U = sample_directions(comm.worker_rng(j), d, q, cfg.zo.directions)
+                    pts = perturbation_points(x[None, :], U, cfg.zo.mu, cfg.zo.scheme)
+                    g = combine_differences(flat.value(j, pts), U, cfg.zo.mu, cfg.zo.scheme,
+                                            direction_weight(d, q, cfg.zo.directions))[0]
+                    x = x - cfg.lr * g
+                zj[j] = x
+                local[j] = encode_dense(x, cfg.dtype)
+            else:
+                local[j] = Message(b"", 0)
+        msgs = comm.allgather(local)
+        zbar = np.mean([decode_dense(msgs[j], cfg.dtype) for j in part], axis=0)
+        z = decode_dense(comm.broadcast(encode_dense(zbar, cfg.dtype) if comm.is_root else None),
+                         cfg.dtype)
+        record(t + 1)
+    return _result(z, dims, hist, "zo_fedavg", comm)
