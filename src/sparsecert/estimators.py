@@ -84,7 +84,7 @@ _ATTRS_DOC = """
         Relative gap ``(objective_ - lower_bound_) / max(1, |objective_|)``.
     status_ : str
         ``"optimal"`` when the gap is within ``rel_gap``, else the reason the search stopped
-        (``"time_limit"``, ``"node_limit"``, ``"interrupted"``, ``"gap_not_closed"``).
+        (``"time_limit"``, ``"node_limit"``, ``"interrupted"``, ``"tree_exhausted"``).
     certificate_ : sparsecert.certify.Certificate
         The certificate; ``certificate_.save(path)`` writes it, and
         :func:`sparsecert.api.verify` re-checks it against the training data (with the labels
