@@ -57,6 +57,21 @@ def test_path_equals_separate_certify(data, fit_intercept):
         path.result_for(7)
 
 
+def test_path_certificates_identical_to_certify(data):
+    """Without warm incumbents a path point is the same search as certify: the certificate
+    (problem, model, bounds, tree, witnesses via the sidecar hash) is identical but for the
+    producer record (timings)."""
+    X, y = data
+    path = certify_path(X, y, [1, 2, 3], 0.7, fit_intercept=True, warm_start=False)
+    for k, res in zip(path.ks, path, strict=True):
+        a = res.certificate.to_dict()
+        b = certify(X, y, int(k), 0.7, fit_intercept=True, verbose=0).certificate.to_dict()
+        assert a.keys() == b.keys()
+        for key in a:
+            if key != "producer":
+                assert a[key] == b[key], key
+
+
 def test_path_matches_enumeration(data):
     X, y = data
     path = certify_path(X, y, range(1, 5), 1.3, rel_gap=1e-9)
