@@ -188,6 +188,8 @@ def test_pipeline_clone_gridsearch(reg_data):
     pipe = make_pipeline(StandardScaler(), KSparseLinearRegression(k=2))
     pipe.fit(X, y)
     assert pipe[-1].support_.size <= 2
+    assert pipe[-1].verify_certificate(pipe[:-1].transform(X), y).ok
+    assert not pipe[-1].verify_certificate(X, y).ok  # the certificate is about the scaled X
     c = clone(pipe)
     assert not hasattr(c[-1], "coef_")
     assert c.get_params()["ksparselinearregression__k"] == 2
