@@ -33,11 +33,11 @@ def main():
     labels = data.target_names[data.target]  # strings: "malignant" / "benign"
     Xtr, Xte, ytr, yte = train_test_split(X, labels, test_size=0.3, random_state=0,
                                           stratify=labels)
-    ks = [1, 2] if args.quick else [1, 2, 3, 4]
+    ks = [1, 2] if args.quick else [1, 2, 3, 4, 5, 6]
     rows = []
     for k in ks:
         model = make_pipeline(StandardScaler(), KSparseLogisticRegression(
-            k=k, lambda2=1.0, fit_intercept=False, time_limit=20))
+            k=k, lambda2=10.0, fit_intercept=False, time_limit=20))
         model.fit(Xtr, ytr)
         est = model[-1]
         acc = model.score(Xte, yte)
