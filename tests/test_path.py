@@ -112,6 +112,31 @@ def test_path_warm_incumbent_is_used(monkeypatch):
     assert verify(warm[1].certificate, X, y).ok
 
 
+def test_path_root_warm_start(monkeypatch, data):
+    """Each root relaxation after the first starts from the previous root's relaxed solution."""
+    import sparsecert.bnb.evaluate as ev
+
+    X, y = data
+    roots = []
+    real = ev.solve_node
+
+    def spy(prob, k, fixed_in, fixed_out, **kw):
+        res = real(prob, k, fixed_in, fixed_out, **kw)
+        if not fixed_in.any() and not fixed_out.any():
+            roots.append((k, kw["warm_start"], res.coef.copy()))
+        return res
+
+    monkeypatch.setattr(ev, "solve_node", spy)
+    certify_path(X, y, [1, 2, 3], 0.7)
+    assert [r[0] for r in roots] == [1, 2, 3]
+    assert roots[0][1] is None
+    for prev, cur in zip(roots[:-1], roots[1:], strict=True):
+        np.testing.assert_array_equal(cur[1], prev[2])
+    roots.clear()
+    certify_path(X, y, [1, 2], 0.7, warm_start=False)
+    assert all(r[1] is None for r in roots)
+
+
 def test_path_logistic(data):
     X, _ = data
     _, ylog, _ = make_synthetic(40, 9, 3, loss="logistic", seed=2)
