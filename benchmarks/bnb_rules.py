@@ -41,8 +41,10 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--json", metavar="PATH")
-    ap.add_argument("--time-limit", type=float, default=60.0)
+    ap.add_argument("--time-limit", type=float, default=None,
+                    help="seconds per run (default 20 quick, 60 full)")
     args = ap.parse_args(argv)
+    args.time_limit = args.time_limit or (20.0 if args.quick else 60.0)
     Xw, yw, _ = make_synthetic(40, 6, 2, seed=1)
     sparsecert.certify(Xw, yw, 2, 1.0, verbose=0)  # JIT warm-up
 
@@ -58,20 +60,30 @@ def main(argv=None) -> int:
             print(f"{name:32s} {rule:20s} {sel:16s} {res.status:10s} nodes={res.n_nodes:6d} "
                   f"time={rows[-1]['time']:7.2f}s gap={res.gap:.1e}", flush=True)
 
-    print(f"\n{'branching rule':20s} {'node selection':16s} {'total nodes':>12s} "
-          f"{'total time (s)':>15s} {'certified':>10s}")
+    # nodes and time are compared on the instances every pair certified; on the others (time
+    # limit) the final gap is what counts
+    names = sorted({r["instance"] for r in rows})
+    solved_by_all = [nm for nm in names
+                     if all(r["status"] == "optimal" for r in rows if r["instance"] == nm)]
+    print(f"\ninstances certified by every pair: {solved_by_all}")
+    print(f"{'branching rule':20s} {'node selection':16s} {'nodes (all-certified)':>22s} "
+          f"{'time (s)':>9s} {'certified':>10s} {'sum gap (others)':>17s}")
     totals = {}
     for rule, sel in combos:
         sub = [r for r in rows if r["rule"] == rule and r["selection"] == sel]
-        totals[(rule, sel)] = (sum(r["nodes"] for r in sub), sum(r["time"] for r in sub),
-                               sum(r["status"] == "optimal" for r in sub))
-        t = totals[(rule, sel)]
-        print(f"{rule:20s} {sel:16s} {t[0]:12d} {t[1]:15.2f} {t[2]:7d}/{len(sub)}")
+        both = [r for r in sub if r["instance"] in solved_by_all]
+        rest = [r for r in sub if r["instance"] not in solved_by_all]
+        totals[(rule, sel)] = (sum(r["status"] == "optimal" for r in sub),
+                               sum(r["gap"] for r in rest), sum(r["nodes"] for r in both),
+                               sum(r["time"] for r in both))
+        c, g, nodes, t = totals[(rule, sel)]
+        print(f"{rule:20s} {sel:16s} {nodes:22d} {t:9.2f} {c:7d}/{len(sub)} {g:17.3e}")
     default = (BnBSettings().branching, BnBSettings().node_selection)
-    best = min(totals, key=lambda c: (-totals[c][2], totals[c][0], totals[c][1]))
+    best = min(totals, key=lambda c: (-totals[c][0], totals[c][2], totals[c][1], totals[c][3]))
     print(f"\ndefault {default}; best by (certified, nodes, time): {best}")
-    claims = [dict(name="total nodes of the default (branching, selection) / best pair's",
-                   measured=totals[default][0] / max(1, totals[best][0]), target=1.0,
+    claims = [dict(name="nodes of the default (branching, selection) / best pair's, on the "
+                        "instances every pair certified",
+                   measured=totals[default][2] / max(1, totals[best][2]), target=1.0,
                    unit="ratio", better="lower")]
     if args.json:
         out = Path(args.json)

@@ -176,3 +176,26 @@ def test_prox_edge_budgets():
     # budget >= p: plain ridge + box
     np.testing.assert_allclose(prox_g(v, 3, 1.0, INF), v / 2.0)
     np.testing.assert_allclose(prox_g(v, 5, 1.0, 1.2), np.clip(v / 2.0, -1.2, 1.2))
+
+
+@pytest.mark.parametrize("M", [INF, 0.9])
+def test_relaxed_z_attains_g(M):
+    """z from relaxed_z is feasible and attains g_node (independent numpy evaluation)."""
+    from sparsecert.solvers.perspective._gfun import relaxed_z
+
+    rng = np.random.default_rng(70)
+    p, k = 9, 4
+    state = np.array([1, 2, 2, 0, 2, 2, 2, 2, 2], dtype=np.int8)
+    for _ in range(5):
+        b = rng.standard_normal(p)
+        b[3] = 0.0
+        if M < INF:
+            b *= 0.8 * min(M / np.abs(b).max(), (k - 1) * M / np.abs(b[state == 2]).sum())
+        z = relaxed_z(b, state, k - 1)
+        assert z[0] == 1 and z[3] == 0
+        assert np.all(z >= 0) and np.all(z <= 1 + 1e-12) and z[state == 2].sum() <= k - 1 + 1e-9
+        if M < INF:
+            assert np.all(np.abs(b) <= M * z + 1e-12)
+        nz = z > 0
+        val = 0.5 * np.sum(b[nz] ** 2 / z[nz])
+        assert val == pytest.approx(g_node(b, state, k - 1, M), rel=1e-10)

@@ -294,3 +294,54 @@ def test_working_set_matches_full():
         D = _dual_value(X, y, ws.dual, k, lam, "squared",
                         np.where(s0, 0, np.where(s1, 1, 2)), k - int(s1.sum()))
         assert D == pytest.approx(ws.lower_bound, rel=1e-9)
+
+
+@pytest.mark.parametrize("loss", ["logistic", "squared_hinge", "poisson"])
+@pytest.mark.parametrize("M,fin,fout", [(None, (), ()), (0.7, (1,), (0,))])
+def test_intercept_non_squared_against_cvxpy(loss, M, fin, fout):
+    import math
+
+    rng = np.random.default_rng(11)
+    n, p, k, lam = 50, 8, 3, 0.5
+    X = rng.standard_normal((n, p))
+    u = X[:, 0] - X[:, 3] + 1.0
+    if loss == "poisson":
+        y = rng.poisson(np.exp(0.4 * u)).astype(float)
+    else:
+        y = np.where(u + 0.5 * rng.standard_normal(n) > 0, 1.0, -1.0)
+    res = perspective_relaxation(X, y, k, lam, loss=loss, fit_intercept=True, rel_tol=1e-9,
+                                 max_abs_coef=M, fixed_in=fin, fixed_out=fout)
+    b, c, z, s = cp.Variable(p), cp.Variable(), cp.Variable(p), cp.Variable(p)
+    uu = X @ b + c
+    F = {"logistic": cp.sum(cp.logistic(-cp.multiply(y, uu))),
+         "squared_hinge": cp.sum_squares(cp.pos(1 - cp.multiply(y, uu))),
+         "poisson": cp.sum(cp.exp(uu) - cp.multiply(y, uu))}[loss]
+    cons = [z >= 0, z <= 1] + [cp.quad_over_lin(b[j], z[j]) <= s[j] for j in range(p)]
+    free = [j for j in range(p) if j not in fin and j not in fout]
+    cons.append(cp.sum(z[free]) <= k - len(fin))
+    cons += [z[j] == 1 for j in fin] + [z[j] == 0 for j in fout] + [b[j] == 0 for j in fout]
+    if M:
+        cons.append(cp.abs(b) <= M * z)
+    pr = cp.Problem(cp.Minimize(F + lam * cp.sum(s)), cons)
+    pr.solve(solver=cp.CLARABEL, tol_gap_rel=1e-8, tol_gap_abs=1e-8, tol_feas=1e-8)
+    assert res.status == "converged"
+    assert res.objective == pytest.approx(pr.value, rel=1e-6)
+    assert res.lower_bound <= pr.value + 1e-8 * abs(pr.value)
+    assert res.intercept == pytest.approx(c.value, rel=1e-3, abs=1e-3)
+    # the dual certificate: exactly zero sum, dyadic, in the domain, and D(zeta) = lower_bound
+    assert math.fsum(res.dual) == 0.0
+    np.testing.assert_array_equal(res.dual * 2.0**40, np.rint(res.dual * 2.0**40))
+    assert np.all(get_loss(loss).in_dual_domain(res.dual, y))
+    state = np.full(p, 2)
+    state[list(fin)] = 1
+    state[list(fout)] = 0
+    D = _dual_value(X, y, res.dual, k, lam, loss, state, k - len(fin),
+                    M=INF if M is None else M)
+    assert D == pytest.approx(res.lower_bound, rel=1e-12)
+    # and it is valid along the run too (early stops)
+    for it in (2, 10):
+        early = perspective_relaxation(X, y, k, lam, loss=loss, fit_intercept=True,
+                                       max_iter=it, rel_tol=0.0, max_abs_coef=M,
+                                       fixed_in=fin, fixed_out=fout)
+        assert early.lower_bound <= pr.value + 1e-8 * abs(pr.value)
+        assert math.fsum(early.dual) == 0.0

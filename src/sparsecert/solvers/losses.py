@@ -39,6 +39,7 @@ __all__ = [
     "loss_value_grad",
     "conjugate_sum",
     "spectral_norm_sq",
+    "loss_hessian_diag",
 ]
 
 SQUARED, LOGISTIC, SQUARED_HINGE, POISSON = 0, 1, 2, 3
@@ -158,13 +159,14 @@ def conjugate_sum(loss_id, z, y):
 # ----------------------------------------------------------------------------------------------
 # Python API
 # ----------------------------------------------------------------------------------------------
-def spectral_norm_sq(X: np.ndarray, n_iter: int = 300, tol: float = 1e-10,
-                     seed: int = 0) -> float:
+def spectral_norm_sq(X: np.ndarray, n_iter: int = 300, tol: float = 1e-8,
+                     seed: int = 0, XT: np.ndarray | None = None) -> float:
     """``||X||_2^2``: exact SVD for small matrices, else Lanczos (``scipy.sparse.linalg.eigsh``) on
     ``X^T X`` or ``X X^T`` (the smaller), with power iteration as a fallback.
 
     Lanczos estimates converge from below; callers that need an upper bound multiply by a small
     safety factor (the solvers also backtrack, so an underestimate only costs extra iterations).
+    ``XT`` (a C-contiguous ``X.T``), when given, enables the single-threaded mat-vec kernels.
     """
     X = np.asarray(X, dtype=np.float64)
     n, p = X.shape
@@ -173,7 +175,20 @@ def spectral_norm_sq(X: np.ndarray, n_iter: int = 300, tol: float = 1e-10,
     from scipy.sparse.linalg import ArpackNoConvergence, LinearOperator, eigsh
 
     m = min(n, p)
-    if p <= n:
+    if XT is not None and X.flags.c_contiguous and XT.flags.c_contiguous:
+        from sparsecert.solvers.perspective._linalg import x_dot, xt_dot
+
+        def mv(v):
+            v = np.ascontiguousarray(v, dtype=np.float64).ravel()
+            u = np.empty(n)
+            x_dot(XT, v, u)
+            w = np.empty(p)
+            xt_dot(X, u, w)
+            return w
+
+        op = LinearOperator((p, p), matvec=mv, dtype=np.float64)
+        m = p
+    elif p <= n:
         op = LinearOperator((p, p), matvec=lambda v: X.T @ (X @ v), dtype=np.float64)
     else:
         op = LinearOperator((n, n), matvec=lambda v: X @ (X.T @ v), dtype=np.float64)
@@ -271,3 +286,15 @@ def get_loss(name: str) -> Loss:
     """Return the :class:`Loss` called ``name``."""
     name = check_loss(name)
     return Loss(name=name, loss_id=LOSS_IDS[name], curvature=_CURVATURE[name])
+
+
+def loss_hessian_diag(loss_id: int, u: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Per-sample second derivatives ``f''(u_i; y_i)`` (a generalised one for the squared hinge)."""
+    if loss_id == SQUARED:
+        return np.full(u.shape, 2.0)
+    if loss_id == LOGISTIC:
+        s = 1.0 / (1.0 + np.exp(-np.clip(y * u, -700, 700)))
+        return s * (1.0 - s)
+    if loss_id == SQUARED_HINGE:
+        return np.where(1.0 - y * u > 0.0, 2.0, 0.0)
+    return np.exp(np.minimum(u, 700.0))

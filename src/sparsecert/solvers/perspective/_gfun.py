@@ -142,3 +142,63 @@ def g_node(b, state, budget, M):
             bf[nf] = b[j]
             nf += 1
     return s_in + g_value(bf[:nf], budget, M)
+
+
+@njit(cache=True, nogil=True)
+def relaxed_z(b, state, budget):
+    """The minimising ``z`` of ``g_node`` at ``b`` (1 on S1, 0 on S0)."""
+    m = b.shape[0]
+    z = np.zeros(m)
+    idx = np.empty(m, dtype=np.int64)
+    nf = 0
+    for j in range(m):
+        if state[j] == IN:
+            z[j] = 1.0
+        elif state[j] == FREE:
+            idx[nf] = j
+            nf += 1
+    if nf == 0 or budget <= 0:
+        return z
+    a = np.empty(nf)
+    nnz = 0
+    for i in range(nf):
+        a[i] = abs(b[idx[i]])
+        if a[i] > 0.0:
+            nnz += 1
+    if nnz <= budget:
+        for i in range(nf):
+            z[idx[i]] = 1.0 if a[i] > 0.0 else 0.0
+        return z
+    order = np.argsort(-a)
+    total = 0.0
+    for i in range(nf):
+        total += a[i]
+    best_r = budget - 1
+    best_val = np.inf
+    pre = 0.0
+    pre2 = 0.0
+    for r in range(budget):
+        top = a[order[r]]
+        tail = total - pre
+        if tail < 0.0:
+            tail = 0.0
+        if tail / (budget - r) >= top:
+            val = pre2 + tail * tail / (budget - r)
+            if val < best_val:
+                best_val = val
+                best_r = r
+        pre += top
+        pre2 += top * top
+    tail = total
+    for i in range(best_r):
+        tail -= a[order[i]]
+    if tail < 0.0:
+        tail = 0.0
+    theta = tail / (budget - best_r)
+    for i in range(nf):
+        j = idx[order[i]]
+        if i < best_r:
+            z[j] = 1.0
+        elif theta > 0.0:
+            z[j] = min(1.0, a[order[i]] / theta)
+    return z

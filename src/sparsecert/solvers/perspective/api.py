@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
+import math
 import time as _time
 from typing import Any
 
 import numpy as np
 
 from sparsecert._validation import check_fixings, check_k
-from sparsecert.solvers.losses import POISSON, SQUARED, spectral_norm_sq
+from sparsecert.solvers.losses import POISSON, SQUARED, loss_value_grad, spectral_norm_sq
 from sparsecert.solvers.perspective._fista import (
     RESTART_BOTH,
     RESTART_FUNCTION,
     RESTART_GAP,
     RESTART_NONE,
     SC_BEST,
+    SC_C,
+    SC_CBP,
+    SC_CPREV,
     SC_GAPREF,
     SC_L,
     SC_NREST,
@@ -24,10 +28,15 @@ from sparsecert.solvers.perspective._fista import (
     ST_CONVERGED,
     ST_CUTOFF,
     bound_at,
+    dual_value,
     fista_chunk,
+    icpt_grad_dual,
     primal_value,
+    prox_grad_step,
 )
-from sparsecert.solvers.perspective._gfun import FREE, IN, OUT
+from sparsecert.solvers.perspective._gfun import FREE, IN, OUT, relaxed_z
+from sparsecert.solvers.perspective._linalg import x_dot, xt_dot
+from sparsecert.solvers.perspective._polish import newton_polish
 from sparsecert.solvers.perspective.problem import LIPSCHITZ_SAFETY, RelaxationProblem
 from sparsecert.solvers.perspective.result import RelaxationResult
 
@@ -39,6 +48,14 @@ RESTARTS = {"none": RESTART_NONE, "function": RESTART_FUNCTION, "gap": RESTART_G
 DEFAULT_RESTART = "function"
 #: use a working set of columns when more than this many columns are active
 WS_MIN_COLUMNS = 256
+#: the working set is abandoned (full iterations from the current point) beyond this fraction
+WS_MAX_FRACTION = 0.35
+#: Newton polishing of the iterate (see _polish.py) when at least this many columns are active
+POLISH = True
+POLISH_MIN_COLUMNS = 150
+#: at every iteration FISTA first tries L * L_DOWN (then backtracks): adapts the step to the
+#: local curvature
+L_DOWN = 1.0
 
 
 # ----------------------------------------------------------------------------------------------
@@ -70,39 +87,7 @@ def _node_state(p: int, k: int, s1: np.ndarray, s0: np.ndarray) -> tuple[np.ndar
 
 def _relaxed_z(coef: np.ndarray, state: np.ndarray, budget: int) -> np.ndarray:
     """Optimal relaxed indicators z for g_node at ``coef``."""
-    z = np.zeros(coef.shape[0])
-    z[state == IN] = 1.0
-    fidx = np.flatnonzero(state == FREE)
-    if fidx.size == 0 or budget <= 0:
-        return z
-    a = np.abs(coef[fidx])
-    nnz = int(np.count_nonzero(a))
-    if nnz <= budget:
-        z[fidx] = (a > 0).astype(float)
-        return z
-    order = np.argsort(-a)
-    srt = a[order]
-    total = srt.sum()
-    pre = 0.0
-    best_r, best_val = budget - 1, np.inf
-    pre2 = 0.0
-    for r in range(budget):
-        tail = max(total - pre, 0.0)
-        theta = tail / (budget - r)
-        if theta >= srt[r]:
-            val = pre2 + tail * tail / (budget - r)
-            if val < best_val:
-                best_val, best_r = val, r
-        pre += srt[r]
-        pre2 += srt[r] ** 2
-    r = best_r
-    tail = max(total - srt[:r].sum(), 0.0)
-    theta = tail / (budget - r)
-    zf = np.empty(fidx.size)
-    zf[:r] = 1.0
-    zf[r:] = np.minimum(1.0, srt[r:] / theta) if theta > 0 else 0.0
-    z[fidx[order]] = zf
-    return z
+    return relaxed_z(coef, state, budget)
 
 
 def _initial_L(prob: RelaxationProblem, X: np.ndarray, norm_sq: float, ub: np.ndarray) -> float:
@@ -121,20 +106,30 @@ class _Runner:
         self.restart = restart
         self.timed_out = False
 
-    def run(self, prob, X, state, budget, x, x_prev, ux, ux_prev, sc, bp, dual, tol, n_max,
-            cutoff):
+    def run(self, prob, X, XT, state, budget, x, x_prev, ux, ux_prev, sc, bp, dual, tol, n_max,
+            cutoff, polisher=None):
         done = 0
         status = 0
         chunk = n_max if self.deadline is None else 20
+        if polisher is not None:
+            chunk = polisher.every
         while done < n_max:
             m = min(chunk, n_max - done)
             t_start = _time.perf_counter()
-            status, it = fista_chunk(X, prob.y, prob.loss_id, prob.lam_eff, prob.mu, prob.M,
+            status, it = fista_chunk(X, XT, prob.y, prob.loss_id, prob.lam_eff, prob.mu, prob.M,
                                      state, budget, x, x_prev, ux, ux_prev, sc, bp, dual,
-                                     tol, m, self.restart, cutoff)
+                                     tol, m, self.restart, cutoff, L_DOWN, prob.icpt,
+                                     prob.cls, prob.Xty)
             done += it
             if status != 0:
                 break
+            if polisher is not None:
+                status = polisher.after_chunk(it, x, x_prev, ux, ux_prev, sc, bp, dual, tol,
+                                              cutoff)
+                if status != 0:
+                    break
+                if self.deadline is None:
+                    continue
             if self.deadline is not None:
                 now = _time.perf_counter()
                 if now >= self.deadline:
@@ -142,7 +137,96 @@ class _Runner:
                     break
                 per_it = (now - t_start) / max(it, 1)
                 chunk = int(min(max(20, 0.25 * (self.deadline - now) / max(per_it, 1e-9)), 5000))
+                if polisher is not None:
+                    chunk = min(chunk, polisher.every)
         return status, done
+
+
+class _Polisher:
+    """Newton polishing of the FISTA iterate once its structure is stable (see ``_polish``).
+
+    Every candidate is checked with the true objective and the valid bound over all columns;
+    it replaces the iterate only if its objective is lower and raises the bound only through
+    the running maximum.
+    """
+
+    every = 10
+
+    def __init__(self, prob, state, budget):
+        self.prob, self.state, self.budget = prob, state, budget
+        self.sig = None
+        self.stable = 0
+        self.since = 0
+        self.n_fail = 0
+        self.n_polish = 0
+        self.t_last = _time.perf_counter()
+        self.t_iter = 0.0  # seconds per FISTA iteration (running estimate)
+        self.t_polish = 0.0  # seconds per polish
+
+    def _signature(self, x):
+        return np.sign(x).astype(np.int8)
+
+    def after_chunk(self, it, x, x_prev, ux, ux_prev, sc, bp, dual, tol, cutoff):
+        now = _time.perf_counter()
+        if it:
+            self.t_iter = (now - self.t_last) / it
+        self.since += it
+        sig = self._signature(x)
+        if self.sig is not None:
+            changed = int(np.count_nonzero(sig != self.sig))
+            nnz = int(np.count_nonzero(sig))
+            # nearly stable: only a few tiny coordinates enter or leave
+            self.stable = self.stable + it if changed <= max(2, nnz // 100) else 0
+        self.sig = sig
+        # a polish costs a Gram matrix of the support: keep it below ~1/3 of the time
+        wait = max(30.0, 2.0 * self.t_polish / max(self.t_iter, 1e-12))
+        if self.n_fail >= 6 or self.stable < 20 or self.since < wait:
+            self.t_last = _time.perf_counter()
+            return 0
+        self.since = 0
+        prob, state, budget = self.prob, self.state, self.budget
+        t0 = _time.perf_counter()
+        cand = newton_polish(prob.X, prob.y, prob.loss_id, prob.lam_eff, prob.mu, x, state,
+                             budget)
+        self.n_polish += 1
+        if cand is None:
+            self.n_fail += 1
+            self.t_polish = _time.perf_counter() - t0
+            self.t_last = _time.perf_counter()
+            return 0
+        uc = _xb(prob.XT, cand)
+        Pc = float(primal_value(prob.y, prob.loss_id, prob.lam_eff, prob.mu, prob.M, state,
+                                budget, cand, uc))
+        lb, zeta = _full_bound(prob, state, budget, cand, uc)
+        newton = cand
+        # one proximal-gradient step from the candidate repairs a slightly wrong structure
+        c2, u2, P2 = prox_grad_step(prob.X, prob.XT, prob.y, prob.loss_id, prob.lam_eff,
+                                    prob.mu, prob.M, state, budget, cand, sc[SC_L])
+        if P2 < Pc:
+            cand, uc, Pc = c2, u2, float(P2)
+        improved = False
+        if lb > sc[SC_BEST]:
+            improved = lb > sc[SC_BEST] + 1e-3 * (sc[SC_PX] - sc[SC_BEST])
+            sc[SC_BEST] = lb
+            bp[:] = newton
+            dual[:] = zeta
+        if Pc < sc[SC_PX]:
+            improved = True
+            x[:] = cand
+            x_prev[:] = cand
+            ux[:] = uc
+            ux_prev[:] = uc
+            sc[SC_PX] = Pc
+            sc[SC_T] = 1.0
+        if not improved:
+            self.n_fail += 1
+        self.t_polish = _time.perf_counter() - t0
+        self.t_last = _time.perf_counter()
+        if sc[SC_BEST] >= cutoff:
+            return ST_CUTOFF
+        if sc[SC_PX] - sc[SC_BEST] <= tol * max(1.0, abs(sc[SC_PX])):
+            return ST_CONVERGED
+        return 0
 
 
 def _new_sc(L: float) -> np.ndarray:
@@ -184,9 +268,9 @@ def solve_node(prob: RelaxationProblem, k: int, fixed_in=None, fixed_out=None, *
     restart : {"function", "gap", "both", "none"}
         Momentum restart scheme.
     working_set : bool or None
-        Iterate on a working set of columns grown from the dual (None: automatic, when more
-        than ``WS_MIN_COLUMNS`` columns are active). The bound is always computed over all
-        non-fixed-out columns.
+        Iterate on a working set of columns grown from the dual (None: off, the default; the
+        relaxed solutions of the benchmark family are dense, see docs/relaxation.md). The
+        bound is always computed over all non-fixed-out columns.
 
     Returns
     -------
@@ -213,7 +297,11 @@ def solve_node(prob: RelaxationProblem, k: int, fixed_in=None, fixed_out=None, *
 
     state, budget = _node_state(p, k, s1, s0)
     x0 = np.zeros(p)
+    c0 = _initial_intercept(prob) if prob.icpt else 0.0
     if warm_start is not None:
+        if prob.icpt and isinstance(warm_start, RelaxationResult):
+            if np.isfinite(warm_start.intercept):
+                c0 = float(warm_start.intercept)
         w = warm_start.coef if isinstance(warm_start, RelaxationResult) else warm_start
         w = np.asarray(w, dtype=np.float64)
         if w.shape != (p,):
@@ -231,25 +319,49 @@ def solve_node(prob: RelaxationProblem, k: int, fixed_in=None, fixed_out=None, *
 
     runner = _Runner(deadline, RESTARTS[restart])
     n_active = int(np.sum(state != OUT))
-    use_ws = (n_active > WS_MIN_COLUMNS) if working_set is None else bool(working_set)
-    if use_ws:
+    use_ws = False if working_set is None else bool(working_set) and n_active > 1
+    if use_ws and not prob.icpt:
         return _solve_ws(prob, state, budget, x0, rel_tol, int(max_iter), cut, runner, t0)
 
-    X = prob.X
+    return _solve_full(prob, state, budget, x0, rel_tol, int(max_iter), cut, runner, t0, c0=c0)
+
+
+def _initial_intercept(prob: RelaxationProblem) -> float:
+    """The intercept-only optimum (logistic, Poisson), a good starting value."""
+    if prob.loss == "logistic":
+        n_pos = int(np.sum(prob.y > 0))
+        n_neg = prob.n_samples - n_pos
+        return float(np.log(n_pos / n_neg)) if n_pos and n_neg else 0.0
+    if prob.loss == "poisson":
+        return float(np.log(max(prob.y.mean(), 1e-3)))
+    return 0.0
+
+
+def _solve_full(prob, state, budget, x0, rel_tol, max_iter, cut, runner, t0, best=-np.inf,
+                bp=None, dual=None, n_done=0, n_rest_done=0, c0=0.0):
+    """FISTA over all active columns: the kernel's running-max bound is the valid bound."""
+    X, p, n = prob.X, prob.n_features, prob.n_samples
     x = x0.copy()
     x_prev = x.copy()
-    ux = X @ x
+    ux = _xb(prob.XT, x) + c0
     ux_prev = ux.copy()
     sc = _new_sc(_initial_L(prob, X, prob.norm_sq, ux))
+    sc[SC_C] = sc[SC_CPREV] = sc[SC_CBP] = c0
+    sc[SC_BEST] = best
     sc[SC_PX] = float(primal_value(prob.y, prob.loss_id, prob.lam_eff, prob.mu, prob.M, state,
                                    budget, x, ux))
-    bp = np.zeros(p)
-    dual = np.zeros(prob.n_samples)
-    status, n_it = runner.run(prob, X, state, budget, x, x_prev, ux, ux_prev, sc, bp, dual,
-                              rel_tol, int(max_iter), cut)
+    bp = np.zeros(p) if bp is None else bp.copy()
+    dual = np.zeros(n) if dual is None else dual.copy()
+    polisher = None
+    if POLISH and not prob.icpt and int(np.sum(state != OUT)) >= POLISH_MIN_COLUMNS:
+        polisher = _Polisher(prob, state, budget)
+    status, n_it = runner.run(prob, X, prob.XT, state, budget, x, x_prev, ux, ux_prev, sc, bp,
+                              dual, rel_tol, max_iter - n_done, cut, polisher)
     st = _status_name(status, runner)
-    return _finish(prob, state, budget, x, sc[SC_BEST], bp, dual, n_it, int(sc[SC_NREST]), st,
-                   t0, rel_tol, cut)
+    if not np.isfinite(sc[SC_BEST]):
+        bp, dual = None, None
+    return _finish(prob, state, budget, x, sc[SC_BEST], bp, dual, n_it + n_done,
+                   int(sc[SC_NREST]) + n_rest_done, st, t0, rel_tol, cut, c=sc[SC_C])
 
 
 def _status_name(status: int, runner: _Runner) -> str:
@@ -280,6 +392,18 @@ def _exact_ridge(prob: RelaxationProblem, state: np.ndarray) -> np.ndarray:
     return coef
 
 
+def _xb(XT: np.ndarray, b: np.ndarray) -> np.ndarray:
+    out = np.empty(XT.shape[1])
+    x_dot(XT, b, out)
+    return out
+
+
+def _xtz(X: np.ndarray, z: np.ndarray) -> np.ndarray:
+    out = np.empty(X.shape[1])
+    xt_dot(X, z, out)
+    return out
+
+
 def _full_bound(prob, state, budget, b, ub):
     zeta = np.empty(prob.n_samples)
     lb, _ = bound_at(prob.X, prob.y, prob.loss_id, prob.lam_eff, prob.mu, prob.M, state, budget,
@@ -288,15 +412,25 @@ def _full_bound(prob, state, budget, b, ub):
 
 
 def _finish(prob, state, budget, coef, best, bp, dual, n_iter, n_rest, status, t0, rel_tol,
-            cut) -> RelaxationResult:
+            cut, c=0.0) -> RelaxationResult:
     """Final objective and bound at the final iterate (both over all columns), the record."""
     coef = np.where(state == OUT, 0.0, coef)
-    ux = prob.X @ coef
+    ux = _xb(prob.XT, coef)
+    if prob.icpt:
+        ux += c
     obj = float(primal_value(prob.y, prob.loss_id, prob.lam_eff, prob.mu, prob.M, state,
                              budget, coef, ux))
-    lb_end, zeta_end = _full_bound(prob, state, budget, coef, ux)
+    if prob.icpt:
+        lb_end, zeta_end = _icpt_bound(prob, state, budget, ux)
+    else:
+        lb_end, zeta_end = _full_bound(prob, state, budget, coef, ux)
     if bp is None or not lb_end <= best:
         best, bp, dual = lb_end, coef.copy(), zeta_end
+    if prob.icpt:
+        # certify with a dual whose entries are dyadic and whose sum is exactly zero
+        dual = dyadic_zero_sum(dual, prob.y, prob.loss)
+        best = float(dual_value(prob.X, prob.y, prob.loss_id, prob.lambda2, prob.M, state,
+                                budget, dual))
     gap = (obj - best) / max(1.0, abs(obj))
     if status in ("max_iter", "time_limit"):
         if best >= cut:
@@ -306,11 +440,68 @@ def _finish(prob, state, budget, coef, best, bp, dual, n_iter, n_rest, status, t
     intercept = 0.0
     if prob.fit_intercept and prob.loss_id == SQUARED:
         intercept = float(prob.y_mean - prob.x_mean @ coef)
+    elif prob.icpt:
+        intercept = float(c)
     return RelaxationResult(
         coef=coef, intercept=intercept, objective=obj, lower_bound=float(best), dual=dual,
         bound_point=np.where(state == OUT, 0.0, bp), z=_relaxed_z(coef, state, budget),
         n_iter=int(n_iter), n_restarts=int(n_rest), status=status,
         time=_time.perf_counter() - t0, eig_shift=float(prob.mu), gap=float(gap))
+
+
+def _icpt_bound(prob, state, budget, ub):
+    """Fenchel dual at the zero-sum projection of ``f'(ub)`` (non-squared loss + intercept)."""
+    n, p = prob.n_samples, prob.n_features
+    zeta = np.empty(n)
+    loss_value_grad(prob.loss_id, ub, prob.y, zeta)
+    grad, zproj, gproj = np.empty(p), np.empty(n), np.empty(p)
+    icpt_grad_dual(prob.X, prob.y, prob.loss_id, zeta, prob.cls, prob.Xty, grad, zproj, gproj)
+    lb = float(dual_value(prob.X, prob.y, prob.loss_id, prob.lambda2, prob.M, state, budget,
+                          zproj))
+    return lb, zproj
+
+
+#: dual entries are rounded to multiples of 2**-DYADIC_BITS
+DYADIC_BITS = 40
+
+
+def dyadic_zero_sum(zeta: np.ndarray, y: np.ndarray, loss: str) -> np.ndarray:
+    """Round ``zeta`` to multiples of ``2**-40`` inside the conjugate's domain, with an exactly
+    zero sum (``math.fsum(out) == 0.0``): the dual certificate of an unpenalised intercept."""
+    scale = float(2 ** DYADIC_BITS)
+    Z = np.rint(zeta * scale)
+    big = 2.0 ** 52
+    if loss == "logistic":  # t = -y zeta in [0, 1]
+        lo = np.where(y > 0, -scale, 0.0)
+        hi = np.where(y > 0, 0.0, scale)
+    elif loss == "squared_hinge":  # y zeta <= 0
+        lo = np.where(y > 0, -big, 0.0)
+        hi = np.where(y > 0, 0.0, big)
+    elif loss == "poisson":  # zeta + y >= 0
+        lo = np.ceil(-y * scale)
+        hi = np.full(y.shape, big)
+    else:
+        raise ValueError(f"no zero-sum dual rounding for loss {loss!r}")
+    Z = np.clip(Z, lo, hi)
+    if np.any(np.abs(Z) >= big):
+        raise ValueError("dual entries too large for the dyadic grid")
+    Zi = Z.astype(np.int64)
+    R = int(Zi.sum())
+    if R != 0:
+        slack = (Zi - lo.astype(np.int64)) if R > 0 else (hi.astype(np.int64) - Zi)
+        order = np.argsort(-slack)
+        need = abs(R)
+        for j in order:
+            if need == 0:
+                break
+            d = int(min(slack[j], need))
+            Zi[j] += -d if R > 0 else d
+            need -= d
+        if need:
+            raise ValueError("could not make the dual sum exactly zero inside its domain")
+    out = Zi.astype(np.float64) / scale
+    assert math.fsum(out) == 0.0
+    return out
 
 
 # ----------------------------------------------------------------------------------------------
@@ -328,11 +519,11 @@ def _solve_ws(prob, state, budget, x0, rel_tol, max_iter, cut, runner, t0):
     X, p, n = prob.X, prob.n_features, prob.n_samples
     free = state == FREE
     x = x0.copy()
-    ux = X @ x
+    ux = _xb(prob.XT, x)
     zeta = np.empty(n)
     best, _ = bound_at(X, prob.y, prob.loss_id, prob.lam_eff, prob.mu, prob.M, state, budget, x,
                        ux, zeta)
-    grad = zeta @ X - 2.0 * prob.mu * x
+    grad = _xtz(X, zeta) - 2.0 * prob.mu * x
     bp, dual = x.copy(), zeta.copy()
     h = _ws_scores(prob, state, grad)
     m0 = max(3 * budget, 50)
@@ -345,19 +536,24 @@ def _solve_ws(prob, state, budget, x0, rel_tol, max_iter, cut, runner, t0):
     n_it = 0
     n_rest = 0
     status = "max_iter"
+    n_active = int(np.sum(state != OUT))
     while True:
+        if in_w.sum() > WS_MAX_FRACTION * n_active:
+            return _solve_full(prob, state, budget, x, rel_tol, max_iter, cut, runner, t0, best,
+                               bp, dual, n_it, n_rest)
         W = np.flatnonzero(in_w)
         XW = np.ascontiguousarray(X[:, W])
+        XWT = np.ascontiguousarray(prob.XT[W])
         stW = np.ascontiguousarray(state[W])
         xW = x[W].copy()
-        uxW = XW @ xW
-        nsW = spectral_norm_sq(XW, n_iter=30, tol=1e-6) * LIPSCHITZ_SAFETY
+        uxW = _xb(XWT, xW)
+        nsW = spectral_norm_sq(XW, tol=1e-6, XT=XWT) * LIPSCHITZ_SAFETY
         sc = _new_sc(_initial_L(prob, XW, nsW, uxW))
         sc[SC_PX] = float(primal_value(prob.y, prob.loss_id, prob.lam_eff, prob.mu, prob.M, stW,
                                        budget, xW, uxW))
         bpW = np.zeros(W.size)
         dW = np.zeros(n)
-        st, it = runner.run(prob, XW, stW, budget, xW, xW.copy(), uxW, uxW.copy(), sc, bpW, dW,
+        st, it = runner.run(prob, XW, XWT, stW, budget, xW, xW.copy(), uxW, uxW.copy(), sc, bpW, dW,
                             inner_tol, max_iter - n_it, np.inf)
         n_it += it
         n_rest += int(sc[SC_NREST])
@@ -370,7 +566,7 @@ def _solve_ws(prob, state, budget, x0, rel_tol, max_iter, cut, runner, t0):
         if np.isfinite(sc[SC_BEST]):
             b2 = np.zeros(p)
             b2[W] = bpW
-            lb2, zeta2 = _full_bound(prob, state, budget, b2, XW @ bpW)
+            lb2, zeta2 = _full_bound(prob, state, budget, b2, _xb(XWT, bpW))
             if lb2 > best:
                 best, bp, dual = lb2, b2, zeta2
         Px = sc[SC_PX]
@@ -387,7 +583,7 @@ def _solve_ws(prob, state, budget, x0, rel_tol, max_iter, cut, runner, t0):
             status = "max_iter"
             break
         # grow W with the free columns outside W that would enter the top-(budget) of g*_node
-        grad = zeta_x @ X - 2.0 * prob.mu * x
+        grad = _xtz(X, zeta_x) - 2.0 * prob.mu * x
         h = _ws_scores(prob, state, grad)
         hw = h[W][stW == FREE]
         thr = 0.0 if hw.size < budget else float(np.partition(hw, hw.size - budget)[hw.size -
@@ -395,7 +591,7 @@ def _solve_ws(prob, state, budget, x0, rel_tol, max_iter, cut, runner, t0):
         out_free = np.flatnonzero(free & ~in_w)
         viol = out_free[h[out_free] > thr * (1.0 + 1e-12) + 1e-300]
         if viol.size:
-            n_add = max(2 * budget, 50)
+            n_add = max(2 * budget, 50, W.size)
             add = viol[np.argsort(-h[viol])[:n_add]]
             in_w[add] = True
         else:

@@ -21,10 +21,11 @@ from sparsecert._validation import (
     check_X_y,
 )
 from sparsecert.solvers.losses import LOSS_IDS, get_loss, spectral_norm_sq
+from sparsecert.solvers.perspective._linalg import lanczos_norm_sq, transpose
 
 __all__ = ["RelaxationProblem", "safe_eig_shift", "check_eig_shift"]
 
-#: safety factor on the power-iteration estimate of ||X||^2 (backtracking covers the rest)
+#: safety factor on the Lanczos estimate of ||X||^2 (backtracking covers the rest)
 LIPSCHITZ_SAFETY = 1.02
 
 
@@ -95,6 +96,8 @@ class RelaxationProblem:
         ``||X||_2^2`` (power iteration).
     x_mean, y_mean : ndarray or float
         Means removed from ``X`` and ``y`` (squared loss with intercept; zeros otherwise).
+    XT : ndarray (p, n)
+        ``X.T`` as a C-contiguous copy (used by the kernels).
     """
 
     X: np.ndarray
@@ -108,10 +111,21 @@ class RelaxationProblem:
     lipschitz: float | None
     x_mean: np.ndarray
     y_mean: float
+    XT: np.ndarray | None = field(default=None, repr=False)
     loss_id: int = field(init=False)
+    icpt: bool = field(init=False)
+    cls: np.ndarray = field(init=False, repr=False)
+    Xty: np.ndarray = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.loss_id = LOSS_IDS[self.loss]
+        # an intercept that FISTA carries as an extra variable (non-squared losses)
+        self.icpt = bool(self.fit_intercept and self.loss != "squared")
+        self.cls = (self.y > 0).astype(np.int8)
+        self.Xty = self.X.T @ self.y if self.loss == "poisson" else np.zeros(self.X.shape[1])
+        # X^T stored C-contiguous for the single-threaded X @ b kernel (see _linalg)
+        if self.XT is None:
+            self.XT = np.ascontiguousarray(self.X.T)
 
     @property
     def n_samples(self) -> int:
@@ -147,7 +161,10 @@ class RelaxationProblem:
             shift after checking ``X^T X - mu I`` is positive definite (Cholesky); "auto" -> a
             safe value slightly below ``lambda_min(X^T X)`` (0.0 if ``p > n`` or singular).
         fit_intercept : bool
-            Unpenalised intercept (exact by centring for the squared loss).
+            Unpenalised intercept: exact by centring for the squared loss; for the other
+            losses an extra smooth variable of FISTA, and the bound is the Fenchel dual at a
+            zero-sum projection of ``zeta`` (rounded to a dyadic grid so that
+            ``math.fsum(dual) == 0.0`` exactly).
         """
         loss = check_loss(loss)
         Xc, yc = check_X_y(X, y)
@@ -168,15 +185,20 @@ class RelaxationProblem:
             y_mean = float(yc.mean())
             Xc = np.ascontiguousarray(Xc - x_mean)
             yc = yc - y_mean
-        elif fit_intercept:
-            raise NotImplementedError(
-                f"fit_intercept=True is implemented for the squared loss only (got {loss!r})")
         mu = _resolve_shift(Xc, loss, eig_shift)
-        norm_sq = spectral_norm_sq(Xc) * LIPSCHITZ_SAFETY
+        XT = transpose(Xc)
+        if min(Xc.shape) <= 64:
+            norm_sq = spectral_norm_sq(Xc) * LIPSCHITZ_SAFETY
+        else:
+            norm_sq = lanczos_norm_sq(Xc, XT) * LIPSCHITZ_SAFETY
+        if fit_intercept and loss != "squared":
+            # the intercept is an extra smooth variable: ||[X, 1]||^2 <= ||X||^2 + n
+            norm_sq = norm_sq + Xc.shape[0]
         curv = get_loss(loss).curvature
         lip = None if curv is None else curv * norm_sq
-        return cls(X=Xc, y=yc, loss=loss, lambda2=lam, M=M, mu=mu, fit_intercept=fit_intercept,
-                   norm_sq=norm_sq, lipschitz=lip, x_mean=x_mean, y_mean=y_mean)
+        out = cls(X=Xc, y=yc, loss=loss, lambda2=lam, M=M, mu=mu, fit_intercept=fit_intercept,
+                  norm_sq=norm_sq, lipschitz=lip, x_mean=x_mean, y_mean=y_mean, XT=XT)
+        return out
 
 
 def _resolve_shift(X: np.ndarray, loss: str, eig_shift) -> float:

@@ -1,0 +1,242 @@
+"""Compressors: contractivity, unbiasedness, exact encodings and bit counts."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from sparsecert.solvers.comm import Message
+from sparsecert.solvers.compress import (
+    Identity,
+    RandK,
+    RandomQuantizer,
+    TopK,
+    index_bits,
+    pack_uints,
+    topk_indices,
+    unpack_uints,
+)
+
+
+def _reference_topk(v: np.ndarray, k: int) -> np.ndarray:
+    """Brute force: sort by (-|v_j|, j) and keep the first k."""
+    order = sorted(range(v.size), key=lambda j: (-abs(v[j]), j))
+    return np.array(sorted(order[:k]))
+
+
+@pytest.mark.parametrize("d", [1, 2, 3, 7, 31, 32, 33, 200])
+def test_index_bits_is_ceil_log2(d):
+    assert index_bits(d) == (0 if d == 1 else math.ceil(math.log2(d)))
+    assert d <= 2 ** index_bits(d) and (d == 1 or 2 ** (index_bits(d) - 1) < d)
+
+
+@pytest.mark.parametrize("width", [1, 2, 3, 5, 8, 11, 17, 31])
+@pytest.mark.parametrize("count", [1, 3, 64, 65, 300])
+def test_pack_unpack_roundtrip(width, count):
+    rng = np.random.default_rng(width * 1000 + count)
+    vals = rng.integers(0, 2**width, size=count)
+    data = pack_uints(vals, width)
+    assert len(data) == math.ceil(count * width / 8)
+    np.testing.assert_array_equal(unpack_uints(data, count, width), vals)
+
+
+def test_pack_rejects_out_of_range():
+    with pytest.raises(ValueError, match="fit"):
+        pack_uints(np.array([4]), 2)
+    with pytest.raises(ValueError, match="fit"):
+        pack_uints(np.array([-1]), 3)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_topk_selects_brute_force_set_with_ties(seed):
+    rng = np.random.default_rng(seed)
+    d = 40
+    v = rng.integers(-3, 4, size=d).astype(float)  # many ties, including zeros and signs
+    for k in (1, 2, 5, 13, 39, 40):
+        np.testing.assert_array_equal(topk_indices(v, k), _reference_topk(v, k))
+
+
+def test_topk_tie_breaking_lower_index():
+    v = np.array([1.0, -1.0, 1.0, 0.5])
+    np.testing.assert_array_equal(topk_indices(v, 1), [0])
+    np.testing.assert_array_equal(topk_indices(v, 2), [0, 1])
+    np.testing.assert_array_equal(topk_indices(np.zeros(5), 2), [0, 1])
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_topk_contractive(seed):
+    rng = np.random.default_rng(seed)
+    d = int(rng.integers(2, 300))
+    k = int(rng.integers(1, d + 1))
+    v = rng.standard_t(2, size=d) if seed % 2 else rng.normal(size=d)
+    comp = TopK(d, k, value_dtype="float64")
+    cv = comp.decode(comp.compress(v))
+    lhs = np.sum((cv - v) ** 2)
+    rhs = (1 - k / d) * np.sum(v**2)
+    assert lhs <= rhs * (1 + 1e-12) + 1e-300
+    assert comp.delta == k / d
+
+
+def test_topk_contractive_equal_magnitudes_is_tight():
+    d, k = 10, 3
+    v = np.array([1.0, -1.0] * 5)
+    comp = TopK(d, k, value_dtype="float64")
+    cv = comp.decode(comp.compress(v))
+    assert np.sum((cv - v) ** 2) == pytest.approx((1 - k / d) * np.sum(v**2), rel=1e-15)
+
+
+@pytest.mark.parametrize("d,k", [(1, 1), (2, 1), (31, 1), (32, 5), (33, 33), (200, 10), (1000, 70)])
+def test_topk_roundtrip_and_exact_bits(d, k):
+    rng = np.random.default_rng(d + k)
+    v = rng.normal(size=d)
+    comp = TopK(d, k)
+    msg = comp.compress(v)
+    ib = 0 if d == 1 else math.ceil(math.log2(d))
+    assert msg.n_bits == k * (32 + ib) == comp.message_bits
+    assert len(msg.payload) == math.ceil(msg.n_bits / 8)
+    out = comp.decode(msg)
+    idx = _reference_topk(v, k)
+    expect = np.zeros(d)
+    expect[idx] = v[idx].astype(np.float32)
+    np.testing.assert_array_equal(out, expect)
+    # decode reads the payload: a fresh compressor with the same (d, k) decodes it too
+    np.testing.assert_array_equal(TopK(d, k).decode(Message(bytes(msg.payload), msg.n_bits)),
+                                  expect)
+
+
+def test_topk_float64_lossless_at_k_equal_d():
+    v = np.random.default_rng(0).normal(size=17)
+    comp = TopK(17, 17, value_dtype="float64")
+    msg = comp.compress(v)
+    assert msg.n_bits == 17 * (64 + 5)
+    np.testing.assert_array_equal(comp.decode(msg), v)
+
+
+def test_topk_decoder_reads_bits_not_state():
+    """Flipping an index bit in the payload moves the decoded value."""
+    comp = TopK(16, 1, value_dtype="float32")
+    v = np.zeros(16)
+    v[3] = 2.5
+    msg = comp.compress(v)
+    payload = bytearray(msg.payload)
+    payload[-1] ^= 0b0001_0000  # 4 index bits, MSB first: 0011 -> 0010
+    out = comp.decode(Message(bytes(payload), msg.n_bits))
+    assert out[2] == 2.5 and out[3] == 0.0
+
+
+@pytest.mark.parametrize("d,k", [(5, 2), (31, 1), (200, 10)])
+def test_randk_roundtrip_bits_and_support(d, k):
+    rng = np.random.default_rng(1)
+    v = rng.normal(size=d)
+    for scaled in (True, False):
+        comp = RandK(d, k, scaled=scaled)
+        msg, out = comp.roundtrip(v, rng)
+        assert msg.n_bits == k * (32 + index_bits(d))
+        supp = np.flatnonzero(out)
+        assert supp.size == k
+        factor = d / k if scaled else 1.0
+        np.testing.assert_allclose(out[supp], (v[supp] * factor).astype(np.float32), rtol=0)
+
+
+def test_randk_same_generator_state_same_message():
+    v = np.arange(20.0)
+    a = RandK(20, 4).compress(v, np.random.default_rng(7))
+    b = RandK(20, 4).compress(v, np.random.default_rng(7))
+    assert a == b
+
+
+def test_randk_scaled_unbiased_and_unscaled_contractive_in_expectation():
+    d, k, n = 12, 3, 4000
+    rng = np.random.default_rng(3)
+    v = rng.normal(size=d)
+    sc, un = RandK(d, k, value_dtype="float64"), RandK(d, k, scaled=False, value_dtype="float64")
+    mean = np.zeros(d)
+    err = 0.0
+    for _ in range(n):
+        mean += sc.decode(sc.compress(v, rng))
+        err += np.sum((un.decode(un.compress(v, rng)) - v) ** 2)
+    mean /= n
+    # each coordinate: mean of n iid values with variance v_j^2 (d/k - 1)
+    sd = np.abs(v) * math.sqrt(d / k - 1) / math.sqrt(n)
+    assert np.all(np.abs(mean - v) <= 5 * sd + 1e-12)
+    assert err / n == pytest.approx((1 - k / d) * np.sum(v**2), rel=0.08)
+    assert sc.omega == d / k - 1 and un.delta == k / d
+
+
+@pytest.mark.parametrize("levels", [1, 3, 8])
+def test_quantizer_bits_grid_and_unbiased(levels):
+    d, n = 9, 3000
+    rng = np.random.default_rng(levels)
+    v = rng.normal(size=d)
+    q = RandomQuantizer(d, levels)
+    assert q.message_bits == 32 + d * (1 + math.ceil(math.log2(levels + 1)))
+    mean = np.zeros(d)
+    var = 0.0
+    for _ in range(n):
+        msg = q.compress(v, rng)
+        assert msg.n_bits == q.message_bits and len(msg.payload) == math.ceil(msg.n_bits / 8)
+        out = q.decode(msg)
+        mean += out
+        var += np.sum((out - v) ** 2)
+    mean /= n
+    norm32 = float(np.float32(np.linalg.norm(v)))
+    if norm32 < np.linalg.norm(v):
+        norm32 = float(np.nextafter(np.float32(norm32), np.float32(np.inf)))
+    # decoded values lie on the grid norm * {0, 1/s, ..., 1} with the sign of v
+    lv = out * np.sign(v) / norm32 * levels
+    np.testing.assert_allclose(lv, np.round(lv), atol=1e-9)
+    sd = norm32 / levels / 2 / math.sqrt(n)  # Bernoulli on a 1/s grid: sd <= 1/(2s) * norm
+    assert np.all(np.abs(mean - v) <= 5 * sd)
+    assert var / n <= q.omega * np.sum(v**2) * 1.05
+
+
+def test_quantizer_zero_vector():
+    q = RandomQuantizer(4, 2)
+    np.testing.assert_array_equal(q.decode(q.compress(np.zeros(4), np.random.default_rng(0))),
+                                  np.zeros(4))
+
+
+def test_identity_bits_and_values():
+    v = np.random.default_rng(0).normal(size=11)
+    m32 = Identity(11).compress(v)
+    assert m32.n_bits == 32 * 11
+    np.testing.assert_array_equal(Identity(11).decode(m32), v.astype(np.float32))
+    m64 = Identity(11, "float64").compress(v)
+    assert m64.n_bits == 64 * 11
+    np.testing.assert_array_equal(Identity(11, "float64").decode(m64), v)
+
+
+def test_bad_inputs():
+    with pytest.raises(ValueError, match="k must be"):
+        TopK(5, 0)
+    with pytest.raises(ValueError, match="k must be"):
+        TopK(5, 6)
+    with pytest.raises(ValueError, match="dim"):
+        TopK(0, 1)
+    with pytest.raises(ValueError, match="value_dtype"):
+        TopK(5, 1, value_dtype="float16")
+    with pytest.raises(ValueError, match="NaN"):
+        TopK(3, 1).compress(np.array([1.0, np.nan, 0.0]))
+    with pytest.raises(ValueError, match="shape"):
+        TopK(3, 1).compress(np.ones(4))
+    with pytest.raises(TypeError, match="Generator"):
+        RandK(3, 1).compress(np.ones(3))
+    with pytest.raises(ValueError, match="levels"):
+        RandomQuantizer(3, 0)
+    with pytest.raises(ValueError, match="bits"):
+        TopK(8, 2).decode(TopK(8, 3).compress(np.ones(8)))
+    with pytest.raises(TypeError, match="Message"):
+        TopK(8, 2).decode(b"abc")
+
+
+@pytest.mark.parametrize("d,k", [(1, 1), (9, 1), (31, 4), (300, 80)])
+def test_roundtrip_equals_compress_then_decode(d, k):
+    rng = np.random.default_rng(d)
+    v = rng.normal(size=d)
+    for comp in (TopK(d, k), TopK(d, k, "float64"), RandK(d, k), Identity(d),
+                 RandomQuantizer(d, 3)):
+        msg, out = comp.roundtrip(v, np.random.default_rng(1))
+        assert msg == comp.compress(v, np.random.default_rng(1))
+        np.testing.assert_array_equal(out, comp.decode(msg))

@@ -1,0 +1,429 @@
+"""Safe-EF and baselines: exact identities, equivalences, averaging, bits, problems, LPs."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from sparsecert.problems.safe_ef import (
+    HingeNPWorker,
+    IsotropicL1Worker,
+    L1RegressionWorker,
+    l1_regression,
+    l1_regression_lp,
+    neyman_pearson,
+    neyman_pearson_lp,
+    worst_case,
+)
+from sparsecert.solvers.comm import SimComm
+from sparsecert.solvers.compress import Identity, RandK, TopK
+from sparsecert.solvers.safe_ef import (
+    FunctionWorker,
+    StochasticWorker,
+    Worker,
+    ef14_lagrangian,
+    ef21_switching,
+    safe_ef,
+    safe_ef_stochastic,
+    switching_subgradient,
+    topk_no_ef,
+)
+
+# ----------------------------------------------------------------------------- fixtures
+
+
+def _tiny_np(n_workers=4, m=6, p=3, seed=0, lam1=0.05, alpha=0.2):
+    """Tiny Neyman-Pearson instance: heterogeneous workers (class means shifted per worker)."""
+    rng = np.random.default_rng(seed)
+    pos = [rng.normal(loc=0.8 + 0.3 * i, size=(m, p)) for i in range(n_workers)]
+    neg = [rng.normal(loc=-0.8 + 0.2 * i, size=(m, p)) for i in range(n_workers)]
+    npos, nneg = n_workers * m, n_workers * m
+    workers = [HingeNPWorker(pos[i], neg[i], n_workers / npos, n_workers / nneg, lam1, alpha)
+               for i in range(n_workers)]
+    return workers, np.vstack(pos), np.vstack(neg), lam1, alpha
+
+
+def _tiny_l1(n_workers=3, m=8, d=6, radius=1.0, seed=1):
+    rng = np.random.default_rng(seed)
+    a = [rng.normal(loc=0.3 * i, size=(m, d)) for i in range(n_workers)]
+    xt = rng.normal(size=d)
+    b = [ai @ xt + rng.standard_t(2, size=m) for ai in a]
+    return [L1RegressionWorker(a[i], b[i], radius) for i in range(n_workers)], a, b
+
+
+def _mean_f(workers, x):
+    return float(np.mean([w.f(x) for w in workers]))
+
+
+def _mean_g(workers, x):
+    return float(np.mean([w.g(x) for w in workers]))
+
+
+# ----------------------------------------------------------------------------- workers
+
+
+def _all_workers():
+    np_workers, *_ = _tiny_np()
+    l1w, *_ = _tiny_l1()
+    rng = np.random.default_rng(5)
+    iso = [IsotropicL1Worker(rng.normal(size=6), 0.5)]
+    return np_workers[:2] + l1w[:2] + iso
+
+
+@pytest.mark.parametrize("which", range(5))
+def test_worker_subgradients_are_subgradients(which):
+    w = _all_workers()[which]
+    assert isinstance(w, Worker)
+    d = w.f_subgrad(np.zeros(4 if which < 2 else 6)).size
+    rng = np.random.default_rng(which)
+    for _ in range(30):
+        x, y = rng.normal(size=d), rng.normal(size=d)
+        for fun, sub in ((w.f, w.f_subgrad), (w.g, w.g_subgrad)):
+            h = sub(x)
+            assert fun(y) >= fun(x) + h @ (y - x) - 1e-10
+            # at a generic point the function is linear nearby: directional derivative = h.u
+            u = rng.normal(size=d)
+            t = 1e-7
+            assert (fun(x + t * u) - fun(x)) / t == pytest.approx(h @ u, abs=1e-5)
+
+
+def test_minibatch_views_are_unbiased():
+    np_workers, *_ = _tiny_np()
+    l1w, *_ = _tiny_l1()
+    x = np.random.default_rng(0).normal(size=4) * 0.3
+    xl = np.random.default_rng(1).normal(size=6) * 0.3
+    for w, pt in ((np_workers[1], x), (l1w[0], xl)):
+        assert isinstance(w, StochasticWorker)
+        rng = np.random.default_rng(2)
+        n = 2500
+        fs, gs, hs = 0.0, 0.0, 0.0
+        for _ in range(n):
+            mb = w.minibatch(rng, 3)
+            fs += mb.f(pt)
+            gs += mb.g(pt)
+            hs = hs + mb.f_subgrad(pt)
+        assert fs / n == pytest.approx(w.f(pt), rel=0.07)
+        assert gs / n == pytest.approx(w.g(pt), rel=0.07, abs=0.03)
+        np.testing.assert_allclose(hs / n, w.f_subgrad(pt), rtol=0.12, atol=0.04)
+
+
+# ----------------------------------------------------------------------------- problems
+
+
+@pytest.fixture(scope="module")
+def p1():
+    return neyman_pearson(seed=0)
+
+
+def test_p1_structure_and_reference(p1):
+    assert p1.dim == 31 and p1.n_workers == 10
+    info = p1.info
+    assert info["n_pos"] + info["n_neg"] == 569 and sum(info["pos_per_worker"]) == info["n_pos"]
+    assert min(info["pos_per_worker"]) < 5 < max(info["pos_per_worker"])  # heterogeneous
+    rng = np.random.default_rng(0)
+    for x in (p1.x0, p1.x_star, rng.normal(size=31)):
+        f, g = p1.monitor(x)
+        assert f == pytest.approx(_mean_f(p1.workers, x), rel=1e-12)
+        assert g == pytest.approx(_mean_g(p1.workers, x), rel=1e-12, abs=1e-12)
+    f, g = p1.monitor(p1.x_star)
+    assert f == pytest.approx(p1.f_star, abs=1e-7) and g <= 1e-7
+    # the LP optimum is not beaten by random feasible-ish points scaled to feasibility
+    for _ in range(20):
+        x = p1.x_star + 0.05 * rng.normal(size=31)
+        fx, gx = p1.monitor(x)
+        if gx <= 0:
+            assert fx >= p1.f_star - 1e-9
+
+
+def test_p2_p3_structure():
+    p2 = l1_regression(d=20, n_workers=4, m_per_worker=15, sparsity=4, seed=3)
+    p3 = worst_case(d=12, n_workers=5, seed=2)
+    rng = np.random.default_rng(0)
+    for p in (p2, p3):
+        for x in (p.x0, p.x_star, rng.normal(size=p.dim)):
+            f, g = p.monitor(x)
+            assert f == pytest.approx(_mean_f(p.workers, x), rel=1e-12)
+            assert g == pytest.approx(_mean_g(p.workers, x), rel=1e-12, abs=1e-12)
+        assert p.monitor(p.x_star)[1] <= 1e-9 and p.scale > 0
+    assert p2.monitor(p2.x0)[1] < 0 < np.abs(p2.x_star).sum() - 0.99 * p2.info["radius"]
+
+
+def test_lp_references_against_cvxpy():
+    cp = pytest.importorskip("cvxpy")
+    _, a_pos, a_neg, lam1, alpha = _tiny_np(n_workers=3, m=5, p=3)
+    f_lp, x_lp = neyman_pearson_lp(a_pos, a_neg, lam1, alpha)
+    w, b = cp.Variable(3), cp.Variable()
+    obj = cp.sum(cp.pos(1 - (a_pos @ w + b))) / len(a_pos) + lam1 * cp.norm1(w)
+    cons = [cp.sum(cp.pos(1 + a_neg @ w + b)) / len(a_neg) <= alpha]
+    f_cvx = cp.Problem(cp.Minimize(obj), cons).solve(solver=cp.CLARABEL)
+    assert f_lp == pytest.approx(f_cvx, abs=1e-6)
+
+    _, a, b_ = _tiny_l1()
+    a, b_ = np.vstack(a), np.concatenate(b_)
+    f_lp, x_lp = l1_regression_lp(a, b_, 1.0)
+    assert np.abs(x_lp).sum() <= 1.0 + 1e-9
+    x = cp.Variable(a.shape[1])
+    f_cvx = cp.Problem(cp.Minimize(cp.sum(cp.abs(a @ x - b_)) / len(b_)),
+                       [cp.norm1(x) <= 1.0]).solve(solver=cp.CLARABEL)
+    assert f_lp == pytest.approx(f_cvx, abs=1e-6)
+
+    p3 = worst_case(d=8, n_workers=5, seed=4)
+    a3 = np.stack([w.a for w in p3.workers])
+    x = cp.Variable(8)
+    f_cvx = cp.Problem(cp.Minimize(cp.sum(cp.abs(a3 - np.ones((5, 1)) @ cp.reshape(x, (1, 8),
+                                                                              order="C")))
+                                   / 40), [cp.norm_inf(x) <= p3.info["radius"]]
+                       ).solve(solver=cp.CLARABEL)
+    assert p3.f_star == pytest.approx(f_cvx, abs=1e-6)
+
+
+# ----------------------------------------------------------------------------- identities
+
+
+def test_k_equals_d_is_the_uncompressed_switching_method_exactly():
+    workers, *_ = _tiny_np()
+    d = 4
+    x0 = np.array([0.3, -0.2, 0.1, 0.0])
+    kw = dict(gamma=0.2, n_rounds=60, c=0.0, store_iterates=True)
+    a = safe_ef(workers, x0, TopK(d, d, value_dtype="float64"), **kw)
+    b = switching_subgradient(workers, x0, value_dtype="float64", **kw)
+    assert 0 < a.n_productive < a.n_rounds  # both kinds of steps happen
+    np.testing.assert_array_equal(a.iterates, b.iterates)
+    np.testing.assert_array_equal(a.productive, b.productive)
+    np.testing.assert_array_equal(a.x, b.x)
+    # with float32 values the uncompressed method rounds; Safe-EF feeds the rounding back
+    c32 = safe_ef(workers, x0, TopK(d, d), **kw)
+    np.testing.assert_allclose(c32.iterates, b.iterates, atol=1e-5)
+
+
+def _recorder():
+    log = []
+
+    def cb(info):
+        log.append((info.t, info.x, info.x_next, info.w_next, info.productive,
+                    {i: e.copy() for i, e in info.state["e"].items()}))
+
+    return log, cb
+
+
+@pytest.mark.parametrize("downlink_k", [None, 2])
+def test_ef14_virtual_iterate_identity(downlink_k):
+    """With e_i the errors and w the server state: w_{t+1} - mean_i e_i^{t+1}
+    = w_t - mean_i e_i^t - gamma * mean_i h_i(x_t), hence
+    w_t - mean_i e_i^t = x_0 - gamma * sum_{s<t} mean_i h_i(x_s) (e^0 = 0, w_0 = x_0).
+    The h_i are recomputed here from the workers at the recorded x_s and the switch is
+    recomputed from g(x_s)."""
+    workers, *_ = _tiny_np()
+    d, gamma, c = 4, 0.15, 0.0
+    x0 = np.array([0.1, 0.2, -0.1, 0.05])
+    log, cb = _recorder()
+    down = None if downlink_k is None else TopK(d, downlink_k, value_dtype="float64")
+    res = safe_ef(workers, x0, TopK(d, 1, value_dtype="float64"), gamma, 80, c,
+                  downlink=down, callback=cb, scalar_dtype="float64", store_iterates=True)
+    assert 0 < res.n_productive < 80
+    virtual = x0.copy()
+    for _t, x, x_next, w_next, productive, errors in log:
+        assert productive == (_mean_g(workers, x) <= c)
+        subs = [w.f_subgrad(x) if productive else w.g_subgrad(x) for w in workers]
+        virtual = virtual - gamma * np.mean(subs, axis=0)
+        ebar = np.mean([errors[i] for i in range(len(workers))], axis=0)
+        np.testing.assert_allclose(w_next - ebar, virtual, rtol=0, atol=1e-12)
+        if downlink_k is None:
+            np.testing.assert_array_equal(x_next, w_next)
+    # the error is genuinely non-zero (the identity is not trivially x = virtual)
+    assert max(np.abs(e).max() for e in log[-1][5].values()) > 1e-3
+    if downlink_k is not None:  # x lags w under a compressed downlink
+        assert any(not np.allclose(rec[2], rec[3]) for rec in log)
+
+
+def _ef14_reference(workers, x0, k, gamma, n_rounds):
+    """Independent EF14 (unconstrained) with top-k by sorting, float64 values."""
+    n, d = len(workers), x0.size
+    x = x0.copy()
+    e = [np.zeros(d) for _ in range(n)]
+    xs = [x.copy()]
+    for _ in range(n_rounds):
+        vs = []
+        for i, w in enumerate(workers):
+            u = e[i] + gamma * w.f_subgrad(x)
+            order = sorted(range(d), key=lambda j, u=u: (-abs(u[j]), j))[:k]
+            v = np.zeros(d)
+            v[order] = u[order]
+            e[i] = u - v
+            vs.append(v)
+        x = x - np.mean(vs, axis=0)
+        xs.append(x.copy())
+    return np.asarray(xs)
+
+
+def test_never_active_constraint_gives_ef14():
+    workers, *_ = _tiny_l1(radius=1e6)
+    x0 = np.zeros(6)
+    res = safe_ef(workers, x0, TopK(6, 2, value_dtype="float64"), 0.05, 70, 0.0,
+                  store_iterates=True)
+    assert res.n_productive == 70
+    ref = _ef14_reference(workers, x0, 2, 0.05, 70)
+    np.testing.assert_allclose(res.iterates, ref, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(res.x, ref[:-1].mean(axis=0), rtol=0, atol=1e-12)
+    lag = ef14_lagrangian(workers, x0, TopK(6, 2, value_dtype="float64"), 0.05, 70, eta=1.0,
+                          store_iterates=True)
+    np.testing.assert_array_equal(lag.iterates, res.iterates)
+    np.testing.assert_array_equal(lag.x, res.x)
+
+
+def test_output_averages_productive_steps_only():
+    workers, *_ = _tiny_np()
+    res = safe_ef(workers, np.full(4, 0.2), TopK(4, 2), 0.2, 50, 0.0, store_iterates=True)
+    prod = res.productive
+    assert 0 < prod.sum() < prod.size
+    xs = res.iterates[:-1]  # x_t at which round t computed its subgradients
+    np.testing.assert_allclose(res.x, xs[prod].mean(axis=0), rtol=1e-14, atol=1e-15)
+    assert not np.allclose(res.x, xs.mean(axis=0))
+    np.testing.assert_array_equal(res.x_last, res.iterates[-1])
+    f, g = _mean_f(workers, res.x), _mean_g(workers, res.x)
+    assert res.objective[-1] == pytest.approx(f) and res.violation[-1] == pytest.approx(max(g, 0))
+
+
+def test_no_productive_step_returns_x0():
+    w = FunctionWorker(lambda x: float(x @ x), lambda x: 2 * x, lambda x: 1.0, lambda x: 0 * x)
+    res = safe_ef([w, w], np.ones(3), TopK(3, 1), 0.1, 5, 0.0)
+    assert res.n_productive == 0
+    np.testing.assert_array_equal(res.x, np.ones(3))
+
+
+# ----------------------------------------------------------------------------- bits
+
+
+@pytest.mark.parametrize("k", [1, 3, 7])
+def test_bit_accounting(k):
+    workers, *_ = _tiny_np()
+    d, T = 4, 12
+    comm = SimComm(4)
+    res = safe_ef(workers, np.zeros(d), TopK(d, k if k <= d else d), 0.1, T, comm=comm,
+                  downlink=TopK(d, 1))
+    kk = min(k, d)
+    per_round = 32 + kk * (32 + math.ceil(math.log2(d)))
+    np.testing.assert_array_equal(res.stats.up, [T * per_round] * 4)
+    np.testing.assert_array_equal(res.stats.down, [T * (32 + 2)] * 4)
+    assert res.stats.rounds == 2 * T
+    assert res.bits_up[-1] == T * per_round and res.bits_up[0] == 0
+    unc = switching_subgradient(workers, np.zeros(d), 0.1, T)
+    assert unc.bits_up[-1] == T * (32 + 32 * d) and unc.bits_down[-1] == T * 64 * d
+    s64 = safe_ef(workers, np.zeros(d), TopK(d, kk), 0.1, T, scalar_dtype="float64")
+    assert s64.bits_up[-1] == T * (per_round + 32)
+
+
+# ----------------------------------------------------------------------------- methods
+
+
+def test_safe_ef_converges_to_lp_optimum_and_beats_no_ef():
+    workers, a_pos, a_neg, lam1, alpha = _tiny_np()
+    f_star, _ = neyman_pearson_lp(a_pos, a_neg, lam1, alpha)
+    x0 = np.zeros(4)
+    res = safe_ef(workers, x0, TopK(4, 1), 0.05, 800, 0.0, record_every=100)
+    f0 = _mean_f(workers, x0)
+    assert res.objective[-1] - f_star <= 0.05 * (f0 - f_star)
+    assert res.violation[-1] <= 0.01
+    noef = topk_no_ef(workers, x0, TopK(4, 1), 0.05, 800, 0.0, record_every=100)
+    assert noef.objective[-1] - f_star > 2 * (res.objective[-1] - f_star)
+
+
+def test_baselines_histories_and_state():
+    workers, *_ = _tiny_np()
+    x0 = np.zeros(4)
+    for fn, extra in ((ef21_switching, ()), (topk_no_ef, ()), (ef14_lagrangian, ())):
+        res = fn(workers, x0, TopK(4, 2), 0.05, 23, *extra, record_every=5)
+        np.testing.assert_array_equal(res.rounds, [0, 5, 10, 15, 20, 23])
+        assert res.objective.shape == res.bits_up.shape == res.violation.shape == (6,)
+        assert np.all(np.diff(res.bits_up) > 0)
+    lams = []
+    ef14_lagrangian(workers, x0, TopK(4, 2), 0.05, 10, eta=0.5,
+                    callback=lambda info: lams.append((info.g_value, info.state["lam"])))
+    assert lams[0] == (pytest.approx(_mean_g(workers, x0), rel=1e-6), 0.0)
+    for (g0, l0), (_, l1) in zip(lams[:-1], lams[1:], strict=True):
+        assert l1 == pytest.approx(max(0.0, l0 + 0.5 * g0))
+
+
+def test_stochastic_variant_is_reproducible_and_counts_bits():
+    workers, *_ = _tiny_np()
+    x0 = np.zeros(4)
+    r1 = safe_ef_stochastic(workers, x0, RandK(4, 2), 0.05, 40, 0.0, 3,
+                            comm=SimComm(4, seed=1), store_iterates=True)
+    r2 = safe_ef_stochastic(workers, x0, RandK(4, 2), 0.05, 40, 0.0, 3,
+                            comm=SimComm(4, seed=1), store_iterates=True)
+    r3 = safe_ef_stochastic(workers, x0, RandK(4, 2), 0.05, 40, 0.0, 3,
+                            comm=SimComm(4, seed=2), store_iterates=True)
+    np.testing.assert_array_equal(r1.iterates, r2.iterates)
+    assert not np.array_equal(r1.iterates, r3.iterates)
+    det = safe_ef(workers, x0, RandK(4, 2), 0.05, 40, 0.0)
+    np.testing.assert_array_equal(r1.stats.up, det.stats.up)
+
+
+def test_stochastic_variant_converges_on_tiny_problem():
+    workers, a_pos, a_neg, lam1, alpha = _tiny_np()
+    f_star, _ = neyman_pearson_lp(a_pos, a_neg, lam1, alpha)
+    x0 = np.zeros(4)
+    f0 = _mean_f(workers, x0)
+    res = safe_ef_stochastic(workers, x0, TopK(4, 2), 0.025, 800, 0.0, 4, record_every=100,
+                             comm=SimComm(4, seed=0))
+    assert res.objective[-1] - f_star <= 0.1 * (f0 - f_star)
+    assert res.violation[-1] <= 0.02
+
+
+def test_input_validation():
+    workers, *_ = _tiny_np()
+    x0 = np.zeros(4)
+    with pytest.raises(ValueError, match="gamma"):
+        safe_ef(workers, x0, TopK(4, 1), 0.0, 5)
+    with pytest.raises(ValueError, match="gamma"):
+        safe_ef(workers, x0, TopK(4, 1), float("nan"), 5)
+    with pytest.raises(ValueError, match="n_rounds"):
+        safe_ef(workers, x0, TopK(4, 1), 0.1, 0)
+    with pytest.raises(ValueError, match="NaN"):
+        safe_ef(workers, np.array([0, np.nan, 0, 0]), TopK(4, 1), 0.1, 5)
+    with pytest.raises(ValueError, match="dim"):
+        safe_ef(workers, x0, TopK(5, 1), 0.1, 5)
+    with pytest.raises(ValueError, match="workers"):
+        safe_ef(workers, x0, TopK(4, 1), 0.1, 5, comm=SimComm(3))
+    with pytest.raises(TypeError, match="Worker"):
+        safe_ef([object()] * 4, x0, TopK(4, 1), 0.1, 5)
+    with pytest.raises(TypeError, match="Compressor"):
+        safe_ef(workers, x0, "topk", 0.1, 5)
+    with pytest.raises(ValueError, match="scalar_dtype"):
+        safe_ef(workers, x0, TopK(4, 1), 0.1, 5, scalar_dtype="int8")
+    with pytest.raises(TypeError, match="minibatch"):
+        safe_ef_stochastic([FunctionWorker(len, len, len, len)] * 4, x0, TopK(4, 1), 0.1, 5)
+    bad = FunctionWorker(lambda x: 0.0, lambda x: np.ones(3), lambda x: -1.0, lambda x: 0 * x)
+    with pytest.raises(ValueError, match="shape"):
+        safe_ef([bad] * 2, x0, TopK(4, 1), 0.1, 5)
+    with pytest.raises(ValueError, match="value_dtype|unknown"):
+        switching_subgradient(workers, x0, 0.1, 5, value_dtype="float16")
+    assert isinstance(Identity(4), Identity)
+
+
+def test_stop_criterion_ends_the_run_at_a_record_point():
+    workers, *_ = _tiny_np()
+    full = safe_ef(workers, np.zeros(4), TopK(4, 1), 0.05, 200, record_every=10,
+                   store_iterates=True)
+    target = full.objective[8]
+    res = safe_ef(workers, np.zeros(4), TopK(4, 1), 0.05, 200, record_every=10,
+                  store_iterates=True, stop=lambda r, f, v: f <= target)
+    j = int(np.flatnonzero(full.objective <= target)[0])
+    assert res.n_rounds == full.rounds[j] == res.rounds[-1]
+    np.testing.assert_array_equal(res.iterates, full.iterates[: res.n_rounds + 1])
+    assert res.bits_up[-1] == full.bits_up[j]
+
+
+def test_worst_case_support_lower_bound():
+    """P3: identical workers => every top-k round adds at most k coordinates to the support,
+    so after t rounds the relative gap is at least 1 - t k / d (f* = 0, f(x0) = 1)."""
+    p3 = worst_case(d=20, n_workers=3, seed=0)
+    assert p3.f_star == 0.0 and p3.scale == pytest.approx(1.0)
+    k = 2
+    for gamma in (0.5, 2.0, 20.0):
+        res = safe_ef(p3.workers, p3.x0, TopK(20, k), gamma, 15, store_iterates=True)
+        for t, x in enumerate(res.iterates):
+            assert np.count_nonzero(x) <= t * k
+            assert p3.monitor(x)[0] >= 1 - t * k / 20 - 1e-12
