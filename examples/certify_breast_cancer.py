@@ -4,8 +4,7 @@ The estimator :class:`~sparsecert.estimators.KSparseLogisticRegression` selects 
 best ``k`` features (for the penalised logistic loss) on a training split; the plot shows the
 held-out accuracy and the certified objective for each ``k``, and the selected coefficients.
 
-The features are standardised and the model has no intercept (``fit_intercept=False``): the
-certifier implements the unpenalised intercept for the squared loss only so far.
+The features are standardised (in a pipeline) and the model has an unpenalised intercept.
 
 Run: ``python examples/certify_breast_cancer.py [--quick] [--out DIR]``
 """
@@ -37,7 +36,7 @@ def main():
     rows = []
     for k in ks:
         model = make_pipeline(StandardScaler(), KSparseLogisticRegression(
-            k=k, lambda2=10.0, fit_intercept=False, time_limit=20))
+            k=k, lambda2=10.0, time_limit=20))
         model.fit(Xtr, ytr)
         est = model[-1]
         acc = model.score(Xte, yte)

@@ -180,12 +180,19 @@ class _KSparseBase(BaseEstimator):
         self.status_ = str(res.status)
         self.certificate_ = res.certificate
         if res.status != "optimal":
+            hint = {"time_limit": "raise time_limit to close the gap",
+                    "node_limit": "raise the node limit to close the gap",
+                    "interrupted": "the search was interrupted",
+                    "tree_exhausted": "every node was closed but the leaves' bounds, computed "
+                                      "to the relaxation's accuracy, fall short (badly scaled "
+                                      "features are a common cause: try standardising X)",
+                    }.get(res.status, "")
             warnings.warn(
                 f"{type(self).__name__}: the search stopped ({res.status}) before certifying "
                 f"optimality: relative gap {res.gap:.3e} (objective {res.objective:.8g}, "
                 f"proven lower bound {res.lower_bound:.8g}, target rel_gap {self.rel_gap:g}). "
-                f"The model is the best found and is usable; raise time_limit to close the "
-                f"gap.", ConvergenceWarning, stacklevel=4)
+                f"The model is the best found and is usable; {hint}.", ConvergenceWarning,
+                stacklevel=4)
         return self
 
     def _target_as_certified(self, y) -> np.ndarray:
