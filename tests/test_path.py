@@ -137,12 +137,15 @@ def test_path_root_warm_start(monkeypatch, data):
     assert all(r[1] is None for r in roots)
 
 
-def test_path_logistic(data):
+@pytest.mark.parametrize("fit_intercept", [False, True])
+def test_path_logistic(data, fit_intercept):
     X, _ = data
     _, ylog, _ = make_synthetic(40, 9, 3, loss="logistic", seed=2)
-    path = certify_path(X, ylog, [1, 2], 1.0, loss="logistic")
+    path = certify_path(X, ylog, [1, 2], 1.0, loss="logistic", fit_intercept=fit_intercept)
     for k, res in zip(path.ks, path, strict=True):
-        ref = certify(X, ylog, int(k), 1.0, loss="logistic", verbose=0)
+        ref = certify(X, ylog, int(k), 1.0, loss="logistic", fit_intercept=fit_intercept,
+                      verbose=0)
+        assert res.intercept == pytest.approx(ref.intercept, rel=1e-3, abs=1e-6)
         assert res.objective == pytest.approx(ref.objective, rel=2e-4)
         assert verify(res.certificate, X, ylog).ok
 
