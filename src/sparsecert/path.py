@@ -179,10 +179,11 @@ def certify_path(X, y, ks, lambda2: float, loss: str = "squared",
                  log=None) -> PathResult:
     """Certify the k-sparse problem for every ``k`` in ``ks``, sharing work along the path.
 
-    Each point is exactly what :func:`sparsecert.api.certify` returns for that ``k`` (same
-    problem, same settings, its own certificate), but the data preparation and the exact
-    refits are shared, and with ``warm_start`` the optimal model of the previous ``k`` is
-    offered as an incumbent before the next search starts.
+    Each point solves the problem :func:`sparsecert.api.certify` solves for that ``k``, with
+    the same settings and its own certificate; the data preparation and the exact refits are
+    shared, and with ``warm_start`` the optimal model of the previous ``k`` is offered as an
+    incumbent and the root relaxation starts from the previous root solution. With
+    ``warm_start=False`` every certificate is identical to ``certify``'s (tested).
 
     Parameters
     ----------
