@@ -1,0 +1,382 @@
+"""scikit-learn estimators for certified k-sparse GLMs.
+
+Each estimator solves::
+
+    minimize_{b, c}  sum_i f(x_i^T b + c, y_i) + lambda2 * ||b||_2^2
+    subject to       ||b||_0 <= k,  |b_j| <= max_abs_coef
+
+to *proven* optimality with :func:`sparsecert.api.certify` and keeps the certificate, so a
+fitted model can be re-checked by the standalone verifier (:func:`sparsecert.api.verify`) on the
+training data.
+
+* :class:`KSparseLinearRegression` -- least squares ``f = (y - u)^2``;
+* :class:`KSparsePoissonRegression` -- Poisson ``f = exp(u) - y u`` (log link);
+* :class:`KSparseLogisticRegression` -- logistic ``f = log(1 + exp(-y u))``;
+* :class:`KSparseHingeClassifier` -- squared hinge ``f = max(0, 1 - y u)^2``.
+
+Classifiers accept any two labels (numbers or strings); ``classes_[0]`` is coded ``-1`` and
+``classes_[1]`` is coded ``+1`` before the certifier is called.
+
+If ``k >= n_features`` the cardinality constraint is inactive (the problem is ridge-penalised
+regression on all features); the certifier is then called with ``k = n_features``, which is the
+same optimisation problem.
+"""
+
+from __future__ import annotations
+
+import numbers
+import warnings
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils.multiclass import check_classification_targets, type_of_target
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from sparsecert.api import certify, verify
+
+__all__ = [
+    "KSparseLinearRegression",
+    "KSparsePoissonRegression",
+    "KSparseLogisticRegression",
+    "KSparseHingeClassifier",
+]
+
+_PARAMS_DOC = """
+    Parameters
+    ----------
+    k : int, default=5
+        Maximum number of non-zero coefficients (the intercept is not counted). Values
+        ``>= n_features`` leave the constraint inactive.
+    lambda2 : float, default=1.0
+        Ridge weight (> 0) on the coefficients; the objective is the *sum* of the losses plus
+        ``lambda2 * ||coef||^2``.
+    max_abs_coef : float or None, default=None
+        Optional box ``|coef_j| <= max_abs_coef``.
+    fit_intercept : bool, default=True
+        Fit an unpenalised intercept (not counted in ``k``).
+    rel_gap : float, default=1e-4
+        Stop when ``(objective - lower_bound) / max(1, |objective|) <= rel_gap``.
+    time_limit : float or None, default=None
+        Seconds for the search. On expiry the best model found is kept, a
+        :class:`~sklearn.exceptions.ConvergenceWarning` states the gap reached, and
+        ``status_`` is ``"time_limit"``.
+    n_jobs : int, default=1
+        Parallel node evaluations (-1: all cores).
+    verbose : int, default=0
+        0 silent; 1 a progress line every few seconds.
+"""
+
+_ATTRS_DOC = """
+    Attributes
+    ----------
+    coef_ : ndarray of shape (n_features,)
+        Coefficients; at most ``k`` non-zeros.
+    intercept_ : float
+        Intercept (0.0 when ``fit_intercept=False``).
+    support_ : ndarray of int
+        Sorted indices of the selected features.
+    objective_ : float
+        Objective of the fitted model on the training data (the certified upper bound).
+    lower_bound_ : float
+        Proven lower bound on the optimal objective.
+    gap_ : float
+        Relative gap ``(objective_ - lower_bound_) / max(1, |objective_|)``.
+    status_ : str
+        ``"optimal"`` when the gap is within ``rel_gap``, else the reason the search stopped
+        (``"time_limit"``, ``"node_limit"``, ``"interrupted"``, ``"tree_exhausted"``).
+    certificate_ : sparsecert.certify.Certificate
+        The certificate; ``certificate_.save(path)`` writes it, and
+        :func:`sparsecert.api.verify` re-checks it against the training data (with the labels
+        as coded for the certifier, see ``classes_`` for classifiers).
+    result_ : sparsecert.api.CertifyResult
+        The full record (search tree, progress history, timings).
+    n_features_in_ : int
+        Number of features seen during fit.
+    feature_names_in_ : ndarray of str
+        Feature names seen during fit (only when ``X`` has string column names, e.g. a
+        pandas DataFrame).
+"""
+
+
+def _check_params(est) -> None:
+    """Clear errors for bad hyper-parameters (raised at fit time, never in ``__init__``)."""
+    name = type(est).__name__
+    k = est.k
+    if isinstance(k, bool) or not isinstance(k, numbers.Integral):
+        raise TypeError(f"{name}: k must be an integer, got {type(k).__name__} {k!r}")
+    if k < 1:
+        raise ValueError(f"{name}: k must be >= 1, got {k}")
+    lam = est.lambda2
+    if isinstance(lam, bool) or not isinstance(lam, numbers.Real):
+        raise TypeError(f"{name}: lambda2 must be a real number, got {type(lam).__name__}")
+    if not (np.isfinite(lam) and lam > 0):
+        raise ValueError(f"{name}: lambda2 must be finite and > 0, got {lam}")
+    M = est.max_abs_coef
+    if M is not None:
+        if isinstance(M, bool) or not isinstance(M, numbers.Real):
+            raise TypeError(f"{name}: max_abs_coef must be a positive number or None, got "
+                            f"{type(M).__name__}")
+        if not M > 0:
+            raise ValueError(f"{name}: max_abs_coef must be > 0 or None, got {M}")
+    if not isinstance(est.fit_intercept, bool | np.bool_):
+        raise TypeError(f"{name}: fit_intercept must be a bool, got "
+                        f"{type(est.fit_intercept).__name__}")
+    g = est.rel_gap
+    if isinstance(g, bool) or not isinstance(g, numbers.Real) or not 0 <= g < 1:
+        raise ValueError(f"{name}: rel_gap must be a number in [0, 1), got {g!r}")
+    t = est.time_limit
+    if t is not None and (isinstance(t, bool) or not isinstance(t, numbers.Real) or not t > 0):
+        raise ValueError(f"{name}: time_limit must be a positive number or None, got {t!r}")
+    for attr in ("n_jobs", "verbose"):
+        v = getattr(est, attr)
+        if isinstance(v, bool) or not isinstance(v, numbers.Integral):
+            raise TypeError(f"{name}: {attr} must be an integer, got {type(v).__name__} {v!r}")
+    if est.n_jobs == 0 or est.n_jobs < -1:
+        raise ValueError(f"{name}: n_jobs must be a positive integer or -1, got {est.n_jobs}")
+
+
+class _KSparseBase(BaseEstimator):
+    """Shared fit logic: validate, call :func:`sparsecert.api.certify`, store the record."""
+
+    _loss: str = "squared"
+
+    def __init__(self, k: int = 5, lambda2: float = 1.0, max_abs_coef: float | None = None,
+                 fit_intercept: bool = True, rel_gap: float = 1e-4,
+                 time_limit: float | None = None, n_jobs: int = 1, verbose: int = 0) -> None:
+        self.k = k
+        self.lambda2 = lambda2
+        self.max_abs_coef = max_abs_coef
+        self.fit_intercept = fit_intercept
+        self.rel_gap = rel_gap
+        self.time_limit = time_limit
+        self.n_jobs = n_jobs
+        self.verbose = verbose
+
+    # -- the certified fit -----------------------------------------------------------------
+    def _certify(self, X: np.ndarray, y: np.ndarray):
+        p = X.shape[1]
+        res = certify(X, y, min(int(self.k), p), float(self.lambda2), loss=self._loss,
+                      max_abs_coef=None if self.max_abs_coef is None
+                      else float(self.max_abs_coef),
+                      fit_intercept=bool(self.fit_intercept), rel_gap=float(self.rel_gap),
+                      time_limit=None if self.time_limit is None else float(self.time_limit),
+                      n_jobs=int(self.n_jobs), verbose=int(self.verbose))
+        return self._set_result(res)
+
+    def _set_result(self, res, n_features: int | None = None, classes=None):
+        """Store a :class:`~sparsecert.api.CertifyResult` as the fitted state."""
+        if n_features is not None:
+            self.n_features_in_ = int(n_features)
+        if classes is not None:
+            self.classes_ = np.asarray(classes)
+        self.result_ = res
+        self.coef_ = np.asarray(res.coef, dtype=np.float64).copy()
+        self.intercept_ = float(res.intercept)
+        self.support_ = np.asarray(sorted(res.support), dtype=np.intp)
+        self.objective_ = float(res.objective)
+        self.lower_bound_ = float(res.lower_bound)
+        self.gap_ = float(res.gap)
+        self.status_ = str(res.status)
+        self.certificate_ = res.certificate
+        if res.status != "optimal":
+            hint = {"time_limit": "raise time_limit to close the gap",
+                    "node_limit": "raise the node limit to close the gap",
+                    "interrupted": "the search was interrupted",
+                    "tree_exhausted": "every node was closed but the leaves' bounds, computed "
+                                      "to the relaxation's accuracy, fall short (badly scaled "
+                                      "features are a common cause: try standardising X)",
+                    }.get(res.status, "")
+            warnings.warn(
+                f"{type(self).__name__}: the search stopped ({res.status}) before certifying "
+                f"optimality: relative gap {res.gap:.3e} (objective {res.objective:.8g}, "
+                f"proven lower bound {res.lower_bound:.8g}, target rel_gap {self.rel_gap:g}). "
+                f"The model is the best found and is usable; {hint}.", ConvergenceWarning,
+                stacklevel=4)
+        return self
+
+    def _target_as_certified(self, y) -> np.ndarray:
+        return np.asarray(y, dtype=np.float64)
+
+    def verify_certificate(self, X, y, rel_gap: float | None = None):
+        """Re-check ``certificate_`` on ``(X, y)`` with the standalone verifier.
+
+        Pass the training data as given to :meth:`fit` (for classifiers, the original labels:
+        they are coded as for the certifier here).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+        rel_gap : float, optional
+            Gap tolerance to judge against (default: the certificate's).
+
+        Returns
+        -------
+        sparsecert.certify.VerificationReport
+            ``.ok``, ``.exit_code``, ``.checks``, ``.failures``.
+        """
+        check_is_fitted(self)
+        X = validate_data(self, X, reset=False, dtype=np.float64)
+        return verify(self.certificate_, X, self._target_as_certified(y), rel_gap=rel_gap)
+
+    def _min_samples(self) -> int:
+        _check_params(self)
+        # with an intercept, a single sample leaves nothing to fit once it is centred out
+        return 2 if self.fit_intercept else 1
+
+    def _linear(self, X) -> np.ndarray:
+        check_is_fitted(self)
+        X = validate_data(self, X, reset=False, dtype=np.float64)
+        return X @ self.coef_ + self.intercept_
+
+
+class _KSparseRegressor(RegressorMixin, _KSparseBase):
+    def fit(self, X, y):
+        """Fit the certified k-sparse model.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+
+        Returns
+        -------
+        self
+        """
+        X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True,
+                             ensure_min_samples=self._min_samples())
+        return self._certify(X, np.asarray(y, dtype=np.float64))
+
+
+class KSparseLinearRegression(_KSparseRegressor):
+    __doc__ = ("Certified k-sparse ridge-penalised least squares.\n\n"
+               "    Minimises ``sum_i (y_i - x_i^T b - c)^2 + lambda2 ||b||^2`` subject to "
+               "``||b||_0 <= k``.\n" + _PARAMS_DOC + _ATTRS_DOC)
+    _loss = "squared"
+
+    def predict(self, X) -> np.ndarray:
+        """``X @ coef_ + intercept_``."""
+        return self._linear(X)
+
+
+class KSparsePoissonRegression(_KSparseRegressor):
+    __doc__ = ("Certified k-sparse Poisson regression (log link).\n\n"
+               "    Minimises ``sum_i (exp(u_i) - y_i u_i) + lambda2 ||b||^2`` with "
+               "``u_i = x_i^T b + c``, subject to ``||b||_0 <= k``; ``y`` must be non-negative."
+               "\n" + _PARAMS_DOC + _ATTRS_DOC)
+    _loss = "poisson"
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.positive_only = True
+        return tags
+
+    def fit(self, X, y):
+        """Fit the certified k-sparse Poisson model (``y >= 0``).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+            Non-negative counts (or rates).
+
+        Returns
+        -------
+        self
+        """
+        X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True,
+                             ensure_min_samples=self._min_samples())
+        if np.any(y < 0):
+            raise ValueError(f"{type(self).__name__} needs non-negative y; got "
+                             f"{int(np.sum(y < 0))} negative value(s) (min {np.min(y):g})")
+        return self._certify(X, np.asarray(y, dtype=np.float64))
+
+    def predict(self, X) -> np.ndarray:
+        """Predicted mean ``exp(X @ coef_ + intercept_)``."""
+        return np.exp(self._linear(X))
+
+
+class _KSparseClassifier(ClassifierMixin, _KSparseBase):
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = False
+        return tags
+
+    def fit(self, X, y):
+        """Fit the certified k-sparse binary classifier.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+            Two distinct labels (numbers or strings); ``classes_[1]`` is the positive class.
+
+        Returns
+        -------
+        self
+        """
+        X, y = validate_data(self, X, y, dtype=np.float64,
+                             ensure_min_samples=self._min_samples())
+        check_classification_targets(y)
+        y_type = type_of_target(y, input_name="y", raise_unknown=True)
+        classes = np.unique(y)
+        if y_type != "binary" or classes.size != 2:
+            raise ValueError(f"Only binary classification is supported. {type(self).__name__} "
+                             f"needs exactly 2 classes in y; the type of the target is "
+                             f"{y_type!r} with {classes.size} class(es) {classes[:5].tolist()}")
+        self.classes_ = classes
+        y_pm = np.where(y == classes[1], 1.0, -1.0)
+        return self._certify(X, y_pm)
+
+    def _target_as_certified(self, y) -> np.ndarray:
+        y = np.asarray(y)
+        unknown = ~np.isin(y, self.classes_)
+        if unknown.any():
+            raise ValueError(f"y holds labels not seen in fit: {np.unique(y[unknown])[:5].tolist()}"
+                             f" (classes_ = {self.classes_.tolist()})")
+        return np.where(y == self.classes_[1], 1.0, -1.0)
+
+    def decision_function(self, X) -> np.ndarray:
+        """Signed score ``X @ coef_ + intercept_``; positive means ``classes_[1]``."""
+        return self._linear(X)
+
+    def predict(self, X) -> np.ndarray:
+        """Class labels: ``classes_[1]`` where the decision function is positive."""
+        d = self.decision_function(X)
+        return self.classes_[(d > 0).astype(np.intp)]
+
+
+class KSparseLogisticRegression(_KSparseClassifier):
+    __doc__ = ("Certified k-sparse logistic regression.\n\n"
+               "    Minimises ``sum_i log(1 + exp(-s_i u_i)) + lambda2 ||b||^2`` with labels "
+               "``s_i`` coded -1/+1 and ``u_i = x_i^T b + c``, subject to ``||b||_0 <= k``.\n"
+               + _PARAMS_DOC + _ATTRS_DOC + """    classes_ : ndarray of shape (2,)
+        The two labels; ``classes_[0]`` is coded -1, ``classes_[1]`` is coded +1.
+""")
+    _loss = "logistic"
+
+    def predict_proba(self, X) -> np.ndarray:
+        """Probabilities of ``classes_[0]`` and ``classes_[1]`` (columns in that order)."""
+        d = self.decision_function(X)
+        p1 = np.empty_like(d)
+        pos = d >= 0
+        p1[pos] = 1.0 / (1.0 + np.exp(-d[pos]))
+        e = np.exp(d[~pos])
+        p1[~pos] = e / (1.0 + e)
+        return np.column_stack([1.0 - p1, p1])
+
+    def predict_log_proba(self, X) -> np.ndarray:
+        """Logarithm of :meth:`predict_proba` (computed stably)."""
+        d = self.decision_function(X)
+        return np.column_stack([-np.logaddexp(0.0, d), -np.logaddexp(0.0, -d)])
+
+
+class KSparseHingeClassifier(_KSparseClassifier):
+    __doc__ = ("Certified k-sparse linear classifier with the squared hinge loss.\n\n"
+               "    Minimises ``sum_i max(0, 1 - s_i u_i)^2 + lambda2 ||b||^2`` with labels "
+               "``s_i`` coded -1/+1 and ``u_i = x_i^T b + c``, subject to ``||b||_0 <= k``.\n"
+               + _PARAMS_DOC + _ATTRS_DOC + """    classes_ : ndarray of shape (2,)
+        The two labels; ``classes_[0]`` is coded -1, ``classes_[1]`` is coded +1.
+""")
+    _loss = "squared_hinge"

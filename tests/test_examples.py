@@ -1,0 +1,48 @@
+"""Smoke test: every example runs in its --quick setting and writes its PNGs."""
+
+from __future__ import annotations
+
+import runpy
+import sys
+from pathlib import Path
+
+import pytest
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+SCRIPTS = sorted(p for p in EXAMPLES.glob("*.py") if not p.name.startswith("_"))
+
+#: PNGs each example must write (riboflavin's only when ../shared/data is present)
+EXPECTED = {
+    "certify_regression.py": ["diabetes_coefficients.png"],
+    "certify_breast_cancer.py": ["breast_cancer_logistic.png"],
+    "dual_bound_convergence.py": ["dual_bound_convergence.png"],
+    "bnb_progress.py": ["bnb_progress.png"],
+    "certified_path.py": ["certified_path.png"],
+    "compare_cvxpy_relaxation.py": ["compare_cvxpy_relaxation.png"],
+    "compare_cvxpy_mip.py": ["compare_cvxpy_mip.png"],
+    "compare_cvxpy_logistic.py": ["compare_cvxpy_logistic.png"],
+}
+
+
+def test_every_example_is_listed():
+    assert {p.name for p in SCRIPTS} == set(EXPECTED)
+
+
+@pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: p.stem)
+def test_example_runs_quick(script, tmp_path, monkeypatch, capsys):
+    pytest.importorskip("matplotlib", reason="the examples plot with matplotlib")
+    if script.name.startswith("compare_cvxpy"):
+        pytest.importorskip("cvxpy", reason="the cvxpy comparisons need cvxpy")
+    out = tmp_path / "out"
+    monkeypatch.chdir(tmp_path)  # anything written by mistake lands in the temp dir
+    monkeypatch.setattr(sys, "argv", [str(script), "--quick", "--out", str(out)])
+    monkeypatch.syspath_prepend(str(EXAMPLES))
+    runpy.run_path(str(script), run_name="__main__")
+    for name in EXPECTED[script.name]:
+        png = out / name
+        assert png.exists() and png.stat().st_size > 1000, f"{script.name} did not write {name}"
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    printed = capsys.readouterr().out
+    assert "wrote" in printed
+    if script.name == "certify_regression.py":
+        assert ("riboflavin_coefficients.png" in printed) != ("skipping riboflavin" in printed)
