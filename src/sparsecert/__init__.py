@@ -22,6 +22,14 @@ from sparsecert.api import CertifyResult, verify
 _LAZY = {
     "perspective_relaxation": "sparsecert.solvers.perspective",
     "RelaxationResult": "sparsecert.solvers.perspective",
+    "certify_path": "sparsecert.path",
+    "PathResult": "sparsecert.path",
+    "KSparseCV": "sparsecert.path",
+    "KSparseLinearRegressionCV": "sparsecert.path",
+    "KSparseLinearRegression": "sparsecert.estimators",
+    "KSparseLogisticRegression": "sparsecert.estimators",
+    "KSparsePoissonRegression": "sparsecert.estimators",
+    "KSparseHingeClassifier": "sparsecert.estimators",
 }
 
 
@@ -41,4 +49,12 @@ __all__ = [
     "CertifyResult",
     "perspective_relaxation",
     "RelaxationResult",
+    "certify_path",
+    "PathResult",
+    "KSparseCV",
+    "KSparseLinearRegressionCV",
+    "KSparseLinearRegression",
+    "KSparseLogisticRegression",
+    "KSparsePoissonRegression",
+    "KSparseHingeClassifier",
 ]

@@ -296,7 +296,7 @@ class VerificationReport:
     ----------
     checks : list of (name, passed, message), in the order they ran.
     certified_lower_bound : min over leaves of the recomputed bounds (nan if not reached).
-    margin : the floating-point margin BOUND_MARGIN_REL * max(1, |UB|) (nan if not reached).
+    margin : the floating-point margin ``BOUND_MARGIN_REL * max(1, |UB|)`` (nan if not reached).
     gap_within_tolerance : the claimed gap is within the tolerance asked for.
     rel_gap_tolerance : the relative-gap tolerance used for ``gap_within_tolerance``.
     summary : a few facts about the certificate for printing.

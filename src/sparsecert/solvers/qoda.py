@@ -292,6 +292,7 @@ def _run(method: str, operators, x0, comm, n_iter, *, quantizer, layers, s, code
 
 
 _DOC_PARAMS = """
+
     Parameters
     ----------
     operators : sequence of callables
