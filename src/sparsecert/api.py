@@ -150,7 +150,6 @@ def certify(X, y, k: int, lambda2: float, loss: str = "squared", max_abs_coef: f
     CertifyResult
     """
     from sparsecert.bnb import BnBSettings, BranchAndBound
-    from sparsecert.certify import Certificate
     from sparsecert.solvers.perspective import RelaxationProblem
 
     t0 = time.perf_counter()
@@ -174,17 +173,32 @@ def certify(X, y, k: int, lambda2: float, loss: str = "squared", max_abs_coef: f
     engine = BranchAndBound(prob, int(k), settings, n_jobs=n_jobs, executor=executor,
                             backend=backend, verbose=verbose, log=log)
     res = engine.run()
+    y_used = y_raw if labels is None else np.where(y_raw == labels[1], 1.0, -1.0)
+    return assemble_result(res, prob, X_raw, y_raw, y_used, labels, int(k), lambda2, loss,
+                           max_abs_coef, fit_intercept, rel_gap, abs_gap, n_jobs, executor,
+                           backend, t0)
+
+
+def assemble_result(res, prob, X_raw: np.ndarray, y_raw: np.ndarray, y_used: np.ndarray,
+                    labels, k: int, lambda2: float, loss: str, max_abs_coef, fit_intercept: bool,
+                    rel_gap: float, abs_gap: float, n_jobs: int, executor, backend: str,
+                    t0: float, **producer_extra) -> CertifyResult:
+    """The engine's record -> a :class:`CertifyResult` with its certificate.
+
+    Maps the engine's model back to the user's coordinates (intercept of centred least
+    squares), recomputes the objective on the raw data, and builds the certificate. Shared by
+    :func:`certify` and :func:`sparsecert.path.certify_path`.
+    """
+    from sparsecert.certify import Certificate
 
     coef = res.coef.copy()
     intercept = float(res.intercept)
     if fit_intercept and loss == "squared":
         intercept = float(prob.y_mean - prob.x_mean @ coef)
-    y_used = y_raw if labels is None else np.where(y_raw == labels[1], 1.0, -1.0)
     objective = _objective_raw(X_raw, y_used, loss, float(lambda2), coef, intercept)
     lower = min(float(res.lower_bound), objective)
     abs_gap_v = max(0.0, objective - lower)
     gap = abs_gap_v / max(1.0, abs(objective))
-
     nodes = []
     for nd in res.nodes:
         bound = nd.lower_bound if math.isfinite(nd.lower_bound) else None
@@ -206,7 +220,7 @@ def certify(X, y, k: int, lambda2: float, loss: str = "squared", max_abs_coef: f
         producer=dict(settings=res.settings, elapsed=res.time, n_jobs=int(n_jobs),
                       executor="user" if executor is not None else
                       ("serial" if n_jobs == 1 else backend),
-                      package_version=__version__))
+                      package_version=__version__, **producer_extra))
     return CertifyResult(coef=coef, intercept=intercept, support=tuple(res.support),
                          objective=objective, lower_bound=lower, gap=gap,
                          absolute_gap=abs_gap_v, status=res.status, n_nodes=res.n_nodes,

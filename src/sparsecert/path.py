@@ -25,7 +25,6 @@ the least-squares convenience version.
 
 from __future__ import annotations
 
-import math
 import numbers
 import time
 from collections.abc import Iterable, Iterator, Sequence
@@ -38,8 +37,7 @@ from sklearn.model_selection import check_cv
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from sparsecert._version import __version__
-from sparsecert.api import CertifyResult, _label_pair, _objective_raw
+from sparsecert.api import CertifyResult, _label_pair, assemble_result
 from sparsecert.bnb import BnBSettings, BranchAndBound
 from sparsecert.solvers.heuristics import SubsetModel, swap_search
 
@@ -219,7 +217,6 @@ def certify_path(X, y, ks, lambda2: float, loss: str = "squared",
     >>> [r.status for r in path]
     ['optimal', 'optimal', 'optimal']
     """
-    from sparsecert.certify import Certificate
     from sparsecert.solvers.heuristics import SupportRefitter
     from sparsecert.solvers.perspective import RelaxationProblem
 
@@ -258,54 +255,10 @@ def certify_path(X, y, ks, lambda2: float, loss: str = "squared",
         res = engine.run()
         warm = [refitter.fit(res.support)]
         root_start = engine.root_coef
-        results.append(_to_result(res, prob, X_raw, y_raw, y_used, labels, int(k), lambda2,
-                                  loss, max_abs_coef, fit_intercept, rel_gap, abs_gap, n_jobs,
-                                  executor, backend, t0, Certificate))
+        results.append(assemble_result(res, prob, X_raw, y_raw, y_used, labels, int(k),
+                                       lambda2, loss, max_abs_coef, fit_intercept, rel_gap,
+                                       abs_gap, n_jobs, executor, backend, t0, path=True))
     return PathResult(ks=ks_arr, results=results, time=time.perf_counter() - t_path)
-
-
-def _to_result(res, prob, X_raw, y_raw, y_used, labels, k, lambda2, loss, max_abs_coef,
-               fit_intercept, rel_gap, abs_gap, n_jobs, executor, backend, t0,
-               Certificate) -> CertifyResult:
-    """The engine's record -> a CertifyResult with its certificate.
-
-    This mirrors the assembly in :func:`sparsecert.api.certify` (the path's tests compare the
-    two on every point); it goes once certify accepts warm incumbents itself.
-    """
-    coef = res.coef.copy()
-    intercept = float(res.intercept)
-    if fit_intercept and loss == "squared":
-        intercept = float(prob.y_mean - prob.x_mean @ coef)
-    objective = _objective_raw(X_raw, y_used, loss, float(lambda2), coef, intercept)
-    lower = min(float(res.lower_bound), objective)
-    abs_gap_v = max(0.0, objective - lower)
-    gap = abs_gap_v / max(1.0, abs(objective))
-    nodes = []
-    for nd in res.nodes:
-        bound = nd.lower_bound if math.isfinite(nd.lower_bound) else None
-        is_leaf = not nd.children
-        nodes.append(dict(id=nd.id, parent=nd.parent, branch_var=nd.branch_var,
-                          branch_value=nd.branch_value, status=nd.status,
-                          bound=bound if is_leaf else None,
-                          witness=nd.witness if is_leaf else None))
-    cert = Certificate.build(
-        X_raw, y_raw,
-        problem=dict(loss=loss, k=int(k), lambda2=float(lambda2),
-                     max_abs_coef=None if max_abs_coef is None else float(max_abs_coef),
-                     fit_intercept=bool(fit_intercept), labels=labels),
-        incumbent=dict(coef=coef, intercept=intercept, objective=objective),
-        bounds=dict(lower_bound=lower, upper_bound=objective, status=res.status,
-                    rel_gap_tol=float(rel_gap), abs_gap_tol=float(abs_gap)),
-        eig_shift=float(prob.mu),
-        nodes=nodes,
-        producer=dict(settings=res.settings, elapsed=res.time, n_jobs=int(n_jobs),
-                      executor="user" if executor is not None else
-                      ("serial" if n_jobs == 1 else backend),
-                      package_version=__version__, path=True))
-    return CertifyResult(coef=coef, intercept=intercept, support=tuple(res.support),
-                         objective=objective, lower_bound=lower, gap=gap,
-                         absolute_gap=abs_gap_v, status=res.status, n_nodes=res.n_nodes,
-                         time=time.perf_counter() - t0, certificate=cert, search=res)
 
 
 # ----------------------------------------------------------------------------------------------
