@@ -1,6 +1,7 @@
 """The relaxation against cvxpy SOCPs (root and nodes), bound validity along the run, the shift."""
 
 import itertools
+import warnings
 
 import cvxpy as cp
 import numpy as np
@@ -323,9 +324,13 @@ def test_intercept_non_squared_against_cvxpy(loss, M, fin, fout):
     if M:
         cons.append(cp.abs(b) <= M * z)
     pr = cp.Problem(cp.Minimize(F + lam * cp.sum(s)), cons)
-    pr.solve(solver=cp.CLARABEL, tol_gap_rel=1e-8, tol_gap_abs=1e-8, tol_feas=1e-8)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # "optimal_inaccurate": checked below
+        pr.solve(solver=cp.CLARABEL, tol_gap_rel=1e-8, tol_gap_abs=1e-8, tol_feas=1e-8)
+    assert pr.status in ("optimal", "optimal_inaccurate")
+    ref_tol = 1e-6 if pr.status == "optimal" else 1e-5
     assert res.status == "converged"
-    assert res.objective == pytest.approx(pr.value, rel=1e-6)
+    assert res.objective == pytest.approx(pr.value, rel=ref_tol)
     assert res.lower_bound <= pr.value + 1e-8 * abs(pr.value)
     assert res.intercept == pytest.approx(c.value, rel=1e-3, abs=1e-3)
     # the dual certificate: exactly zero sum, dyadic, in the domain, and D(zeta) = lower_bound
