@@ -56,6 +56,7 @@ ZSPACE_RATIO = 4
 #: Newton polishing of the iterate (see _polish.py) when at least this many columns are active
 POLISH = True
 POLISH_MIN_COLUMNS = 150
+POLISH_BLAS_SPEEDUP = 15.0
 #: at every iteration FISTA first tries L * L_DOWN (then backtracks): adapts the step to the
 #: local curvature
 L_DOWN = 1.0
@@ -162,17 +163,12 @@ class _Polisher:
         self.since = 0
         self.n_fail = 0
         self.n_polish = 0
-        self.t_last = _time.perf_counter()
-        self.t_iter = 0.0  # seconds per FISTA iteration (running estimate)
-        self.t_polish = 0.0  # seconds per polish
+        self.n_active = int(np.sum(state != OUT))
 
     def _signature(self, x):
         return np.sign(x).astype(np.int8)
 
     def after_chunk(self, it, x, x_prev, ux, ux_prev, sc, bp, dual, tol, cutoff):
-        now = _time.perf_counter()
-        if it:
-            self.t_iter = (now - self.t_last) / it
         self.since += it
         sig = self._signature(x)
         if self.sig is not None:
@@ -181,21 +177,22 @@ class _Polisher:
             # nearly stable: only a few tiny coordinates enter or leave
             self.stable = self.stable + it if changed <= max(2, nnz // 100) else 0
         self.sig = sig
-        # a polish costs a Gram matrix of the support: keep it below ~1/3 of the time
-        wait = max(30.0, 2.0 * self.t_polish / max(self.t_iter, 1e-12))
+        # a polish costs a Gram matrix of the support: keep it below ~1/3 of the time, with a
+        # deterministic flop model (BLAS ~POLISH_BLAS_SPEEDUP x faster per flop than the
+        # memory-bound mat-vecs of an iteration) so that runs are reproducible
+        n = self.prob.n_samples
+        m = int(np.count_nonzero(sig))
+        per_iter = n * (self.n_active + m)
+        wait = max(30.0, 2.0 * (n * m * m + m ** 3 / 3.0) / (POLISH_BLAS_SPEEDUP * per_iter))
         if self.n_fail >= 6 or self.stable < 20 or self.since < wait:
-            self.t_last = _time.perf_counter()
             return 0
         self.since = 0
         prob, state, budget = self.prob, self.state, self.budget
-        t0 = _time.perf_counter()
         cand = newton_polish(prob.X, prob.y, prob.loss_id, prob.lam_eff, prob.mu, x, state,
                              budget)
         self.n_polish += 1
         if cand is None:
             self.n_fail += 1
-            self.t_polish = _time.perf_counter() - t0
-            self.t_last = _time.perf_counter()
             return 0
         uc = _xb(prob.XT, cand)
         Pc = float(primal_value(prob.y, prob.loss_id, prob.lam_eff, prob.mu, prob.M, state,
@@ -223,8 +220,6 @@ class _Polisher:
             sc[SC_T] = 1.0
         if not improved:
             self.n_fail += 1
-        self.t_polish = _time.perf_counter() - t0
-        self.t_last = _time.perf_counter()
         if sc[SC_BEST] >= cutoff:
             return ST_CUTOFF
         if sc[SC_PX] - sc[SC_BEST] <= tol * max(1.0, abs(sc[SC_PX])):
