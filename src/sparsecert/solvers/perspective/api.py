@@ -308,10 +308,11 @@ def solve_node(prob: RelaxationProblem, k: int, fixed_in=None, fixed_out=None, *
         w = np.asarray(w, dtype=np.float64)
         if w.shape != (p,):
             raise ValueError(f"warm_start must have shape ({p},), got {w.shape}")
-        if np.all(np.isfinite(w)):
-            x0 = np.where(state == OUT, 0.0, w)
-            if prob.M < np.inf:
-                x0 = np.clip(x0, -prob.M, prob.M)
+        if not np.all(np.isfinite(w)):
+            raise ValueError("warm_start contains NaN or infinite values")
+        x0 = np.where(state == OUT, 0.0, w)
+        if prob.M < np.inf:
+            x0 = np.clip(x0, -prob.M, prob.M)
 
     n_free = int(np.sum(state == FREE))
     if n_free == 0 and prob.loss_id == SQUARED and prob.M == np.inf:
