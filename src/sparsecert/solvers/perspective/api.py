@@ -53,6 +53,8 @@ WS_MIN_COLUMNS = 256
 WS_MAX_FRACTION = 0.35
 #: solve_node(solver="auto") works in z-space when n_active >= ZSPACE_RATIO * n_samples
 ZSPACE_RATIO = 4
+#: ... and n_samples <= ZSPACE_MAX_N (an iteration costs n^2 |supp z| + n^3 / 3 flops)
+ZSPACE_MAX_N = 300
 #: Newton polishing of the iterate (see _polish.py) when at least this many columns are active
 POLISH = True
 POLISH_MIN_COLUMNS = 150
@@ -272,7 +274,8 @@ def solve_node(prob: RelaxationProblem, k: int, fixed_in=None, fixed_out=None, *
     solver : {"auto", "fista", "zspace"}
         ``"zspace"``: accelerated projected gradient on the indicators z with n x n solves
         (least squares, no box, no shift, plain intercept only); ``"auto"`` uses it when the
-        number of active columns is at least ``ZSPACE_RATIO`` times n, FISTA on b otherwise.
+        number of active columns is at least ``ZSPACE_RATIO`` times n and ``n <= ZSPACE_MAX_N``,
+        FISTA on b otherwise.
 
     Returns
     -------
@@ -327,8 +330,8 @@ def solve_node(prob: RelaxationProblem, k: int, fixed_in=None, fixed_out=None, *
                  and not prob.icpt and n_free > 0)
     if solver == "zspace" and not zspace_ok:
         raise ValueError("solver='zspace' needs the squared loss without a box or eig_shift")
-    if zspace_ok and (solver == "zspace" or (solver == "auto"
-                                             and n_active >= ZSPACE_RATIO * prob.n_samples)):
+    auto_z = (n_active >= ZSPACE_RATIO * prob.n_samples and prob.n_samples <= ZSPACE_MAX_N)
+    if zspace_ok and (solver == "zspace" or (solver == "auto" and auto_z)):
         return _solve_zspace(prob, state, budget, x0, rel_tol, int(max_iter), cut, deadline,
                              t0)
     runner = _Runner(deadline, RESTARTS[restart])
