@@ -225,7 +225,7 @@ def main(argv=None):
                     continue
                 X, y = data
             row = {"case": name, "n": X.shape[0], "p": X.shape[1], "k": k, "loss": loss}
-            ours = run_ours(X, y, k, loss)
+            ours = run_ours(X, y, k, loss, time_limit=60.0 if quick else 600.0)
             row["ours"] = ours
             row["iters_other_restart"] = None
             row["iters_no_restart"] = None
@@ -328,7 +328,7 @@ def _fmt(v, f="{:.3g}"):
 def _print_row(r):
     o = r["ours"]
     print(f"  done {r['case']} {r['n']}x{r['p']} k={r['k']} {r['loss']}: ours {o['time']:.2f} s "
-          f"({o['n_iter']} it, gap {o['gap']:.1e})", flush=True)
+          f"({o['n_iter']} it, gap {o['gap']:.1e}, {o['status']})", flush=True)
 
 
 def _print_table(rows, notes, claims):
@@ -366,6 +366,10 @@ def _print_table(rows, notes, claims):
     print("iters: default restart; it/oth: the other restart scheme; it/none: no restart "
           "('+' = not converged within the cap); * = solver status not 'optimal'; ratio = "
           "Clarabel time / our time ('>': Clarabel hit its cap, a lower bound)")
+    for r in rows:
+        if r["ours"]["status"] != "converged":
+            print(f"note: ours did not reach the gap on {r['case']} {r['n']}x{r['p']} "
+                  f"{r['loss']}: status {r['ours']['status']}, gap {r['ours']['gap']:.1e}")
     for nline in notes:
         print("note:", nline)
     print()

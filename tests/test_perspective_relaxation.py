@@ -1,6 +1,7 @@
 """The relaxation against cvxpy SOCPs (root and nodes), bound validity along the run, the shift."""
 
 import itertools
+import warnings
 
 import cvxpy as cp
 import numpy as np
@@ -285,8 +286,8 @@ def test_working_set_matches_full():
     s0 = none.copy()
     s0[0] = True
     for s1 in (none, np.eye(p, dtype=bool)[2]):
-        full = solve_node(prob, k, s1, s0, rel_tol=1e-9, working_set=False)
-        ws = solve_node(prob, k, s1, s0, rel_tol=1e-9, working_set=True)
+        full = solve_node(prob, k, s1, s0, rel_tol=1e-9, working_set=False, solver="fista")
+        ws = solve_node(prob, k, s1, s0, rel_tol=1e-9, working_set=True, solver="fista")
         assert full.status == ws.status == "converged"
         assert ws.objective == pytest.approx(full.objective, rel=1e-7)
         assert ws.lower_bound == pytest.approx(full.lower_bound, rel=1e-7)
@@ -323,9 +324,13 @@ def test_intercept_non_squared_against_cvxpy(loss, M, fin, fout):
     if M:
         cons.append(cp.abs(b) <= M * z)
     pr = cp.Problem(cp.Minimize(F + lam * cp.sum(s)), cons)
-    pr.solve(solver=cp.CLARABEL, tol_gap_rel=1e-8, tol_gap_abs=1e-8, tol_feas=1e-8)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # "optimal_inaccurate": checked below
+        pr.solve(solver=cp.CLARABEL, tol_gap_rel=1e-8, tol_gap_abs=1e-8, tol_feas=1e-8)
+    assert pr.status in ("optimal", "optimal_inaccurate")
+    ref_tol = 1e-6 if pr.status == "optimal" else 1e-5
     assert res.status == "converged"
-    assert res.objective == pytest.approx(pr.value, rel=1e-6)
+    assert res.objective == pytest.approx(pr.value, rel=ref_tol)
     assert res.lower_bound <= pr.value + 1e-8 * abs(pr.value)
     assert res.intercept == pytest.approx(c.value, rel=1e-3, abs=1e-3)
     # the dual certificate: exactly zero sum, dyadic, in the domain, and D(zeta) = lower_bound
@@ -345,3 +350,34 @@ def test_intercept_non_squared_against_cvxpy(loss, M, fin, fout):
                                        fixed_in=fin, fixed_out=fout)
         assert early.lower_bound <= pr.value + 1e-8 * abs(pr.value)
         assert math.fsum(early.dual) == 0.0
+
+
+@pytest.mark.parametrize("fin,fout", [((), ()), ((3,), (0, 7))])
+def test_zspace_solver_against_cvxpy(fin, fout):
+    rng = np.random.default_rng(12)
+    n, p, k, lam = 12, 60, 4, 0.7
+    X = rng.standard_normal((n, p)) + 2.0  # a common mode: badly conditioned, like riboflavin
+    y = X[:, [0, 3, 5]] @ np.array([1.0, -1.0, 0.5]) + 0.3 * rng.standard_normal(n)
+    ref = _cvx_relaxation(X, y, k, lam, "squared", INF, fin, fout)
+    prob = RelaxationProblem.from_data(X, y, lam)
+    s1 = np.zeros(p, bool)
+    s1[list(fin)] = True
+    s0 = np.zeros(p, bool)
+    s0[list(fout)] = True
+    res = solve_node(prob, k, s1, s0, rel_tol=1e-9, solver="zspace", max_iter=20000)
+    assert res.status == "converged"
+    assert res.objective == pytest.approx(ref, rel=1e-6)
+    assert res.lower_bound <= ref * (1 + 1e-8)
+    assert np.all(res.coef[s0] == 0)
+    auto = solve_node(prob, k, s1, s0, rel_tol=1e-9)  # p >= 4 n: auto picks z-space
+    assert auto.objective == pytest.approx(ref, rel=1e-6)
+    state = np.where(s0, 0, np.where(s1, 1, 2))
+    D = _dual_value(X, y, res.dual, k, lam, "squared", state, k - len(fin))
+    assert D == pytest.approx(res.lower_bound, rel=1e-9)
+    for it in (1, 3, 10, 30):
+        early = solve_node(prob, k, s1, s0, rel_tol=0.0, max_iter=it, solver="zspace")
+        assert early.lower_bound <= ref * (1 + 1e-8)
+        assert early.objective >= ref * (1 - 1e-8)
+    boxed = RelaxationProblem.from_data(X, y, lam, max_abs_coef=1.0)
+    with pytest.raises(ValueError, match="zspace"):
+        solve_node(boxed, k, None, None, solver="zspace")

@@ -98,3 +98,7 @@ def test_solve_node_checks_fixings_only():
         solve_node(prob, 2, np.ones(5, bool), none)
     with pytest.raises(ValueError, match="warm_start must have shape"):
         solve_node(prob, 2, none, none, warm_start=np.zeros(3))
+    with pytest.raises(ValueError, match="warm_start contains NaN"):
+        solve_node(prob, 2, none, none, warm_start=np.full(5, np.nan))
+    with pytest.raises(ValueError, match="solver must be"):
+        solve_node(prob, 2, none, none, solver="newton")

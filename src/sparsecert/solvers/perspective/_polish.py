@@ -81,8 +81,9 @@ def _newton_polish(X, y, loss_id, lam, mu, x, state, budget, max_steps):
     S, in_R, s, kr = st
     n = X.shape[0]
     m = S.size
-    if m > n and kr > 0:  # the piece is not strongly convex on T: leave it to FISTA
-        return None
+    # with m > n the piece may be flat on T: a tiny ridge keeps the Newton system definite
+    # (the candidate is only a candidate, checked by the caller)
+    reg = 0.0
     XS = np.ascontiguousarray(X[:, S])
     b = x[S].copy()
     dR = in_R.astype(float)
@@ -100,7 +101,9 @@ def _newton_polish(X, y, loss_id, lam, mu, x, state, budget, max_steps):
     for _ in range(max_steps):
         h = loss_hessian_diag(loss_id, u, y)
         H = (XS.T * h) @ XS
-        H[np.diag_indices_from(H)] += 2.0 * lam * dR - 2.0 * mu
+        if m > n:
+            reg = 1e-10 * max(float(np.trace(H)) / m, 1e-300)
+        H[np.diag_indices_from(H)] += 2.0 * lam * dR - 2.0 * mu + reg
         if kr:
             H += (2.0 * lam / kr) * np.outer(s, s)
         try:

@@ -37,6 +37,7 @@ from sparsecert.solvers.perspective._fista import (
 from sparsecert.solvers.perspective._gfun import FREE, IN, OUT, relaxed_z
 from sparsecert.solvers.perspective._linalg import x_dot, xt_dot
 from sparsecert.solvers.perspective._polish import newton_polish
+from sparsecert.solvers.perspective._zspace import ZSpace
 from sparsecert.solvers.perspective.problem import LIPSCHITZ_SAFETY, RelaxationProblem
 from sparsecert.solvers.perspective.result import RelaxationResult
 
@@ -50,9 +51,14 @@ DEFAULT_RESTART = "function"
 WS_MIN_COLUMNS = 256
 #: the working set is abandoned (full iterations from the current point) beyond this fraction
 WS_MAX_FRACTION = 0.35
+#: solve_node(solver="auto") works in z-space when n_active >= ZSPACE_RATIO * n_samples
+ZSPACE_RATIO = 4
+#: ... and n_samples <= ZSPACE_MAX_N (an iteration costs n^2 |supp z| + n^3 / 3 flops)
+ZSPACE_MAX_N = 300
 #: Newton polishing of the iterate (see _polish.py) when at least this many columns are active
 POLISH = True
 POLISH_MIN_COLUMNS = 150
+POLISH_BLAS_SPEEDUP = 15.0
 #: at every iteration FISTA first tries L * L_DOWN (then backtracks): adapts the step to the
 #: local curvature
 L_DOWN = 1.0
@@ -159,17 +165,12 @@ class _Polisher:
         self.since = 0
         self.n_fail = 0
         self.n_polish = 0
-        self.t_last = _time.perf_counter()
-        self.t_iter = 0.0  # seconds per FISTA iteration (running estimate)
-        self.t_polish = 0.0  # seconds per polish
+        self.n_active = int(np.sum(state != OUT))
 
     def _signature(self, x):
         return np.sign(x).astype(np.int8)
 
     def after_chunk(self, it, x, x_prev, ux, ux_prev, sc, bp, dual, tol, cutoff):
-        now = _time.perf_counter()
-        if it:
-            self.t_iter = (now - self.t_last) / it
         self.since += it
         sig = self._signature(x)
         if self.sig is not None:
@@ -178,21 +179,22 @@ class _Polisher:
             # nearly stable: only a few tiny coordinates enter or leave
             self.stable = self.stable + it if changed <= max(2, nnz // 100) else 0
         self.sig = sig
-        # a polish costs a Gram matrix of the support: keep it below ~1/3 of the time
-        wait = max(30.0, 2.0 * self.t_polish / max(self.t_iter, 1e-12))
+        # a polish costs a Gram matrix of the support: keep it below ~1/3 of the time, with a
+        # deterministic flop model (BLAS ~POLISH_BLAS_SPEEDUP x faster per flop than the
+        # memory-bound mat-vecs of an iteration) so that runs are reproducible
+        n = self.prob.n_samples
+        m = int(np.count_nonzero(sig))
+        per_iter = n * (self.n_active + m)
+        wait = max(30.0, 2.0 * (n * m * m + m ** 3 / 3.0) / (POLISH_BLAS_SPEEDUP * per_iter))
         if self.n_fail >= 6 or self.stable < 20 or self.since < wait:
-            self.t_last = _time.perf_counter()
             return 0
         self.since = 0
         prob, state, budget = self.prob, self.state, self.budget
-        t0 = _time.perf_counter()
         cand = newton_polish(prob.X, prob.y, prob.loss_id, prob.lam_eff, prob.mu, x, state,
                              budget)
         self.n_polish += 1
         if cand is None:
             self.n_fail += 1
-            self.t_polish = _time.perf_counter() - t0
-            self.t_last = _time.perf_counter()
             return 0
         uc = _xb(prob.XT, cand)
         Pc = float(primal_value(prob.y, prob.loss_id, prob.lam_eff, prob.mu, prob.M, state,
@@ -220,8 +222,6 @@ class _Polisher:
             sc[SC_T] = 1.0
         if not improved:
             self.n_fail += 1
-        self.t_polish = _time.perf_counter() - t0
-        self.t_last = _time.perf_counter()
         if sc[SC_BEST] >= cutoff:
             return ST_CUTOFF
         if sc[SC_PX] - sc[SC_BEST] <= tol * max(1.0, abs(sc[SC_PX])):
@@ -243,8 +243,8 @@ def _new_sc(L: float) -> np.ndarray:
 def solve_node(prob: RelaxationProblem, k: int, fixed_in=None, fixed_out=None, *,
                rel_tol: float = 1e-6, max_iter: int = 20000, time_limit: float | None = None,
                cutoff: float | None = None, warm_start: Any = None,
-               restart: str = DEFAULT_RESTART, working_set: bool | None = None
-               ) -> RelaxationResult:
+               restart: str = DEFAULT_RESTART, working_set: bool | None = None,
+               solver: str = "auto") -> RelaxationResult:
     """Solve the perspective relaxation of one branch-and-bound node.
 
     Parameters
@@ -271,6 +271,11 @@ def solve_node(prob: RelaxationProblem, k: int, fixed_in=None, fixed_out=None, *
         Iterate on a working set of columns grown from the dual (None: off, the default; the
         relaxed solutions of the benchmark family are dense, see docs/relaxation.md). The
         bound is always computed over all non-fixed-out columns.
+    solver : {"auto", "fista", "zspace"}
+        ``"zspace"``: accelerated projected gradient on the indicators z with n x n solves
+        (least squares, no box, no shift, plain intercept only); ``"auto"`` uses it when the
+        number of active columns is at least ``ZSPACE_RATIO`` times n and ``n <= ZSPACE_MAX_N``,
+        FISTA on b otherwise.
 
     Returns
     -------
@@ -306,10 +311,11 @@ def solve_node(prob: RelaxationProblem, k: int, fixed_in=None, fixed_out=None, *
         w = np.asarray(w, dtype=np.float64)
         if w.shape != (p,):
             raise ValueError(f"warm_start must have shape ({p},), got {w.shape}")
-        if np.all(np.isfinite(w)):
-            x0 = np.where(state == OUT, 0.0, w)
-            if prob.M < np.inf:
-                x0 = np.clip(x0, -prob.M, prob.M)
+        if not np.all(np.isfinite(w)):
+            raise ValueError("warm_start contains NaN or infinite values")
+        x0 = np.where(state == OUT, 0.0, w)
+        if prob.M < np.inf:
+            x0 = np.clip(x0, -prob.M, prob.M)
 
     n_free = int(np.sum(state == FREE))
     if n_free == 0 and prob.loss_id == SQUARED and prob.M == np.inf:
@@ -317,13 +323,83 @@ def solve_node(prob: RelaxationProblem, k: int, fixed_in=None, fixed_out=None, *
         return _finish(prob, state, budget, coef, -np.inf, None, None, 0, 0, "converged", t0,
                        rel_tol, cut)
 
-    runner = _Runner(deadline, RESTARTS[restart])
+    if solver not in ("auto", "fista", "zspace"):
+        raise ValueError(f"solver must be 'auto', 'fista' or 'zspace', got {solver!r}")
     n_active = int(np.sum(state != OUT))
+    zspace_ok = (prob.loss_id == SQUARED and prob.M == np.inf and prob.mu == 0.0
+                 and not prob.icpt and n_free > 0)
+    if solver == "zspace" and not zspace_ok:
+        raise ValueError("solver='zspace' needs the squared loss without a box or eig_shift")
+    auto_z = (n_active >= ZSPACE_RATIO * prob.n_samples and prob.n_samples <= ZSPACE_MAX_N)
+    if zspace_ok and (solver == "zspace" or (solver == "auto" and auto_z)):
+        return _solve_zspace(prob, state, budget, x0, rel_tol, int(max_iter), cut, deadline,
+                             t0)
+    runner = _Runner(deadline, RESTARTS[restart])
     use_ws = False if working_set is None else bool(working_set) and n_active > 1
     if use_ws and not prob.icpt:
         return _solve_ws(prob, state, budget, x0, rel_tol, int(max_iter), cut, runner, t0)
 
     return _solve_full(prob, state, budget, x0, rel_tol, int(max_iter), cut, runner, t0, c0=c0)
+
+
+def _solve_zspace(prob, state, budget, x0, rel_tol, max_iter, cut, deadline, t0):
+    """Accelerated projected gradient on z (see ``_zspace``); the bound is D(-2 alpha)."""
+    zs = ZSpace(prob, state, budget)
+    free = zs.free
+    if np.any(x0 != 0.0):
+        zf = relaxed_z(x0, state, budget)[free]
+    else:  # the budget free columns most correlated with y
+        c0 = np.abs(prob.X[:, free].T @ prob.y)
+        zf = np.zeros(free.size)
+        zf[np.argsort(-c0)[:budget]] = 1.0
+    zf = zs.project(zf)
+    ev = zs.evaluate(zf)
+    if ev is None:  # pragma: no cover - K = I + PSD is always positive definite
+        raise RuntimeError("z-space solve failed")
+    f = ev[0]
+    zp = zf.copy()
+    t, L = 1.0, 1.0
+    best, bp, dual = -np.inf, None, None
+    n_rest = 0
+    status = "max_iter"
+    it = 0
+    c_last = ev[3]
+    while it < max_iter:
+        tn = 0.5 * (1.0 + np.sqrt(1.0 + 4.0 * t * t))
+        yf = zs.project(zf + ((t - 1.0) / tn) * (zf - zp))
+        fy, gy, ay, cy = zs.evaluate(yf)
+        lb = zs.bound(ay, cy)
+        if lb > best:
+            best, bp, dual = lb, zs.coef(yf, cy), -2.0 * ay
+        it += 1
+        if best >= cut:
+            status = "cutoff"
+            break
+        while True:
+            zn = zs.project(yf - gy / L)
+            fn, gn, an, cn = zs.evaluate(zn)
+            d = zn - yf
+            if fn <= fy + gy @ d + 0.5 * L * (d @ d) + 1e-12 * max(1.0, abs(fy)) or L > 1e300:
+                break
+            L *= 2.0
+        if fn > f:
+            t = 1.0
+            n_rest += 1
+            zp = zn.copy()
+        else:
+            zp = zf
+            t = tn
+        zf, f, c_last = zn, fn, cn
+        L *= 0.9
+        if f - best <= rel_tol * max(1.0, abs(f)):
+            status = "converged"
+            break
+        if deadline is not None and _time.perf_counter() >= deadline:
+            status = "time_limit"
+            break
+    coef = zs.coef(zf, c_last)
+    return _finish(prob, state, budget, coef, best, bp, dual, it, n_rest, status, t0, rel_tol,
+                   cut)
 
 
 def _initial_intercept(prob: RelaxationProblem) -> float:
