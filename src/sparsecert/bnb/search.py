@@ -205,6 +205,7 @@ class BranchAndBound:
     def _process(self, node: Node, res: RelaxationResult) -> None:
         self._n_evaluated += 1
         self._n_iter += int(res.n_iter)
+        node.n_iter = int(res.n_iter)
         if res.lower_bound > node.lower_bound:  # keep the better of own and inherited bounds
             node.lower_bound = float(res.lower_bound)
             node.witness = self._witness(res)
