@@ -49,6 +49,8 @@ def _centred_objective_matches(res, X, y, loss, lam, fit_intercept):
     c = res.intercept
     if fit_intercept and loss == "squared":
         c = y.mean() - X.mean(axis=0) @ coef
+    elif fit_intercept:  # the engine's intercept is for centred columns
+        c = c - X.mean(axis=0) @ coef
     u = X @ coef + c
     if loss == "squared":
         val = np.sum((y - u) ** 2)

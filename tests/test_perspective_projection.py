@@ -25,7 +25,8 @@ def test_projection_matches_cvxpy(seed):
     prob.solve(solver=cp.CLARABEL)
     ours = float(np.sum((z - v) ** 2))
     assert ours <= prob.value + 1e-6 * max(1.0, prob.value)
-    assert ours >= prob.value - 1e-5 * max(1.0, prob.value)  # cvxpy is the optimum, up to its accuracy
+    # cvxpy's value is the optimum up to its accuracy
+    assert ours >= prob.value - 1e-5 * max(1.0, prob.value)
 
 
 def test_projection_inside_is_identity_and_budget_binds():

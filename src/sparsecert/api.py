@@ -195,6 +195,8 @@ def assemble_result(res, prob, X_raw: np.ndarray, y_raw: np.ndarray, y_used: np.
     intercept = float(res.intercept)
     if fit_intercept and loss == "squared":
         intercept = float(prob.y_mean - prob.x_mean @ coef)
+    elif fit_intercept:  # the engine works on centred columns
+        intercept = float(intercept - prob.x_mean @ coef)
     objective = _objective_raw(X_raw, y_used, loss, float(lambda2), coef, intercept)
     lower = min(float(res.lower_bound), objective)
     abs_gap_v = max(0.0, objective - lower)

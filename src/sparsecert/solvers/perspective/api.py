@@ -100,7 +100,8 @@ def _initial_L(prob: RelaxationProblem, X: np.ndarray, norm_sq: float, ub: np.nd
     if prob.loss_id == POISSON:
         return norm_sq * max(float(np.exp(np.minimum(ub, 700.0)).max()), 1e-6)
     # curvature c ||X_W||^2 - 2 mu (mu <= lambda_min(X^T X) <= lambda_min(X_W^T X_W))
-    curv = prob.lipschitz / prob.norm_sq
+    # (a design that is identically zero has no curvature: any step size is exact)
+    curv = prob.lipschitz / prob.norm_sq if prob.norm_sq > 0 else 1.0
     return max(curv * norm_sq - 2.0 * prob.mu, 1e-12 * curv * norm_sq, 1e-300)
 
 
@@ -305,8 +306,8 @@ def solve_node(prob: RelaxationProblem, k: int, fixed_in=None, fixed_out=None, *
     c0 = _initial_intercept(prob) if prob.icpt else 0.0
     if warm_start is not None:
         if prob.icpt and isinstance(warm_start, RelaxationResult):
-            if np.isfinite(warm_start.intercept):
-                c0 = float(warm_start.intercept)
+            if np.isfinite(warm_start.intercept):  # user coordinates -> centred columns
+                c0 = float(warm_start.intercept + prob.x_mean @ warm_start.coef)
         w = warm_start.coef if isinstance(warm_start, RelaxationResult) else warm_start
         w = np.asarray(w, dtype=np.float64)
         if w.shape != (p,):
@@ -507,7 +508,7 @@ def _finish(prob, state, budget, coef, best, bp, dual, n_iter, n_rest, status, t
         dual = dyadic_zero_sum(dual, prob.y, prob.loss)
         best = float(dual_value(prob.X, prob.y, prob.loss_id, prob.lambda2, prob.M, state,
                                 budget, dual))
-    gap = (obj - best) / max(1.0, abs(obj))
+    gap = (obj - best) / max(1.0, abs(obj)) if np.isfinite(obj) else np.inf
     if status in ("max_iter", "time_limit"):
         if best >= cut:
             status = "cutoff"
@@ -516,8 +517,8 @@ def _finish(prob, state, budget, coef, best, bp, dual, n_iter, n_rest, status, t
     intercept = 0.0
     if prob.fit_intercept and prob.loss_id == SQUARED:
         intercept = float(prob.y_mean - prob.x_mean @ coef)
-    elif prob.icpt:
-        intercept = float(c)
+    elif prob.icpt:  # centred columns -> the user's coordinates
+        intercept = float(c - prob.x_mean @ coef)
     return RelaxationResult(
         coef=coef, intercept=intercept, objective=obj, lower_bound=float(best), dual=dual,
         bound_point=np.where(state == OUT, 0.0, bp), z=_relaxed_z(coef, state, budget),

@@ -76,8 +76,8 @@ class RelaxationProblem:
     Attributes
     ----------
     X : ndarray (n, p)
-        Design matrix as used internally (float64, C-contiguous; centred if ``fit_intercept`` and
-        the loss is squared).
+        Design matrix as used internally (float64, C-contiguous; columns centred if
+        ``fit_intercept``).
     y : ndarray (n,)
         Response as used internally (labels in {-1, +1} for logistic / squared hinge; centred for
         squared loss with intercept).
@@ -95,7 +95,9 @@ class RelaxationProblem:
     norm_sq : float
         ``||X||_2^2`` (power iteration).
     x_mean, y_mean : ndarray or float
-        Means removed from ``X`` and ``y`` (squared loss with intercept; zeros otherwise).
+        Means removed from ``X`` (any loss with intercept) and ``y`` (squared loss with
+        intercept); zeros otherwise. The other losses' internal intercept ``c`` maps to the
+        user's ``c - x_mean @ b``.
     XT : ndarray (p, n)
         ``X.T`` as a C-contiguous copy (used by the kernels).
     """
@@ -185,6 +187,11 @@ class RelaxationProblem:
             y_mean = float(yc.mean())
             Xc = np.ascontiguousarray(Xc - x_mean)
             yc = yc - y_mean
+        elif fit_intercept:
+            # centre the columns: x^T b + c = (x - m)^T b + (c + m^T b), so the intercept
+            # decouples from badly offset columns; a zero-sum dual gives the same X^T zeta
+            x_mean = Xc.mean(axis=0)
+            Xc = np.ascontiguousarray(Xc - x_mean)
         mu = _resolve_shift(Xc, loss, eig_shift)
         XT = transpose(Xc)
         if min(Xc.shape) <= 64:
