@@ -35,3 +35,19 @@ def test_projection_inside_is_identity_and_budget_binds():
     z = project_capped(np.array([3.0, 2.0, 1.0, 0.5]), 1.0)
     assert z.sum() == pytest.approx(1.0)
     assert z[0] == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("dense_max", [10, 2000])
+def test_extreme_eigenvalues_match_lapack(dense_max):
+    from sparsecert.solvers.perspective.problem import _extreme_eigenvalues, safe_eig_shift
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 60))
+    G = X.T @ X
+    w = np.linalg.eigvalsh(G)
+    lo, hi = _extreme_eigenvalues(G, dense_max=dense_max)
+    assert lo == pytest.approx(w[0], rel=1e-8)
+    assert hi == pytest.approx(w[-1], rel=1e-8)
+    mu = safe_eig_shift(X)
+    assert 0.99 * w[0] <= mu < w[0]
+    np.linalg.cholesky(G - mu * np.eye(60))  # the shift is proven safe

@@ -44,6 +44,32 @@ def check_eig_shift(X: np.ndarray, mu: float) -> bool:
     return True
 
 
+def _extreme_eigenvalues(G: np.ndarray, dense_max: int = 2000) -> tuple[float, float]:
+    """``(lambda_min, lambda_max)`` of a symmetric positive semidefinite ``G``.
+
+    Small matrices: LAPACK. Larger ones: Lanczos on ``G`` for the top and on ``G^{-1}`` (through
+    one Cholesky factorisation) for the bottom, which is several times cheaper than a dense
+    eigensolver at p in the thousands. Only an estimate is needed: the caller proves the shift
+    it derives with a Cholesky factorisation of ``G - mu I``.
+    """
+    p = G.shape[0]
+    if p <= dense_max:
+        w = scipy.linalg.eigh(G, eigvals_only=True, subset_by_index=[0, 0])
+        lam_max = float(scipy.linalg.eigh(G, eigvals_only=True,
+                                          subset_by_index=[p - 1, p - 1])[0])
+        return float(w[0]), lam_max
+    from scipy.sparse.linalg import LinearOperator, eigsh
+
+    lam_max = float(eigsh(G, k=1, which="LA", tol=1e-8, return_eigenvectors=False)[0])
+    try:
+        cf = scipy.linalg.cho_factor(G, check_finite=False)
+    except (np.linalg.LinAlgError, scipy.linalg.LinAlgError):
+        return 0.0, lam_max
+    inv = LinearOperator((p, p), matvec=lambda v: scipy.linalg.cho_solve(cf, v), dtype=float)
+    top_inv = float(eigsh(inv, k=1, which="LA", tol=1e-10, return_eigenvectors=False)[0])
+    return (1.0 / top_inv if top_inv > 0 else 0.0), lam_max
+
+
 def safe_eig_shift(X: np.ndarray) -> float:
     """A shift slightly below ``lambda_min(X^T X)``, confirmed by a Cholesky factorisation.
 
@@ -53,8 +79,7 @@ def safe_eig_shift(X: np.ndarray) -> float:
     if p > n:
         return 0.0
     G = _gram(X)
-    lam_min = float(scipy.linalg.eigh(G, eigvals_only=True, subset_by_index=[0, 0])[0])
-    lam_max = float(scipy.linalg.eigh(G, eigvals_only=True, subset_by_index=[p - 1, p - 1])[0])
+    lam_min, lam_max = _extreme_eigenvalues(G)
     mu = 0.999 * lam_min - 1e-12 * p * lam_max
     while mu > 1e-12 * lam_max:
         Gs = G.copy()
