@@ -53,6 +53,8 @@ WS_MIN_COLUMNS = 256
 WS_MAX_FRACTION = 0.35
 #: solve_node(solver="auto") works in z-space when n_active >= ZSPACE_RATIO * n_samples
 ZSPACE_RATIO = 4
+#: working set by default when the active columns are at least this many times n
+WS_AUTO_RATIO = 4
 #: ... and n_samples <= ZSPACE_MAX_N (an iteration costs n^2 |supp z| + n^3 / 3 flops)
 ZSPACE_MAX_N = 300
 #: Newton polishing of the iterate (see _polish.py) when at least this many columns are active
@@ -269,9 +271,12 @@ def solve_node(prob: RelaxationProblem, k: int, fixed_in=None, fixed_out=None, *
     restart : {"function", "gap", "both", "none"}
         Momentum restart scheme.
     working_set : bool or None
-        Iterate on a working set of columns grown from the dual (None: off, the default; the
-        relaxed solutions of the benchmark family are dense, see docs/relaxation.md). The
-        bound is always computed over all non-fixed-out columns.
+        Iterate on a working set of columns grown from the dual. ``None`` (the default): on
+        when the active columns outnumber the samples ``WS_AUTO_RATIO`` times (p >> n, where
+        the relaxed solution is sparse: leukemia, 38 x 7129 logistic, certifies in 1.5 s with it
+        and not in 60 s without), off otherwise (the relaxed solutions of the n >= p benchmark
+        family are dense, see docs/relaxation.md). The bound is always computed over all
+        non-fixed-out columns.
     solver : {"auto", "fista", "zspace"}
         ``"zspace"``: accelerated projected gradient on the indicators z with n x n solves
         (least squares, no box, no shift, plain intercept only); ``"auto"`` uses it when the
@@ -336,7 +341,9 @@ def solve_node(prob: RelaxationProblem, k: int, fixed_in=None, fixed_out=None, *
         return _solve_zspace(prob, state, budget, x0, rel_tol, int(max_iter), cut, deadline,
                              t0)
     runner = _Runner(deadline, RESTARTS[restart])
-    use_ws = False if working_set is None else bool(working_set) and n_active > 1
+    if working_set is None:
+        working_set = n_active >= WS_AUTO_RATIO * prob.n_samples
+    use_ws = bool(working_set) and n_active > 1
     if use_ws and not prob.icpt:
         return _solve_ws(prob, state, budget, x0, rel_tol, int(max_iter), cut, runner, t0)
 
