@@ -1,0 +1,43 @@
+"""p >> n: the default (working-set) path of the relaxation against a cvxpy exponential-cone model."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from sparsecert.solvers.perspective import RelaxationProblem, solve_node
+
+cp = pytest.importorskip("cvxpy")
+
+
+def _cvxpy_relaxation(X, y, k, lam, fixed_in=(), fixed_out=()):
+    n, p = X.shape
+    b = cp.Variable(p)
+    z = cp.Variable(p)
+    obj = cp.sum(cp.logistic(-cp.multiply(y, X @ b)))
+    obj += lam * cp.sum(cp.hstack([cp.quad_over_lin(b[j], z[j]) for j in range(p)]))
+    cons = [z >= 0, z <= 1, cp.sum(z) <= k]
+    cons += [z[j] == 1 for j in fixed_in] + [z[j] == 0 for j in fixed_out]
+    cons += [b[j] == 0 for j in fixed_out]
+    prob = cp.Problem(cp.Minimize(obj), cons)
+    prob.solve(solver=cp.CLARABEL)
+    return prob.value
+
+
+@pytest.mark.parametrize("fixings", [((), ()), ((3,), (0, 5))])
+def test_wide_logistic_default_path_matches_cvxpy(fixings):
+    rng = np.random.default_rng(0)
+    n, p, k, lam = 12, 60, 3, 0.5
+    X = rng.standard_normal((n, p))
+    y = np.where(X[:, 0] - X[:, 3] + 0.3 * rng.standard_normal(n) > 0, 1.0, -1.0)
+    fin, fout = fixings
+    prob = RelaxationProblem.from_data(X, y, lam, loss="logistic")
+    s1 = np.zeros(p, bool)
+    s1[list(fin)] = True
+    s0 = np.zeros(p, bool)
+    s0[list(fout)] = True
+    res = solve_node(prob, k, s1, s0, rel_tol=1e-9)  # working set chosen automatically
+    ref = _cvxpy_relaxation(X, y, k, lam, fin, fout)
+    assert res.lower_bound <= ref + 1e-6 * max(1.0, ref)
+    assert res.objective >= ref - 1e-6 * max(1.0, ref)
+    assert res.objective == pytest.approx(ref, rel=1e-6)
