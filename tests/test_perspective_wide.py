@@ -1,4 +1,4 @@
-"""p >> n: the default (working-set) path of the relaxation against a cvxpy exponential-cone model."""
+"""p >> n: the default (working-set) relaxation path against a cvxpy exponential-cone model."""
 
 from __future__ import annotations
 
