@@ -542,15 +542,24 @@ def safe_ef(
                scalar_dtype=scalar_dtype, stop=stop)
     comp = _check_compressor(compressor, run.d)
     down = _Downlink(downlink, run.d, server_seed)
-    cm, W = run.comm, run.workers
+    W = run.workers
+    return _ef14_loop(run, comp, down, gamma, c, n_rounds, lambda i: W[i])
+
+
+def _ef14_loop(run: _Run, comp: Compressor, down: _Downlink, gamma: float, c: float,
+               n_rounds: int, oracle: Callable[[int], Worker]) -> SafeEFResult:
+    """The Safe-EF round loop; ``oracle(i)`` gives worker ``i``'s functions for this use
+    (the worker itself, or a fresh minibatch of it for the stochastic variant)."""
+    cm = run.comm
     x, w = run.x0.copy(), run.x0.copy()
     e = {i: np.zeros(run.d) for i in run.local}
     for t in range(n_rounds):
-        gx = run.constraint_value({i: W[i].g(x) for i in run.local})
+        gx = run.constraint_value({i: oracle(i).g(x) for i in run.local})
         productive = gx <= c
         msgs = {}
         for i in run.local:
-            h = W[i].f_subgrad(x) if productive else W[i].g_subgrad(x)
+            o = oracle(i)
+            h = o.f_subgrad(x) if productive else o.g_subgrad(x)
             u = e[i] + gamma * run.check_subgrad(i, h)
             msg, v = comp.roundtrip(u, cm.worker_rng(i))
             e[i] = u - v
@@ -603,28 +612,8 @@ def safe_ef_stochastic(
     comp = _check_compressor(compressor, run.d)
     down = _Downlink(downlink, run.d, server_seed)
     cm, W = run.comm, run.workers
-    x, w = run.x0.copy(), run.x0.copy()
-    e = {i: np.zeros(run.d) for i in run.local}
-    for t in range(n_rounds):
-        gvals = {i: W[i].minibatch(cm.worker_rng(i), batch_size).g(x) for i in run.local}
-        gx = run.constraint_value(gvals)
-        productive = gx <= c
-        msgs = {}
-        for i in run.local:
-            rng = cm.worker_rng(i)
-            mb = W[i].minibatch(rng, batch_size)
-            h = mb.f_subgrad(x) if productive else mb.g_subgrad(x)
-            u = e[i] + gamma * run.check_subgrad(i, h)
-            msg, v = comp.roundtrip(u, rng)
-            e[i] = u - v
-            msgs[i] = msg
-        w = w - run.uplink(msgs, comp)
-        x_next = down.step(cm, w, x)
-        stopped = run.end_round(t, x, x_next, w, gx, productive, {"e": e})
-        x = x_next
-        if stopped:
-            break
-    return run.result(x)
+    return _ef14_loop(run, comp, down, gamma, c, n_rounds,
+                      lambda i: W[i].minibatch(cm.worker_rng(i), batch_size))
 
 
 def switching_subgradient(
