@@ -162,14 +162,9 @@ def certify(X, y, k: int, lambda2: float, loss: str = "squared", max_abs_coef: f
     labels = _label_pair(y_raw, loss)
     if isinstance(k, bool) or not isinstance(k, int | np.integer):
         raise ValueError(f"k must be an integer, got {k!r}")
-    settings = BnBSettings(rel_gap=rel_gap, abs_gap=abs_gap, time_limit=time_limit,
-                           node_limit=node_limit)
-    if node_selection is not None:
-        settings.node_selection = node_selection
-    if branching is not None:
-        settings.branching = branching
-    if batch_size is not None:
-        settings.batch_size = batch_size
+    settings = BnBSettings.from_options(
+        rel_gap=rel_gap, abs_gap=abs_gap, time_limit=time_limit, node_limit=node_limit,
+        node_selection=node_selection, branching=branching, batch_size=batch_size)
     engine = BranchAndBound(prob, int(k), settings, n_jobs=n_jobs, executor=executor,
                             backend=backend, verbose=verbose, log=log)
     res = engine.run()

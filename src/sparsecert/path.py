@@ -239,14 +239,9 @@ def certify_path(X, y, ks, lambda2: float, loss: str = "squared",
     root_start: np.ndarray | None = None
     for k in ks_arr:
         t0 = time.perf_counter()
-        settings = BnBSettings(rel_gap=rel_gap, abs_gap=abs_gap, time_limit=time_limit,
-                               node_limit=node_limit)
-        if node_selection is not None:
-            settings.node_selection = node_selection
-        if branching is not None:
-            settings.branching = branching
-        if batch_size is not None:
-            settings.batch_size = batch_size
+        settings = BnBSettings.from_options(
+            rel_gap=rel_gap, abs_gap=abs_gap, time_limit=time_limit, node_limit=node_limit,
+            node_selection=node_selection, branching=branching, batch_size=batch_size)
         engine = _WarmBranchAndBound(prob, int(k), settings, refitter=refitter,
                                      warm=warm if warm_start else (),
                                      root_start=root_start if warm_start else None,

@@ -90,6 +90,11 @@ class BnBSettings:
     heuristic_every: int = 10
     log_interval: float = 5.0
 
+    @classmethod
+    def from_options(cls, **options) -> BnBSettings:
+        """Settings from keyword options, ``None`` meaning "the default"."""
+        return cls(**{k: v for k, v in options.items() if v is not None})
+
     def validate(self) -> None:
         if not (0 <= self.rel_gap < 1):
             raise ValueError(f"rel_gap must be in [0, 1), got {self.rel_gap}")
