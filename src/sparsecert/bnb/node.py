@@ -49,11 +49,6 @@ class Node:
     n_iter: int = 0
     children: list[int] = field(default_factory=list)
 
-    @property
-    def budget(self) -> int:
-        """Number of free variables that may still be non-zero is ``k - |S1|`` (set by caller)."""
-        raise AttributeError("budget depends on k: use Node.free_budget(k)")
-
     def free_budget(self, k: int) -> int:
         """``k - |S1|``."""
         return k - int(self.fixed_in.sum())
