@@ -1,9 +1,9 @@
 """Benchmark of the DTZO-style trilevel method against its baselines and ablations.
 
-Problems (``sparsecert.problems.dtzo``): P1, a quadratic trilevel problem with a closed-form
-solution (5 random instances), and P2, robust ridge hyperparameter tuning on scikit-learn's
-diabetes data (5 algorithm seeds). Methods: DTZO-style (zeroth order), the same algorithm with
-exact gradients (first-order reference), nested zeroth-order loops (P1; P2 in the full run),
+Problems (``sparsecert.distributed.dtzo.problems``): P1, a quadratic trilevel problem with a
+closed-form solution (5 random instances), and P2, robust ridge hyperparameter tuning on scikit-
+learn's diabetes data (5 algorithm seeds). Methods: DTZO-style (zeroth order), the same algorithm
+with exact gradients (first-order reference), nested zeroth-order loops (P1; P2 in the full run),
 single-level zeroth-order FedAvg; ablations: linear cuts, single-level (non-cascaded) level-2
 residual, no inactive-cut removal. Everything is the median over 5 seeds.
 
@@ -24,9 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
-from sparsecert.problems.dtzo import make_p1, make_p2
-from sparsecert.solvers.comm import SimComm
-from sparsecert.solvers.dtzo import (
+from sparsecert.distributed.comm import SimComm
+from sparsecert.distributed.dtzo.algorithm import (
     DTZOConfig,
     FedAvgConfig,
     NestedZOConfig,
@@ -35,7 +34,8 @@ from sparsecert.solvers.dtzo import (
     nested_zo,
     zo_fedavg,
 )
-from sparsecert.solvers.zeroth_order import ZOConfig
+from sparsecert.distributed.dtzo.problems import make_p1, make_p2
+from sparsecert.distributed.dtzo.zeroth_order import ZOConfig
 
 SEEDS = (0, 1, 2, 3, 4)
 

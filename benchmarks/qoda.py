@@ -29,17 +29,17 @@ from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from sparsecert.problems.qoda import QuadraticGame, RobustLeastSquares  # noqa: E402
-from sparsecert.problems.qoda_mpi import build_parser, result_arrays  # noqa: E402
-from sparsecert.problems.qoda_mpi import run as run_p1  # noqa: E402
-from sparsecert.solvers.comm import SimComm, mpi_available  # noqa: E402
-from sparsecert.solvers.qoda import (  # noqa: E402
+from sparsecert.distributed.comm import SimComm, mpi_available  # noqa: E402
+from sparsecert.distributed.qoda.algorithm import (  # noqa: E402
     StepSchedule,
     make_quantizer,
     oda,
     qoda,
     quantized_extragradient,
 )
+from sparsecert.distributed.qoda.mpi import build_parser, result_arrays  # noqa: E402
+from sparsecert.distributed.qoda.mpi import run as run_p1  # noqa: E402
+from sparsecert.distributed.qoda.problems import QuadraticGame, RobustLeastSquares  # noqa: E402
 
 METHODS = {  # name -> (algorithm, quantizer kind)
     "ODA fp32": ("oda", None),
@@ -146,7 +146,7 @@ def loglog_slope(h: dict, t_min: float) -> float:
 def variance_at_solution(s: int) -> dict:
     """Quantization variance of each kind on the workers' oracle values at x* (seed 0),
     next to the oracle noise variance: what sets the asymptotic iteration ratios."""
-    from sparsecert.solvers.quantize import quantization_variance
+    from sparsecert.distributed.quantize import quantization_variance
 
     prob = QuadraticGame(noise="absolute", seed=0)
     rng = np.random.default_rng(0)
@@ -183,7 +183,7 @@ def mpi_check(n_iter: int, cfg: dict) -> dict:
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
         t0 = time.perf_counter()
         proc = subprocess.run([mpiexec, "-n", "4", sys.executable, "-m",
-                               "sparsecert.problems.qoda_mpi", "--out", str(out), *argv],
+                               "sparsecert.distributed.qoda.mpi", "--out", str(out), *argv],
                               capture_output=True, text=True, timeout=600, env=env)
         wall = time.perf_counter() - t0
         if proc.returncode != 0:

@@ -34,9 +34,9 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT / "src") not in sys.path:
     sys.path.insert(0, str(ROOT / "src"))
 
-from sparsecert.problems.safe_ef import SafeEFProblem  # noqa: E402
-from sparsecert.problems.safe_ef_mpi import build_problem, run_method  # noqa: E402
-from sparsecert.solvers.comm import SimComm, mpi_available  # noqa: E402
+from sparsecert.distributed.comm import SimComm, mpi_available  # noqa: E402
+from sparsecert.distributed.safe_ef.mpi import build_problem, run_method  # noqa: E402
+from sparsecert.distributed.safe_ef.problems import SafeEFProblem  # noqa: E402
 
 LABELS = {
     "switching_subgradient": "uncompressed (dense float32)",
@@ -235,7 +235,7 @@ def mpi_check(gamma, k, rounds):
                 "--c", str(SWITCH_C["c"])]
         t0 = time.perf_counter()
         proc = subprocess.run([exe, "-n", "4", sys.executable, "-m",
-                               "sparsecert.problems.safe_ef_mpi", *args, "--out", str(out)],
+                               "sparsecert.distributed.safe_ef.mpi", *args, "--out", str(out)],
                               capture_output=True, text=True, env=env, timeout=600)
         wall = time.perf_counter() - t0
         if proc.returncode != 0:

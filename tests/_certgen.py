@@ -16,8 +16,8 @@ import itertools
 import numpy as np
 from scipy.optimize import lsq_linear, minimize
 
-from sparsecert.certify import Certificate, exact_zero_sum
-from sparsecert.certify.verify import dual_domain_bounds
+from sparsecert.certificate import Certificate, exact_zero_sum
+from sparsecert.certificate.verify import dual_domain_bounds
 
 # ------------------------------------------------------------------------------ data
 

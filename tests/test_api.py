@@ -11,7 +11,7 @@ import pytest
 from _bruteforce import brute_force
 
 import sparsecert
-from sparsecert.certify import Certificate
+from sparsecert.certificate import Certificate
 from sparsecert.datasets import make_synthetic
 
 
@@ -20,12 +20,16 @@ def _data(loss="squared", n=60, p=8, seed=0):
     return X, y
 
 
-def test_certify_is_callable_and_a_package():
-    import sparsecert.certify.verify as v  # the subpackage stays importable
+def test_certify_is_a_plain_function_with_its_signature():
+    import inspect
 
-    assert callable(sparsecert.certify)
-    assert v.verify_certificate is sparsecert.certify.verify_certificate
-    assert Certificate is sparsecert.certify.Certificate
+    import sparsecert.certificate as certificate_pkg
+
+    assert inspect.isfunction(sparsecert.certify)
+    params = inspect.signature(sparsecert.certify).parameters
+    assert list(params)[:4] == ["X", "y", "k", "lambda2"]
+    assert "Solve a k-sparse GLM" in sparsecert.certify.__doc__
+    assert Certificate is certificate_pkg.Certificate
 
 
 @pytest.mark.parametrize("loss,fit_intercept", [("squared", False), ("squared", True),

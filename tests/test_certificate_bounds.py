@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 from _certgen import _df, make_data, objective, solve_restricted
 
-from sparsecert.certify import Certificate, verify_certificate
-from sparsecert.certify.verify import (
+from sparsecert.certificate import Certificate, verify_certificate
+from sparsecert.certificate.verify import (
     dual_domain_bounds,
     g_star_node,
     huber,
@@ -106,7 +106,7 @@ def test_any_witness_gives_a_valid_bound(loss, fit_intercept, M):
             witnesses.append(("point", mu, rng.standard_normal(5)))
         z = _df(loss, Xd @ rng.standard_normal(5) * 0.3, yd)
         if zero_sum:
-            from sparsecert.certify import exact_zero_sum
+            from sparsecert.certificate import exact_zero_sum
 
             z = exact_zero_sum(z, lo, hi)
         witnesses.append(("dual", 0.0, z))

@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 from _certgen import enumeration_certificate, make_data
 
-from sparsecert.certify import Certificate, exact_zero_sum, verify_certificate
-from sparsecert.certify.schema import FORMAT_NAME, array_sha256, npz_bytes, sha256_bytes
-from sparsecert.certify.verify import dual_domain_bounds
+from sparsecert.certificate import Certificate, exact_zero_sum, verify_certificate
+from sparsecert.certificate.schema import FORMAT_NAME, array_sha256, npz_bytes, sha256_bytes
+from sparsecert.certificate.verify import dual_domain_bounds
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 
@@ -198,8 +198,8 @@ def test_exact_zero_sum_independent_of_order_and_within_domain():
 def test_verifier_imports_only_numpy_and_stdlib():
     code = (
         "import sys\n"
-        "import sparsecert.certify.verify as v\n"
-        "import sparsecert.certify\n"
+        "import sparsecert.certificate.verify as v\n"
+        "import sparsecert.certificate\n"
         "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('scipy', 'numba', 'sklearn',"
         " 'pandas', 'cvxpy') or m.startswith(('sparsecert.solvers', 'sparsecert.bnb',"
         " 'sparsecert.estimators')))\n"
@@ -214,7 +214,7 @@ def test_standalone_verifier_runs_as_a_script(tmp_path, sq):
     X, y, cert, _ = sq
     cert.save(tmp_path / "c.json")
     np.savez(tmp_path / "d.npz", X=X, y=y)
-    run = subprocess.run([sys.executable, "-m", "sparsecert.certify.verify",
+    run = subprocess.run([sys.executable, "-m", "sparsecert.certificate.verify",
                           str(tmp_path / "c.json"), str(tmp_path / "d.npz")],
                          capture_output=True, text=True, env={"PYTHONPATH": str(SRC)})
     assert run.returncode == 0, run.stdout + run.stderr
@@ -222,7 +222,7 @@ def test_standalone_verifier_runs_as_a_script(tmp_path, sq):
     y2 = y.copy()
     y2[0] += 1.0
     np.savez(tmp_path / "d2.npz", X=X, y=y2)
-    run = subprocess.run([sys.executable, "-m", "sparsecert.certify.verify",
+    run = subprocess.run([sys.executable, "-m", "sparsecert.certificate.verify",
                           str(tmp_path / "c.json"), str(tmp_path / "d2.npz")],
                          capture_output=True, text=True, env={"PYTHONPATH": str(SRC)})
     assert run.returncode == 1 and "data_hash" in run.stdout
@@ -244,8 +244,8 @@ def test_build_derives_fixings_whatever_the_node_order_and_rejects_cycles():
 
 
 def test_verifier_restates_the_schema_constants():
-    from sparsecert.certify import schema
-    from sparsecert.certify import verify as v
+    from sparsecert.certificate import schema
+    from sparsecert.certificate import verify as v
 
     for name in ("FORMAT_NAME", "SUPPORTED_FORMAT_VERSIONS", "LOSSES", "CLASSIFICATION_LOSSES",
                  "STATUSES", "NODE_STATUSES", "WITNESS_KINDS", "RELATIVE_GAP_DEFINITION",
@@ -263,7 +263,7 @@ def test_verifier_file_runs_alone_without_the_package(tmp_path, sq):
     X, y, cert, _ = sq
     cert.save(tmp_path / "c.json")
     np.savez(tmp_path / "d.npz", X=X, y=y)
-    shutil.copy(SRC / "sparsecert" / "certify" / "verify.py", tmp_path / "verify.py")
+    shutil.copy(SRC / "sparsecert" / "certificate" / "verify.py", tmp_path / "verify.py")
     run = subprocess.run([sys.executable, str(tmp_path / "verify.py"), str(tmp_path / "c.json"),
                           str(tmp_path / "d.npz")], capture_output=True, text=True,
                          cwd=tmp_path, env={"PATH": "/usr/bin:/bin"})
@@ -276,19 +276,3 @@ def test_tree_exhausted_status_claims_nothing():
     cert = _build(X, y, bounds=dict(status="tree_exhausted"))
     rep = verify_certificate(cert, X, y)
     assert rep.ok and rep.exit_code == 3
-
-
-def test_package_is_callable_as_the_solver(monkeypatch):
-    import types
-
-    import sparsecert.certify as pkg
-
-    seen = {}
-    fake = types.ModuleType("sparsecert.api")
-    fake.certify = lambda *a, **kw: seen.update(args=a, kwargs=kw) or "result"
-    monkeypatch.setitem(sys.modules, "sparsecert.api", fake)
-    assert pkg(1, 2, 3, 0.5, loss="logistic") == "result"
-    assert seen == dict(args=(1, 2, 3, 0.5), kwargs=dict(loss="logistic"))
-    from sparsecert.certify import Certificate as C2
-
-    assert C2 is Certificate

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from _certgen import brute_force_optimum, enumeration_certificate, make_data
 
-from sparsecert.certify import Certificate, verify_certificate
-from sparsecert.certify.schema import npz_bytes, sha256_bytes
+from sparsecert.certificate import Certificate, verify_certificate
+from sparsecert.certificate.schema import npz_bytes, sha256_bytes
 
 K, LAM = 3, 0.5
 

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from _certgen import enumeration_certificate, make_data
 
-from sparsecert.certify.cli import main
+from sparsecert.cli.main import main
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 HAVE_API = importlib.util.find_spec("sparsecert.api") is not None

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sparsecert.solvers.comm import (
+from sparsecert.distributed.comm import (
     Communicator,
     Message,
     SimComm,
@@ -118,7 +118,7 @@ def test_worker_rng_streams_match_seedsequence_spawn():
 
 _SEMANTICS = r"""
 import json, numpy as np
-from sparsecert.solvers.comm import MPIComm, Message
+from sparsecert.distributed.comm import MPIComm, Message
 comm = MPIComm(5, seed=3)
 local = {i: Message(bytes([i]) * (i + 1), 8 * (i + 1) - i) for i in comm.local_workers}
 got = comm.allgather(local)
@@ -162,11 +162,11 @@ def test_mpicomm_semantics_under_mpiexec():
     ids=["safe_ef-randk", "ef21-topk"],
 )
 def test_simcomm_and_mpicomm_identical_iterates(tmp_path, extra):
-    from sparsecert.problems.safe_ef_mpi import main
+    from sparsecert.distributed.safe_ef.mpi import main
 
     args = [*extra, "--rounds", "25", "--comm-seed", "5"]
     out_mpi, out_sim = tmp_path / "mpi.npz", tmp_path / "sim.npz"
-    _run_mpi(["-m", "sparsecert.problems.safe_ef_mpi", *args, "--out", str(out_mpi)], n=3)
+    _run_mpi(["-m", "sparsecert.distributed.safe_ef.mpi", *args, "--out", str(out_mpi)], n=3)
     assert main([*args, "--sim", "--out", str(out_sim)]) == 0
     a, b = np.load(out_mpi), np.load(out_sim)
     assert int(a["n_procs"]) == 3 and int(b["n_procs"]) == 1

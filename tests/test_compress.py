@@ -7,8 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from sparsecert.solvers.comm import Message
-from sparsecert.solvers.compress import (
+from sparsecert.distributed.comm import Message
+from sparsecert.distributed.compress import (
     Identity,
     RandK,
     RandomQuantizer,

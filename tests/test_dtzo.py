@@ -17,9 +17,8 @@ import numpy as np
 import pytest
 from scipy.optimize import brentq, minimize, minimize_scalar
 
-from sparsecert.problems.dtzo import RobustRidgeTrilevel, make_p1, make_p2
-from sparsecert.solvers.comm import SimComm, mpi_available
-from sparsecert.solvers.dtzo import (
+from sparsecert.distributed.comm import SimComm, mpi_available
+from sparsecert.distributed.dtzo.algorithm import (
     _DTZO,
     DTZOConfig,
     FedAvgConfig,
@@ -30,7 +29,8 @@ from sparsecert.solvers.dtzo import (
     nested_zo,
     zo_fedavg,
 )
-from sparsecert.solvers.zeroth_order import ZOConfig
+from sparsecert.distributed.dtzo.problems import RobustRidgeTrilevel, make_p1, make_p2
+from sparsecert.distributed.dtzo.zeroth_order import ZOConfig
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 
@@ -402,7 +402,7 @@ def test_mpi_run_matches_simcomm(tmp_path):
         pytest.skip("mpiexec not found next to the interpreter or on PATH")
     env = dict(os.environ, PYTHONPATH=str(SRC) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     out_mpi, out_sim = tmp_path / "mpi.npz", tmp_path / "sim.npz"
-    common = ["-m", "sparsecert.problems.dtzo_mpi", "--n-iter", "25", "--participation", "2"]
+    common = ["-m", "sparsecert.distributed.dtzo.mpi", "--n-iter", "25", "--participation", "2"]
     for cmd in ([mpiexec, "-n", "3", sys.executable, *common, "--out", str(out_mpi)],
                 [sys.executable, *common, "--comm", "sim", "--out", str(out_sim)]):
         proc = subprocess.run(cmd, env=env, timeout=120, capture_output=True, text=True)

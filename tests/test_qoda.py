@@ -12,17 +12,17 @@ import numpy as np
 import pytest
 import scipy.linalg
 
-from sparsecert.problems.qoda import QuadraticGame, RobustLeastSquares
-from sparsecert.problems.qoda_mpi import build_parser, result_arrays, run
-from sparsecert.solvers.comm import SimComm, mpi_available
-from sparsecert.solvers.qoda import (
+from sparsecert.distributed.comm import SimComm, mpi_available
+from sparsecert.distributed.qoda.algorithm import (
     StepSchedule,
     make_quantizer,
     oda,
     qoda,
     quantized_extragradient,
 )
-from sparsecert.solvers.quantize import IdentityQuantizer
+from sparsecert.distributed.qoda.mpi import build_parser, result_arrays, run
+from sparsecert.distributed.qoda.problems import QuadraticGame, RobustLeastSquares
+from sparsecert.distributed.quantize import IdentityQuantizer
 
 SMALL = dict(sizes=(24, 8, 4), noise_scales=(0.02, 0.3, 3.0), n_workers=3, rank=3, seed=2)
 
@@ -218,7 +218,7 @@ def test_simcomm_and_mpicomm_identical(tmp_path):
     out = tmp_path / "mpi.npz"
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path), OPENBLAS_NUM_THREADS="1")
     proc = subprocess.run([mpiexec, "-n", "3", sys.executable, "-m",
-                           "sparsecert.problems.qoda_mpi", "--out", str(out), *argv],
+                           "sparsecert.distributed.qoda.mpi", "--out", str(out), *argv],
                           capture_output=True, text=True, timeout=120, env=env)
     assert proc.returncode == 0, proc.stderr
     got = np.load(out)

@@ -7,8 +7,8 @@ import itertools
 import numpy as np
 import pytest
 
-from sparsecert.solvers.comm import Message
-from sparsecert.solvers.quantize import (
+from sparsecert.distributed.comm import Message
+from sparsecert.distributed.quantize import (
     CODES,
     LayerMap,
     Quantizer,

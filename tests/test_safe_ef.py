@@ -7,19 +7,9 @@ import math
 import numpy as np
 import pytest
 
-from sparsecert.problems.safe_ef import (
-    HingeNPWorker,
-    IsotropicL1Worker,
-    L1RegressionWorker,
-    l1_regression,
-    l1_regression_lp,
-    neyman_pearson,
-    neyman_pearson_lp,
-    worst_case,
-)
-from sparsecert.solvers.comm import SimComm
-from sparsecert.solvers.compress import Identity, RandK, TopK
-from sparsecert.solvers.safe_ef import (
+from sparsecert.distributed.comm import SimComm
+from sparsecert.distributed.compress import Identity, RandK, TopK
+from sparsecert.distributed.safe_ef.algorithm import (
     FunctionWorker,
     StochasticWorker,
     Worker,
@@ -29,6 +19,16 @@ from sparsecert.solvers.safe_ef import (
     safe_ef_stochastic,
     switching_subgradient,
     topk_no_ef,
+)
+from sparsecert.distributed.safe_ef.problems import (
+    HingeNPWorker,
+    IsotropicL1Worker,
+    L1RegressionWorker,
+    l1_regression,
+    l1_regression_lp,
+    neyman_pearson,
+    neyman_pearson_lp,
+    worst_case,
 )
 
 # ----------------------------------------------------------------------------- fixtures

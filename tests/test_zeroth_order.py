@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sparsecert.solvers.zeroth_order import (
+from sparsecert.distributed.dtzo.zeroth_order import (
     ZOConfig,
     perturbation_points,
     sample_directions,

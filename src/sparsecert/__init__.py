@@ -9,13 +9,13 @@ verify(path, X, y)
 perspective_relaxation(X, y, k, lambda2, ...)
     The convex relaxation with a lower bound valid at every iterate.
 
-``sparsecert.certify`` is both the certificate subpackage (``from sparsecert.certify import
-Certificate``) and callable as the function :func:`sparsecert.api.certify`.
+The package has two wings: the certified GLMs (:mod:`sparsecert.api`, :mod:`sparsecert.bnb`,
+:mod:`sparsecert.solvers`, :mod:`sparsecert.certificate`, :mod:`sparsecert.cli`) and the
+distributed methods (:mod:`sparsecert.distributed`).
 """
 
-import sparsecert.certify as certify  # a callable module: sparsecert.certify(X, y, k, lambda2)
 from sparsecert._version import __version__
-from sparsecert.api import CertifyResult, verify
+from sparsecert.api import CertifyResult, certify, verify
 
 # Importing ``sparsecert`` (and hence the standalone verifier) must not load numba or scipy:
 # the solver-side names are resolved on first use.

@@ -2,7 +2,7 @@
 
 import sys
 
-from sparsecert.certify.cli import main
+from sparsecert.cli.main import main
 
 if __name__ == "__main__":
     sys.exit(main())

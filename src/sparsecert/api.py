@@ -44,7 +44,7 @@ class CertifyResult:
     n_nodes : int
     time : float
         Wall time in seconds (heuristics, search and certificate).
-    certificate : sparsecert.certify.Certificate
+    certificate : sparsecert.certificate.Certificate
         The independently checkable proof; :meth:`save` writes it.
     search : sparsecert.bnb.SearchResult
         The engine's record (tree, progress history).
@@ -184,7 +184,7 @@ def assemble_result(res, prob, X_raw: np.ndarray, y_raw: np.ndarray, y_used: np.
     squares), recomputes the objective on the raw data, and builds the certificate. Shared by
     :func:`certify` and :func:`sparsecert.path.certify_path`.
     """
-    from sparsecert.certify import Certificate
+    from sparsecert.certificate import Certificate
 
     coef = res.coef.copy()
     intercept = float(res.intercept)
@@ -238,10 +238,10 @@ def verify(path, X, y, rel_gap: float | None = None):
 
     Returns
     -------
-    sparsecert.certify.VerificationReport
+    sparsecert.certificate.VerificationReport
         ``.ok``, ``.checks``, ``.failures``, ``.exit_code``.
     """
-    from sparsecert.certify.verify import verify_certificate
+    from sparsecert.certificate.verify import verify_certificate
 
     return verify_certificate(path, np.asarray(X, dtype=float), np.asarray(y, dtype=float),
                               rel_gap=rel_gap)

@@ -85,7 +85,7 @@ _ATTRS_DOC = """
     status_ : str
         ``"optimal"`` when the gap is within ``rel_gap``, else the reason the search stopped
         (``"time_limit"``, ``"node_limit"``, ``"interrupted"``, ``"tree_exhausted"``).
-    certificate_ : sparsecert.certify.Certificate
+    certificate_ : sparsecert.certificate.Certificate
         The certificate; ``certificate_.save(path)`` writes it, and
         :func:`sparsecert.api.verify` re-checks it against the training data (with the labels
         as coded for the certifier, see ``classes_`` for classifiers).
@@ -213,7 +213,7 @@ class _KSparseBase(BaseEstimator):
 
         Returns
         -------
-        sparsecert.certify.VerificationReport
+        sparsecert.certificate.VerificationReport
             ``.ok``, ``.exit_code``, ``.checks``, ``.failures``.
         """
         check_is_fitted(self)

@@ -179,7 +179,7 @@ class _BaseComm:
             )
         for m in local.values():
             if not isinstance(m, Message):
-                raise TypeError("allgather messages must be sparsecert.solvers.comm.Message")
+                raise TypeError("allgather messages must be sparsecert.distributed.comm.Message")
 
 
 class SimComm(_BaseComm):

@@ -1,8 +1,8 @@
 r"""Trilevel test problems with known solutions for the DTZO-style solvers.
 
-Both problems implement :class:`sparsecert.solvers.dtzo.TrilevelProblem` (batched values and
-gradients of every worker's level objectives) and carry an *oracle*: the exact trilevel solution
-and the true optimality residuals, used only to judge the solvers (never by them).
+Both problems implement :class:`sparsecert.distributed.dtzo.trilevel.TrilevelProblem` (batched
+values and gradients of every worker's level objectives) and carry an *oracle*: the exact
+trilevel solution and the true optimality residuals, used only to judge the solvers (never by them).
 
 P1: quadratic trilevel problem
 ------------------------------

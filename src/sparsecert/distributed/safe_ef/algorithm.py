@@ -7,8 +7,8 @@ Problem (Islamov, As, Fatkhullin, ICML 2025, arXiv 2505.06053)::
 
 with convex, Lipschitz, possibly non-smooth ``f_i, g_i`` held by ``n`` workers (the
 :class:`Worker` protocol). Every method here is written against the
-:class:`~sparsecert.solvers.comm.Communicator` protocol only (default
-:class:`~sparsecert.solvers.comm.SimComm`), so the same code runs in-process or on MPI.
+:class:`~sparsecert.distributed.comm.Communicator` protocol only (default
+:class:`~sparsecert.distributed.comm.SimComm`), so the same code runs in-process or on MPI.
 
 One iteration ("round") of the switching methods has two uplink exchanges: every worker sends
 ``g_i(x_t)`` (float32 by default, 32 bits; see ``scalar_dtype``); the server forms ``g(x_t)``
@@ -41,7 +41,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from sparsecert.solvers.comm import (
+from sparsecert.distributed.comm import (
     BitStats,
     Communicator,
     Message,
@@ -49,7 +49,7 @@ from sparsecert.solvers.comm import (
     decode_dense,
     encode_dense,
 )
-from sparsecert.solvers.compress import Compressor, Identity
+from sparsecert.distributed.compress import Compressor, Identity
 
 __all__ = [
     "Worker",
@@ -435,7 +435,7 @@ class _Run:
 
 def _check_compressor(comp: Compressor, d: int, name: str = "compressor") -> Compressor:
     if not isinstance(comp, Compressor):
-        raise TypeError(f"{name} must be a sparsecert.solvers.compress.Compressor")
+        raise TypeError(f"{name} must be a sparsecert.distributed.compress.Compressor")
     if comp.dim != d:
         raise ValueError(f"{name}.dim={comp.dim} does not match the dimension {d} of x0")
     return comp
@@ -503,7 +503,7 @@ def safe_ef(
     x0 : numpy.ndarray
         Starting point (shape ``(d,)``).
     compressor : Compressor
-        Uplink compressor ``C`` (e.g. :class:`~sparsecert.solvers.compress.TopK`).
+        Uplink compressor ``C`` (e.g. :class:`~sparsecert.distributed.compress.TopK`).
     gamma : float
         Step size.
     n_rounds : int

@@ -37,17 +37,19 @@ Mechanism (all notation in ``docs/dtzo.md``):
   ``inactive_tol * eps`` for ``drop_after`` consecutive iterations are dropped (except the newest
   cut of each level, so a level never loses its constraint); at most
   ``max_cuts`` per level are kept (the oldest goes first).
-* **Communication.** Every exchange goes through the :class:`~sparsecert.solvers.comm.Communicator`
-  as encoded bytes: uplink ``z_j + u_j`` (participants only), the batched residual gradients while
-  building cuts; downlink the consensus ``z`` and, after each refinement, the coefficients
-  ``(A, b)`` of the inner-cut solution map. Monitoring exchanges (query counts, consensus error)
-  are excluded from the bit counts.
+* **Communication.** Every exchange goes through the
+  :class:`~sparsecert.distributed.comm.Communicator` as encoded bytes: uplink ``z_j + u_j``
+  (participants only), the batched residual gradients while building cuts; downlink the
+  consensus ``z`` and, after each refinement, the coefficients ``(A, b)`` of the inner-cut
+  solution map. Monitoring exchanges (query counts, consensus error) are excluded from the bit
+  counts.
 * **Partial participation.** With ``participation = S < N`` a master generator (seeded by
   ``seed``, the same on every process and for every communicator) samples S workers per iteration;
   cuts are always built with all workers (the residuals are sums over all of them).
 
-The shared protocol, result record and oracle live in :mod:`sparsecert.solvers.trilevel`; the
-baselines in :mod:`sparsecert.solvers.dtzo_baselines` (re-exported here).
+The shared protocol, result record and oracle live in
+:mod:`sparsecert.distributed.dtzo.trilevel`; the baselines in
+:mod:`sparsecert.distributed.dtzo.baselines` (re-exported here).
 """
 
 from __future__ import annotations
@@ -56,9 +58,9 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from sparsecert.solvers.comm import Communicator, Message, decode_dense, encode_dense
-from sparsecert.solvers.dtzo_baselines import FedAvgConfig, NestedZOConfig, nested_zo, zo_fedavg
-from sparsecert.solvers.trilevel import (
+from sparsecert.distributed.comm import Communicator, Message, decode_dense, encode_dense
+from sparsecert.distributed.dtzo.baselines import FedAvgConfig, NestedZOConfig, nested_zo, zo_fedavg
+from sparsecert.distributed.dtzo.trilevel import (
     DTZOResult,
     Monitor,
     TrilevelProblem,
@@ -68,7 +70,7 @@ from sparsecert.solvers.trilevel import (
     _result,
     _sum_gathered,
 )
-from sparsecert.solvers.zeroth_order import (
+from sparsecert.distributed.dtzo.zeroth_order import (
     ZOConfig,
     combine_differences,
     perturbation_points,
@@ -524,7 +526,8 @@ def dtzo(problem: TrilevelProblem, comm: Communicator, config: DTZOConfig | None
     problem : TrilevelProblem
         Workers' level objectives (the process only queries its local workers).
     comm : Communicator
-        :class:`~sparsecert.solvers.comm.SimComm` or :class:`~sparsecert.solvers.comm.MPIComm`.
+        :class:`~sparsecert.distributed.comm.SimComm` or
+        :class:`~sparsecert.distributed.comm.MPIComm`.
     config : DTZOConfig, optional
     monitor : callable, optional
         ``monitor(z) -> dict`` of diagnostics recorded in the history (not counted as traffic).

@@ -22,7 +22,7 @@ import zipfile
 
 import numpy as np
 
-from sparsecert.certify.schema import CLASSIFICATION_LOSSES, LOSSES
+from sparsecert.certificate.schema import CLASSIFICATION_LOSSES, LOSSES
 
 __all__ = ["load_data", "load_default_data", "validate_data", "validate_problem"]
 

@@ -11,8 +11,8 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from sparsecert.solvers.comm import Communicator, Message, decode_dense, encode_dense
-from sparsecert.solvers.zeroth_order import (
+from sparsecert.distributed.comm import Communicator, Message, decode_dense, encode_dense
+from sparsecert.distributed.dtzo.zeroth_order import (
     ZOConfig,
     combine_differences,
     direction_weight,
@@ -94,7 +94,8 @@ class DTZOResult:
 
 def _check_problem(problem: TrilevelProblem, comm: Communicator) -> tuple[int, int, int]:
     if not isinstance(problem, TrilevelProblem):
-        raise TypeError("problem must implement sparsecert.solvers.dtzo.TrilevelProblem")
+        raise TypeError("problem must implement "
+                        "sparsecert.distributed.dtzo.trilevel.TrilevelProblem")
     dims = tuple(int(v) for v in problem.dims)
     if len(dims) != 3 or min(dims) < 1:
         raise ValueError(f"problem.dims must be three positive integers, got {problem.dims}")

@@ -18,7 +18,7 @@ Vbar_{s-1/2}||^2)^exponent`` (:class:`StepSchedule`; separate schedules for ``et
 Baselines: unquantized ODA (:func:`oda`, FP32 messages) and quantized extra-gradient in dual
 averaging form (:func:`quantized_extragradient`, Q-GenX-style, two exchanges per iteration).
 
-The algorithms only use the :class:`~sparsecert.solvers.comm.Communicator` protocol, so they
+The algorithms only use the :class:`~sparsecert.distributed.comm.Communicator` protocol, so they
 run unchanged on ``SimComm`` and ``MPIComm``: each process evaluates and encodes the
 messages of its local workers, every process decodes all messages (the "server" computation
 is replicated), and the sizes of the fixed-length, Elias-gamma and Huffman codes of every
@@ -32,8 +32,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from sparsecert.solvers.comm import BitStats, Communicator
-from sparsecert.solvers.quantize import (
+from sparsecert.distributed.comm import BitStats, Communicator
+from sparsecert.distributed.quantize import (
     CODES,
     IdentityQuantizer,
     LayerMap,

@@ -17,7 +17,7 @@ import sys
 from collections.abc import Sequence
 
 from sparsecert._version import __version__
-from sparsecert.certify.schema import LOSSES
+from sparsecert.certificate.schema import LOSSES
 
 __all__ = ["main", "build_parser"]
 
@@ -127,7 +127,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _load(args) -> tuple:
-    from sparsecert.certify.io import load_data, load_default_data
+    from sparsecert.cli.io import load_data, load_default_data
 
     if args.data is None:
         if args.y_file is not None or args.target is not None:
@@ -139,8 +139,8 @@ def _load(args) -> tuple:
 def _cmd_certify(args) -> int:
     import numpy as np
 
-    from sparsecert.certify.io import validate_problem
-    from sparsecert.certify.verify import verify_certificate
+    from sparsecert.certificate.verify import verify_certificate
+    from sparsecert.cli.io import validate_problem
 
     if args.data is None:
         k = DEFAULT_JOB["k"] if args.k is None else args.k
@@ -172,7 +172,7 @@ def _cmd_certify(args) -> int:
         result.save(args.out)
     except OSError as exc:
         raise _InputError(f"cannot write {args.out}: {exc.strerror or exc}") from None
-    from sparsecert.certify.certificate import sidecar_path
+    from sparsecert.certificate.document import sidecar_path
 
     report = verify_certificate(args.out, X, y, rel_gap=args.rel_gap)
     coef = np.asarray(result.coef)
@@ -200,7 +200,7 @@ def _cmd_certify(args) -> int:
 
 
 def _cmd_verify(args) -> int:
-    from sparsecert.certify.verify import verify_certificate
+    from sparsecert.certificate.verify import verify_certificate
 
     X, y, desc = _load(args)
     try:
@@ -220,8 +220,8 @@ def _cmd_verify(args) -> int:
 
 
 def _cmd_show(args) -> int:
-    from sparsecert.certify.certificate import format_summary
-    from sparsecert.certify.schema import FORMAT_NAME
+    from sparsecert.certificate.document import format_summary
+    from sparsecert.certificate.schema import FORMAT_NAME
 
     try:
         with open(args.certificate, encoding="utf-8") as fh:

@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from sparsecert.solvers.comm import Communicator, Message, decode_dense, encode_dense
-from sparsecert.solvers.trilevel import (
+from sparsecert.distributed.comm import Communicator, Message, decode_dense, encode_dense
+from sparsecert.distributed.dtzo.trilevel import (
     DTZOResult,
     Monitor,
     TrilevelProblem,
@@ -19,7 +19,7 @@ from sparsecert.solvers.trilevel import (
     _result,
     _sum_gathered,
 )
-from sparsecert.solvers.zeroth_order import (
+from sparsecert.distributed.dtzo.zeroth_order import (
     ZOConfig,
     combine_differences,
     direction_weight,

@@ -2,10 +2,10 @@
 
 Under MPI (one logical worker per ``i % size == rank``)::
 
-    mpiexec -n 3 python -m sparsecert.problems.safe_ef_mpi --problem P1 --method safe_ef \\
+    mpiexec -n 3 python -m sparsecert.distributed.safe_ef.mpi --problem P1 --method safe_ef \\
         --k 1 --gamma 0.1 --rounds 200 --out run.npz
 
-``--sim`` runs the same experiment in-process on :class:`~sparsecert.solvers.comm.SimComm`
+``--sim`` runs the same experiment in-process on :class:`~sparsecert.distributed.comm.SimComm`
 instead. Both write the same ``.npz`` (from the root process only): ``iterates`` (``x_0..x_T``),
 ``x`` (the output), ``productive``, the history arrays, the per-worker bit counters and
 ``n_procs``. With the same arguments the two give identical iterates.
@@ -18,10 +18,10 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from sparsecert.problems.safe_ef import PROBLEMS, SafeEFProblem
-from sparsecert.solvers.comm import Communicator, MPIComm, SimComm
-from sparsecert.solvers.compress import Compressor, Identity, RandK, RandomQuantizer, TopK
-from sparsecert.solvers.safe_ef import METHODS, SafeEFResult
+from sparsecert.distributed.comm import Communicator, MPIComm, SimComm
+from sparsecert.distributed.compress import Compressor, Identity, RandK, RandomQuantizer, TopK
+from sparsecert.distributed.safe_ef.algorithm import METHODS, SafeEFResult
+from sparsecert.distributed.safe_ef.problems import PROBLEMS, SafeEFProblem
 
 __all__ = ["make_compressor", "build_problem", "run_method", "main"]
 
@@ -65,7 +65,8 @@ def run_method(
     store_iterates: bool = False,
     stop: Callable[[int, float, float], bool] | None = None,
 ) -> SafeEFResult:
-    """Run ``method`` (a key of :data:`~sparsecert.solvers.safe_ef.METHODS`) on ``problem``."""
+    """Run ``method`` (a key of :data:`~sparsecert.distributed.safe_ef.algorithm.METHODS`) on
+    ``problem``."""
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}; choose from {sorted(METHODS)}")
     fn = METHODS[method]
@@ -84,7 +85,7 @@ def run_method(
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m sparsecert.problems.safe_ef_mpi",
+    p = argparse.ArgumentParser(prog="python -m sparsecert.distributed.safe_ef.mpi",
                                 description=__doc__.split("\n\n")[0])
     p.add_argument("--problem", default="P1", choices=sorted(PROBLEMS))
     p.add_argument("--method", default="safe_ef", choices=sorted(METHODS))

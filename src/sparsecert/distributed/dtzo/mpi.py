@@ -2,11 +2,11 @@
 
 Usage::
 
-    mpiexec -n 3 python -m sparsecert.problems.dtzo_mpi --out result.npz
+    mpiexec -n 3 python -m sparsecert.distributed.dtzo.mpi --out result.npz
 
 Every rank runs the same algorithm; rank ``r`` hosts workers ``i % size == r``. The root writes
 the final consensus point, the history and the bit counts to ``--out``. ``--comm sim`` runs the
-identical configuration in one process with :class:`~sparsecert.solvers.comm.SimComm` (used by
+identical configuration in one process with :class:`~sparsecert.distributed.comm.SimComm` (used by
 the tests to check that both communicators give the same iterates).
 """
 
@@ -17,10 +17,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from sparsecert.problems.dtzo import make_p1
-from sparsecert.solvers.comm import Communicator, MPIComm, SimComm
-from sparsecert.solvers.dtzo import DTZOConfig, DTZOResult, dtzo
-from sparsecert.solvers.zeroth_order import ZOConfig
+from sparsecert.distributed.comm import Communicator, MPIComm, SimComm
+from sparsecert.distributed.dtzo.algorithm import DTZOConfig, DTZOResult, dtzo
+from sparsecert.distributed.dtzo.problems import make_p1
+from sparsecert.distributed.dtzo.zeroth_order import ZOConfig
 
 __all__ = ["config_from_args", "run", "main"]
 

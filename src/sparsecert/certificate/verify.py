@@ -7,7 +7,7 @@ number it accepts it recomputes with its own code from the certificate, the side
 the data. The file can be copied and run on its own::
 
     python verify.py cert.json data.npz          # data.npz holds arrays X and y
-    python -m sparsecert.certify.verify cert.json data.npz
+    python -m sparsecert.certificate.verify cert.json data.npz
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 # The format's constants, restated here on purpose (the verifier shares no code with the writer;
-# tests/test_certificate_format.py checks that they agree with sparsecert.certify.schema).
+# tests/test_certificate_format.py checks that they agree with sparsecert.certificate.schema).
 FORMAT_NAME = "sparsecert-certificate"
 SUPPORTED_FORMAT_VERSIONS = (1,)
 LOSSES = ("squared", "logistic", "squared_hinge", "poisson")
@@ -1040,10 +1040,13 @@ def _check_leaves(rep, c: _Parsed, arrays, Xd, yd, leaves: list[_Node],
 
 
 def _main(argv: list[str] | None = None) -> int:
-    """``python -m sparsecert.certify.verify CERT.json DATA.npz [--rel-gap G]`` (npz with X, y)."""
+    """``python -m sparsecert.certificate.verify CERT.json DATA.npz [--rel-gap G]``.
+
+    ``DATA.npz`` holds the arrays ``X`` and ``y``.
+    """
     import argparse
 
-    ap = argparse.ArgumentParser(prog="python -m sparsecert.certify.verify",
+    ap = argparse.ArgumentParser(prog="python -m sparsecert.certificate.verify",
                                  description="Standalone numpy-only certificate verifier.")
     ap.add_argument("certificate")
     ap.add_argument("data", help=".npz file with arrays X and y")

@@ -8,8 +8,8 @@
   same size: compression cannot save bits; optimum in closed form.
 
 Each builder returns a :class:`SafeEFProblem` whose ``workers`` implement
-:class:`~sparsecert.solvers.safe_ef.Worker` (and, for P1 and P2,
-:class:`~sparsecert.solvers.safe_ef.StochasticWorker`), with ``f = mean_i f_i`` and
+:class:`~sparsecert.distributed.safe_ef.algorithm.Worker` (and, for P1 and P2,
+:class:`~sparsecert.distributed.safe_ef.algorithm.StochasticWorker`), with ``f = mean_i f_i`` and
 ``g = mean_i g_i``.
 """
 
@@ -45,7 +45,7 @@ class SafeEFProblem:
     name : str
         Short name ("P1", "P2", "P3").
     workers : list
-        One :class:`~sparsecert.solvers.safe_ef.Worker` per worker.
+        One :class:`~sparsecert.distributed.safe_ef.algorithm.Worker` per worker.
     x0 : numpy.ndarray
         Starting point.
     f_star : float

@@ -2,12 +2,12 @@
 
 Usage::
 
-    mpiexec -n 4 python -m sparsecert.problems.qoda_mpi --out run.npz [--n-iter 200] ...
+    mpiexec -n 4 python -m sparsecert.distributed.qoda.mpi --out run.npz [--n-iter 200] ...
 
 Every rank builds the same problem (same seed), hosts the workers ``i % size == rank``,
 and the root writes ``x_bar``, ``x_last``, the history and the per-worker bit counts
 (as counted by the communicator, from the payload bytes, and under each code). The same
-function runs on :class:`~sparsecert.solvers.comm.SimComm` with ``--sim`` (no MPI needed),
+function runs on :class:`~sparsecert.distributed.comm.SimComm` with ``--sim`` (no MPI needed),
 which is what the tests and the benchmark compare against.
 """
 
@@ -19,9 +19,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from sparsecert.problems.qoda import QuadraticGame
-from sparsecert.solvers.comm import MPIComm, SimComm
-from sparsecert.solvers.qoda import (
+from sparsecert.distributed.comm import MPIComm, SimComm
+from sparsecert.distributed.qoda.algorithm import (
     QUANTIZER_KINDS,
     QODAResult,
     StepSchedule,
@@ -30,12 +29,13 @@ from sparsecert.solvers.qoda import (
     qoda,
     quantized_extragradient,
 )
+from sparsecert.distributed.qoda.problems import QuadraticGame
 
 __all__ = ["build_parser", "run", "main", "result_arrays"]
 
 
 def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="python -m sparsecert.problems.qoda_mpi",
+    ap = argparse.ArgumentParser(prog="python -m sparsecert.distributed.qoda.mpi",
                                  description=__doc__.split("\n")[0])
     ap.add_argument("--out", required=True, help="output .npz (written by the root)")
     ap.add_argument("--method", choices=("qoda", "oda", "qeg"), default="qoda")

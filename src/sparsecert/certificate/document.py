@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from sparsecert._version import __version__
-from sparsecert.certify.schema import (
+from sparsecert.certificate.schema import (
     CLASSIFICATION_LOSSES,
     FORMAT_NAME,
     FORMAT_VERSION,
@@ -476,7 +476,7 @@ class Certificate:
 
     def verify(self, X: np.ndarray, y: np.ndarray, rel_gap: float | None = None):
         """Verify this certificate against the data (see ``verify_certificate``)."""
-        from sparsecert.certify.verify import verify_certificate
+        from sparsecert.certificate.verify import verify_certificate
 
         return verify_certificate(self, X, y, rel_gap=rel_gap)
 
@@ -546,7 +546,7 @@ def exact_zero_sum(
     The entries are moved to a common power-of-two grid ``q`` fine enough that all partial sums
     are exact, the mean is removed, and the remaining integer number of grid units is spread over
     the entries with room inside ``[lower, upper]`` (the conjugate's domain, e.g. from
-    :func:`sparsecert.certify.verify.dual_domain_bounds`).
+    :func:`sparsecert.certificate.verify.dual_domain_bounds`).
 
     Raises
     ------

@@ -1,7 +1,7 @@
 """Constants and small primitives of the sparsecert certificate format (version 1).
 
 Everything here depends on numpy and the standard library only, so that the standalone verifier
-(:mod:`sparsecert.certify.verify`) can use it. The format is specified in
+(:mod:`sparsecert.certificate.verify`) can use it. The format is specified in
 ``docs/certificate-format.md``.
 """
 

@@ -1,7 +1,7 @@
 """Compressors that produce real encoded messages with exact bit counts.
 
 Every compressor maps a vector ``v`` of a fixed dimension ``d`` to a
-:class:`~sparsecert.solvers.comm.Message` whose ``payload`` holds the bytes actually sent and
+:class:`~sparsecert.distributed.comm.Message` whose ``payload`` holds the bytes actually sent and
 whose ``n_bits`` is the exact length of the encoding; :meth:`Compressor.decode` reads the
 payload back. The algorithms always use the *decoded* vector, so what they compute is exactly
 what a receiver could reconstruct from the bits counted.
@@ -24,7 +24,7 @@ from abc import ABC, abstractmethod
 
 import numpy as np
 
-from sparsecert.solvers.comm import Message
+from sparsecert.distributed.comm import Message
 
 __all__ = [
     "Compressor",
@@ -177,7 +177,7 @@ class Compressor(ABC):
 
     def _check_msg(self, msg: Message) -> None:
         if not isinstance(msg, Message):
-            raise TypeError("decode expects a sparsecert.solvers.comm.Message")
+            raise TypeError("decode expects a sparsecert.distributed.comm.Message")
         if msg.n_bits != self.message_bits or len(msg.payload) != -(-self.message_bits // 8):
             raise ValueError(
                 f"{type(self).__name__} message must carry {self.message_bits} bits, got "

@@ -43,7 +43,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from sparsecert.solvers.comm import Message
+from sparsecert.distributed.comm import Message
 
 __all__ = [
     "LayerMap",
@@ -815,13 +815,13 @@ class IdentityQuantizer:
         return IdentityQuantizer(self.dim, self.dtype)
 
     def encode(self, v: np.ndarray, rng: np.random.Generator | None = None, code=None):
-        from sparsecert.solvers.comm import encode_dense
+        from sparsecert.distributed.comm import encode_dense
 
         v = _check_vector(v, self.dim)
         return encode_dense(v, self.dtype), None
 
     def decode(self, msg: Message, code=None):
-        from sparsecert.solvers.comm import decode_dense
+        from sparsecert.distributed.comm import decode_dense
 
         if msg.n_bits != self.dim * np.dtype(self.dtype).itemsize * 8:
             raise ValueError("message size does not match the dimension")
