@@ -17,9 +17,12 @@ from sparsecert.distributed.comm import (
     Communicator,
     Message,
     SimComm,
+    build_local,
     decode_dense,
+    decode_flag,
     decode_scalars,
     encode_dense,
+    encode_flag,
     encode_scalars,
     mpi_available,
 )
@@ -80,17 +83,95 @@ def test_simcomm_allgather_broadcast_count_bits_per_worker():
     comm = SimComm(3, seed=0)
     assert isinstance(comm, Communicator)
     assert comm.local_workers == (0, 1, 2) and comm.is_root
+    assert (comm.rank, comm.size) == (0, 1)
     msgs = {i: Message(bytes(i + 1), 8 * (i + 1) - i) for i in range(3)}
     got = comm.allgather(msgs)
     assert [m.payload for m in got] == [bytes(1), bytes(2), bytes(3)]
-    np.testing.assert_array_equal(comm.stats.up, [8, 15, 22])
-    assert comm.stats.rounds == 1
+    t = comm.traffic
+    np.testing.assert_array_equal(t.up_sent, [8, 15, 22])
+    # each worker receives the two other messages
+    np.testing.assert_array_equal(t.up_received, [15 + 22, 8 + 22, 8 + 15])
+    assert t.rounds == 1 and t.server_received == 0
     comm.allgather(msgs)
-    np.testing.assert_array_equal(comm.stats.up, [16, 30, 44])
+    np.testing.assert_array_equal(comm.stats.up, [16, 30, 44])  # the old names still work
     assert comm.stats.rounds == 2
     out = comm.broadcast(Message(bytes(4), 29))
     assert out.n_bits == 29
-    np.testing.assert_array_equal(comm.stats.down, [29, 29, 29])
+    np.testing.assert_array_equal(t.down_received, [29, 29, 29])
+    assert t.server_sent == 3 * 29
+    assert t.process_sent == 0 and t.process_received == 0  # one process: nothing on the wire
+
+
+def test_simcomm_gather_is_uplink_to_the_server():
+    comm = SimComm(4, seed=0)
+    msgs = {i: Message(bytes(2), 9 + i) for i in range(4)}
+    got = comm.gather(msgs)
+    assert [m.n_bits for m in got] == [9, 10, 11, 12]
+    t = comm.traffic
+    np.testing.assert_array_equal(t.up_sent, [9, 10, 11, 12])
+    np.testing.assert_array_equal(t.up_received, 0)
+    assert t.server_received == 42 and t.rounds == 1
+    comm.broadcast(encode_flag(True))
+    pw = t.per_worker()
+    assert pw == {"up": 10.5, "down": 1.0, "peer": 0.0, "sent": 10.5, "received": 1.0,
+                  "total": 11.5}
+    assert t.total == 42 + 4
+
+
+def test_traffic_snapshots_subtract():
+    comm = SimComm(2)
+    comm.gather({0: Message(b"a", 8), 1: Message(b"b", 5)})
+    snap = comm.traffic.copy()
+    comm.gather({0: Message(b"a", 3), 1: Message(b"b", 4)})
+    comm.broadcast(Message(b"xy", 16))
+    delta = comm.traffic - snap
+    np.testing.assert_array_equal(delta.up_sent, [3, 4])
+    np.testing.assert_array_equal(delta.down_received, [16, 16])
+    assert delta.rounds == 1 and delta.server_received == 7 and delta.server_sent == 32
+    np.testing.assert_array_equal(snap.up_sent, [8, 5])  # the snapshot is independent
+    d = delta.as_dict()
+    assert d["per_worker"]["total"] == 3.5 + 16 and d["total"] == 7 + 32
+    comm.reset_traffic()
+    assert comm.traffic.total == 0
+
+
+def test_flag_messages_are_one_bit():
+    for flag in (True, False):
+        m = encode_flag(flag)
+        assert m.n_bits == 1 and decode_flag(m) is flag
+    with pytest.raises(ValueError, match="1 bit"):
+        decode_flag(Message(b"\x80", 8))
+
+
+def test_simcomm_allreduce_sums_in_worker_order():
+    comm = SimComm(3)
+    vals = {i: np.array([1.0, 2.0 * i]) for i in range(3)}
+    np.testing.assert_array_equal(comm.allreduce(vals), [3.0, 6.0])
+    # the sum is taken in worker order: 1e16 + 1 - 1e16 differs from 1e16 - 1e16 + 1
+    big = SimComm(3).allreduce({0: 1e16, 1: 1.0, 2: -1e16})
+    assert float(big) == (1e16 + 1.0) - 1e16
+    assert comm.traffic.total == 0  # monitors are not metered
+    with pytest.raises(ValueError, match="one shape"):
+        comm.allreduce({0: [1.0], 1: [1.0, 2.0], 2: [0.0]})
+    with pytest.raises(ValueError, match="local worker"):
+        comm.allreduce({0: 1.0})
+
+
+def test_build_local_from_sequence_or_factory():
+    comm = SimComm(3)
+    assert build_local(comm, ["a", "b", "c"]) == {0: "a", 1: "b", 2: "c"}
+    calls = []
+
+    def factory(i):
+        calls.append(i)
+        return f"w{i}"
+
+    assert build_local(comm, factory) == {0: "w0", 1: "w1", 2: "w2"}
+    assert calls == [0, 1, 2]
+    with pytest.raises(ValueError, match="3 workers but 2"):
+        build_local(comm, ["a", "b"])
+    with pytest.raises(TypeError, match="factory"):
+        build_local(comm, 3)  # type: ignore[arg-type]
 
 
 def test_simcomm_rejects_bad_messages():
@@ -99,8 +180,14 @@ def test_simcomm_rejects_bad_messages():
         comm.allgather({0: Message(b"a", 8)})
     with pytest.raises(TypeError, match="Message"):
         comm.allgather({0: Message(b"a", 8), 1: b"a"})  # type: ignore[dict-item]
+    with pytest.raises(ValueError, match="local worker"):
+        comm.gather({1: Message(b"a", 8)})
+    with pytest.raises(ValueError, match="needs the message"):
+        comm.broadcast(None)
     with pytest.raises(ValueError, match="n_workers"):
         SimComm(0)
+    with pytest.raises(ValueError, match="no worker"):
+        comm.worker_rng(2)
 
 
 def test_worker_rng_streams_match_seedsequence_spawn():
@@ -117,39 +204,94 @@ def test_worker_rng_streams_match_seedsequence_spawn():
 # ----------------------------------------------------------------------------- MPIComm
 
 _SEMANTICS = r"""
-import json, numpy as np
-from sparsecert.distributed.comm import MPIComm, Message
-comm = MPIComm(5, seed=3)
-local = {i: Message(bytes([i]) * (i + 1), 8 * (i + 1) - i) for i in comm.local_workers}
-got = comm.allgather(local)
-msg = comm.broadcast(Message(b"xyz", 21) if comm.is_root else None)
-draws = {i: comm.worker_rng(i).random(3).tolist() for i in comm.local_workers}
-rec = dict(rank=comm.rank, size=comm.size, local=list(comm.local_workers),
-           payloads=[m.payload.hex() for m in got], up=comm.stats.up.tolist(),
-           down=comm.stats.down.tolist(), rounds=comm.stats.rounds, bcast=msg.payload.hex(),
-           draws=draws)
-allrec = comm._comm.gather(rec, root=0)
+import json, sys, numpy as np
+from mpi4py import MPI
+from sparsecert.distributed.comm import MPIComm, Message, SimComm
+
+
+class BuffersOnly:
+    # Only the buffer collectives (upper-case mpi4py methods): a pickled exchange raises.
+    ALLOWED = {"Gatherv", "Allgatherv", "Allgather", "Bcast", "Barrier", "Get_rank", "Get_size"}
+
+    def __init__(self, comm):
+        self._c = comm
+
+    def __getattr__(self, name):
+        if name not in self.ALLOWED:
+            raise AttributeError(f"{name} is not a buffer collective")
+        return getattr(self._c, name)
+
+
+n = int(sys.argv[1])
+
+
+def script(comm):
+    local = {i: Message(bytes([i]) * (i + 1), 8 * (i + 1) - i) for i in comm.local_workers}
+    got = comm.allgather(local)
+    up = comm.gather({i: Message(bytes([i, 7]), 9 + i) for i in comm.local_workers})
+    msg = comm.broadcast(Message(b"xyz", 21) if comm.is_root else None)
+    big = [1e16, 1.0, -1e16, 3.0, 0.5]
+    red = comm.allreduce({i: [big[i], float(i)] for i in comm.local_workers})
+    draws = {i: comm.worker_rng(i).random(3).tolist() for i in comm.local_workers}
+    return dict(local=list(comm.local_workers), payloads=[m.payload.hex() for m in got],
+                gathered=None if up is None else [[m.payload.hex(), m.n_bits] for m in up],
+                bcast=[msg.payload.hex(), msg.n_bits], red=red.tolist(), draws=draws,
+                traffic=comm.traffic.as_dict())
+
+
+comm = MPIComm(n, seed=3, comm=BuffersOnly(MPI.COMM_WORLD))
+rec = script(comm)
+rec.update(rank=comm.rank, size=comm.size, procs=comm.process_traffic().tolist())
+allrec = MPI.COMM_WORLD.gather(rec, root=0)  # the test's own reporting, not the communicator
 if comm.is_root:
-    print("JSON" + json.dumps(allrec))
+    print("JSON" + json.dumps({"mpi": allrec, "sim": script(SimComm(n, seed=3))}))
 """
 
 
 @pytest.mark.mpi
-def test_mpicomm_semantics_under_mpiexec():
-    proc = _run_mpi(["-c", _SEMANTICS], n=3)
+@pytest.mark.parametrize("n_workers", [5, 2], ids=["5-workers", "2-workers-one-idle-rank"])
+def test_mpicomm_semantics_under_mpiexec(n_workers):
+    proc = _run_mpi(["-c", _SEMANTICS, str(n_workers)], n=3)
     line = [ln for ln in proc.stdout.splitlines() if ln.startswith("JSON")][0]
-    recs = sorted(json.loads(line[4:]), key=lambda r: r["rank"])
-    assert [r["local"] for r in recs] == [[0, 3], [1, 4], [2]]
-    expect_payloads = [(bytes([i]) * (i + 1)).hex() for i in range(5)]
-    children = np.random.SeedSequence(3).spawn(5)
+    both = json.loads(line[4:])
+    recs, sim = sorted(both["mpi"], key=lambda r: r["rank"]), both["sim"]
+    expect_local = [[i for i in range(n_workers) if i % 3 == r] for r in range(3)]
+    assert [r["local"] for r in recs] == expect_local
+    expect_payloads = [(bytes([i]) * (i + 1)).hex() for i in range(n_workers)]
+    children = np.random.SeedSequence(3).spawn(n_workers)
     for r in recs:
-        assert r["size"] == 3 and r["rounds"] == 1
+        assert r["size"] == 3
         assert r["payloads"] == expect_payloads  # worker order on every rank
-        assert r["up"] == [8 * (i + 1) - i for i in range(5)]
-        assert r["down"] == [21] * 5 and r["bcast"] == b"xyz".hex()
+        assert r["bcast"] == [b"xyz".hex(), 21]
+        assert r["red"] == sim["red"]  # same summation order as SimComm, bit for bit
+        # every process counts the same logical traffic as SimComm
+        for key in ("up_sent", "up_received", "down_received", "server_received",
+                    "server_sent", "rounds"):
+            assert r["traffic"][key] == sim["traffic"][key], key
         for i, draws in r["draws"].items():  # same streams as SimComm
             ref = np.random.default_rng(children[int(i)]).random(3)
             np.testing.assert_array_equal(draws, ref)
+    assert recs[0]["gathered"] == sim["gathered"]
+    assert recs[0]["gathered"] == [[bytes([i, 7]).hex(), 9 + i] for i in range(n_workers)]
+    assert recs[1]["gathered"] is None and recs[2]["gathered"] is None
+    t = sim["traffic"]
+    assert t["up_sent"] == [8 * (i + 1) - i + 9 + i for i in range(n_workers)]
+    assert t["down_received"] == [21] * n_workers and t["server_sent"] == 21 * n_workers
+    # process-to-process bits: what leaves a rank is what the others receive
+    procs = np.array(recs[0]["procs"])
+    assert all(r["procs"] == recs[0]["procs"] for r in recs)
+    assert procs[:, 0].sum() == procs[:, 1].sum() > 0
+    ag = [8 * (i + 1) - i for i in range(n_workers)]
+    for r in range(3):
+        mine = [i for i in range(n_workers) if i % 3 == r]
+        sent_ag = 2 * sum(ag[i] for i in mine)
+        recv_ag = sum(ag) - sum(ag[i] for i in mine)
+        up = sum(9 + i for i in mine)
+        if r == 0:
+            expect = [sent_ag + 2 * 21, recv_ag + sum(9 + i for i in range(n_workers)) - up]
+        else:
+            expect = [sent_ag + up, recv_ag + 21]
+        assert procs[r].tolist() == expect, r
 
 
 @pytest.mark.mpi
@@ -175,3 +317,27 @@ def test_simcomm_and_mpicomm_identical_iterates(tmp_path, extra):
     for key in ("iterates", "x", "productive", "objective", "bits_up", "bits_down",
                 "stats_up", "stats_down", "stats_rounds"):
         np.testing.assert_array_equal(a[key], b[key], err_msg=key)
+
+
+def test_ci_flag_turns_mpi_skips_into_failures(tmp_path):
+    """``SPARSECERT_REQUIRE_MPI=1`` (set by .ci/run) fails an MPI test that would skip."""
+    conftest = Path(__file__).with_name("conftest.py")
+    (tmp_path / "conftest.py").write_text(conftest.read_text())
+    (tmp_path / "pytest.ini").write_text("[pytest]\nmarkers =\n    mpi: an MPI test\n")
+    (tmp_path / "test_x.py").write_text(
+        "import pytest\n\n@pytest.mark.mpi\ndef test_a():\n    pytest.skip('no mpiexec')\n\n"
+        "def test_b():\n    pytest.skip('unrelated')\n"
+    )
+
+    def run(flag):
+        env = {k: v for k, v in os.environ.items() if k != "SPARSECERT_REQUIRE_MPI"}
+        if flag:
+            env["SPARSECERT_REQUIRE_MPI"] = "1"
+        return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                               str(tmp_path)], capture_output=True, text=True, env=env,
+                              cwd=tmp_path, timeout=120)
+
+    quiet, loud = run(False), run(True)
+    assert quiet.returncode == 0 and "2 skipped" in quiet.stdout
+    assert loud.returncode != 0
+    assert "1 failed, 1 skipped" in loud.stdout and "SPARSECERT_REQUIRE_MPI" in loud.stdout
