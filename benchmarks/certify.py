@@ -37,11 +37,10 @@ from pathlib import Path
 import numpy as np
 
 import sparsecert
-from sparsecert.datasets import make_synthetic
+from sparsecert.datasets import load_leukemia, load_riboflavin, make_synthetic
 
 REL_GAP = 1e-4
 ROOT = Path(__file__).resolve().parents[1]
-SHARED_DATA = ROOT.parent / "shared" / "data"
 
 
 # ----------------------------------------------------------------------------------------------
@@ -72,14 +71,10 @@ def instances(quick: bool):
         X, y, _ = make_synthetic(n, p, k, loss=loss, seed=0)
         out.append((f"synthetic {loss} ({n},{p},{k}) l2={lam:g}", loss, X, y, k, lam, None))
     real_tl = 60.0 if quick else 600.0
-    for fname, loss in (("riboflavin.npz", "squared"), ("leukemia.npz", "logistic")):
-        path = SHARED_DATA / fname
-        if not path.exists():
-            print(f"[skip] {fname}: {path} not found (../shared/data is absent)")
-            continue
-        d = np.load(path)
-        X, y = _standardise(np.asarray(d["X"], float), np.asarray(d["y"], float), loss)
-        out.append((f"{fname.split('.')[0]} {loss} k=5 l2=0.1", loss, X, y, 5, 0.1, real_tl))
+    for name, loader, loss in (("riboflavin", load_riboflavin, "squared"),
+                               ("leukemia", load_leukemia, "logistic")):
+        X, y = _standardise(*loader(), loss)  # bundled with the package
+        out.append((f"{name} {loss} k=5 l2=0.1", loss, X, y, 5, 0.1, real_tl))
     return out
 
 

@@ -3,7 +3,7 @@
 Synthetic family (issue 2): rows of X ~ N(0, Sigma) with Sigma_ij = 0.5^|i-j|, beta* = k equally
 spaced ones, y = X beta* + noise at SNR 5 (logistic: y = sign(X beta* + noise)), lambda2 = 1, at
 (n, p, k) = (500, 100, 5), (1000, 1000, 10), (2000, 5000, 10); plus riboflavin (71 x 4088, k = 10,
-read from ../shared/data relative to the repository root; logistic labels: y > median).
+bundled with the package: ``sparsecert.datasets.load_riboflavin``; logistic labels: y > median).
 
 For each case and loss (squared, logistic) it reports: our wall time (problem set-up + solve; the
 numba JIT compile is measured once beforehand and reported separately), FISTA iterations with
@@ -58,23 +58,10 @@ def synthetic(n: int, p: int, k: int, loss: str, seed: int = 0):
     return X, y
 
 
-def _shared_data() -> Path | None:
-    """``../shared/data`` relative to the repository root (also looked up one level higher, for
-    git worktrees living in a sub-folder next to the main clone)."""
-    for base in (ROOT.parent, ROOT.parent.parent):
-        d = base / "shared" / "data"
-        if d.is_dir():
-            return d
-    return None
-
-
 def riboflavin(loss: str):
-    d = _shared_data()
-    path = (d or ROOT.parent / "shared" / "data") / "riboflavin.npz"
-    if not path.exists():
-        return None, f"riboflavin skipped: {path} not found"
-    d = np.load(path)
-    X, y = np.asarray(d["X"], float), np.asarray(d["y"], float)
+    from sparsecert.datasets import load_riboflavin
+
+    X, y = load_riboflavin()
     if loss == "logistic":
         y = np.where(y > np.median(y), 1.0, -1.0)
     return (X, y), None

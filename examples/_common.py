@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 from pathlib import Path
 
 import matplotlib
@@ -11,10 +10,6 @@ import matplotlib
 matplotlib.use("Agg")  # PNGs only, no display
 
 EXAMPLES = Path(__file__).resolve().parent
-#: the project's shared real data sets: ../shared/data relative to the repository (the
-#: environment variable SPARSECERT_SHARED_DATA points elsewhere, e.g. from a git worktree)
-SHARED_DATA = Path(os.environ.get("SPARSECERT_SHARED_DATA",
-                                  EXAMPLES.parent.parent / "shared" / "data"))
 
 
 def parse_args(description: str) -> argparse.Namespace:

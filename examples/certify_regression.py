@@ -1,8 +1,8 @@
 """Certify k-sparse least squares on two real data sets: diabetes and riboflavin.
 
 * diabetes (scikit-learn, 442 x 10): the certified best k = 4 subset;
-* riboflavin (Buhlmann et al. 2014, 71 x 4088, p >> n): the certified best k = 3 genes,
-  read from ../shared/data/riboflavin.npz (skipped with a message when it is absent).
+* riboflavin (Buhlmann et al. 2014, 71 x 4088, p >> n): the certified best k = 3 genes
+  (bundled with the package: ``sparsecert.datasets.load_riboflavin``).
 
 Each model is saved with its certificate and re-checked by the standalone verifier; the plot
 shows the selected coefficients with the proven optimality gap in the title.
@@ -13,11 +13,12 @@ Run: ``python examples/certify_regression.py [--quick] [--out DIR]``
 from __future__ import annotations
 
 import numpy as np
-from _common import SHARED_DATA, parse_args, savefig, standardize
+from _common import parse_args, savefig, standardize
 from matplotlib import pyplot as plt
 from sklearn.datasets import load_diabetes
 
 from sparsecert.api import certify, verify
+from sparsecert.datasets import load_riboflavin
 
 
 def run(name, X, y, k, lambda2, feature_names, out, time_limit):
@@ -46,13 +47,8 @@ def main():
     run("diabetes", standardize(d.data), d.target, 4, 1.0, list(d.feature_names), args.out,
         time_limit=30)
 
-    path = SHARED_DATA / "riboflavin.npz"
-    if not path.exists():
-        print(f"\nskipping riboflavin: {path} not found (the project's shared data folder is "
-              f"not part of a clone)")
-        return
-    data = np.load(path)
-    X, y = standardize(data["X"]), data["y"]
+    X, y = load_riboflavin()
+    X = standardize(X)
     if args.quick:  # the 500 genes most correlated with y: a fast, still p >> n, instance
         corr = np.abs(X.T @ (y - y.mean()))
         keep = np.sort(np.argsort(-corr)[:500])

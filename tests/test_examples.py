@@ -11,9 +11,9 @@ import pytest
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 SCRIPTS = sorted(p for p in EXAMPLES.glob("*.py") if not p.name.startswith("_"))
 
-#: PNGs each example must write (riboflavin's only when ../shared/data is present)
+#: PNGs each example must write
 EXPECTED = {
-    "certify_regression.py": ["diabetes_coefficients.png"],
+    "certify_regression.py": ["diabetes_coefficients.png", "riboflavin_coefficients.png"],
     "certify_breast_cancer.py": ["breast_cancer_logistic.png"],
     "dual_bound_convergence.py": ["dual_bound_convergence.png"],
     "bnb_progress.py": ["bnb_progress.png"],
@@ -44,5 +44,3 @@ def test_example_runs_quick(script, tmp_path, monkeypatch, capsys):
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     printed = capsys.readouterr().out
     assert "wrote" in printed
-    if script.name == "certify_regression.py":
-        assert ("riboflavin_coefficients.png" in printed) != ("skipping riboflavin" in printed)

@@ -1,15 +1,191 @@
-"""Synthetic data used by the benchmarks, examples and tests.
+"""Data sets: two real p >> n sets shipped with the package, and the synthetic benchmark family.
 
-The family of the benchmarks: rows of ``X`` are ``N(0, Sigma)`` with ``Sigma_ij = rho^|i-j|``;
-``beta*`` has ``k`` equally spaced ones; least squares ``y = X beta* + noise`` at the given
-signal-to-noise ratio ``Var(X beta*) / Var(noise)``; logistic labels ``sign(X beta* + noise)``.
+Real data (bundled, no download; provenance and licence terms in ``sparsecert/data/README.md``,
+shipped with the files, and in the documentation page "Data sets"):
+
+- :func:`load_riboflavin`: riboflavin production by *Bacillus subtilis*, 71 x 4088, regression
+  (Buhlmann, Kalisch and Meier 2014; from the R package hdi).
+- :func:`load_leukemia`: ALL/AML leukemia gene expression, 38 x 7129, labels -1/+1
+  (Golub et al. 1999; as distributed in the LIBSVM data collection).
+
+Each loader returns ``(X, y)`` as float64 arrays, bit-for-bit the reference arrays: the stored
+encoding is lossless and every load checks the SHA-256 of the decoded arrays.
+
+Synthetic family of the benchmarks: rows of ``X`` are ``N(0, Sigma)`` with
+``Sigma_ij = rho^|i-j|``; ``beta*`` has ``k`` equally spaced ones; least squares
+``y = X beta* + noise`` at the given signal-to-noise ratio ``Var(X beta*) / Var(noise)``; logistic
+labels ``sign(X beta* + noise)``.
 """
 
 from __future__ import annotations
 
+import hashlib
+import io
+import json
+from importlib import resources
+from typing import Any
+
 import numpy as np
 
-__all__ = ["make_synthetic", "true_support"]
+__all__ = ["load_riboflavin", "load_leukemia", "make_synthetic", "true_support"]
+
+#: the folder of the bundled files inside the package, and its manifest
+_DATA_DIR = "data"
+_MANIFEST = "datasets.json"
+
+
+def load_riboflavin() -> tuple[np.ndarray, np.ndarray]:
+    """Riboflavin production data: 71 samples, 4088 gene-expression features (p >> n).
+
+    ``y`` is the log-transformed riboflavin production rate of *Bacillus subtilis*, ``X`` the
+    logarithm of the expression levels of 4088 genes. From the R package hdi (data provided
+    to its authors by DSM, Switzerland); reference: P. Buhlmann, M. Kalisch and L. Meier (2014),
+    High-dimensional statistics with a view towards applications in biology, Annual Review of
+    Statistics and Its Application 1, 255-278. The bundled file is distributed under the terms
+    of hdi's licence (GPL-2 or GPL-3, texts shipped beside it); see ``sparsecert/data/README.md``.
+
+    Returns
+    -------
+    X : numpy.ndarray of shape (71, 4088), float64
+    y : numpy.ndarray of shape (71,), float64
+
+    Examples
+    --------
+    >>> from sparsecert.datasets import load_riboflavin
+    >>> X, y = load_riboflavin()
+    >>> X.shape, y.shape
+    ((71, 4088), (71,))
+    """
+    return _load("riboflavin")
+
+
+def load_leukemia() -> tuple[np.ndarray, np.ndarray]:
+    """Leukemia (ALL/AML) gene-expression data: 38 samples, 7129 features, labels -1/+1.
+
+    The 38-sample training set of T. R. Golub et al. (1999), Molecular classification of
+    cancer: class discovery and class prediction by gene expression monitoring, Science 286,
+    531-537, as preprocessed (rescaled expression values) and distributed in the LIBSVM data
+    collection (file ``leu``). See ``sparsecert/data/README.md`` for provenance and terms.
+
+    Returns
+    -------
+    X : numpy.ndarray of shape (38, 7129), float64
+    y : numpy.ndarray of shape (38,), float64
+        The class labels, -1.0 or +1.0.
+
+    Examples
+    --------
+    >>> from sparsecert.datasets import load_leukemia
+    >>> X, y = load_leukemia()
+    >>> X.shape, sorted(set(y.tolist()))
+    ((38, 7129), [-1.0, 1.0])
+    """
+    return _load("leukemia")
+
+
+# ------------------------------------------------------------------------------ bundled files
+def _data_path(name: str):
+    return resources.files("sparsecert").joinpath(_DATA_DIR, name)
+
+
+def _manifest() -> dict[str, Any]:
+    return json.loads(_data_path(_MANIFEST).read_text(encoding="utf-8"))
+
+
+def _load(name: str) -> tuple[np.ndarray, np.ndarray]:
+    entry = _manifest()["datasets"][name]
+    with _data_path(entry["file"]).open("rb") as fh:
+        raw = fh.read()
+    with np.load(io.BytesIO(raw), allow_pickle=False) as z:
+        X = _decode_array(z["X"], entry["arrays"]["X"])
+        y = _decode_array(z["y"], entry["arrays"]["y"])
+    for key, arr in (("X", X), ("y", y)):
+        if _array_sha256(arr) != entry["arrays"][key]["sha256"]:
+            raise ValueError(f"the bundled {name} data are damaged ({key} does not match its "
+                             "SHA-256): reinstall sparsecert")
+    return X, y
+
+
+def _array_sha256(a: np.ndarray) -> str:
+    """SHA-256 of an array's float64 little-endian, C-order bytes (the reference hashes)."""
+    return hashlib.sha256(np.ascontiguousarray(a, dtype="<f8").tobytes()).hexdigest()
+
+
+def _encode_array(a: np.ndarray, decimals: int | None = None) -> tuple[np.ndarray, dict]:
+    """Lossless, compressible encoding of a float64 array (the bundled files are made with it).
+
+    The bytes of each element are split into planes (all first bytes, then all second bytes,
+    ...), which ``zlib`` compresses far better than interleaved floats. With ``decimals=d`` the
+    values are stored as integers ``m = round(a * 10**d)`` (int32) when ``m / 10**d`` gives back
+    ``a`` exactly (data printed with ``d`` decimals); otherwise the float64 bytes are stored.
+
+    Returns
+    -------
+    planes : numpy.ndarray of uint8, shape (itemsize, a.size)
+    spec : dict
+        What :func:`_decode_array` needs (dtype, shape, decimals) and the SHA-256 of ``a``.
+    """
+    a = np.ascontiguousarray(a, dtype="<f8")
+    spec: dict[str, Any] = {"dtype": "<f8", "shape": list(a.shape), "decimals": None}
+    stored = a
+    if decimals is not None:
+        m = np.round(a * 10.0**decimals)
+        if np.abs(m).max(initial=0.0) < 2**31 and np.array_equal(m / 10.0**decimals, a):
+            stored = m.astype("<i4")
+            spec.update(dtype="<i4", decimals=int(decimals))
+    planes = np.frombuffer(stored.tobytes(), dtype=np.uint8).reshape(-1, stored.itemsize).T
+    spec["sha256"] = _array_sha256(a)
+    return np.ascontiguousarray(planes), spec
+
+
+def _decode_array(planes: np.ndarray, spec: dict) -> np.ndarray:
+    """Invert :func:`_encode_array`: float64 array of ``spec["shape"]``."""
+    dtype = np.dtype(spec["dtype"])
+    shape = tuple(int(s) for s in spec["shape"])
+    size = int(np.prod(shape))
+    if planes.dtype != np.uint8 or planes.shape != (dtype.itemsize, size):
+        raise ValueError(f"encoded array has dtype {planes.dtype} and shape {planes.shape}; "
+                         f"expected uint8 and {(dtype.itemsize, size)}")
+    a = np.ascontiguousarray(planes.T).view(dtype).reshape(shape)
+    if spec.get("decimals") is not None:
+        return a / 10.0 ** int(spec["decimals"])
+    return a.astype(np.float64)
+
+
+#: how each bundled set is stored: the decimals of X when it was printed with fixed decimals
+_PACKING = {"riboflavin": {"task": "regression", "X": None, "y": None},
+            "leukemia": {"task": "classification", "X": 6, "y": 0}}
+
+
+def _pack_bundled(source_dir, out_dir) -> dict[str, Any]:
+    """Write the bundled files from reference ``.npz`` files (arrays ``X``, ``y``).
+
+    Build-time helper (never called at run time): ``source_dir`` holds ``riboflavin.npz`` and
+    ``leukemia.npz``; ``out_dir`` receives one compressed ``.npz`` per set and the manifest.
+    Refuses to write anything that does not decode to the reference arrays bit for bit.
+    """
+    from pathlib import Path
+
+    src, out = Path(source_dir), Path(out_dir)
+    manifest: dict[str, Any] = {"format": "sparsecert-datasets", "version": 1, "datasets": {}}
+    for name, how in _PACKING.items():
+        with np.load(src / f"{name}.npz", allow_pickle=False) as z:
+            ref = {key: np.asarray(z[key], dtype=np.float64) for key in ("X", "y")}
+        encoded, specs = {}, {}
+        for key, a in ref.items():
+            encoded[key], specs[key] = _encode_array(a, how[key])
+            back = _decode_array(encoded[key], specs[key])
+            if back.dtype != np.float64 or back.tobytes() != a.tobytes():
+                raise AssertionError(f"{name}.{key}: the encoding is not lossless")
+        np.savez_compressed(out / f"{name}.npz", **encoded)
+        n, p = ref["X"].shape
+        manifest["datasets"][name] = {"file": f"{name}.npz", "task": how["task"],
+                                      "n_samples": n, "n_features": p, "arrays": specs}
+    (out / _MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
+    return manifest
+
+
+# ------------------------------------------------------------------------------ synthetic
 
 
 def true_support(p: int, k: int) -> np.ndarray:

@@ -1,0 +1,125 @@
+"""The bundled real data sets: exact arrays, lossless storage, packaged with the wheel."""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import json
+import tomllib
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from sparsecert import datasets
+from sparsecert.datasets import load_leukemia, load_riboflavin
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "src" / "sparsecert" / "data"
+
+#: SHA-256 of the reference arrays' float64 C-order bytes (hashlib on the reference copies of
+#: the two sets, computed once when they were bundled; independent of the package's code)
+REFERENCE = {
+    "riboflavin": ("aad61240c0e4206c80f79e6f316a9cf99bd6e7600662164be9c085e4b60d1ca6",
+                   "c4cb1795adcff890b54890025d51c0153fe4ccf50de47945f0bb996bcdd563e8"),
+    "leukemia": ("ada377c73a4769df4d03f9968326b33f03d3d7200fadb373864fee88fca075ca",
+                 "b0342f2a2a4535d81b35d7e6c5bb17ba44c17244f0ef9fc95c9d2987cdfc7414"),
+}
+
+
+def _sha(a: np.ndarray) -> str:
+    return hashlib.sha256(np.ascontiguousarray(a).tobytes()).hexdigest()
+
+
+@pytest.mark.parametrize("name, loader, shape", [
+    ("riboflavin", load_riboflavin, (71, 4088)),
+    ("leukemia", load_leukemia, (38, 7129)),
+])
+def test_loaders_return_the_reference_arrays(name, loader, shape):
+    X, y = loader()
+    assert X.dtype == np.float64 and y.dtype == np.float64
+    assert X.shape == shape and y.shape == (shape[0],)
+    assert (_sha(X), _sha(y)) == REFERENCE[name]
+    assert np.isfinite(X).all() and np.isfinite(y).all()
+    X[0, 0] = 123.0  # the caller owns fresh, writeable arrays
+    assert loader()[0][0, 0] != 123.0
+
+
+def test_leukemia_labels_and_riboflavin_response():
+    _, y = load_leukemia()
+    assert sorted(set(y.tolist())) == [-1.0, 1.0]
+    assert (y == 1).sum() == 27  # 27 ALL and 11 AML samples in the training set
+    _, y = load_riboflavin()
+    assert len(np.unique(y)) > 2  # a real-valued response
+
+
+def test_encoding_round_trip_is_exact():
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((7, 13)) * 10.0 ** rng.integers(-5, 5, size=(7, 13))
+    planes, spec = datasets._encode_array(a)
+    assert planes.dtype == np.uint8 and planes.shape == (8, a.size)
+    assert spec["dtype"] == "<f8" and spec["decimals"] is None
+    assert datasets._decode_array(planes, spec).tobytes() == a.tobytes()
+    # six printed decimals: stored as int32, decoded bit for bit
+    b = np.array([float(f"{v:.6f}") for v in rng.uniform(-9, 9, 50)]).reshape(5, 10)
+    planes, spec = datasets._encode_array(b, decimals=6)
+    assert spec["dtype"] == "<i4" and spec["decimals"] == 6 and planes.shape == (4, b.size)
+    assert datasets._decode_array(planes, spec).tobytes() == b.tobytes()
+    # a value with more decimals than asked for keeps the float64 storage (still exact)
+    c = b.copy()
+    c[0, 0] = 0.1234567
+    planes, spec = datasets._encode_array(c, decimals=6)
+    assert spec["dtype"] == "<f8" and datasets._decode_array(planes, spec).tobytes() == c.tobytes()
+
+
+def test_decode_rejects_a_wrong_layout():
+    planes, spec = datasets._encode_array(np.arange(6.0).reshape(2, 3))
+    with pytest.raises(ValueError, match="expected uint8"):
+        datasets._decode_array(planes[:, :5], spec)
+
+
+def test_damaged_bundle_is_refused(monkeypatch):
+    manifest = datasets._manifest()
+    manifest["datasets"]["leukemia"]["arrays"]["X"]["sha256"] = "0" * 64
+    monkeypatch.setattr(datasets, "_manifest", lambda: manifest)
+    with pytest.raises(ValueError, match="leukemia data are damaged"):
+        load_leukemia()
+
+
+def test_manifest_hashes_match_the_reference():
+    manifest = json.loads((DATA / "datasets.json").read_text())
+    for name, (hx, hy) in REFERENCE.items():
+        arrays = manifest["datasets"][name]["arrays"]
+        assert (arrays["X"]["sha256"], arrays["y"]["sha256"]) == (hx, hy)
+
+
+def test_every_data_file_ships_in_the_wheel_with_its_terms():
+    cfg = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    patterns = cfg["tool"]["setuptools"]["package-data"]["sparsecert"]
+    files = [p.relative_to(DATA.parent).as_posix() for p in DATA.rglob("*") if p.is_file()]
+    assert files
+    missing = [f for f in files if not any(fnmatch.fnmatch(f, pat) for pat in patterns)]
+    assert not missing, f"not in the package data: {missing}"
+    licence_files = cfg["project"]["license-files"]
+    for needed in ("LICENSE", "src/sparsecert/data/README.md",
+                   "src/sparsecert/data/LICENSES/GPL-2.0.txt",
+                   "src/sparsecert/data/LICENSES/GPL-3.0.txt"):
+        assert (ROOT / needed).is_file()
+        assert any(fnmatch.fnmatch(needed, pat) for pat in licence_files), needed
+    notes = (DATA / "README.md").read_text()
+    for fname in ("riboflavin.npz", "leukemia.npz"):
+        assert fname in notes  # each bundled file has its provenance and terms written down
+
+
+def test_nothing_reads_a_folder_outside_the_repository():
+    """Tests, benchmarks, examples and the package use the bundled data, never ../shared."""
+    needles = ('"shared"', "shared/data", "SHARED_DATA")
+    offenders = []
+    for sub in ("src", "tests", "benchmarks", "examples"):
+        for path in (ROOT / sub).rglob("*.py"):
+            if path == Path(__file__).resolve():
+                continue
+            text = path.read_text(encoding="utf-8")
+            if any(n in text for n in needles):
+                offenders.append(str(path.relative_to(ROOT)))
+    assert not offenders, offenders
