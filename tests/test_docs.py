@@ -1,0 +1,60 @@
+"""The documentation as a reader gets it: nothing loaded from the network."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _checker():
+    spec = importlib.util.spec_from_file_location("check_offline", ROOT / "docs" /
+                                                  "check_offline.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _site(tmp_path: Path, body: str, css: str = "") -> Path:
+    (tmp_path / "_static").mkdir()
+    (tmp_path / "_static" / "local.js").write_text("//")
+    (tmp_path / "_static" / "theme.css").write_text(css or "body { color: black; }")
+    (tmp_path / "index.html").write_text(
+        "<html><head><script src='_static/local.js'></script>"
+        "<link rel='stylesheet' href='_static/theme.css'>"
+        f"<a href='https://example.org/'>a link is not a load</a></head><body>{body}</body></html>")
+    return tmp_path
+
+
+def test_offline_check_passes_a_local_site(tmp_path):
+    chk = _checker()
+    site = _site(tmp_path, "<img src='data:image/png;base64,AAAA'>")
+    assert chk.problems(site) == []
+    assert chk.main([str(site)]) == 0
+
+
+@pytest.mark.parametrize("body, css, what", [
+    ("<script src='https://cdn.jsdelivr.net/npm/mathjax@3/es5/tex-chtml.js'></script>", "",
+     "script src"),
+    ("<script src='//cdn.example.org/x.js'></script>", "", "script src"),
+    ("<link rel='stylesheet' href='http://fonts.example.org/f.css'>", "", "link rel"),
+    ("<style>@font-face { src: url(https://fonts.example.org/f.woff2); }</style>", "", "style"),
+    ("", "@font-face { src: url('https://fonts.example.org/f.woff2'); }", "theme.css"),
+    ("<script src='_static/missing.js'></script>", "", "does not exist"),
+])
+def test_offline_check_catches_network_and_missing_resources(tmp_path, body, css, what):
+    chk = _checker()
+    site = _site(tmp_path, body, css)
+    found = chk.problems(site)
+    assert len(found) == 1 and what in found[0], found
+    assert chk.main([str(site)]) == 1
+
+
+def test_docs_configuration_serves_math_and_theme_locally():
+    conf = (ROOT / "docs" / "conf.py").read_text()
+    assert 'html_theme = "pydata_sphinx_theme"' in conf
+    assert '"sphinx-mathjax-offline"' in conf  # MathJax copied into _static by the extension
+    assert "mathjax_path" not in conf  # no override pointing back at a CDN
