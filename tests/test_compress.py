@@ -72,7 +72,7 @@ def test_topk_contractive(seed):
     k = int(rng.integers(1, d + 1))
     v = rng.standard_t(2, size=d) if seed % 2 else rng.normal(size=d)
     comp = TopK(d, k, value_dtype="float64")
-    cv = comp.decode(comp.compress(v))
+    cv = comp.decode(comp.encode(v))
     lhs = np.sum((cv - v) ** 2)
     rhs = (1 - k / d) * np.sum(v**2)
     assert lhs <= rhs * (1 + 1e-12) + 1e-300
@@ -83,7 +83,7 @@ def test_topk_contractive_equal_magnitudes_is_tight():
     d, k = 10, 3
     v = np.array([1.0, -1.0] * 5)
     comp = TopK(d, k, value_dtype="float64")
-    cv = comp.decode(comp.compress(v))
+    cv = comp.decode(comp.encode(v))
     assert np.sum((cv - v) ** 2) == pytest.approx((1 - k / d) * np.sum(v**2), rel=1e-15)
 
 
@@ -92,7 +92,7 @@ def test_topk_roundtrip_and_exact_bits(d, k):
     rng = np.random.default_rng(d + k)
     v = rng.normal(size=d)
     comp = TopK(d, k)
-    msg = comp.compress(v)
+    msg = comp.encode(v)
     ib = 0 if d == 1 else math.ceil(math.log2(d))
     assert msg.n_bits == k * (32 + ib) == comp.message_bits
     assert len(msg.payload) == math.ceil(msg.n_bits / 8)
@@ -109,7 +109,7 @@ def test_topk_roundtrip_and_exact_bits(d, k):
 def test_topk_float64_lossless_at_k_equal_d():
     v = np.random.default_rng(0).normal(size=17)
     comp = TopK(17, 17, value_dtype="float64")
-    msg = comp.compress(v)
+    msg = comp.encode(v)
     assert msg.n_bits == 17 * (64 + 5)
     np.testing.assert_array_equal(comp.decode(msg), v)
 
@@ -119,7 +119,7 @@ def test_topk_decoder_reads_bits_not_state():
     comp = TopK(16, 1, value_dtype="float32")
     v = np.zeros(16)
     v[3] = 2.5
-    msg = comp.compress(v)
+    msg = comp.encode(v)
     payload = bytearray(msg.payload)
     payload[-1] ^= 0b0001_0000  # 4 index bits, MSB first: 0011 -> 0010
     out = comp.decode(Message(bytes(payload), msg.n_bits))
@@ -142,8 +142,8 @@ def test_randk_roundtrip_bits_and_support(d, k):
 
 def test_randk_same_generator_state_same_message():
     v = np.arange(20.0)
-    a = RandK(20, 4).compress(v, np.random.default_rng(7))
-    b = RandK(20, 4).compress(v, np.random.default_rng(7))
+    a = RandK(20, 4).encode(v, np.random.default_rng(7))
+    b = RandK(20, 4).encode(v, np.random.default_rng(7))
     assert a == b
 
 
@@ -155,8 +155,8 @@ def test_randk_scaled_unbiased_and_unscaled_contractive_in_expectation():
     mean = np.zeros(d)
     err = 0.0
     for _ in range(n):
-        mean += sc.decode(sc.compress(v, rng))
-        err += np.sum((un.decode(un.compress(v, rng)) - v) ** 2)
+        mean += sc.decode(sc.encode(v, rng))
+        err += np.sum((un.decode(un.encode(v, rng)) - v) ** 2)
     mean /= n
     # each coordinate: mean of n iid values with variance v_j^2 (d/k - 1)
     sd = np.abs(v) * math.sqrt(d / k - 1) / math.sqrt(n)
@@ -175,7 +175,7 @@ def test_quantizer_bits_grid_and_unbiased(levels):
     mean = np.zeros(d)
     var = 0.0
     for _ in range(n):
-        msg = q.compress(v, rng)
+        msg = q.encode(v, rng)
         assert msg.n_bits == q.message_bits and len(msg.payload) == math.ceil(msg.n_bits / 8)
         out = q.decode(msg)
         mean += out
@@ -192,18 +192,30 @@ def test_quantizer_bits_grid_and_unbiased(levels):
     assert var / n <= q.omega * np.sum(v**2) * 1.05
 
 
+def test_one_qsgd_quantizer():
+    """``global_uniform`` (s inner levels) is the QSGD RandomQuantizer with s + 1 steps."""
+    from sparsecert.distributed.quantize import global_uniform
+
+    q = global_uniform(9, 2)
+    assert isinstance(q, RandomQuantizer) and q.qsgd_levels == 3 and q.s == 2
+    v = np.random.default_rng(0).normal(size=9)
+    assert q.encode(v, np.random.default_rng(1)) == RandomQuantizer(9, 3).encode(
+        v, np.random.default_rng(1))
+    assert not q.stateful and q.unbiased
+
+
 def test_quantizer_zero_vector():
     q = RandomQuantizer(4, 2)
-    np.testing.assert_array_equal(q.decode(q.compress(np.zeros(4), np.random.default_rng(0))),
+    np.testing.assert_array_equal(q.decode(q.encode(np.zeros(4), np.random.default_rng(0))),
                                   np.zeros(4))
 
 
 def test_identity_bits_and_values():
     v = np.random.default_rng(0).normal(size=11)
-    m32 = Identity(11).compress(v)
+    m32 = Identity(11).encode(v)
     assert m32.n_bits == 32 * 11
     np.testing.assert_array_equal(Identity(11).decode(m32), v.astype(np.float32))
-    m64 = Identity(11, "float64").compress(v)
+    m64 = Identity(11, "float64").encode(v)
     assert m64.n_bits == 64 * 11
     np.testing.assert_array_equal(Identity(11, "float64").decode(m64), v)
 
@@ -218,15 +230,15 @@ def test_bad_inputs():
     with pytest.raises(ValueError, match="value_dtype"):
         TopK(5, 1, value_dtype="float16")
     with pytest.raises(ValueError, match="NaN"):
-        TopK(3, 1).compress(np.array([1.0, np.nan, 0.0]))
+        TopK(3, 1).encode(np.array([1.0, np.nan, 0.0]))
     with pytest.raises(ValueError, match="shape"):
-        TopK(3, 1).compress(np.ones(4))
+        TopK(3, 1).encode(np.ones(4))
     with pytest.raises(TypeError, match="Generator"):
-        RandK(3, 1).compress(np.ones(3))
+        RandK(3, 1).encode(np.ones(3))
     with pytest.raises(ValueError, match="levels"):
         RandomQuantizer(3, 0)
     with pytest.raises(ValueError, match="bits"):
-        TopK(8, 2).decode(TopK(8, 3).compress(np.ones(8)))
+        TopK(8, 2).decode(TopK(8, 3).encode(np.ones(8)))
     with pytest.raises(TypeError, match="Message"):
         TopK(8, 2).decode(b"abc")
 
@@ -238,5 +250,5 @@ def test_roundtrip_equals_compress_then_decode(d, k):
     for comp in (TopK(d, k), TopK(d, k, "float64"), RandK(d, k), Identity(d),
                  RandomQuantizer(d, 3)):
         msg, out = comp.roundtrip(v, np.random.default_rng(1))
-        assert msg == comp.compress(v, np.random.default_rng(1))
+        assert msg == comp.encode(v, np.random.default_rng(1))
         np.testing.assert_array_equal(out, comp.decode(msg))

@@ -13,6 +13,7 @@ import pytest
 import scipy.linalg
 
 from sparsecert.distributed.comm import SimComm, mpi_available
+from sparsecert.distributed.compress import Identity
 from sparsecert.distributed.qoda.algorithm import (
     StepSchedule,
     make_quantizer,
@@ -22,7 +23,6 @@ from sparsecert.distributed.qoda.algorithm import (
 )
 from sparsecert.distributed.qoda.mpi import build_parser, result_arrays, run
 from sparsecert.distributed.qoda.problems import QuadraticGame, RobustLeastSquares
-from sparsecert.distributed.quantize import IdentityQuantizer
 
 SMALL = dict(sizes=(24, 8, 4), noise_scales=(0.02, 0.3, 3.0), n_workers=3, rank=3, seed=2)
 
@@ -49,7 +49,7 @@ def test_identity_quantizer_equals_oda_bit_for_bit():
     ops = prob.operators()
     n_iter, lr = 40, 5.0
     res = qoda(ops, prob.x0, SimComm(3, seed=4), n_iter,
-               quantizer=IdentityQuantizer(prob.d, "float64"), eta=StepSchedule(lr))
+               quantizer=Identity(prob.d, "float64"), eta=StepSchedule(lr))
     ref_bar, ref_last = reference_oda(ops, prob.x0, 4, 3, n_iter, lr)
     assert np.array_equal(res.x_bar, ref_bar)
     assert np.array_equal(res.x_last, ref_last)

@@ -12,7 +12,6 @@ from sparsecert.distributed.quantize import (
     CODES,
     LayerMap,
     Quantizer,
-    encoded_bits,
     global_adaptive,
     global_uniform,
     layerwise_adaptive,
@@ -171,38 +170,50 @@ def test_encode_decode_round_trip(code, kind):
     v = multiscale(6)
     enc = all_quantizers(s=2, code=code)[kind]
     dec = enc.clone()
-    rng = np.random.default_rng(8)
     for step in range(3):
         if enc.adaptive and step != 1:
             enc.adapt(v * (1 + step))
-        msg, qv = enc.encode(v * (1 + step), rng)
+        # quantize-then-pack and the fused encoder draw the same randomness
+        qv = enc.clone().quantize(v * (1 + step), np.random.default_rng(step))
+        msg, out_rt = enc.roundtrip(v * (1 + step), np.random.default_rng(step))
         assert isinstance(msg, Message)
-        assert msg.n_bits == encoded_bits(qv, enc.lmap, enc.s, code)
+        assert msg == enc.pack(qv)
+        assert msg.n_bits == enc.bits(qv, code) == enc.bits(qv)
         assert len(msg.payload) == (msg.n_bits + 7) // 8
         if code == "fixed":
             assert msg.n_bits == enc.fixed_bits(with_levels=qv.new_levels is not None)
-        out, qv2 = dec.decode(msg)
+        qv2 = dec.clone().read(msg)
         assert np.array_equal(qv2.index, qv.index)
         assert np.array_equal(qv2.norms, qv.norms)
         nz = qv.index > 0
         assert np.array_equal(qv2.negative[nz], qv.negative[nz])
+        out = dec.decode(msg)
         assert np.array_equal(out, enc.dequantize(qv))
+        assert np.array_equal(out_rt, out)
         for a, b in zip(dec.levels, enc.levels, strict=True):
             assert np.array_equal(a, b)
+        # the sizes under the other codes, from the decoder's index counts
+        acc = np.zeros(enc.dim)
+        hist, with_levels = dec.clone().read_add(msg, acc)
+        assert np.array_equal(acc, out)
+        assert with_levels == (qv.new_levels is not None)
+        for other in CODES:
+            assert enc.bits_from_histogram(hist, with_levels, other) == \
+                enc.pack(qv, other).n_bits
 
 
 def test_gamma_stream_matches_reference_bits():
     v = multiscale(9)
     q = global_uniform(v.size, 6, "gamma")
-    msg, qv = q.encode(v, np.random.default_rng(0))
+    qv = q.clone().quantize(v, np.random.default_rng(0))
+    msg = q.encode(v, np.random.default_rng(0))
     bits = "".join(str(b) for b in np.unpackbits(np.frombuffer(msg.payload, np.uint8)))
-    start = 1 + 32  # flag + one float32 norm
+    start = 32  # one float32 norm (a non-adaptive quantizer sends no level flag)
     body = _gamma_reference_bits(qv.index + 1)
     assert bits[start:start + len(body)] == body
     signs = "".join("1" if n else "0" for n in qv.negative[qv.index > 0])
     assert bits[start + len(body): msg.n_bits] == signs
-    assert bits[0] == "0"
-    norm = np.frombuffer(int(bits[1:33], 2).to_bytes(4, "big"), ">f4")[0]
+    norm = np.frombuffer(int(bits[0:32], 2).to_bytes(4, "big"), ">f4")[0]
     assert norm == np.float32(qv.norms[0])
 
 
@@ -210,11 +221,12 @@ def test_huffman_code_is_near_entropy():
     rng = np.random.default_rng(10)
     v = rng.standard_normal(3000) * np.where(rng.random(3000) < 0.1, 5.0, 0.1)
     q = global_uniform(v.size, 14, "huffman")
-    msg, qv = q.encode(v, rng)
+    qv = q.quantize(v, rng)
+    msg = q.pack(qv)
     p = np.bincount(qv.index) / qv.index.size
     p = p[p > 0]
     entropy = -np.sum(p * np.log2(p)) * qv.index.size
-    header = 1 + 32 + 5 * 16
+    header = 32 + 5 * 16
     body = msg.n_bits - header - np.count_nonzero(qv.index)
     assert entropy <= body < entropy + qv.index.size
     assert msg.n_bits < q.fixed_bits()
@@ -238,9 +250,15 @@ def test_bad_inputs():
         quantization_variance(np.ones(4), 4, np.array([0.0, 0.6, 0.4, 1.0]))
     with pytest.raises(ValueError, match="non-adaptive"):
         q.adapt(multiscale(0))
-    msg, _ = q.encode(multiscale(0), np.random.default_rng(0))
-    with pytest.raises(ValueError, match="truncated|trailing"):
+    msg = q.encode(multiscale(0), np.random.default_rng(0))
+    with pytest.raises(ValueError, match="bits"):
         q.clone().decode(Message(msg.payload[:-2], msg.n_bits - 16))
+    ad = layerwise_adaptive(SIZES, 2)
+    msg = ad.encode(multiscale(0), np.random.default_rng(0))
+    with pytest.raises(ValueError, match="truncated|trailing"):
+        ad.clone().decode(Message(msg.payload[:-2], msg.n_bits - 16))
+    with pytest.raises(ValueError, match="truncated|trailing"):
+        ad.clone().decode(Message(msg.payload + b"\0", msg.n_bits + 8))
     with pytest.raises(ValueError, match="samples"):
         optimize_levels(np.array([0.2, 1.5]), None, 2)
 
@@ -251,8 +269,9 @@ def test_zero_layer_round_trip(code):
     v[SIZES[0]:SIZES[0] + SIZES[1]] = 0.0  # a whole layer of zeros
     q = layerwise_adaptive(SIZES, 3, code)
     q.adapt(v)
-    msg, qv = q.encode(v, np.random.default_rng(0))
-    out, _ = q.clone().decode(msg)
+    qv = q.clone().quantize(v, np.random.default_rng(0))
+    msg = q.encode(v, np.random.default_rng(0))
+    out = q.clone().decode(msg)
     assert np.all(out[SIZES[0]:SIZES[0] + SIZES[1]] == 0.0)
     assert qv.norms[1] == 0.0
     assert np.array_equal(out, q.dequantize(qv))

@@ -9,6 +9,7 @@ import pytest
 
 from sparsecert.distributed.comm import SimComm
 from sparsecert.distributed.compress import Identity, RandK, TopK
+from sparsecert.distributed.quantize import layerwise_adaptive
 from sparsecert.distributed.safe_ef.algorithm import (
     FunctionWorker,
     StochasticWorker,
@@ -391,6 +392,8 @@ def test_input_validation():
         safe_ef([object()] * 4, x0, TopK(4, 1), 0.1, 5)
     with pytest.raises(TypeError, match="Compressor"):
         safe_ef(workers, x0, "topk", 0.1, 5)
+    with pytest.raises(ValueError, match="stateful"):
+        safe_ef(workers, x0, layerwise_adaptive((2, 2), 1), 0.1, 5)
     with pytest.raises(ValueError, match="scalar_dtype"):
         safe_ef(workers, x0, TopK(4, 1), 0.1, 5, scalar_dtype="int8")
     with pytest.raises(TypeError, match="minibatch"):

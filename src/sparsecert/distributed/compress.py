@@ -1,8 +1,8 @@
-"""Compressors that produce real encoded messages with exact bit counts.
+"""Compressors (sparsifiers and the dense encoding) as Encoders with exact bit counts.
 
 Every compressor maps a vector ``v`` of a fixed dimension ``d`` to a
 :class:`~sparsecert.distributed.comm.Message` whose ``payload`` holds the bytes actually sent and
-whose ``n_bits`` is the exact length of the encoding; :meth:`Compressor.decode` reads the
+whose ``n_bits`` is the exact length of the encoding; :meth:`~Encoder.decode` reads the
 payload back. The algorithms always use the *decoded* vector, so what they compute is exactly
 what a receiver could reconstruct from the bits counted.
 
@@ -12,22 +12,25 @@ Encodings (no headers: ``d``, ``k`` and the value type are agreed in advance):
   indices in increasing order, each bit-packed with ``ceil(log2 d)`` bits:
   ``k * (32 + ceil(log2 d))`` bits.
 * :class:`Identity`: the dense vector, ``32 d`` bits (float32) or ``64 d`` (float64).
-* :class:`RandomQuantizer` (QSGD-style, ``s`` levels): the norm as float32, then for every
-  coordinate a sign bit and the level in ``ceil(log2(s + 1))`` bits:
-  ``32 + d * (1 + ceil(log2(s + 1)))`` bits.
+* :class:`~sparsecert.distributed.quantize.RandomQuantizer` (QSGD, ``s`` levels; defined with the
+  other quantizers and re-exported here): the norm as float32, then for every coordinate a sign
+  bit and the level in ``ceil(log2(s + 1))`` bits: ``32 + d * (1 + ceil(log2(s + 1)))`` bits.
+
+``Compressor`` is another name of the :class:`~sparsecert.distributed.encoder.Encoder` protocol.
 """
 
 from __future__ import annotations
 
-import math
-from abc import ABC, abstractmethod
-
 import numpy as np
 
+from sparsecert.distributed.bitstream import pack_uints, unpack_uints
 from sparsecert.distributed.comm import Message
+from sparsecert.distributed.encoder import Encoder, check_vector
+from sparsecert.distributed.quantize import RandomQuantizer
 
 __all__ = [
     "Compressor",
+    "Encoder",
     "TopK",
     "RandK",
     "RandomQuantizer",
@@ -38,6 +41,8 @@ __all__ = [
     "topk_indices",
 ]
 
+Compressor = Encoder
+
 _VALUE_DTYPES = {"float32": 32, "float64": 64}
 
 
@@ -46,51 +51,6 @@ def index_bits(d: int) -> int:
     if int(d) != d or d < 1:
         raise ValueError(f"dimension must be a positive integer, got {d!r}")
     return (int(d) - 1).bit_length()
-
-
-def pack_uints(values: np.ndarray, width: int) -> bytes:
-    """Bit-pack non-negative integers, ``width`` bits each, most significant bit first.
-
-    The result has ``ceil(len(values) * width / 8)`` bytes (the last one zero-padded).
-    """
-    values = np.asarray(values, dtype=np.int64)
-    count = values.size
-    if width == 0 or count == 0:
-        if width == 0 and np.any(values != 0):
-            raise ValueError("width 0 can only encode zeros")
-        return b""
-    if values.min() < 0 or values.max() >= (1 << width):
-        raise ValueError(f"values do not fit in {width} bits")
-    nbytes = -(-count * width // 8)
-    if count <= 64:  # small messages: one Python integer is fastest
-        acc = 0
-        for v in values.tolist():
-            acc = (acc << width) | v
-        return (acc << (8 * nbytes - count * width)).to_bytes(nbytes, "big")
-    shifts = np.arange(width - 1, -1, -1, dtype=np.int64)
-    bits = ((values[:, None] >> shifts) & 1).astype(np.uint8)
-    return np.packbits(bits.ravel()).tobytes()
-
-
-def unpack_uints(data: bytes, count: int, width: int) -> np.ndarray:
-    """Inverse of :func:`pack_uints` for ``count`` integers of ``width`` bits."""
-    if width == 0 or count == 0:
-        return np.zeros(count, dtype=np.int64)
-    nbytes = -(-count * width // 8)
-    if len(data) < nbytes:
-        raise ValueError(f"need {nbytes} bytes for {count} integers of {width} bits")
-    if count <= 64:
-        acc = int.from_bytes(data[:nbytes], "big") >> (8 * nbytes - count * width)
-        mask = (1 << width) - 1
-        out = [0] * count
-        for j in range(count - 1, -1, -1):
-            out[j] = acc & mask
-            acc >>= width
-        return np.array(out, dtype=np.int64)
-    bits = np.unpackbits(np.frombuffer(data, dtype=np.uint8), count=count * width)
-    bits = bits.reshape(count, width).astype(np.int64)
-    weights = np.int64(1) << np.arange(width - 1, -1, -1, dtype=np.int64)
-    return bits @ weights
 
 
 def topk_indices(v: np.ndarray, k: int) -> np.ndarray:
@@ -112,86 +72,13 @@ def topk_indices(v: np.ndarray, k: int) -> np.ndarray:
     return np.sort(np.concatenate([above, ties]))
 
 
-def _check_vector(v: np.ndarray, d: int, name: str = "v") -> np.ndarray:
-    arr = np.asarray(v, dtype=np.float64)
-    if arr.shape != (d,):
-        raise ValueError(f"{name} must have shape ({d},), got {arr.shape}")
-    if not np.isfinite(arr).all():
-        raise ValueError(f"{name} contains NaN or inf")
-    return arr
-
-
-class Compressor(ABC):
-    """A compression operator on vectors of dimension ``dim``.
-
-    Attributes
-    ----------
-    dim : int
-        Dimension of the vectors compressed.
-    delta : float or None
-        Contraction parameter: ``E||C(v) - v||^2 <= (1 - delta) ||v||^2`` (None if the
-        operator is not contractive).
-    omega : float or None
-        Variance parameter of an unbiased compressor: ``E||C(v) - v||^2 <= omega ||v||^2``.
-    unbiased : bool
-        Whether ``E[C(v)] = v``.
-    randomized : bool
-        Whether :meth:`compress` uses the random generator.
-    """
-
-    dim: int
-    delta: float | None = None
-    omega: float | None = None
-    unbiased: bool = False
-    randomized: bool = False
-
-    def __init__(self, dim: int) -> None:
-        if isinstance(dim, bool) or int(dim) != dim or dim < 1:
-            raise ValueError(f"dim must be a positive integer, got {dim!r}")
-        self.dim = int(dim)
-
-    @property
-    @abstractmethod
-    def message_bits(self) -> int:
-        """Exact size in bits of every message this compressor produces."""
-
-    @abstractmethod
-    def compress(self, v: np.ndarray, rng: np.random.Generator | None = None) -> Message:
-        """Encode ``C(v)``; ``rng`` is required by randomized compressors."""
-
-    @abstractmethod
-    def decode(self, msg: Message) -> np.ndarray:
-        """The dense float64 vector encoded in ``msg``."""
-
-    def roundtrip(
-        self, v: np.ndarray, rng: np.random.Generator | None = None
-    ) -> tuple[Message, np.ndarray]:
-        """``(message, decoded vector)`` for ``v``."""
-        msg = self.compress(v, rng)
-        return msg, self.decode(msg)
-
-    def _need_rng(self, rng: np.random.Generator | None) -> np.random.Generator:
-        if not isinstance(rng, np.random.Generator):
-            raise TypeError(f"{type(self).__name__} is randomized: pass a numpy Generator as rng")
-        return rng
-
-    def _check_msg(self, msg: Message) -> None:
-        if not isinstance(msg, Message):
-            raise TypeError("decode expects a sparsecert.distributed.comm.Message")
-        if msg.n_bits != self.message_bits or len(msg.payload) != -(-self.message_bits // 8):
-            raise ValueError(
-                f"{type(self).__name__} message must carry {self.message_bits} bits, got "
-                f"{msg.n_bits} bits in {len(msg.payload)} bytes"
-            )
-
-
 def _check_value_dtype(value_dtype: str) -> str:
     if value_dtype not in _VALUE_DTYPES:
         raise ValueError(f"value_dtype must be one of {sorted(_VALUE_DTYPES)}, got {value_dtype!r}")
     return value_dtype
 
 
-class _SparseCompressor(Compressor):
+class _SparseCompressor(Encoder):
     """Shared encoding of k (value, index) pairs."""
 
     def __init__(self, dim: int, k: int, value_dtype: str = "float32") -> None:
@@ -257,15 +144,15 @@ class TopK(_SparseCompressor):
         super().__init__(dim, k, value_dtype)
         self.delta = self.k / self.dim
 
-    def compress(self, v: np.ndarray, rng: np.random.Generator | None = None) -> Message:
-        v = _check_vector(v, self.dim)
+    def encode(self, v: np.ndarray, rng: np.random.Generator | None = None) -> Message:
+        v = check_vector(v, self.dim)
         idx = topk_indices(v, self.k)
         return self._encode(idx, v[idx])
 
     def roundtrip(
         self, v: np.ndarray, rng: np.random.Generator | None = None
     ) -> tuple[Message, np.ndarray]:
-        v = _check_vector(v, self.dim)
+        v = check_vector(v, self.dim)
         idx = topk_indices(v, self.k)
         return self._roundtrip_sparse(idx, v[idx])
 
@@ -296,8 +183,8 @@ class RandK(_SparseCompressor):
         else:
             self.delta = self.k / self.dim
 
-    def compress(self, v: np.ndarray, rng: np.random.Generator | None = None) -> Message:
-        v = _check_vector(v, self.dim)
+    def encode(self, v: np.ndarray, rng: np.random.Generator | None = None) -> Message:
+        v = check_vector(v, self.dim)
         rng = self._need_rng(rng)
         idx = np.sort(rng.choice(self.dim, size=self.k, replace=False))
         vals = v[idx] * (self.dim / self.k) if self.scaled else v[idx]
@@ -310,7 +197,7 @@ class RandK(_SparseCompressor):
         )
 
 
-class Identity(Compressor):
+class Identity(Encoder):
     """No compression: the dense vector as float32 (``32 d`` bits) or float64 (``64 d``)."""
 
     delta = 1.0
@@ -326,8 +213,8 @@ class Identity(Compressor):
     def message_bits(self) -> int:
         return self.dim * _VALUE_DTYPES[self.value_dtype]
 
-    def compress(self, v: np.ndarray, rng: np.random.Generator | None = None) -> Message:
-        v = _check_vector(v, self.dim)
+    def encode(self, v: np.ndarray, rng: np.random.Generator | None = None) -> Message:
+        v = check_vector(v, self.dim)
         data = np.ascontiguousarray(v, dtype=self._dt).tobytes()
         return Message(data, 8 * len(data))
 
@@ -337,67 +224,3 @@ class Identity(Compressor):
 
     def __repr__(self) -> str:
         return f"Identity(dim={self.dim}, value_dtype={self.value_dtype!r})"
-
-
-class RandomQuantizer(Compressor):
-    """Unbiased random quantization with ``s`` levels (QSGD-style, l2 norm scaling).
-
-    ``C(v)_j = ||v|| sign(v_j) xi_j / s`` where ``xi_j`` rounds ``s |v_j| / ||v||`` up or down
-    at random so that ``E[xi_j] = s |v_j| / ||v||``. The norm is sent as float32, rounded
-    *up*, and the levels are computed from the value sent, so the decoded vector is exactly
-    unbiased. ``omega = min(d / s^2, sqrt(d) / s)``.
-
-    Parameters
-    ----------
-    dim : int
-        Vector dimension.
-    levels : int
-        Number of quantization levels ``s >= 1``.
-    """
-
-    unbiased = True
-    randomized = True
-
-    def __init__(self, dim: int, levels: int = 1) -> None:
-        super().__init__(dim)
-        if isinstance(levels, bool) or int(levels) != levels or levels < 1:
-            raise ValueError(f"levels must be a positive integer, got {levels!r}")
-        self.levels = int(levels)
-        self._lbits = index_bits(self.levels + 1)
-        self.omega = min(self.dim / self.levels**2, math.sqrt(self.dim) / self.levels)
-
-    @property
-    def message_bits(self) -> int:
-        return 32 + self.dim * (1 + self._lbits)
-
-    def compress(self, v: np.ndarray, rng: np.random.Generator | None = None) -> Message:
-        v = _check_vector(v, self.dim)
-        rng = self._need_rng(rng)
-        norm = float(np.linalg.norm(v))
-        norm32 = np.float32(norm)
-        if float(norm32) < norm:
-            norm32 = np.nextafter(norm32, np.float32(np.inf))
-        s = self.levels
-        if norm32 > 0:
-            r = np.minimum(np.abs(v) / float(norm32) * s, s)
-        else:
-            r = np.zeros(self.dim)
-        low = np.floor(r)
-        level = (low + (rng.random(self.dim) < (r - low))).astype(np.int64)
-        sign = (v < 0).astype(np.int64)
-        codes = (sign << self._lbits) | level
-        payload = np.array([norm32], dtype="<f4").tobytes() + pack_uints(codes, 1 + self._lbits)
-        return Message(payload, self.message_bits)
-
-    def decode(self, msg: Message) -> np.ndarray:
-        self._check_msg(msg)
-        norm = float(np.frombuffer(msg.payload[:4], dtype="<f4")[0])
-        codes = unpack_uints(msg.payload[4:], self.dim, 1 + self._lbits)
-        level = codes & ((1 << self._lbits) - 1)
-        if np.any(level > self.levels):
-            raise ValueError("corrupt quantizer message: level out of range")
-        sign = np.where(codes >> self._lbits, -1.0, 1.0)
-        return norm * sign * level / self.levels
-
-    def __repr__(self) -> str:
-        return f"RandomQuantizer(dim={self.dim}, levels={self.levels})"

@@ -33,9 +33,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from sparsecert.distributed.comm import BitStats, Communicator
+from sparsecert.distributed.compress import Identity
+from sparsecert.distributed.encoder import Encoder
 from sparsecert.distributed.quantize import (
     CODES,
-    IdentityQuantizer,
     LayerMap,
     Quantizer,
     global_adaptive,
@@ -144,8 +145,7 @@ def make_quantizer(kind: str, layers: int | Sequence[int] | LayerMap, s: int,
 class _Exchange:
     """One quantized all-to-all exchange of oracle values (shared by all methods)."""
 
-    def __init__(self, operators: Sequence[Operator], comm: Communicator,
-                 quantizer: Quantizer | IdentityQuantizer, code: str | None,
+    def __init__(self, operators: Sequence[Operator], comm: Communicator, encoder: Encoder,
                  level_update_every: int) -> None:
         if len(operators) != comm.n_workers:
             raise ValueError(
@@ -154,16 +154,13 @@ class _Exchange:
         for i in comm.local_workers:
             if not callable(operators[i]):
                 raise TypeError(f"operator of worker {i} is not callable")
-        if code is not None and code not in CODES:
-            raise ValueError(f"code must be one of {CODES}, got {code!r}")
         self.ops = operators
         self.comm = comm
-        self.d = quantizer.dim
-        self.code = quantizer.code if code is None else code
-        self.quantized = isinstance(quantizer, Quantizer)
+        self.d = encoder.dim
+        self.quantized = isinstance(encoder, Quantizer)
         self.level_update_every = int(level_update_every)
-        self.enc = {i: quantizer.clone() for i in comm.local_workers}
-        self.dec = [quantizer.clone() for _ in range(comm.n_workers)]
+        self.enc = {i: encoder.clone() for i in comm.local_workers}
+        self.dec = [encoder.clone() for _ in range(comm.n_workers)]  # one decoder per sender
         self.bits = {c: np.zeros(comm.n_workers, dtype=np.int64) for c in CODES}
         self.payload_bits = np.zeros(comm.n_workers, dtype=np.int64)
         self.calls = 0
@@ -181,23 +178,30 @@ class _Exchange:
             enc = self.enc[i]
             if adapt and self.quantized and enc.adaptive:
                 enc.adapt(v)
-            local[i], _ = enc.encode(v, rng, self.code)
+            local[i] = enc.encode(v, rng)
         msgs = self.comm.allgather(local)
         self.calls += 1
-        vs = []
+        total = np.zeros(self.d)
         for i, msg in enumerate(msgs):
             dec = self.dec[i]
-            vi, qv = dec.decode(msg, self.code)
-            vs.append(vi)
             self.payload_bits[i] += 8 * len(msg.payload)
-            for c in CODES:
-                self.bits[c][i] += msg.n_bits if c == self.code else dec.bits(qv, c)
-        return np.mean(np.stack(vs), axis=0)
+            if self.quantized:
+                hist, with_levels = dec.read_add(msg, total)
+                for c in CODES:
+                    self.bits[c][i] += (msg.n_bits if c == dec.code
+                                        else dec.bits_from_histogram(hist, with_levels, c))
+            else:
+                dec.decode_add(msg, total)
+                for c in CODES:
+                    self.bits[c][i] += msg.n_bits
+        return total / len(msgs)
 
 
-def _resolve_quantizer(quantizer, layers, s: int | None, d: int, code: str | None):
+def _resolve_quantizer(quantizer, layers, s: int | None, d: int, code: str | None) -> Encoder:
+    if code is not None and code not in CODES:
+        raise ValueError(f"code must be one of {CODES}, got {code!r}")
     if quantizer is None:
-        return IdentityQuantizer(d, "float32")
+        return Identity(d, "float32")
     if isinstance(quantizer, str):
         if s is None:
             raise ValueError("a quantizer given by name needs s (the number of inner levels)")
@@ -205,8 +209,10 @@ def _resolve_quantizer(quantizer, layers, s: int | None, d: int, code: str | Non
             raise ValueError(f"the {quantizer!r} quantizer needs the layer map (layers=...)")
         return make_quantizer(quantizer, d if layers is None else layers, s,
                               code or "fixed")
-    if not isinstance(quantizer, Quantizer | IdentityQuantizer):
-        raise TypeError("quantizer must be None, a kind name, a Quantizer or an IdentityQuantizer")
+    if isinstance(quantizer, Quantizer):
+        return quantizer if code is None or code == quantizer.code else quantizer.with_code(code)
+    if not isinstance(quantizer, Encoder):
+        raise TypeError("quantizer must be None, a kind name, a Quantizer or another Encoder")
     return quantizer
 
 
@@ -237,7 +243,7 @@ def _run(method: str, operators, x0, comm, n_iter, *, quantizer, layers, s, code
     proj = (lambda z: z) if projection is None else projection
     if projection is not None:
         x1 = np.asarray(proj(x1), dtype=np.float64)
-    ex = _Exchange(operators, comm, q, code, level_update_every)
+    ex = _Exchange(operators, comm, q, level_update_every)
     up0 = comm.stats.up.copy()
 
     y = np.zeros(d)
@@ -304,9 +310,11 @@ _DOC_PARAMS = """
         ``SimComm`` or ``MPIComm`` with ``n_workers == len(operators)``.
     n_iter : int
         Number of iterations.
-    quantizer : Quantizer, IdentityQuantizer, str or None
-        The quantizer (cloned per worker); a kind name from :data:`QUANTIZER_KINDS` (then
-        ``layers`` and ``s`` are used); ``None`` sends FP32 vectors.
+    quantizer : Encoder, str or None
+        The quantizer (a :class:`~sparsecert.distributed.quantize.Quantizer`, or any other
+        :class:`~sparsecert.distributed.encoder.Encoder`; cloned per worker and per receiver);
+        a kind name from :data:`QUANTIZER_KINDS` (then ``layers`` and ``s`` are used); ``None``
+        sends FP32 vectors.
     layers : int, sequence of int or LayerMap, optional
         Layer map used when the quantizer is given by name.
     s : int, optional
@@ -335,7 +343,7 @@ _DOC_PARAMS = """
 
 
 def qoda(operators: Sequence[Operator], x0: np.ndarray, comm: Communicator, n_iter: int, *,
-         quantizer: Quantizer | IdentityQuantizer | str | None = "layerwise_adaptive",
+         quantizer: Encoder | str | None = "layerwise_adaptive",
          layers: int | Sequence[int] | LayerMap | None = None, s: int | None = 6,
          code: str | None = None, eta: StepSchedule = StepSchedule(),
          gamma: StepSchedule | None = None, projection: Callable | None = None,
@@ -359,7 +367,7 @@ def oda(operators: Sequence[Operator], x0: np.ndarray, comm: Communicator, n_ite
     lossless). The other parameters are those of :func:`qoda`."""
     x0 = np.asarray(x0, dtype=np.float64)
     res = _run("oda", operators, x0, comm, n_iter,
-               quantizer=IdentityQuantizer(max(x0.size, 1), precision), layers=None, s=None,
+               quantizer=Identity(max(x0.size, 1), precision), layers=None, s=None,
                code=None, eta=eta, gamma=gamma, projection=projection, level_update_every=1,
                monitor=monitor, record_every=record_every, callback=callback)
     return res
@@ -367,7 +375,7 @@ def oda(operators: Sequence[Operator], x0: np.ndarray, comm: Communicator, n_ite
 
 def quantized_extragradient(
         operators: Sequence[Operator], x0: np.ndarray, comm: Communicator, n_iter: int, *,
-        quantizer: Quantizer | IdentityQuantizer | str | None = "layerwise_adaptive",
+        quantizer: Encoder | str | None = "layerwise_adaptive",
         layers: int | Sequence[int] | LayerMap | None = None, s: int | None = 6,
         code: str | None = None, eta: StepSchedule = StepSchedule(),
         gamma: StepSchedule | None = None, projection: Callable | None = None,

@@ -435,7 +435,11 @@ class _Run:
 
 def _check_compressor(comp: Compressor, d: int, name: str = "compressor") -> Compressor:
     if not isinstance(comp, Compressor):
-        raise TypeError(f"{name} must be a sparsecert.distributed.compress.Compressor")
+        raise TypeError(f"{name} must be a sparsecert.distributed.compress.Compressor "
+                        "(an Encoder)")
+    if comp.stateful:
+        raise ValueError(f"{name} {comp!r} is stateful (adaptive levels): Safe-EF decodes "
+                         "every worker's message with one decoder; use a stateless encoder")
     if comp.dim != d:
         raise ValueError(f"{name}.dim={comp.dim} does not match the dimension {d} of x0")
     return comp
@@ -454,7 +458,7 @@ class _Downlink:
         if self.comp is None:
             msg = comm.broadcast(encode_dense(w, "float64"))
             return decode_dense(msg, "float64")
-        msg = comm.broadcast(self.comp.compress(w - x, self.rng))
+        msg = comm.broadcast(self.comp.encode(w - x, self.rng))
         return x + self.comp.decode(msg)
 
 
@@ -656,7 +660,7 @@ def _switching_loop(run: _Run, comp: Compressor, gamma: float, c: float,
         msgs = {}
         for i in run.local:
             h = W[i].f_subgrad(x) if productive else W[i].g_subgrad(x)
-            msgs[i] = comp.compress(gamma * run.check_subgrad(i, h), cm.worker_rng(i))
+            msgs[i] = comp.encode(gamma * run.check_subgrad(i, h), cm.worker_rng(i))
         w = x - run.uplink(msgs, comp)
         x_next = decode_dense(cm.broadcast(encode_dense(w, "float64")), "float64")
         stopped = run.end_round(t, x, x_next, w, gx, productive, {})
