@@ -1,183 +1,173 @@
-r"""FISTA with restarts on the composite relaxation, with the dual bound at every iterate.
+r"""The FISTA kernel: accelerated proximal gradient on the composite relaxation, with the bound
+at every iterate.
 
 Minimises ``P(b) = F(b) + 2 lam' g_node(b)`` with ``F(b) = sum_i f(x_i^T b) - mu ||b||^2``
-(``mu`` is
-the eigenvalue shift, 0 except for shifted least squares; ``lam' = lambda2 + mu``).
-
-At the extrapolated point ``b~`` of every iteration FISTA has ``X b~``, ``zeta = f'(X b~)`` and the
-gradient ``grad = X^T zeta - 2 mu b~``; the kernel evaluates there the bound
-
-    LB(b~) = F(b~) - grad^T b~ - 2 lam' g*_node(-grad / (2 lam'))
-
-which is valid for any ``b~`` (F convex) and keeps its running maximum, the point that attained it
-and its ``zeta``. ``LB`` is only a bound on the problem the kernel sees: when it runs on a working
-set of columns the caller re-evaluates the bound over all columns (see ``api.py``).
+(``mu`` is the eigenvalue shift, 0 except for shifted least squares; ``lam' = lambda2 + mu``).
+At the extrapolated point ``b~`` of every iteration FISTA has ``X b~``, ``zeta = f'(X b~)`` and
+the gradient, so the kernel evaluates the valid bound there (see ``_bound``) and keeps its
+running maximum, the point that attained it and its ``zeta``.
 
 Restart schemes (``restart``): 0 none, 1 function value (``P`` increased), 2 gap (the gap has
 halved since the last restart), 3 both. The step is ``1/L``; ``L`` is increased by backtracking
 whenever the descent-lemma test fails (needed for Poisson, a safeguard otherwise).
 
-The kernel works in chunks (``max_iter`` per call): all the state lives in the arrays passed in
-and the scalar state vector ``sc``, so that the caller can check a wall-clock limit between calls.
+The kernel works in chunks (``max_iter`` per call) so that the caller can read a clock between
+calls. Its inputs are two small records (plain named tuples of arrays and scalars, so that the
+compiled kernel is cached): :class:`FistaData`, what it reads, and :class:`FistaIterate`, the
+state it advances in place, whose scalars live in a one-element structured array ``sc`` with
+the named fields of :data:`SCALARS`.
 """
 
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit
 
-from sparsecert.solvers.losses import POISSON, conjugate_sum, loss_value, loss_value_grad
+from sparsecert.solvers.losses import conjugate_sum, loss_value, loss_value_grad
+from sparsecert.solvers.perspective._bound import icpt_grad_dual, primal_value, sq_norm
 from sparsecert.solvers.perspective._gfun import g_node, gstar_node
 from sparsecert.solvers.perspective._linalg import x_dot, xt_dot
 from sparsecert.solvers.perspective._prox import prox_node
 
-# indices into the scalar state vector
-SC_T, SC_L, SC_BEST, SC_PX, SC_GAPREF, SC_NREST, SC_NBACK = 0, 1, 2, 3, 4, 5, 6
-SC_C, SC_CPREV, SC_CBP = 7, 8, 9  # intercept: current, previous, at the bound point
-SC_SIZE = 10
+__all__ = ["FistaData", "FistaIterate", "SCALARS", "fista_data", "new_iterate", "fista_chunk",
+           "prox_grad_step", "ST_RUNNING", "ST_CONVERGED", "ST_CUTOFF", "RESTART_NONE",
+           "RESTART_FUNCTION", "RESTART_GAP", "RESTART_BOTH"]
 
 ST_RUNNING, ST_CONVERGED, ST_CUTOFF = 0, 1, 2
 
 RESTART_NONE, RESTART_FUNCTION, RESTART_GAP, RESTART_BOTH = 0, 1, 2, 3
 
-
-@njit(cache=True, nogil=True)
-def _sq(v):
-    s = 0.0
-    for j in range(v.shape[0]):
-        s += v[j] * v[j]
-    return s
-
-
-@njit(cache=True, nogil=True)
-def bound_at(X, y, loss_id, lam, mu, M, state, budget, b, ub, zeta):
-    """Bound ``LB(b)`` (``ub = X b`` given); writes ``zeta = f'(X b)``. Returns ``(LB, F(b))``."""
-    Fb = loss_value_grad(loss_id, ub, y, zeta)
-    grad = np.empty(X.shape[1])
-    xt_dot(X, zeta, grad)
-    if mu != 0.0:
-        Fb -= mu * _sq(b)
-        grad -= 2.0 * mu * b
-    twolam = 2.0 * lam
-    m = b.shape[0]
-    a = np.empty(m)
-    gb = 0.0
-    for j in range(m):
-        if state[j] != 0:
-            a[j] = -grad[j] / twolam
-            gb += grad[j] * b[j]
-        else:
-            a[j] = 0.0
-    return Fb - gb - twolam * gstar_node(a, state, budget, M), Fb
+#: the scalar state of a FISTA run
+SCALARS = np.dtype([
+    ("t", np.float64),            # momentum parameter
+    ("L", np.float64),            # current Lipschitz estimate (step 1/L)
+    ("best", np.float64),         # running maximum of the valid bound
+    ("px", np.float64),           # P at the current iterate
+    ("gap_ref", np.float64),      # gap at the last restart (gap restart)
+    ("n_restart", np.int64),
+    ("n_backtrack", np.int64),
+    ("c", np.float64),            # intercept: current, previous, at the bound point
+    ("c_prev", np.float64),
+    ("c_bp", np.float64),
+])
 
 
-@njit(cache=True, nogil=True)
-def icpt_grad_dual(X, y, loss_id, zeta, cls, Xty, grad, zproj, gproj):
-    """Gradient ``X^T zeta`` and a zero-sum dual ``zproj`` (with ``gproj = X^T zproj``).
+class FistaData(NamedTuple):
+    """What the kernel reads: the (possibly working-set) design and the problem's scalars.
 
-    With an unpenalised intercept the Fenchel dual needs ``sum(zeta) = 0``. Logistic / squared
-    hinge: ``zeta_i = -y_i s_i`` with ``s_i >= 0``; the larger of the two class sums is scaled
-    down (``s`` stays in the conjugate's domain). Poisson: ``zeta = e - y`` with ``e >= 0``; ``e``
-    is scaled to ``sum(e) = sum(y)``. The two class parts are multiplied separately (rows of the
-    other class are skipped), so the cost is one mat-vec. Returns ``sum(zeta)``.
+    ``X`` (n, p) and ``XT = X^T`` (p, n) are both C-contiguous (see ``_linalg``). ``icpt``: an
+    unpenalised intercept carried as an extra variable (non-squared losses; ``mu`` is 0 then),
+    with the class indicator ``cls`` and ``Xty = X^T y`` (Poisson) used by the zero-sum dual
+    (only on the full design: the working set is not used with this intercept).
     """
-    n = X.shape[0]
-    p = X.shape[1]
-    gA = np.empty(p)
-    sz = 0.0
-    for i in range(n):
-        sz += zeta[i]
-    if loss_id == POISSON:
-        e = np.empty(n)
-        se = 0.0
-        sy = 0.0
-        for i in range(n):
-            e[i] = zeta[i] + y[i]
-            se += e[i]
-            sy += y[i]
-        xt_dot(X, e, gA)
-        alpha = sy / se if se > 0.0 else 0.0
-        for i in range(n):
-            zproj[i] = alpha * e[i] - y[i]
-        for j in range(p):
-            grad[j] = gA[j] - Xty[j]
-            gproj[j] = alpha * gA[j] - Xty[j]
-        return sz
-    zA = np.zeros(n)
-    zB = np.zeros(n)
-    sA = 0.0
-    sB = 0.0
-    for i in range(n):
-        if cls[i] == 1:
-            zA[i] = zeta[i]
-            sA += zeta[i]
-        else:
-            zB[i] = zeta[i]
-            sB += zeta[i]
-    gB = np.empty(p)
-    xt_dot(X, zA, gA)
-    xt_dot(X, zB, gB)
-    aA = 1.0
-    aB = 1.0
-    if -sA > sB:
-        aA = sB / (-sA)
-    elif sB > 0.0:
-        aB = (-sA) / sB
-    for i in range(n):
-        zproj[i] = aA * zA[i] + aB * zB[i]
-    for j in range(p):
-        grad[j] = gA[j] + gB[j]
-        gproj[j] = aA * gA[j] + aB * gB[j]
-    return sz
+
+    X: np.ndarray
+    XT: np.ndarray
+    y: np.ndarray
+    loss_id: int
+    lam: float
+    mu: float
+    M: float
+    icpt: bool
+    cls: np.ndarray
+    Xty: np.ndarray
+
+
+class FistaIterate(NamedTuple):
+    """The state FISTA advances in place.
+
+    ``x, x_prev`` the iterates, ``ux, ux_prev`` their images ``X x`` (plus the intercept),
+    ``bound_point`` and ``dual`` where the best bound was attained, ``sc`` the scalars (a
+    one-element array of dtype :data:`SCALARS`).
+    """
+
+    x: np.ndarray
+    x_prev: np.ndarray
+    ux: np.ndarray
+    ux_prev: np.ndarray
+    bound_point: np.ndarray
+    dual: np.ndarray
+    sc: np.ndarray
+
+    def get(self, name: str) -> float:
+        """A scalar of the state by name (Python side)."""
+        return self.sc[0][name].item()
+
+    def set(self, name: str, value: float) -> None:
+        """Set a scalar of the state by name (Python side)."""
+        self.sc[0][name] = value
+
+
+def fista_data(prob, X: np.ndarray | None = None, XT: np.ndarray | None = None) -> FistaData:
+    """The kernel's data for ``prob`` (a ``RelaxationProblem``), on its own columns or on ``X``.
+
+    Every scalar is converted to one fixed type, so the kernel is compiled once.
+    """
+    return FistaData(prob.X if X is None else X, prob.XT if XT is None else XT, prob.y,
+                     int(prob.loss_id), float(prob.lam_eff), float(prob.mu), float(prob.M),
+                     bool(prob.icpt), prob.cls, prob.Xty)
+
+
+def new_iterate(x0: np.ndarray, ux0: np.ndarray, L: float, px: float, c0: float = 0.0,
+                best: float = -np.inf, bound_point: np.ndarray | None = None,
+                dual: np.ndarray | None = None) -> FistaIterate:
+    """A fresh state at ``x0`` (``ux0 = X x0 + c0``) with step ``1/L`` and objective ``px``."""
+    sc = np.zeros(1, dtype=SCALARS)
+    s = sc[0]
+    s["t"] = 1.0
+    s["L"] = L
+    s["best"] = best
+    s["px"] = px
+    s["gap_ref"] = np.inf
+    s["c"] = s["c_prev"] = s["c_bp"] = c0
+    bp = np.zeros(x0.shape[0]) if bound_point is None else bound_point.copy()
+    du = np.zeros(ux0.shape[0]) if dual is None else dual.copy()
+    return FistaIterate(x0.copy(), x0.copy(), ux0.copy(), ux0.copy(), bp, du, sc)
 
 
 @njit(cache=True, nogil=True)
-def dual_value(X, y, loss_id, lam, M, state, budget, zeta):
-    """Fenchel dual ``D(zeta) = -sum f*(zeta_i) - 2 lam g*_node(-X^T zeta / (2 lam))``."""
-    p = X.shape[1]
-    g = np.empty(p)
-    xt_dot(X, zeta, g)
-    a = np.empty(p)
-    for j in range(p):
-        a[j] = -g[j] / (2.0 * lam) if state[j] != 0 else 0.0
-    return -conjugate_sum(loss_id, zeta, y) - 2.0 * lam * gstar_node(a, state, budget, M)
-
-
-@njit(cache=True, nogil=True)
-def primal_value(y, loss_id, lam, mu, M, state, budget, b, ub):
-    """``P(b) = F(b) + 2 lam' g_node(b)`` with ``ub = X b``."""
-    F = loss_value(loss_id, ub, y)
-    if mu != 0.0:
-        F -= mu * _sq(b)
-    return F + 2.0 * lam * g_node(b, state, budget, M)
-
-
-@njit(cache=True, nogil=True)
-def fista_chunk(X, XT, y, loss_id, lam, mu, M, state, budget, x, x_prev, ux, ux_prev, sc,
-                bound_point, dual, rel_tol, max_iter, restart, cutoff, l_down, icpt, cls, Xty):
+def fista_chunk(data, state, budget, it, rel_tol, max_iter, restart, cutoff, l_down):
     """Run at most ``max_iter`` FISTA iterations; returns ``(status, n_iter_done)``.
 
-    ``X`` (n, p) and ``XT = X^T`` (p, n) are both C-contiguous (see ``_linalg``).
+    ``data`` (:class:`FistaData`) is read, ``it`` (:class:`FistaIterate`) advanced in place.
+    ``state`` / ``budget``: the node (0 out / 1 in / 2 free, budget of the free coordinates).
+    Stops on ``(P - best) <= rel_tol * max(1, |P|)`` (status 1), ``best >= cutoff`` (status 2)
+    or after ``max_iter`` iterations (status 0). ``l_down``: ``L`` is multiplied by it before
+    each step (then backtracked).
 
-    In/out state: ``x, x_prev`` (iterates), ``ux, ux_prev`` (``X x``, ``X x_prev``), ``sc``
-    (``t, L, best bound, P(x), gap at the last restart, #restarts, #backtracks``),
-    ``bound_point`` and ``dual`` (where the best bound was attained).
-
-    ``icpt``: an unpenalised intercept ``c`` (in ``sc[SC_C]``; ``ux`` then holds ``X x + c``) for
-    the non-squared losses; the bound is then the Fenchel dual at the zero-sum projection of
-    ``zeta`` (``icpt_grad_dual``), valid whatever ``c``. ``mu`` must be 0 in that case.
+    With an intercept (``data.icpt``), ``ux`` holds ``X x + c`` and the bound is the Fenchel
+    dual at the zero-sum projection of ``zeta`` (``icpt_grad_dual``), valid whatever ``c``.
     """
+    X = data.X
+    XT = data.XT
+    y = data.y
+    loss_id = data.loss_id
+    lam = data.lam
+    mu = data.mu
+    M = data.M
+    icpt = data.icpt
+    x = it.x
+    x_prev = it.x_prev
+    ux = it.ux
+    ux_prev = it.ux_prev
+    bound_point = it.bound_point
+    dual = it.dual
+    sc = it.sc[0]
     n = X.shape[0]
     p = X.shape[1]
-    t = sc[SC_T]
-    L = sc[SC_L]
-    best = sc[SC_BEST]
-    Px = sc[SC_PX]
-    gap_ref = sc[SC_GAPREF]
-    nrest = sc[SC_NREST]
-    nback = sc[SC_NBACK]
+    t = sc["t"]
+    L = sc["L"]
+    best = sc["best"]
+    Px = sc["px"]
+    gap_ref = sc["gap_ref"]
+    nrest = sc["n_restart"]
+    nback = sc["n_backtrack"]
+    c = sc["c"]
+    c_prev = sc["c_prev"]
+    c_bp = sc["c_bp"]
     twolam = 2.0 * lam
     zeta = np.empty(n)
     yv = np.empty(p)
@@ -188,12 +178,9 @@ def fista_chunk(X, XT, y, loss_id, lam, mu, M, state, budget, x, x_prev, ux, ux_
     uxn = np.empty(n)
     zproj = np.empty(n)
     gproj = np.empty(p)
-    c = sc[SC_C]
-    c_prev = sc[SC_CPREV]
-    c_bp = sc[SC_CBP]
     status = ST_RUNNING
-    it = 0
-    while it < max_iter:
+    n_it = 0
+    while n_it < max_iter:
         t_next = 0.5 * (1.0 + math.sqrt(1.0 + 4.0 * t * t))
         beta = (t - 1.0) / t_next
         for j in range(p):
@@ -204,7 +191,7 @@ def fista_chunk(X, XT, y, loss_id, lam, mu, M, state, budget, x, x_prev, ux, ux_
         cy = c + beta * (c - c_prev)
         gc = 0.0
         if icpt:
-            gc = icpt_grad_dual(X, y, loss_id, zeta, cls, Xty, grad, zproj, gproj)
+            gc = icpt_grad_dual(X, y, loss_id, zeta, data.cls, data.Xty, grad, zproj, gproj)
             for j in range(p):
                 a[j] = -gproj[j] / twolam if state[j] != 0 else 0.0
             lb = -conjugate_sum(loss_id, zproj, y) - twolam * gstar_node(a, state, budget, M)
@@ -216,7 +203,7 @@ def fista_chunk(X, XT, y, loss_id, lam, mu, M, state, budget, x, x_prev, ux, ux_
         else:
             xt_dot(X, zeta, grad)
             if mu != 0.0:
-                Fy -= mu * _sq(yv)
+                Fy -= mu * sq_norm(yv)
                 for j in range(p):
                     grad[j] -= 2.0 * mu * yv[j]
             # ---- the bound at the extrapolated point (valid for any point: F is convex) ----
@@ -232,7 +219,7 @@ def fista_chunk(X, XT, y, loss_id, lam, mu, M, state, budget, x, x_prev, ux, ux_
                 best = lb
                 bound_point[:] = yv
                 dual[:] = zeta
-        it += 1
+        n_it += 1
         if best >= cutoff:
             status = ST_CUTOFF
             break
@@ -250,7 +237,7 @@ def fista_chunk(X, XT, y, loss_id, lam, mu, M, state, budget, x, x_prev, ux, ux_
                     uxn[i] += cn
             Fn = loss_value(loss_id, uxn, y)
             if mu != 0.0:
-                Fn -= mu * _sq(xn)
+                Fn -= mu * sq_norm(xn)
             lin = 0.0
             dd = 0.0
             for j in range(p):
@@ -284,7 +271,7 @@ def fista_chunk(X, XT, y, loss_id, lam, mu, M, state, budget, x, x_prev, ux, ux_
                 do_restart = True
         if do_restart:
             t = 1.0
-            nrest += 1.0
+            nrest += 1
             gap_ref = gap
             x_prev[:] = x
             ux_prev[:] = ux
@@ -295,34 +282,40 @@ def fista_chunk(X, XT, y, loss_id, lam, mu, M, state, budget, x, x_prev, ux, ux_
         if Px - best <= rel_tol * max(1.0, abs(Px)):
             status = ST_CONVERGED
             break
-    sc[SC_T] = t
-    sc[SC_L] = L
-    sc[SC_BEST] = best
-    sc[SC_PX] = Px
-    sc[SC_GAPREF] = gap_ref
-    sc[SC_NREST] = nrest
-    sc[SC_NBACK] = nback
-    sc[SC_C] = c
-    sc[SC_CPREV] = c_prev
-    sc[SC_CBP] = c_bp
-    return status, it
+    sc["t"] = t
+    sc["L"] = L
+    sc["best"] = best
+    sc["px"] = Px
+    sc["gap_ref"] = gap_ref
+    sc["n_restart"] = nrest
+    sc["n_backtrack"] = nback
+    sc["c"] = c
+    sc["c_prev"] = c_prev
+    sc["c_bp"] = c_bp
+    return status, n_it
 
 
 @njit(cache=True, nogil=True)
-def prox_grad_step(X, XT, y, loss_id, lam, mu, M, state, budget, b, L):
-    """One proximal-gradient step from ``b`` with step ``1/L``: returns ``(x+, X x+, P(x+))``."""
+def prox_grad_step(data, state, budget, b, L):
+    """One proximal-gradient step from ``b`` with step ``1/L``: returns ``(x+, X x+, P(x+))``.
+
+    (No intercept: used by polishing only.)
+    """
+    X = data.X
+    y = data.y
     n = X.shape[0]
     p = X.shape[1]
     u = np.empty(n)
-    x_dot(XT, b, u)
+    x_dot(data.XT, b, u)
     zeta = np.empty(n)
-    loss_value_grad(loss_id, u, y, zeta)
+    loss_value_grad(data.loss_id, u, y, zeta)
     grad = np.empty(p)
     xt_dot(X, zeta, grad)
     v = np.empty(p)
     for j in range(p):
-        v[j] = b[j] - (grad[j] - 2.0 * mu * b[j]) / L
-    xn = prox_node(v, state, budget, 2.0 * lam / L, M)
+        v[j] = b[j] - (grad[j] - 2.0 * data.mu * b[j]) / L
+    xn = prox_node(v, state, budget, 2.0 * data.lam / L, data.M)
     un = np.empty(n)
-    x_dot(XT, xn, un)
-    return xn, un, primal_value(y, loss_id, lam, mu, M, state, budget, xn, un)
+    x_dot(data.XT, xn, un)
+    return xn, un, primal_value(y, data.loss_id, data.lam, data.mu, data.M, state, budget, xn,
+                                un)

@@ -46,6 +46,20 @@ def x_dot(XT, b, out):
                 out[i] += bj * row[i]
 
 
+def xb(XT: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``X b`` as a new array (``XT = X^T`` C-contiguous)."""
+    out = np.empty(XT.shape[1])
+    x_dot(XT, b, out)
+    return out
+
+
+def xtz(X: np.ndarray, z: np.ndarray) -> np.ndarray:
+    """``X^T z`` as a new array (``X`` C-contiguous)."""
+    out = np.empty(X.shape[1])
+    xt_dot(X, z, out)
+    return out
+
+
 @njit(cache=True, nogil=True)
 def transpose(X):
     """C-contiguous ``X.T`` by 64 x 64 blocks (much faster than numpy's strided copy)."""

@@ -1,0 +1,136 @@
+r"""Kernels for the valid lower bound, the Fenchel dual and the relaxation objective.
+
+For any point ``b~`` (zeros on S0) convexity of ``F(b) = sum_i f(x_i^T b) - mu ||b||^2`` gives
+
+    LB(b~) = F(b~) - grad^T b~ - 2 lam' g*_node(-grad / (2 lam')),   grad = grad F(b~),
+
+a lower bound on ``min_b P(b) = F(b) + 2 lam' g_node(b)`` (``lam' = lambda2 + mu``). With
+``mu = 0`` it equals the Fenchel dual ``D(zeta)`` at ``zeta = f'(X b~)``. ``LB`` is a bound on the
+problem the kernel sees: on a working set of columns the caller re-evaluates it over all columns.
+
+With an unpenalised intercept the dual needs ``sum(zeta) = 0``: :func:`icpt_grad_dual` builds a
+zero-sum projection of ``zeta`` that stays in the conjugate's domain.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from sparsecert.solvers.losses import POISSON, conjugate_sum, loss_value, loss_value_grad
+from sparsecert.solvers.perspective._gfun import g_node, gstar_node
+from sparsecert.solvers.perspective._linalg import xt_dot
+
+__all__ = ["sq_norm", "bound_at", "icpt_grad_dual", "dual_value", "primal_value"]
+
+
+@njit(cache=True, nogil=True)
+def sq_norm(v):
+    """``||v||^2`` (fixed-order sum)."""
+    s = 0.0
+    for j in range(v.shape[0]):
+        s += v[j] * v[j]
+    return s
+
+
+@njit(cache=True, nogil=True)
+def bound_at(X, y, loss_id, lam, mu, M, state, budget, b, ub, zeta):
+    """Bound ``LB(b)`` (``ub = X b`` given); writes ``zeta = f'(X b)``. Returns ``(LB, F(b))``."""
+    Fb = loss_value_grad(loss_id, ub, y, zeta)
+    grad = np.empty(X.shape[1])
+    xt_dot(X, zeta, grad)
+    if mu != 0.0:
+        Fb -= mu * sq_norm(b)
+        grad -= 2.0 * mu * b
+    twolam = 2.0 * lam
+    m = b.shape[0]
+    a = np.empty(m)
+    gb = 0.0
+    for j in range(m):
+        if state[j] != 0:
+            a[j] = -grad[j] / twolam
+            gb += grad[j] * b[j]
+        else:
+            a[j] = 0.0
+    return Fb - gb - twolam * gstar_node(a, state, budget, M), Fb
+
+
+@njit(cache=True, nogil=True)
+def icpt_grad_dual(X, y, loss_id, zeta, cls, Xty, grad, zproj, gproj):
+    """Gradient ``X^T zeta`` and a zero-sum dual ``zproj`` (with ``gproj = X^T zproj``).
+
+    With an unpenalised intercept the Fenchel dual needs ``sum(zeta) = 0``. Logistic / squared
+    hinge: ``zeta_i = -y_i s_i`` with ``s_i >= 0``; the larger of the two class sums is scaled
+    down (``s`` stays in the conjugate's domain). Poisson: ``zeta = e - y`` with ``e >= 0``; ``e``
+    is scaled to ``sum(e) = sum(y)``. The two class parts are multiplied separately (rows of the
+    other class are skipped), so the cost is one mat-vec. Returns ``sum(zeta)``.
+    """
+    n = X.shape[0]
+    p = X.shape[1]
+    gA = np.empty(p)
+    sz = 0.0
+    for i in range(n):
+        sz += zeta[i]
+    if loss_id == POISSON:
+        e = np.empty(n)
+        se = 0.0
+        sy = 0.0
+        for i in range(n):
+            e[i] = zeta[i] + y[i]
+            se += e[i]
+            sy += y[i]
+        xt_dot(X, e, gA)
+        alpha = sy / se if se > 0.0 else 0.0
+        for i in range(n):
+            zproj[i] = alpha * e[i] - y[i]
+        for j in range(p):
+            grad[j] = gA[j] - Xty[j]
+            gproj[j] = alpha * gA[j] - Xty[j]
+        return sz
+    zA = np.zeros(n)
+    zB = np.zeros(n)
+    sA = 0.0
+    sB = 0.0
+    for i in range(n):
+        if cls[i] == 1:
+            zA[i] = zeta[i]
+            sA += zeta[i]
+        else:
+            zB[i] = zeta[i]
+            sB += zeta[i]
+    gB = np.empty(p)
+    xt_dot(X, zA, gA)
+    xt_dot(X, zB, gB)
+    aA = 1.0
+    aB = 1.0
+    if -sA > sB:
+        aA = sB / (-sA)
+    elif sB > 0.0:
+        aB = (-sA) / sB
+    for i in range(n):
+        zproj[i] = aA * zA[i] + aB * zB[i]
+    for j in range(p):
+        grad[j] = gA[j] + gB[j]
+        gproj[j] = aA * gA[j] + aB * gB[j]
+    return sz
+
+
+@njit(cache=True, nogil=True)
+def dual_value(X, y, loss_id, lam, M, state, budget, zeta):
+    """Fenchel dual ``D(zeta) = -sum f*(zeta_i) - 2 lam g*_node(-X^T zeta / (2 lam))``."""
+    p = X.shape[1]
+    g = np.empty(p)
+    xt_dot(X, zeta, g)
+    a = np.empty(p)
+    for j in range(p):
+        a[j] = -g[j] / (2.0 * lam) if state[j] != 0 else 0.0
+    return -conjugate_sum(loss_id, zeta, y) - 2.0 * lam * gstar_node(a, state, budget, M)
+
+
+@njit(cache=True, nogil=True)
+def primal_value(y, loss_id, lam, mu, M, state, budget, b, ub):
+    """``P(b) = F(b) + 2 lam' g_node(b)`` with ``ub = X b``."""
+    F = loss_value(loss_id, ub, y)
+    if mu != 0.0:
+        F -= mu * sq_norm(b)
+    return F + 2.0 * lam * g_node(b, state, budget, M)

@@ -1,0 +1,79 @@
+"""What every strategy ends with: the objective and the valid bound over all active columns,
+and the result record.
+
+Whatever a strategy iterated on (all columns, a working set, the indicators z), its answer is
+judged here on the node's full problem: ``P`` at the final iterate, the bound there (kept only if
+it beats the strategy's running maximum), the intercept mapped back to the user's coordinates,
+and, with an unpenalised intercept, the dyadic zero-sum dual and the bound recomputed at it.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from sparsecert.solvers.losses import SQUARED
+from sparsecert.solvers.perspective._bound import bound_at, dual_value, primal_value
+from sparsecert.solvers.perspective._gfun import OUT, relaxed_z
+from sparsecert.solvers.perspective._linalg import xb
+from sparsecert.solvers.perspective.result import RelaxationResult
+from sparsecert.solvers.perspective.zero_sum import dyadic_zero_sum, icpt_bound
+
+__all__ = ["objective", "full_bound", "finish"]
+
+
+def objective(prob, state: np.ndarray, budget: int, b: np.ndarray, ub: np.ndarray) -> float:
+    """``P(b)`` with ``ub = X b`` (plus the intercept)."""
+    return float(primal_value(prob.y, prob.loss_id, prob.lam_eff, prob.mu, prob.M, state,
+                              budget, b, ub))
+
+
+def full_bound(prob, state: np.ndarray, budget: int, b: np.ndarray, ub: np.ndarray
+               ) -> tuple[float, np.ndarray]:
+    """The valid bound ``LB(b)`` over all active columns and its ``zeta = f'(X b)``."""
+    zeta = np.empty(prob.n_samples)
+    lb, _ = bound_at(prob.X, prob.y, prob.loss_id, prob.lam_eff, prob.mu, prob.M, state, budget,
+                     b, ub, zeta)
+    return float(lb), zeta
+
+
+def finish(prob, state, budget, coef, best, bp, dual, n_iter, n_rest, status, t0, rel_tol,
+           cut, c=0.0) -> RelaxationResult:
+    """Final objective and bound at the final iterate (both over all columns), the record.
+
+    ``best, bp, dual``: the strategy's best bound, the point and the dual vector that attained
+    it (``bp = None`` when there is none); ``c``: the internal intercept (non-squared losses).
+    """
+    coef = np.where(state == OUT, 0.0, coef)
+    ux = xb(prob.XT, coef)
+    if prob.icpt:
+        ux += c
+    obj = objective(prob, state, budget, coef, ux)
+    if prob.icpt:
+        lb_end, zeta_end = icpt_bound(prob, state, budget, ux)
+    else:
+        lb_end, zeta_end = full_bound(prob, state, budget, coef, ux)
+    if bp is None or not lb_end <= best:
+        best, bp, dual = lb_end, coef.copy(), zeta_end
+    if prob.icpt:
+        # certify with a dual whose entries are dyadic and whose sum is exactly zero
+        dual = dyadic_zero_sum(dual, prob.y, prob.loss)
+        best = float(dual_value(prob.X, prob.y, prob.loss_id, prob.lambda2, prob.M, state,
+                                budget, dual))
+    gap = (obj - best) / max(1.0, abs(obj)) if np.isfinite(obj) else np.inf
+    if status in ("max_iter", "time_limit"):
+        if best >= cut:
+            status = "cutoff"
+        elif gap <= rel_tol:
+            status = "converged"
+    intercept = 0.0
+    if prob.fit_intercept and prob.loss_id == SQUARED:
+        intercept = float(prob.y_mean - prob.x_mean @ coef)
+    elif prob.icpt:  # centred columns -> the user's coordinates
+        intercept = float(c - prob.x_mean @ coef)
+    return RelaxationResult(
+        coef=coef, intercept=intercept, objective=obj, lower_bound=float(best), dual=dual,
+        bound_point=np.where(state == OUT, 0.0, bp), z=relaxed_z(coef, state, budget),
+        n_iter=int(n_iter), n_restarts=int(n_rest), status=status,
+        time=time.perf_counter() - t0, eig_shift=float(prob.mu), gap=float(gap))

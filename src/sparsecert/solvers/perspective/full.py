@@ -1,0 +1,117 @@
+"""Full FISTA: accelerated proximal gradient on ``b`` over all active columns.
+
+Applies to every loss, box, eigen shift and intercept; it is the fallback of the other
+strategies. ``solve_node`` uses it when the active columns are fewer than ``WS_AUTO_RATIO``
+times the samples (n >= p and moderately wide designs, whose relaxed solutions are dense) or
+when an unpenalised intercept is carried (non-squared losses), unless z-space applies. The
+kernel's running-max bound is computed over all active columns, so it is the node's valid bound.
+Polishing (see ``polish``) is switched on from ``POLISH_MIN_COLUMNS`` active columns.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from sparsecert.solvers.losses import POISSON
+from sparsecert.solvers.perspective._fista import (
+    ST_CONVERGED,
+    ST_CUTOFF,
+    fista_chunk,
+    fista_data,
+    new_iterate,
+)
+from sparsecert.solvers.perspective._gfun import OUT
+from sparsecert.solvers.perspective._linalg import xb
+from sparsecert.solvers.perspective.evaluate import finish, objective
+from sparsecert.solvers.perspective.polish import POLISH, POLISH_MIN_COLUMNS, Polisher
+
+__all__ = ["Runner", "initial_L", "solve_full", "L_DOWN"]
+
+#: at every iteration FISTA first tries L * L_DOWN (then backtracks): adapts the step to the
+#: local curvature
+L_DOWN = 1.0
+
+
+def initial_L(prob, norm_sq: float, ub: np.ndarray) -> float:
+    """A first Lipschitz estimate for a design with ``||X_W||^2 <= norm_sq`` (``ub = X b``)."""
+    if prob.loss_id == POISSON:
+        return norm_sq * max(float(np.exp(np.minimum(ub, 700.0)).max()), 1e-6)
+    # curvature c ||X_W||^2 - 2 mu (mu <= lambda_min(X^T X) <= lambda_min(X_W^T X_W))
+    # (a design that is identically zero has no curvature: any step size is exact)
+    curv = prob.lipschitz / prob.norm_sq if prob.norm_sq > 0 else 1.0
+    return max(curv * norm_sq - 2.0 * prob.mu, 1e-12 * curv * norm_sq, 1e-300)
+
+
+class Runner:
+    """Chunked calls of the FISTA kernel with a wall-clock limit."""
+
+    def __init__(self, deadline: float | None, restart: int):
+        self.deadline = deadline
+        self.restart = restart
+        self.timed_out = False
+
+    def run(self, data, state, budget, it, tol, n_max, cutoff, polisher=None):
+        """Advance ``it`` by at most ``n_max`` iterations; returns ``(status, n_done)``."""
+        done = 0
+        status = 0
+        chunk = n_max if self.deadline is None else 20
+        if polisher is not None:
+            chunk = polisher.every
+        while done < n_max:
+            m = min(chunk, n_max - done)
+            t_start = time.perf_counter()
+            status, n_it = fista_chunk(data, state, budget, it, tol, m, self.restart, cutoff,
+                                       L_DOWN)
+            done += n_it
+            if status != 0:
+                break
+            if polisher is not None:
+                status = polisher.after_chunk(n_it, it, tol, cutoff)
+                if status != 0:
+                    break
+                if self.deadline is None:
+                    continue
+            if self.deadline is not None:
+                now = time.perf_counter()
+                if now >= self.deadline:
+                    self.timed_out = True
+                    break
+                per_it = (now - t_start) / max(n_it, 1)
+                chunk = int(min(max(20, 0.25 * (self.deadline - now) / max(per_it, 1e-9)), 5000))
+                if polisher is not None:
+                    chunk = min(chunk, polisher.every)
+        return status, done
+
+    def status_name(self, status: int) -> str:
+        """The result status of a run that returned ``status``."""
+        if status == ST_CONVERGED:
+            return "converged"
+        if status == ST_CUTOFF:
+            return "cutoff"
+        return "time_limit" if self.timed_out else "max_iter"
+
+
+def solve_full(prob, state, budget, x0, rel_tol, max_iter, cut, runner, t0, best=-np.inf,
+               bp=None, dual=None, n_done=0, n_rest_done=0, c0=0.0):
+    """FISTA over all active columns from ``x0`` (and intercept ``c0``).
+
+    ``best, bp, dual, n_done, n_rest_done``: what a working-set run that falls back to full
+    iterations has already found and spent.
+    """
+    x = x0.copy()
+    ux = xb(prob.XT, x) + c0
+    it = new_iterate(x, ux, initial_L(prob, prob.norm_sq, ux),
+                     objective(prob, state, budget, x, ux), c0=c0, best=best, bound_point=bp,
+                     dual=dual)
+    polisher = None
+    if POLISH and not prob.icpt and int(np.sum(state != OUT)) >= POLISH_MIN_COLUMNS:
+        polisher = Polisher(prob, state, budget)
+    status, n_it = runner.run(fista_data(prob), state, budget, it, rel_tol, max_iter - n_done,
+                              cut, polisher)
+    best = it.get("best")
+    bp, dual = (it.bound_point, it.dual) if np.isfinite(best) else (None, None)
+    return finish(prob, state, budget, it.x, best, bp, dual, n_it + n_done,
+                  it.get("n_restart") + n_rest_done, runner.status_name(status), t0, rel_tol,
+                  cut, c=it.get("c"))
