@@ -250,12 +250,14 @@ def test_dtzo_solves_p1_and_counts_queries_and_bits(p1_run):
     assert h["consensus_error"][-1] < 1e-3
     assert res.n_queries > 0 and res.n_grad_calls == 0
     # exact bit accounting: every iteration each worker sends z_j + u_j (float64), every
-    # refinement K rounds of (2d+1) d3 and (2 d12 + 1) d2 float64 gradient batches per worker
+    # refinement K rounds of (2d+1) d3 and (2 d12 + 1) d2 float64 gradient batches per
+    # worker, and the final residual check K rounds of d3 and d2 floats
     d1, d2, d3 = P.dims
     d12, d = d1 + d2, sum(P.dims)
     n_ref = len(range(0, P1_CFG.T1, P1_CFG.T))
     per_worker = 64 * (P1_CFG.n_iter * d
-                       + n_ref * P1_CFG.K * ((2 * d + 1) * d3 + (2 * d12 + 1) * d2))
+                       + n_ref * P1_CFG.K * ((2 * d + 1) * d3 + (2 * d12 + 1) * d2)
+                       + P1_CFG.K * (d3 + d2))
     np.testing.assert_array_equal(comm.stats.up, per_worker)
     down = 64 * (P1_CFG.n_iter * d + n_ref * (d3 * d12 + d3))
     np.testing.assert_array_equal(comm.stats.down, down)
@@ -264,7 +266,7 @@ def test_dtzo_solves_p1_and_counts_queries_and_bits(p1_run):
 
 def test_float32_wire_halves_the_bits_and_grey_box_counts_both_oracles():
     P = make_p1(n_workers=3, seed=0)
-    cfg = replace(P1_CFG, n_iter=30, T1=20)
+    cfg = replace(P1_CFG, n_iter=30, T1=20, check_residuals=False)  # a short run
     c64, c32 = SimComm(3, seed=0), SimComm(3, seed=0)
     dtzo(P, c64, cfg)
     dtzo(P, c32, replace(cfg, dtype="float32"))
@@ -311,7 +313,7 @@ def test_first_order_needs_fewer_iterations_than_zeroth_order(p1_run):
 
 def test_partial_participation_is_deterministic_and_sends_less():
     P = make_p1(n_workers=4, seed=2)
-    cfg = replace(P1_CFG, participation=2, n_iter=60)
+    cfg = replace(P1_CFG, participation=2, n_iter=60, check_residuals=False)
     c1, c2 = SimComm(4, seed=1), SimComm(4, seed=1)
     r1 = dtzo(P, c1, cfg)
     r2 = dtzo(P, c2, cfg)

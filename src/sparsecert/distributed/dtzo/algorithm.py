@@ -60,6 +60,8 @@ import numpy as np
 
 from sparsecert.distributed.comm import Communicator, Message, decode_dense, encode_dense
 from sparsecert.distributed.dtzo.baselines import FedAvgConfig, NestedZOConfig, nested_zo, zo_fedavg
+from sparsecert.distributed.dtzo.cuts import Cut, JacobianEstimator, cut_model, level3_map
+from sparsecert.distributed.dtzo.diagnostics import DTZOWarning, RunTrace, diagnose, warn_if_failed
 from sparsecert.distributed.dtzo.trilevel import (
     DTZOResult,
     Monitor,
@@ -72,15 +74,13 @@ from sparsecert.distributed.dtzo.trilevel import (
 )
 from sparsecert.distributed.dtzo.zeroth_order import (
     ZOConfig,
-    combine_differences,
-    perturbation_points,
-    sample_directions,
 )
 
 __all__ = [
     "TrilevelProblem",
     "DTZOConfig",
     "DTZOResult",
+    "DTZOWarning",
     "Cut",
     "NestedZOConfig",
     "FedAvgConfig",
@@ -142,7 +142,25 @@ class DTZOConfig:
     zo_f1, zo_inner, zo_cut : ZOConfig
         Estimators for the worker steps on ``f_1``, for the K residual steps, and the directions
         and radius of the cut Jacobians (the cut frame is always orthonormal; ``zo_cut.q`` may
-        truncate it).
+        truncate it to a random sketch weighted by ``n / q``).
+    cut_jacobian : {"full", "update"}
+        ``"full"``: every cut estimates its Jacobian along a full orthonormal frame of its
+        variables (``2 n + 1`` residual trajectories, ``n = d`` for level 3 and ``d1 + d2`` for
+        level 2). ``"update"``: only the first cut of each level does; later cuts start from the
+        previous cut's Jacobian, correct it along the secant between the two cut points (a
+        Broyden step, no extra queries) and re-measure it along ``cut_dirs`` fresh random
+        orthonormal directions (``2 cut_dirs + 1`` trajectories): the cost of a refinement
+        then grows like ``d3`` instead of ``d * d3``.
+    cut_dirs : int
+        Fresh directions per refinement when ``cut_jacobian="update"``.
+    cut_refresh_tol : float
+        With ``cut_jacobian="update"``, a refinement measures a full frame instead when the
+        previous Jacobian mispredicts the change of the residual between the two cut points by
+        more than this fraction (strong non-linearity).
+    check_residuals : bool
+        Estimate both residuals once more at the returned point (``K`` rounds per level,
+        counted in the queries and the traffic) and warn (:class:`DTZOWarning`, with advice)
+        when a level's residual did not decrease or the workers did not reach consensus.
     exact_levels : tuple of int
         Levels whose gradients are used (grey box). ``(1, 2, 3)`` is the first-order reference.
     vr_period : int
@@ -181,6 +199,10 @@ class DTZOConfig:
     zo_f1: ZOConfig = field(default_factory=lambda: ZOConfig(q=None, mu=1e-4))
     zo_inner: ZOConfig = field(default_factory=_inner_default)
     zo_cut: ZOConfig = field(default_factory=lambda: ZOConfig(q=None, mu=1e-3))
+    cut_jacobian: str = "full"
+    cut_dirs: int = 4
+    cut_refresh_tol: float = 0.25
+    check_residuals: bool = True
     exact_levels: tuple[int, ...] = ()
     vr_period: int = 0
     participation: int | None = None
@@ -190,17 +212,22 @@ class DTZOConfig:
 
     def __post_init__(self) -> None:
         ints = {"n_iter": 0, "local_steps": 1, "K": 1, "T": 1, "T1": 0, "drop_after": 1,
-                "max_cuts": 1, "record_every": 1, "vr_period": 0}
+                "max_cuts": 1, "record_every": 1, "vr_period": 0, "cut_dirs": 1}
         for name, lo in ints.items():
             v = getattr(self, name)
             if int(v) != v or v < lo:
                 raise ValueError(f"DTZOConfig.{name} must be an integer >= {lo}, got {v!r}")
-        for name in ("rho", "beta", "eps", "lr", "eta3", "eta2", "inactive_tol"):
+        for name in ("rho", "beta", "eps", "lr", "eta3", "eta2", "inactive_tol",
+                     "cut_refresh_tol"):
             v = getattr(self, name)
             if not (np.isfinite(v) and v > 0):
                 raise ValueError(f"DTZOConfig.{name} must be positive and finite, got {v!r}")
         if self.cut_kind not in ("quadratic", "linear"):
             raise ValueError(f"cut_kind must be 'quadratic' or 'linear', got {self.cut_kind!r}")
+        if self.cut_jacobian not in ("full", "update"):
+            raise ValueError(
+                f"cut_jacobian must be 'full' or 'update', got {self.cut_jacobian!r}"
+            )
         if not set(self.exact_levels) <= {1, 2, 3}:
             raise ValueError(f"exact_levels must be a subset of (1, 2, 3), got {self.exact_levels}")
         if self.dtype not in ("float64", "float32"):
@@ -209,34 +236,6 @@ class DTZOConfig:
             int(self.participation) != self.participation or self.participation < 1
         ):
             raise ValueError(f"participation must be a positive integer, got {self.participation}")
-
-
-@dataclass
-class Cut:
-    """One zeroth-order cut ``m(z) <= eps`` on the residual of ``level`` (2 or 3).
-
-    ``r`` is the residual at ``z_c``, ``J`` its Jacobian estimate in the *full* variable ``z``
-    (zero columns for ``x3`` when ``level == 2``).
-    """
-
-    level: int
-    z_c: np.ndarray
-    r: np.ndarray
-    J: np.ndarray
-    kind: str
-    born: int
-    inactive: int = 0
-
-
-def cut_model(cut: Cut, z: np.ndarray) -> np.ndarray:
-    """Model value ``m_c(z)`` of the cut at the rows of ``z`` (or one point)."""
-    z = np.asarray(z, dtype=np.float64)
-    dz = z - cut.z_c
-    if cut.kind == "quadratic":
-        return np.linalg.norm(cut.r + dz @ cut.J.T, axis=-1)
-    s = np.linalg.norm(cut.r)
-    g = cut.J.T @ cut.r / s if s > 0 else np.zeros_like(cut.z_c)
-    return s + dz @ g
 
 
 # ----------------------------------------------------------------------------------------------
@@ -268,59 +267,69 @@ class _DTZO:
         self.gref = {j: np.zeros(self.d) for j in comm.local_workers}
         self.w = np.tile(z0, (comm.n_workers, 1))  # master's last received z_j + u_j
         self.cuts: list[Cut] = []
+        self.trace = RunTrace()
+        self.jac = JacobianEstimator(self.rng, cfg.zo_cut.mu, cfg.zo_cut.q, cfg.cut_jacobian,
+                                     cfg.cut_dirs, cfg.cut_refresh_tol)
         self.A = np.zeros((self.d3, self.d12))
         self.b = z0[self.d12:].copy()
 
     # -- residuals and cuts --------------------------------------------------------------------
-    def _frame(self, n: int) -> np.ndarray:
-        q = self.cfg.zo_cut.n_dirs(n) if self.cfg.zo_cut.q is not None else n
-        q = min(q, n)
-        return sample_directions(self.rng, n, q, "orthogonal")
-
-    def _jacobian(self, R: np.ndarray, U: np.ndarray, mu: float) -> tuple[np.ndarray, np.ndarray]:
-        q, n = U.shape
-        J = combine_differences(R[1:], U, mu, "central", n / q)[0]
-        return R[0], J
-
-    def _level3_cut(self, t: int) -> Cut:
-        cfg, d12 = self.cfg, self.d12
-        U = self._frame(self.d)
-        mu = cfg.zo_cut.mu
-        Z0 = np.vstack([self.z[None, :], perturbation_points(self.z[None, :], U, mu, "central")])
-        m = Z0.shape[0]
-        x3 = Z0[:, d12:].copy()
-        C = np.zeros((self.d, self.d3))
-        C[d12:] = np.eye(self.d3)
-        offset = np.hstack([Z0[:, :d12], np.zeros((m, self.d3))])
-        for _ in range(cfg.K):
+    def _descend(self, level: int, xb: np.ndarray, C: np.ndarray, offset: np.ndarray,
+                 eta: float) -> np.ndarray:
+        """K zeroth-order steps on the block ``xb`` (``(m, n_b)`` starting points) of
+        ``f_level(xb @ C.T + offset)``, one uplink round per step; returns the residuals
+        ``(xb - Phi^K) / (K eta)``."""
+        cfg = self.cfg
+        m, nb = xb.shape
+        x = xb.copy()
+        for k in range(cfg.K):
             local = {
-                j: encode_dense(self.oracle.grad(3, j, x3, C, offset, cfg.zo_inner).ravel(),
+                j: encode_dense(self.oracle.grad(level, j, x, C, offset, cfg.zo_inner).ravel(),
                                 cfg.dtype)
                 for j in self.comm.local_workers
             }
-            G = _sum_gathered(self.comm.allgather(local), cfg.dtype, (m, self.d3))
-            x3 = x3 - cfg.eta3 * G
-        R = (Z0[:, d12:] - x3) / (cfg.K * cfg.eta3)
-        r, J = self._jacobian(R, U, mu)
-        return Cut(3, self.z.copy(), r, J, cfg.cut_kind, t)
+            G = _sum_gathered(self.comm.allgather(local), cfg.dtype, (m, nb))
+            g0 = np.linalg.norm(G[0])  # the unperturbed trajectory (row 0)
+            if k == 0:
+                first = g0
+            elif k == cfg.K - 1 and g0 > first:
+                self.trace.diverged[level] = True
+            x = x - eta * G
+        return (xb - x) / (cfg.K * eta)
+
+    def _residuals3(self, Z: np.ndarray) -> np.ndarray:
+        """Level-3 residuals at the rows of ``Z`` (full variables)."""
+        d12 = self.d12
+        C = np.zeros((self.d, self.d3))
+        C[d12:] = np.eye(self.d3)
+        offset = np.hstack([Z[:, :d12], np.zeros((Z.shape[0], self.d3))])
+        return self._descend(3, Z[:, d12:], C, offset, self.cfg.eta3)
+
+    def _residuals2(self, X: np.ndarray) -> np.ndarray:
+        """Level-2 residuals at the rows of ``X`` (``(x1, x2)`` variables) on the level-2
+        problem restricted by the inner cuts (``x3 = A x12 + b``), or with ``x3`` frozen at the
+        consensus when ``cascade`` is off."""
+        d1, d12 = self.d1, self.d12
+        C = np.zeros((self.d, self.d2))
+        C[d1:d12] = np.eye(self.d2)
+        offset = np.zeros((X.shape[0], self.d))
+        offset[:, :d1] = X[:, :d1]
+        if self.cfg.cascade:
+            C[d12:] = self.A[:, d1:]
+            offset[:, d12:] = X[:, :d1] @ self.A[:, :d1].T + self.b
+        else:
+            offset[:, d12:] = self.z[d12:]
+        return self._descend(2, X[:, d1:], C, offset, self.cfg.eta2)
+
+    def _level3_cut(self, t: int) -> Cut:
+        r, J = self.jac.estimate(3, self.z, self._residuals3)
+        return Cut(3, self.z.copy(), r, J, self.cfg.cut_kind, t)
 
     def _update_map(self) -> None:
         """Level-3 solution map ``x3 = A x12 + b`` minimising the inner cuts' models."""
-        cuts3 = [c for c in self.cuts if c.level == 3]
-        if not cuts3:
-            return
-        d12 = self.d12
-        S = np.zeros((self.d3, self.d3))
-        M = np.zeros((self.d3, d12))
-        v = np.zeros(self.d3)
-        for c in cuts3:
-            J12, J3 = c.J[:, :d12], c.J[:, d12:]
-            a = c.r - c.J @ c.z_c
-            S += J3.T @ J3
-            M += J3.T @ J12
-            v += J3.T @ a
-        sol = np.linalg.lstsq(S, -np.hstack([M, v[:, None]]), rcond=None)[0]
-        self.A, self.b = sol[:, :d12], sol[:, d12]
+        got = level3_map(self.cuts, self.d12)
+        if got is not None:
+            self.A, self.b = got
 
     def _broadcast_map(self) -> None:
         msg = encode_dense(np.concatenate([self.A.ravel(), self.b]), self.cfg.dtype)
@@ -329,37 +338,11 @@ class _DTZO:
         self.b = got[self.d3 * self.d12:]
 
     def _level2_cut(self, t: int) -> Cut:
-        cfg, d1, d12 = self.cfg, self.d1, self.d12
-        U = self._frame(d12)
-        mu = cfg.zo_cut.mu
-        x12c = self.z[:d12]
-        X0 = np.vstack([x12c[None, :], perturbation_points(x12c[None, :], U, mu, "central")])
-        m = X0.shape[0]
-        x1 = X0[:, :d1]
-        x2 = X0[:, d1:].copy()
-        C = np.zeros((self.d, self.d2))
-        C[d1:d12] = np.eye(self.d2)
-        offset = np.zeros((m, self.d))
-        offset[:, :d1] = x1
-        if cfg.cascade:
-            C[d12:] = self.A[:, d1:]
-            offset[:, d12:] = x1 @ self.A[:, :d1].T + self.b
-        else:
-            offset[:, d12:] = self.z[d12:]
-        for _ in range(cfg.K):
-            local = {
-                j: encode_dense(self.oracle.grad(2, j, x2, C, offset, cfg.zo_inner).ravel(),
-                                cfg.dtype)
-                for j in self.comm.local_workers
-            }
-            G = _sum_gathered(self.comm.allgather(local), cfg.dtype, (m, self.d2))
-            x2 = x2 - cfg.eta2 * G
-        R = (X0[:, d1:] - x2) / (cfg.K * cfg.eta2)
-        r, J12 = self._jacobian(R, U, mu)
+        d12 = self.d12
+        r, J12 = self.jac.estimate(2, self.z[:d12], self._residuals2)
         J = np.zeros((self.d2, self.d))
         J[:, :d12] = J12
-        z_c = self.z.copy()
-        return Cut(2, z_c, r, J, cfg.cut_kind, t)
+        return Cut(2, self.z.copy(), r, J, self.cfg.cut_kind, t)
 
     def _add_cut(self, cut: Cut) -> None:
         if cut.kind == "linear" and np.linalg.norm(cut.r) == 0.0:
@@ -370,10 +353,24 @@ class _DTZO:
             self.cuts.remove(same.pop(0))
 
     def _refine(self, t: int) -> None:
-        self._add_cut(self._level3_cut(t))
+        led = self.ledger
+        before = dict(led.queries)
+        c3 = self._level3_cut(t)
+        self._add_cut(c3)
         self._update_map()
         self._broadcast_map()
-        self._add_cut(self._level2_cut(t))
+        c2 = self._level2_cut(t)
+        self._add_cut(c2)
+        for j in led.queries:
+            led.cut_queries[j] += led.queries[j] - before[j]
+        self.trace.add(t, np.linalg.norm(c3.r), np.linalg.norm(c2.r))
+
+    def _check(self, t: int) -> None:
+        """Residual estimates at the current consensus point (one trajectory per level)."""
+        r3 = self._residuals3(self.z[None, :])[0]
+        r2 = self._residuals2(self.z[None, : self.d12])[0]
+        self.trace.add(t, np.linalg.norm(r3), np.linalg.norm(r2))
+        self.trace.final = True
 
     # -- master subproblem ---------------------------------------------------------------------
     def _objective(self, z: np.ndarray, wbar: float, rhoN: float, need_hess: bool):
@@ -493,9 +490,18 @@ class _DTZO:
                     if j in pset:
                         self.uj[j] = self.uj[j] + self.zj[j] - self.z
             self._drop_inactive()
+            if t + 1 == cfg.n_iter and cfg.check_residuals:
+                self._check(t + 1)
             if (t + 1) % cfg.record_every == 0 or t + 1 == cfg.n_iter:
                 self._record(hist, t + 1)
-        return _result(self.z, self.dims, hist, "dtzo", comm)
+        res = _result(self.z, self.dims, hist, "dtzo", comm)
+        res.residual_trace = self.trace.as_arrays()
+        if cfg.check_residuals:
+            res.warnings = diagnose(self.trace, cfg.eps, cfg.T1, cfg.n_iter,
+                                    float(hist["consensus_error"][-1]),
+                                    float(np.linalg.norm(self.z)))
+            warn_if_failed(res.warnings)
+        return res
 
     def _record(self, hist: dict[str, list[float]], t: int) -> None:
         cons = {j: float(np.linalg.norm(self.zj[j] - self.z)) for j in self.comm.local_workers}
@@ -507,7 +513,8 @@ class _DTZO:
             "bits_up": float(self.comm.stats.up.sum()),
             "bits_down": float(self.comm.stats.down.sum()),
             "rounds": float(self.comm.stats.rounds),
-            "consensus_error": led[:, 2].max(),
+            "cut_queries": led[:, 2].sum(),
+            "consensus_error": led[:, 3].max(),
             "n_cuts3": sum(c.level == 3 for c in self.cuts),
             "n_cuts2": sum(c.level == 2 for c in self.cuts),
         }

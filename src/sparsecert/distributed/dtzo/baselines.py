@@ -206,7 +206,7 @@ def zo_fedavg(problem: TrilevelProblem, comm: Communicator, config: FedAvgConfig
         led = ledger.gather({j: float(np.linalg.norm(zj[j] - z)) for j in comm.local_workers})
         row = {"iter": t, "queries": led[:, 0].sum(), "grad_calls": 0.0,
                "bits_up": float(comm.stats.up.sum()), "bits_down": float(comm.stats.down.sum()),
-               "rounds": float(comm.stats.rounds), "consensus_error": led[:, 2].max()}
+               "rounds": float(comm.stats.rounds), "consensus_error": led[:, 3].max()}
         if monitor is not None:
             row.update(monitor(z.copy()))
         for k, v in row.items():

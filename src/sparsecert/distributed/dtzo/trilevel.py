@@ -6,7 +6,7 @@ counting every query.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -72,6 +72,12 @@ class DTZOResult:
     method : str
     n_queries, n_grad_calls : int
     bits_up, bits_down, rounds : int
+    residual_trace : dict of str to numpy.ndarray
+        The method's own residual estimates: ``iter``, ``res3``, ``res2`` at every cut point
+        and, with ``check_residuals``, at the returned point (DTZO-style only).
+    warnings : list of str
+        The diagnostics issued as :class:`~sparsecert.distributed.dtzo.diagnostics.DTZOWarning`
+        (empty when the run looks sound).
     """
 
     z: np.ndarray
@@ -85,6 +91,8 @@ class DTZOResult:
     bits_up: int
     bits_down: int
     rounds: int
+    residual_trace: dict[str, np.ndarray] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -110,20 +118,26 @@ def _check_problem(problem: TrilevelProblem, comm: Communicator) -> tuple[int, i
 
 
 class _Ledger:
-    """Per-worker query counters and the monitoring exchange (excluded from the bit counts)."""
+    """Per-worker query counters and the monitoring exchange (excluded from the bit counts).
+
+    ``cut_queries`` counts the function values spent building cuts (a subset of ``queries``).
+    """
 
     def __init__(self, comm: Communicator) -> None:
         self.comm = comm
         self.queries = {j: 0 for j in comm.local_workers}
         self.grads = {j: 0 for j in comm.local_workers}
+        self.cut_queries = {j: 0 for j in comm.local_workers}
 
     def gather(self, extra: dict[int, float] | None = None) -> np.ndarray:
-        """Return an ``(N, 3)`` array ``[queries, grad_calls, extra]`` (not counted as traffic)."""
+        """Return an ``(N, 4)`` array ``[queries, grad_calls, cut_queries, extra]`` (not counted
+        as traffic)."""
         saved = self.comm.stats.copy()
         msgs = self.comm.allgather(
             {
                 j: encode_dense(
-                    [self.queries[j], self.grads[j], 0.0 if extra is None else extra[j]],
+                    [self.queries[j], self.grads[j], self.cut_queries[j],
+                     0.0 if extra is None else extra[j]],
                     "float64",
                 )
                 for j in self.comm.local_workers
