@@ -11,7 +11,10 @@ from sparsecert.distributed.comm import SimComm
 from sparsecert.distributed.compress import Identity, RandK, TopK
 from sparsecert.distributed.quantize import layerwise_adaptive
 from sparsecert.distributed.safe_ef.algorithm import (
+    AveragedConstraint,
+    AveragedWorker,
     FunctionWorker,
+    RunOptions,
     StochasticWorker,
     Worker,
     ef14_lagrangian,
@@ -187,7 +190,7 @@ def test_k_equals_d_is_the_uncompressed_switching_method_exactly():
     workers, *_ = _tiny_np()
     d = 4
     x0 = np.array([0.3, -0.2, 0.1, 0.0])
-    kw = dict(gamma=0.2, n_rounds=60, c=0.0, store_iterates=True)
+    kw = dict(gamma=0.2, n_rounds=60, c=0.0, options=RunOptions(store_iterates=True))
     a = safe_ef(workers, x0, TopK(d, d, value_dtype="float64"), **kw)
     b = switching_subgradient(workers, x0, value_dtype="float64", **kw)
     assert 0 < a.n_productive < a.n_rounds  # both kinds of steps happen
@@ -222,7 +225,8 @@ def test_ef14_virtual_iterate_identity(downlink_k):
     log, cb = _recorder()
     down = None if downlink_k is None else TopK(d, downlink_k, value_dtype="float64")
     res = safe_ef(workers, x0, TopK(d, 1, value_dtype="float64"), gamma, 80, c,
-                  downlink=down, callback=cb, scalar_dtype="float64", store_iterates=True)
+                  downlink=down, options=RunOptions(callback=cb, scalar_dtype="float64",
+                                                   store_iterates=True))
     assert 0 < res.n_productive < 80
     virtual = x0.copy()
     for _t, x, x_next, w_next, productive, errors in log:
@@ -263,20 +267,21 @@ def test_never_active_constraint_gives_ef14():
     workers, *_ = _tiny_l1(radius=1e6)
     x0 = np.zeros(6)
     res = safe_ef(workers, x0, TopK(6, 2, value_dtype="float64"), 0.05, 70, 0.0,
-                  store_iterates=True)
+                  options=RunOptions(store_iterates=True))
     assert res.n_productive == 70
     ref = _ef14_reference(workers, x0, 2, 0.05, 70)
     np.testing.assert_allclose(res.iterates, ref, rtol=0, atol=1e-12)
     np.testing.assert_allclose(res.x, ref[:-1].mean(axis=0), rtol=0, atol=1e-12)
     lag = ef14_lagrangian(workers, x0, TopK(6, 2, value_dtype="float64"), 0.05, 70, eta=1.0,
-                          store_iterates=True)
+                          options=RunOptions(store_iterates=True))
     np.testing.assert_array_equal(lag.iterates, res.iterates)
     np.testing.assert_array_equal(lag.x, res.x)
 
 
 def test_output_averages_productive_steps_only():
     workers, *_ = _tiny_np()
-    res = safe_ef(workers, np.full(4, 0.2), TopK(4, 2), 0.2, 50, 0.0, store_iterates=True)
+    res = safe_ef(workers, np.full(4, 0.2), TopK(4, 2), 0.2, 50, 0.0,
+                  options=RunOptions(store_iterates=True))
     prod = res.productive
     assert 0 < prod.sum() < prod.size
     xs = res.iterates[:-1]  # x_t at which round t computed its subgradients
@@ -299,21 +304,34 @@ def test_no_productive_step_returns_x0():
 
 @pytest.mark.parametrize("k", [1, 3, 7])
 def test_bit_accounting(k):
+    """Per round and worker: up = g_i (32) + top-k (k (32 + ceil log2 d)); down = the switch
+    decision (1 bit) + the downlink message."""
     workers, *_ = _tiny_np()
     d, T = 4, 12
     comm = SimComm(4)
-    res = safe_ef(workers, np.zeros(d), TopK(d, k if k <= d else d), 0.1, T, comm=comm,
-                  downlink=TopK(d, 1))
+    res = safe_ef(workers, np.zeros(d), TopK(d, k if k <= d else d), 0.1, T,
+                  downlink=TopK(d, 1), options=RunOptions(comm=comm))
     kk = min(k, d)
     per_round = 32 + kk * (32 + math.ceil(math.log2(d)))
-    np.testing.assert_array_equal(res.stats.up, [T * per_round] * 4)
-    np.testing.assert_array_equal(res.stats.down, [T * (32 + 2)] * 4)
-    assert res.stats.rounds == 2 * T
+    t = res.traffic
+    np.testing.assert_array_equal(t.up_sent, [T * per_round] * 4)
+    np.testing.assert_array_equal(t.down_received, [T * (1 + 32 + 2)] * 4)
+    np.testing.assert_array_equal(t.up_received, 0)  # a server, not an all-to-all
+    assert t.server_received == 4 * T * per_round and t.server_sent == 4 * T * (1 + 32 + 2)
+    assert t.rounds == 2 * T
     assert res.bits_up[-1] == T * per_round and res.bits_up[0] == 0
+    assert res.bits_down[-1] == T * 35 and res.bits_total[-1] == T * (per_round + 35)
+    np.testing.assert_array_equal(res.bits_total, res.bits_up + res.bits_down)
     unc = switching_subgradient(workers, np.zeros(d), 0.1, T)
-    assert unc.bits_up[-1] == T * (32 + 32 * d) and unc.bits_down[-1] == T * 64 * d
-    s64 = safe_ef(workers, np.zeros(d), TopK(d, kk), 0.1, T, scalar_dtype="float64")
+    assert unc.bits_up[-1] == T * (32 + 32 * d) and unc.bits_down[-1] == T * (1 + 64 * d)
+    unc32 = switching_subgradient(workers, np.zeros(d), 0.1, T, downlink=Identity(d))
+    assert unc32.bits_down[-1] == T * (1 + 32 * d)
+    s64 = safe_ef(workers, np.zeros(d), TopK(d, kk), 0.1, T,
+                  options=RunOptions(scalar_dtype="float64"))
     assert s64.bits_up[-1] == T * (per_round + 32)
+    assert res.first_reaching(np.inf, np.inf, 0.0, bits="total") == (0.0, 0.0)
+    with pytest.raises(ValueError, match="bits"):
+        res.first_reaching(1.0, 1.0, 0.0, bits="both")
 
 
 # ----------------------------------------------------------------------------- methods
@@ -323,11 +341,13 @@ def test_safe_ef_converges_to_lp_optimum_and_beats_no_ef():
     workers, a_pos, a_neg, lam1, alpha = _tiny_np()
     f_star, _ = neyman_pearson_lp(a_pos, a_neg, lam1, alpha)
     x0 = np.zeros(4)
-    res = safe_ef(workers, x0, TopK(4, 1), 0.05, 800, 0.0, record_every=100)
+    res = safe_ef(workers, x0, TopK(4, 1), 0.05, 800, 0.0,
+                  options=RunOptions(record_every=100))
     f0 = _mean_f(workers, x0)
     assert res.objective[-1] - f_star <= 0.05 * (f0 - f_star)
     assert res.violation[-1] <= 0.01
-    noef = topk_no_ef(workers, x0, TopK(4, 1), 0.05, 800, 0.0, record_every=100)
+    noef = topk_no_ef(workers, x0, TopK(4, 1), 0.05, 800, 0.0,
+                  options=RunOptions(record_every=100))
     assert noef.objective[-1] - f_star > 2 * (res.objective[-1] - f_star)
 
 
@@ -335,13 +355,14 @@ def test_baselines_histories_and_state():
     workers, *_ = _tiny_np()
     x0 = np.zeros(4)
     for fn, extra in ((ef21_switching, ()), (topk_no_ef, ()), (ef14_lagrangian, ())):
-        res = fn(workers, x0, TopK(4, 2), 0.05, 23, *extra, record_every=5)
+        res = fn(workers, x0, TopK(4, 2), 0.05, 23, *extra, options=RunOptions(record_every=5))
         np.testing.assert_array_equal(res.rounds, [0, 5, 10, 15, 20, 23])
         assert res.objective.shape == res.bits_up.shape == res.violation.shape == (6,)
         assert np.all(np.diff(res.bits_up) > 0)
     lams = []
     ef14_lagrangian(workers, x0, TopK(4, 2), 0.05, 10, eta=0.5,
-                    callback=lambda info: lams.append((info.g_value, info.state["lam"])))
+                    options=RunOptions(callback=lambda info: lams.append(
+                        (info.g_value, info.state["lam"]))))
     assert lams[0] == (pytest.approx(_mean_g(workers, x0), rel=1e-6), 0.0)
     for (g0, l0), (_, l1) in zip(lams[:-1], lams[1:], strict=True):
         assert l1 == pytest.approx(max(0.0, l0 + 0.5 * g0))
@@ -351,11 +372,11 @@ def test_stochastic_variant_is_reproducible_and_counts_bits():
     workers, *_ = _tiny_np()
     x0 = np.zeros(4)
     r1 = safe_ef_stochastic(workers, x0, RandK(4, 2), 0.05, 40, 0.0, 3,
-                            comm=SimComm(4, seed=1), store_iterates=True)
+                            options=RunOptions(comm=SimComm(4, seed=1), store_iterates=True))
     r2 = safe_ef_stochastic(workers, x0, RandK(4, 2), 0.05, 40, 0.0, 3,
-                            comm=SimComm(4, seed=1), store_iterates=True)
+                            options=RunOptions(comm=SimComm(4, seed=1), store_iterates=True))
     r3 = safe_ef_stochastic(workers, x0, RandK(4, 2), 0.05, 40, 0.0, 3,
-                            comm=SimComm(4, seed=2), store_iterates=True)
+                            options=RunOptions(comm=SimComm(4, seed=2), store_iterates=True))
     np.testing.assert_array_equal(r1.iterates, r2.iterates)
     assert not np.array_equal(r1.iterates, r3.iterates)
     det = safe_ef(workers, x0, RandK(4, 2), 0.05, 40, 0.0)
@@ -367,8 +388,8 @@ def test_stochastic_variant_converges_on_tiny_problem():
     f_star, _ = neyman_pearson_lp(a_pos, a_neg, lam1, alpha)
     x0 = np.zeros(4)
     f0 = _mean_f(workers, x0)
-    res = safe_ef_stochastic(workers, x0, TopK(4, 2), 0.025, 800, 0.0, 4, record_every=100,
-                             comm=SimComm(4, seed=0))
+    res = safe_ef_stochastic(workers, x0, TopK(4, 2), 0.025, 800, 0.0, 4,
+                             options=RunOptions(record_every=100, comm=SimComm(4, seed=0)))
     assert res.objective[-1] - f_star <= 0.1 * (f0 - f_star)
     assert res.violation[-1] <= 0.02
 
@@ -387,7 +408,7 @@ def test_input_validation():
     with pytest.raises(ValueError, match="dim"):
         safe_ef(workers, x0, TopK(5, 1), 0.1, 5)
     with pytest.raises(ValueError, match="workers"):
-        safe_ef(workers, x0, TopK(4, 1), 0.1, 5, comm=SimComm(3))
+        safe_ef(workers, x0, TopK(4, 1), 0.1, 5, options=RunOptions(comm=SimComm(3)))
     with pytest.raises(TypeError, match="Worker"):
         safe_ef([object()] * 4, x0, TopK(4, 1), 0.1, 5)
     with pytest.raises(TypeError, match="Compressor"):
@@ -395,7 +416,7 @@ def test_input_validation():
     with pytest.raises(ValueError, match="stateful"):
         safe_ef(workers, x0, layerwise_adaptive((2, 2), 1), 0.1, 5)
     with pytest.raises(ValueError, match="scalar_dtype"):
-        safe_ef(workers, x0, TopK(4, 1), 0.1, 5, scalar_dtype="int8")
+        safe_ef(workers, x0, TopK(4, 1), 0.1, 5, options=RunOptions(scalar_dtype="int8"))
     with pytest.raises(TypeError, match="minibatch"):
         safe_ef_stochastic([FunctionWorker(len, len, len, len)] * 4, x0, TopK(4, 1), 0.1, 5)
     bad = FunctionWorker(lambda x: 0.0, lambda x: np.ones(3), lambda x: -1.0, lambda x: 0 * x)
@@ -408,11 +429,12 @@ def test_input_validation():
 
 def test_stop_criterion_ends_the_run_at_a_record_point():
     workers, *_ = _tiny_np()
-    full = safe_ef(workers, np.zeros(4), TopK(4, 1), 0.05, 200, record_every=10,
-                   store_iterates=True)
+    full = safe_ef(workers, np.zeros(4), TopK(4, 1), 0.05, 200,
+                   options=RunOptions(record_every=10, store_iterates=True))
     target = full.objective[8]
-    res = safe_ef(workers, np.zeros(4), TopK(4, 1), 0.05, 200, record_every=10,
-                  store_iterates=True, stop=lambda r, f, v: f <= target)
+    res = safe_ef(workers, np.zeros(4), TopK(4, 1), 0.05, 200,
+                  options=RunOptions(record_every=10, store_iterates=True,
+                                     stop=lambda r, f, v: f <= target))
     j = int(np.flatnonzero(full.objective <= target)[0])
     assert res.n_rounds == full.rounds[j] == res.rounds[-1]
     np.testing.assert_array_equal(res.iterates, full.iterates[: res.n_rounds + 1])
@@ -426,7 +448,151 @@ def test_worst_case_support_lower_bound():
     assert p3.f_star == 0.0 and p3.scale == pytest.approx(1.0)
     k = 2
     for gamma in (0.5, 2.0, 20.0):
-        res = safe_ef(p3.workers, p3.x0, TopK(20, k), gamma, 15, store_iterates=True)
+        res = safe_ef(p3.workers, p3.x0, TopK(20, k), gamma, 15,
+                      options=RunOptions(store_iterates=True))
         for t, x in enumerate(res.iterates):
             assert np.count_nonzero(x) <= t * k
             assert p3.monitor(x)[0] >= 1 - t * k / 20 - 1e-12
+
+
+# ----------------------------------------------------------------------------- run options
+
+
+def test_worker_factory_builds_only_local_workers_and_matches_the_list():
+    workers, *_ = _tiny_np()
+    built = []
+
+    def factory(i):
+        built.append(i)
+        return workers[i]
+
+    kw = dict(gamma=0.1, n_rounds=30, c=0.0, downlink=TopK(4, 2))
+    a = safe_ef(workers, np.zeros(4), TopK(4, 1), options=RunOptions(store_iterates=True),
+                **kw)
+    b = safe_ef(factory, np.zeros(4), TopK(4, 1),
+                options=RunOptions(comm=SimComm(4), store_iterates=True), **kw)
+    assert built == [0, 1, 2, 3]  # SimComm hosts every worker, each built once
+    np.testing.assert_array_equal(a.iterates, b.iterates)
+    with pytest.raises(ValueError, match="factory needs"):
+        safe_ef(factory, np.zeros(4), TopK(4, 1), 0.1, 5)
+    with pytest.raises(TypeError, match="RunOptions"):
+        safe_ef(workers, np.zeros(4), TopK(4, 1), 0.1, 5, options={"record_every": 2})
+
+
+def test_reduction_monitor_equals_the_global_monitor():
+    p = l1_regression(d=12, n_workers=3, m_per_worker=20, sparsity=3, seed=2)
+    kw = dict(gamma=0.01, n_rounds=20, c=0.0)
+    a = safe_ef(p.workers, p.x0, TopK(12, 2), options=RunOptions(monitor=p.monitor), **kw)
+    b = safe_ef(p.workers, p.x0, TopK(12, 2), options=RunOptions(), **kw)  # reduction
+    np.testing.assert_array_equal(a.x, b.x)
+    np.testing.assert_allclose(a.objective, b.objective, rtol=1e-12)
+    np.testing.assert_allclose(a.violation, b.violation, rtol=1e-12, atol=1e-12)
+
+
+# ----------------------------------------------------------------------------- averaged
+
+
+class _AsAveraged:
+    """A mean-constraint worker seen through the averaged protocol with G = identity."""
+
+    def __init__(self, w):
+        self.w = w
+        self.f, self.f_subgrad = w.f, w.f_subgrad
+
+    def q(self, x):
+        return np.array([self.w.g(x)])
+
+    def q_vjp(self, x, s):
+        return s[0] * self.w.g_subgrad(x)
+
+
+def test_identity_outer_function_reproduces_the_mean_constraint():
+    """G(q) = q with q_i = g_i is the mean constraint: same iterates; the server now sends
+    G'(qbar) = 1 (32 bits) with every constraint-step decision."""
+    workers, *_ = _tiny_np()
+    ident = AveragedConstraint(1, lambda q: float(q[0]), lambda q: np.ones(1), "identity")
+    kw = dict(gamma=0.15, n_rounds=60, c=0.0, options=RunOptions(store_iterates=True))
+    a = safe_ef(workers, np.full(4, 0.3), TopK(4, 1), **kw)
+    b = safe_ef([_AsAveraged(w) for w in workers], np.full(4, 0.3), TopK(4, 1),
+                constraint=ident, **kw)
+    assert 0 < a.n_productive < a.n_rounds
+    np.testing.assert_array_equal(a.iterates, b.iterates)
+    n_cons = a.n_rounds - a.n_productive
+    assert b.bits_down[-1] - a.bits_down[-1] == 32 * n_cons
+    assert b.bits_up[-1] == a.bits_up[-1]
+    with pytest.raises(TypeError, match="AveragedWorker"):
+        safe_ef(workers, np.zeros(4), TopK(4, 1), 0.1, 5, constraint=ident)
+
+
+def _small_fair(tau=0.05):
+    from sparsecert.distributed.safe_ef.fairness import fair_logistic
+
+    return fair_logistic(n_workers=4, n_per_worker=40, p=3, tau=tau, seed=3)
+
+
+def test_parity_worker_derivatives_and_constraint_subgradient():
+    from sparsecert.distributed.safe_ef.fairness import parity_constraint
+
+    p = _small_fair()
+    rng = np.random.default_rng(0)
+    con = parity_constraint(0.05)
+    assert isinstance(p.workers[0], AveragedWorker)
+
+    def g(x):
+        return con.value(np.mean([w.q(x) for w in p.workers], axis=0))
+
+    for _ in range(10):
+        x, y, u = rng.normal(size=4), rng.normal(size=4), rng.normal(size=4)
+        for w in p.workers:
+            t = 1e-6
+            fd = (w.f(x + t * u) - w.f(x - t * u)) / (2 * t)
+            assert fd == pytest.approx(w.f_subgrad(x) @ u, rel=1e-6, abs=1e-8)
+            s = rng.normal(size=4)
+            jac_u = (w.q(x + u) - w.q(x)) # q is affine: exact directional derivative
+            assert s @ jac_u == pytest.approx(w.q_vjp(x, s) @ u, rel=1e-10, abs=1e-10)
+        qbar = np.mean([w.q(x) for w in p.workers], axis=0)
+        h = np.mean([w.q_vjp(x, con.subgrad(qbar)) for w in p.workers], axis=0)
+        assert g(y) >= g(x) + h @ (y - x) - 1e-12  # a subgradient of the convex g
+    with pytest.raises(ValueError, match="both groups"):
+        con.value(np.array([1.0, 0.0, 1.0, 2.0]))
+
+
+def test_fair_reference_against_cvxpy():
+    cp = pytest.importorskip("cvxpy")
+    p = _small_fair()
+    a = np.vstack([w._a1 for w in p.workers])
+    y = np.concatenate([w.y for w in p.workers])
+    z = np.concatenate([w.z for w in p.workers])
+    m = len(y)
+    x = cp.Variable(4)
+    c = a[z].mean(axis=0) - a[~z].mean(axis=0)
+    obj = cp.sum(cp.logistic(-cp.multiply(y, a @ x))) / m + 0.5 * 1e-2 * cp.sum_squares(x[:-1])
+    prob = cp.Problem(cp.Minimize(obj), [cp.abs(c @ x) <= 0.05])
+    prob.solve(solver=cp.CLARABEL)
+    assert p.f_star == pytest.approx(prob.value, abs=1e-7)
+    assert abs(p.monitor(p.x_star)[1]) <= 1e-8  # the constraint is active
+    assert p.info["unconstrained_gap"] > 0.05
+
+
+def test_safe_ef_on_the_parity_constraint_converges_and_counts_bits():
+    p = _small_fair()
+    log = []
+    res = safe_ef(p.workers, p.x0, TopK(4, 1), 0.03, 1500, 0.0, constraint=p.constraint,
+                  downlink=TopK(4, 2),
+                  options=RunOptions(record_every=100, callback=lambda i: log.append(
+                      (i.x, i.g_value, i.productive))))
+    assert 0 < res.n_productive < res.n_rounds
+    f0 = p.monitor(p.x0)[0]
+    assert res.objective[-1] - p.f_star <= 0.1 * (f0 - p.f_star)
+    assert res.violation[-1] <= 0.01
+    for x, g, prod in log[:50]:  # the server's g is the global parity gap minus tau
+        assert g == pytest.approx(p.monitor(x)[1], rel=1e-5, abs=1e-6)
+        assert prod == (g <= 0.0)
+    n_cons = res.n_rounds - res.n_productive
+    up = 4 * 32 + (32 + 2)  # q_i (4 floats) + top-1 of d = 4
+    assert res.bits_up[-1] == res.n_rounds * up
+    assert res.bits_down[-1] == res.n_rounds * (1 + 2 * (32 + 2)) + n_cons * 4 * 32
+    lag = ef14_lagrangian(p.workers, p.x0, TopK(4, 1), 0.03, 200, eta=1.0,
+                          constraint=p.constraint)
+    assert np.isfinite(lag.objective[-1])
+    assert lag.bits_down[-1] == 200 * (4 * 32 + 64 * 4)  # lambda * G'(qbar), exact model

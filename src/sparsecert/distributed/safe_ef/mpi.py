@@ -20,7 +20,7 @@ import numpy as np
 
 from sparsecert.distributed.comm import Communicator, MPIComm, SimComm
 from sparsecert.distributed.compress import Compressor, Identity, RandK, RandomQuantizer, TopK
-from sparsecert.distributed.safe_ef.algorithm import METHODS, SafeEFResult
+from sparsecert.distributed.safe_ef.algorithm import METHODS, RunOptions, SafeEFResult
 from sparsecert.distributed.safe_ef.problems import PROBLEMS, SafeEFProblem
 
 __all__ = ["make_compressor", "build_problem", "run_method", "main"]
@@ -60,28 +60,42 @@ def run_method(
     compressor: str = "topk",
     k: int | None = None,
     downlink_k: int | None = None,
+    downlink: Compressor | None = None,
     batch_size: int = 8,
     record_every: int = 1,
     store_iterates: bool = False,
     stop: Callable[[int, float, float], bool] | None = None,
+    monitor: str = "problem",
 ) -> SafeEFResult:
     """Run ``method`` (a key of :data:`~sparsecert.distributed.safe_ef.algorithm.METHODS`) on
-    ``problem``."""
+    ``problem``.
+
+    Only this process's workers are touched (``problem.workers[i]`` for the local ``i``).
+    ``downlink_k`` sets a top-k EF21-P downlink (or pass any compressor as ``downlink``);
+    ``monitor="problem"`` uses the problem's vectorised monitor (all data, fast in one
+    process), ``"reduce"`` the default reduction of the workers' local values (what a
+    distributed run uses: no process reads another's data).
+    """
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}; choose from {sorted(METHODS)}")
+    if monitor not in ("problem", "reduce"):
+        raise ValueError(f"monitor must be 'problem' or 'reduce', got {monitor!r}")
+    if downlink is not None and downlink_k is not None:
+        raise ValueError("give downlink or downlink_k, not both")
     fn = METHODS[method]
-    common = dict(comm=comm, monitor=problem.monitor, record_every=record_every,
-                  store_iterates=store_iterates, stop=stop)
+    opts = RunOptions(comm=comm, monitor=problem.monitor if monitor == "problem" else None,
+                      record_every=record_every, store_iterates=store_iterates, stop=stop)
+    workers = problem.worker  # a factory: each process builds only its own workers
+    down = TopK(problem.dim, downlink_k) if downlink_k is not None else downlink
+    common: dict = dict(downlink=down, constraint=problem.constraint, options=opts)
     if method == "switching_subgradient":
-        return fn(problem.workers, problem.x0, gamma, n_rounds, c, **common)
+        return fn(workers, problem.x0, gamma, n_rounds, c, **common)
     comp = make_compressor(compressor, problem.dim, k)
     if method == "ef14_lagrangian":
-        return fn(problem.workers, problem.x0, comp, gamma, n_rounds, **common)
-    if method in ("safe_ef", "safe_ef_stochastic"):
-        common["downlink"] = None if downlink_k is None else TopK(problem.dim, downlink_k)
+        return fn(workers, problem.x0, comp, gamma, n_rounds, **common)
     if method == "safe_ef_stochastic":
-        return fn(problem.workers, problem.x0, comp, gamma, n_rounds, c, batch_size, **common)
-    return fn(problem.workers, problem.x0, comp, gamma, n_rounds, c, **common)
+        return fn(workers, problem.x0, comp, gamma, n_rounds, c, batch_size, **common)
+    return fn(workers, problem.x0, comp, gamma, n_rounds, c, **common)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -92,7 +106,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--compressor", default="topk",
                    choices=["topk", "randk", "randk_unscaled", "qsgd", "identity"])
     p.add_argument("--k", type=int, default=1)
-    p.add_argument("--downlink-k", type=int, default=None)
+    p.add_argument("--downlink-k", type=int, default=None,
+                   help="top-k EF21-P downlink (default: the exact float64 model)")
     p.add_argument("--gamma", type=float, default=0.1)
     p.add_argument("--c", type=float, default=0.0)
     p.add_argument("--rounds", type=int, default=200)
@@ -116,7 +131,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         n_procs = comm.size
     res = run_method(problem, args.method, args.gamma, args.rounds, comm, c=args.c,
                      compressor=args.compressor, k=args.k, downlink_k=args.downlink_k,
-                     batch_size=args.batch_size, store_iterates=True)
+                     batch_size=args.batch_size, store_iterates=True, monitor="reduce")
+    procs = comm.process_traffic() if isinstance(comm, MPIComm) else np.zeros((1, 2), int)
     if comm.is_root:
         np.savez(
             args.out,
@@ -128,9 +144,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             violation=res.violation,
             bits_up=res.bits_up,
             bits_down=res.bits_down,
-            stats_up=res.stats.up,
-            stats_down=res.stats.down,
-            stats_rounds=res.stats.rounds,
+            bits_total=res.bits_total,
+            stats_up=res.traffic.up_sent,
+            stats_down=res.traffic.down_received,
+            stats_rounds=res.traffic.rounds,
+            server_received=res.traffic.server_received,
+            server_sent=res.traffic.server_sent,
+            process_bits=procs,
             n_procs=n_procs,
             local_workers=np.asarray(comm.local_workers),
         )

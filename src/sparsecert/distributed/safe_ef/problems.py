@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from scipy import sparse
@@ -58,6 +59,9 @@ class SafeEFProblem:
         Normaliser of relative gaps: ``f(x0) - f*``.
     info : dict
         Sizes and parameters.
+    constraint : AveragedConstraint or None
+        The server's outer function when the constraint is an averaged quantity (pass it to
+        the methods as ``constraint=``); None for a mean of per-worker constraints.
     """
 
     name: str
@@ -68,6 +72,7 @@ class SafeEFProblem:
     monitor: Callable[[np.ndarray], tuple[float, float]]
     scale: float
     info: dict = field(default_factory=dict)
+    constraint: Any = None
 
     @property
     def dim(self) -> int:
@@ -76,6 +81,16 @@ class SafeEFProblem:
     @property
     def n_workers(self) -> int:
         return len(self.workers)
+
+    def worker(self, i: int):
+        """Worker ``i`` (usable as a worker factory).
+
+        The shipped problems are generated in full on every process (public or seeded
+        synthetic data, with an LP reference optimum over all of it); an algorithm given this
+        factory still touches only its process's workers. A real deployment passes a factory
+        that loads only worker ``i``'s shard (``examples/fair_federated_logistic.py``).
+        """
+        return self.workers[i]
 
 
 def _hinge_sub(margin_arg: np.ndarray) -> np.ndarray:
@@ -431,9 +446,16 @@ def worst_case(d: int = 50, n_workers: int = 10, radius: float = 2.0, seed: int 
     )
 
 
+def _fair(**kwargs: Any) -> SafeEFProblem:
+    from sparsecert.distributed.safe_ef.fairness import fair_logistic
+
+    return fair_logistic(**kwargs)
+
+
 PROBLEMS: dict[str, Callable[..., SafeEFProblem]] = {
     "P1": neyman_pearson,
     "P2": l1_regression,
     "P3": worst_case,
+    "fair": _fair,
 }
 """Name -> builder of the shipped problems."""
