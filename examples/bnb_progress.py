@@ -1,8 +1,9 @@
 """Branch-and-bound progress: the incumbent (upper bound) and the proven lower bound over time.
 
-Reads ``result.search.history`` -- samples ``(time, nodes, upper bound, lower bound)`` recorded
-by the engine -- from one certified solve of a correlated synthetic least-squares instance,
-and plots both bounds and the relative gap against time.
+Reads ``result.search.history`` -- :class:`sparsecert.bnb.HistoryRecord` samples ``(time,
+n_nodes, upper_bound, lower_bound)`` recorded by the engine -- from one certified solve of a
+correlated synthetic least-squares instance, and plots both bounds and the relative gap
+against time.
 
 Run: ``python examples/bnb_progress.py [--quick] [--out DIR]``
 """
@@ -24,8 +25,10 @@ def main():
     res = certify(X, y, k, 0.5, time_limit=40, verbose=1)
     print(res.summary())
     print(f"verifier: ok={verify(res.certificate, X, y).ok}")
-    h = np.array(res.search.history, dtype=float)  # time, nodes, UB, LB
-    t, nodes, ub, lb = h.T
+    hist = res.search.history
+    t, nodes = np.array([r.time for r in hist]), np.array([r.n_nodes for r in hist])
+    ub = np.array([r.upper_bound for r in hist])
+    lb = np.array([r.lower_bound for r in hist])
     ok = np.isfinite(lb)
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
     ax = axes[0]

@@ -179,8 +179,10 @@ def test_bad_settings_raise():
     with pytest.raises(ValueError, match="rel_gap"):
         run(X, y, 2, "squared", 1.0, rel_gap=-1)
     prob = RelaxationProblem.from_data(X, y, 1.0)
-    with pytest.raises(ValueError, match="k must be"):
+    with pytest.raises(ValueError, match="1 <= k <= n_features"):
         BranchAndBound(prob, 7)
+    with pytest.raises(TypeError, match="k must be an integer"):
+        BranchAndBound(prob, 2.0)
 
 
 def test_progress_log_lines():
@@ -198,3 +200,115 @@ def test_progress_log_lines():
 def test_queue_by_name():
     with pytest.raises(ValueError, match="unknown node selection"):
         make_queue("fifo")
+
+
+# ----------------------------------------------------------------------------------------------
+# public extension points: start supports, root warm start, node callback, history records
+# ----------------------------------------------------------------------------------------------
+def _no_root_heuristics(monkeypatch):
+    """Make the engine's own root heuristics return the empty model."""
+    import sparsecert.bnb.search as search_mod
+
+    monkeypatch.setattr(search_mod, "beam_search", lambda refitter, k, **kw: refitter.fit(()))
+    monkeypatch.setattr(search_mod, "swap_search", lambda refitter, model, k, **kw: model)
+
+
+def test_start_support_is_the_first_incumbent(monkeypatch):
+    _no_root_heuristics(monkeypatch)
+    X, y = make_data("logistic", p=8, seed=4)
+    lam = 0.1
+    ref, best = brute_force(X, y, 3, "logistic", lam)
+    prob = RelaxationProblem.from_data(X, y, lam, loss="logistic")
+    cold = BranchAndBound(prob, 3, verbose=0).run()
+    warm = BranchAndBound(prob, 3, start_supports=[best], verbose=0).run()
+    empty = cold.history[0].upper_bound
+    assert warm.history[0].upper_bound == pytest.approx(ref, rel=1e-8)
+    assert ref < empty
+    assert warm.status == cold.status == "optimal"
+    assert warm.upper_bound == pytest.approx(cold.upper_bound, rel=1e-8)
+    assert warm.n_nodes <= cold.n_nodes  # pruning starts earlier
+
+
+def test_start_supports_are_checked():
+    X, y = make_data("squared", p=6)
+    prob = RelaxationProblem.from_data(X, y, 1.0)
+    with pytest.raises(ValueError, match="more than k"):
+        BranchAndBound(prob, 2, start_supports=[(0, 1, 2)])
+    with pytest.raises(ValueError, match="outside"):
+        BranchAndBound(prob, 2, start_supports=[(0, 9)])
+    with pytest.raises(ValueError, match="length"):
+        BranchAndBound(prob, 2, root_warm_start=np.zeros(5))
+    with pytest.raises(TypeError, match="callable"):
+        BranchAndBound(prob, 2, node_callback="print")
+
+
+def test_root_warm_start_reaches_the_root_task(monkeypatch):
+    import sparsecert.bnb.evaluate as ev
+
+    X, y = make_data("squared", p=8)
+    prob = RelaxationProblem.from_data(X, y, 0.5)
+    seen = []
+    real = ev.solve_node
+
+    def spy(prob, k, fixed_in, fixed_out, **kw):
+        seen.append((fixed_in.any() or fixed_out.any(), kw["warm_start"]))
+        return real(prob, k, fixed_in, fixed_out, **kw)
+
+    monkeypatch.setattr(ev, "solve_node", spy)
+    start = np.linspace(-1.0, 1.0, 8)
+    res = BranchAndBound(prob, 3, root_warm_start=start, verbose=0).run()
+    assert res.status == "optimal"
+    assert not seen[0][0]  # the root comes first
+    np.testing.assert_array_equal(seen[0][1], start)
+
+
+def test_node_callback_sees_every_evaluated_node(monkeypatch):
+    X, y = make_data("logistic", p=9, seed=1)
+    prob = RelaxationProblem.from_data(X, y, 0.05, loss="logistic")
+    calls = []
+    res = BranchAndBound(prob, 3, BnBSettings(rel_gap=0.0, abs_gap=0.0, node_limit=30),
+                         node_callback=lambda node, r: calls.append((node, r)), verbose=0).run()
+    ids = [n.id for n, _ in calls]
+    assert ids[0] == 0 and len(set(ids)) == len(ids)
+    assert all(n.status in ("branched", "pruned", "solved") for n, _ in calls)
+    # every branched or solved node was evaluated, so the callback saw it
+    done = {n.id for n in res.nodes if n.status in ("branched", "solved")}
+    assert done <= set(ids)
+    assert sum(int(r.n_iter) for _, r in calls) == res.n_relaxation_iters
+    assert all(r.lower_bound <= n.lower_bound for n, r in calls if n.status != "branched")
+
+
+def test_offer_support_from_a_callback(monkeypatch):
+    _no_root_heuristics(monkeypatch)
+    X, y = make_data("squared", p=8, seed=2)
+    lam = 0.5
+    ref, best = brute_force(X, y, 3, "squared", lam)
+    prob = RelaxationProblem.from_data(X, y, lam)
+    answers = []
+
+    def offer_at_root(node, res):
+        if node.parent is None:
+            answers.append(engine.offer_support(best))
+            answers.append(engine.offer_support(()))  # the empty model is worse now
+
+    engine = BranchAndBound(prob, 3, node_callback=offer_at_root, verbose=0)
+    res = engine.run()
+    assert answers == [True, False]
+    assert res.status == "optimal"
+    assert res.upper_bound == pytest.approx(ref, rel=1e-8)
+    assert set(res.support) == set(best)
+
+
+def test_history_is_named_records():
+    X, y = make_data("logistic", p=8, seed=4)
+    prob = RelaxationProblem.from_data(X, y, 0.1, loss="logistic")
+    res = BranchAndBound(prob, 3, BnBSettings(rel_gap=0.0, abs_gap=0.0, node_limit=20),
+                         verbose=0).run()
+    h = res.history
+    assert len(h) >= 2
+    times = [r.time for r in h]
+    ubs = [r.upper_bound for r in h]
+    assert times == sorted(times) and ubs == sorted(ubs, reverse=True)
+    assert h[-1].n_nodes == res.n_nodes and h[-1].upper_bound == res.upper_bound
+    assert h[-1].lower_bound == pytest.approx(res.lower_bound)
+    assert h[-1].gap == pytest.approx(res.relative_gap)

@@ -105,8 +105,8 @@ def test_path_warm_incumbent_is_used(monkeypatch):
     warm = certify_path(X, y, [2, 3], 0.5, rel_gap=1e-9)
     cold = certify_path(X, y, [2, 3], 0.5, rel_gap=1e-9, warm_start=False)
     empty = float(y @ y)
-    assert cold[1].search.history[0][2] == pytest.approx(empty)
-    assert warm[1].search.history[0][2] <= warm[0].objective * (1 + 1e-12) < empty
+    assert cold[1].search.history[0].upper_bound == pytest.approx(empty)
+    assert warm[1].search.history[0].upper_bound <= warm[0].objective * (1 + 1e-12) < empty
     # both still certify the same optimum
     assert warm[1].objective == pytest.approx(cold[1].objective, rel=1e-8)
     assert verify(warm[1].certificate, X, y).ok

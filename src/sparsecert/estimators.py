@@ -34,6 +34,7 @@ from sklearn.utils.multiclass import check_classification_targets, type_of_targe
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from sparsecert.api import certify, verify
+from sparsecert.statuses import OPTIMAL, STATUS_HINTS
 
 __all__ = [
     "KSparseLinearRegression",
@@ -179,14 +180,8 @@ class _KSparseBase(BaseEstimator):
         self.gap_ = float(res.gap)
         self.status_ = str(res.status)
         self.certificate_ = res.certificate
-        if res.status != "optimal":
-            hint = {"time_limit": "raise time_limit to close the gap",
-                    "node_limit": "raise the node limit to close the gap",
-                    "interrupted": "the search was interrupted",
-                    "tree_exhausted": "every node was closed but the leaves' bounds, computed "
-                                      "to the relaxation's accuracy, fall short (badly scaled "
-                                      "features are a common cause: try standardising X)",
-                    }.get(res.status, "")
+        if res.status != OPTIMAL:
+            hint = STATUS_HINTS.get(res.status, "")
             warnings.warn(
                 f"{type(self).__name__}: the search stopped ({res.status}) before certifying "
                 f"optimality: relative gap {res.gap:.3e} (objective {res.objective:.8g}, "

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import numbers
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -39,7 +39,6 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from sparsecert.api import CertifyResult, _label_pair, assemble_result
 from sparsecert.bnb import BnBSettings, BranchAndBound
-from sparsecert.solvers.heuristics import SubsetModel, swap_search
 
 __all__ = ["certify_path", "PathResult", "KSparseCV", "KSparseLinearRegressionCV"]
 
@@ -115,37 +114,6 @@ class PathResult:
                          f"{r.gap:>10.2e} {r.status:>12} {r.n_nodes:>7} {r.time:>7.2f}  "
                          f"{list(r.support)}")
         return "\n".join(lines)
-
-
-class _WarmBranchAndBound(BranchAndBound):
-    """The engine with a shared refit cache, extra incumbents offered before the search, and
-    the root relaxation warm-started from the previous point's root solution."""
-
-    def __init__(self, problem, k, settings, *, refitter, warm: Sequence[SubsetModel] = (),
-                 root_start: np.ndarray | None = None, **kw) -> None:
-        super().__init__(problem, k, settings, **kw)
-        self.refitter = refitter  # the cache of exact refits is shared along the path
-        self._warm = [m for m in warm if len(m.support) <= self.k]
-        self._root_start = root_start
-        self.root_coef: np.ndarray | None = None
-
-    def _root_heuristic(self) -> None:
-        super()._root_heuristic()
-        for m in self._warm:
-            self._offer(m)
-            self._offer(swap_search(self.refitter, m, self.k,
-                                    n_candidates=self.settings.n_candidates))
-
-    def _task(self, node, token, remaining):
-        task = super()._task(node, token, remaining)
-        if node.parent is None and self._root_start is not None:
-            task.warm_start = self._root_start  # any start point: the bound stays valid
-        return task
-
-    def _process(self, node, res) -> None:
-        if node.parent is None:
-            self.root_coef = np.asarray(res.coef, dtype=float).copy()
-        super()._process(node, res)
 
 
 def _check_ks(ks, p: int) -> np.ndarray:
@@ -232,24 +200,28 @@ def certify_path(X, y, ks, lambda2: float, loss: str = "squared",
     y_raw = np.asarray(y, dtype=float)
     labels = _label_pair(y_raw, loss)
     y_used = y_raw if labels is None else np.where(y_raw == labels[1], 1.0, -1.0)
-    refitter = SupportRefitter(prob.X, prob.y, prob.loss, prob.lambda2, prob.M,
-                               fit_intercept=prob.fit_intercept and prob.loss != "squared")
+    refitter = SupportRefitter.for_problem(prob)  # one cache of exact refits for the path
     results: list[CertifyResult] = []
-    warm: list[SubsetModel] = []
-    root_start: np.ndarray | None = None
+    start: tuple[int, ...] | None = None  # the previous point's optimal support
+    root_start: dict[str, np.ndarray] = {}
+
+    def keep_root(node, res) -> None:
+        if node.parent is None:
+            root_start["coef"] = np.asarray(res.coef, dtype=float).copy()
+
     for k in ks_arr:
         t0 = time.perf_counter()
         settings = BnBSettings.from_options(
             rel_gap=rel_gap, abs_gap=abs_gap, time_limit=time_limit, node_limit=node_limit,
             node_selection=node_selection, branching=branching, batch_size=batch_size)
-        engine = _WarmBranchAndBound(prob, int(k), settings, refitter=refitter,
-                                     warm=warm if warm_start else (),
-                                     root_start=root_start if warm_start else None,
-                                     n_jobs=n_jobs, executor=executor, backend=backend,
-                                     verbose=verbose, log=log)
+        warm = warm_start and start is not None
+        engine = BranchAndBound(prob, int(k), settings, refitter=refitter,
+                                start_supports=[start] if warm else (),
+                                root_warm_start=root_start.get("coef") if warm else None,
+                                node_callback=keep_root, n_jobs=n_jobs, executor=executor,
+                                backend=backend, verbose=verbose, log=log)
         res = engine.run()
-        warm = [refitter.fit(res.support)]
-        root_start = engine.root_coef
+        start = tuple(res.support)
         results.append(assemble_result(res, prob, X_raw, y_raw, y_used, labels, int(k),
                                        lambda2, loss, max_abs_coef, fit_intercept, rel_gap,
                                        abs_gap, n_jobs, executor, backend, t0, path=True))

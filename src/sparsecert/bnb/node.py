@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from sparsecert.statuses import OPEN
+
 __all__ = ["Node", "Witness"]
 
 #: A leaf's bound witness: ``("point", b)`` (length p) or ``("dual", zeta)`` (length n).
@@ -31,8 +33,13 @@ class Node:
     warm_start : numpy.ndarray or None
         Relaxed solution of the parent, to warm-start this node's relaxation.
     status : str
-        ``"open"``, ``"branched"``, ``"pruned"`` (bound above the cutoff) or ``"solved"`` (a leaf
-        solved exactly: its free set fits the remaining budget).
+        One of :data:`sparsecert.statuses.NODE_STATUSES`: ``"open"``, ``"branched"``,
+        ``"pruned"`` (bound above the cutoff) or ``"solved"`` (a leaf solved exactly: its free
+        set fits the remaining budget).
+    n_iter : int
+        Relaxation iterations spent on the node.
+    children : list of int
+        Ids of the two children of a branched node.
     """
 
     id: int
@@ -45,7 +52,7 @@ class Node:
     lower_bound: float = -np.inf
     witness: Witness | None = None
     warm_start: np.ndarray | None = None
-    status: str = "open"
+    status: str = OPEN
     n_iter: int = 0
     children: list[int] = field(default_factory=list)
 
@@ -53,9 +60,13 @@ class Node:
         """``k - |S1|``."""
         return k - int(self.fixed_in.sum())
 
+    def free_mask(self) -> np.ndarray:
+        """Boolean mask of the variables fixed neither in nor out."""
+        return ~(self.fixed_in | self.fixed_out)
+
     def n_free(self) -> int:
         """Number of variables fixed neither in nor out."""
-        return int((~(self.fixed_in | self.fixed_out)).sum())
+        return int(self.free_mask().sum())
 
     def is_leaf_problem(self, k: int) -> bool:
         """True when no cardinality coupling is left: budget 0, or all free variables fit."""

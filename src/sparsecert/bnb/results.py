@@ -1,24 +1,43 @@
-"""The record a branch-and-bound search returns."""
+"""The record a branch-and-bound search returns, and its progress samples."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
 from sparsecert.bnb.node import Node
+from sparsecert.statuses import RELATIVE_GAP_DEFINITION, STATUSES, relative_gap
 
-__all__ = ["SearchResult", "relative_gap", "RELATIVE_GAP_DEFINITION", "STATUSES"]
-
-RELATIVE_GAP_DEFINITION = "(UB - LB) / max(1, |UB|)"
-STATUSES = ("optimal", "time_limit", "node_limit", "interrupted", "tree_exhausted")
+__all__ = ["SearchResult", "HistoryRecord", "relative_gap", "RELATIVE_GAP_DEFINITION",
+           "STATUSES"]
 
 
-def relative_gap(upper: float, lower: float) -> float:
-    """``(UB - LB) / max(1, |UB|)`` (0 when the bound meets the incumbent)."""
-    if not np.isfinite(upper):
-        return np.inf
-    return max(0.0, upper - lower) / max(1.0, abs(upper))
+class HistoryRecord(NamedTuple):
+    """One progress sample of a search (for progress plots).
+
+    Attributes
+    ----------
+    time : float
+        Seconds since the search started.
+    n_nodes : int
+        Nodes created so far.
+    upper_bound : float
+        Incumbent objective (``inf`` before the first incumbent).
+    lower_bound : float
+        Proven global lower bound at that time.
+    """
+
+    time: float
+    n_nodes: int
+    upper_bound: float
+    lower_bound: float
+
+    @property
+    def gap(self) -> float:
+        """Relative gap ``(UB - LB) / max(1, |UB|)`` of the sample."""
+        return relative_gap(self.upper_bound, self.lower_bound)
 
 
 @dataclass
@@ -28,8 +47,8 @@ class SearchResult:
     Attributes
     ----------
     status : str
-        ``"optimal"`` (gap within tolerance), ``"time_limit"``, ``"node_limit"`` or
-        ``"interrupted"`` (Ctrl-C).
+        One of :data:`sparsecert.statuses.STATUSES`: ``"optimal"`` (gap within tolerance),
+        ``"time_limit"``, ``"node_limit"``, ``"interrupted"`` (Ctrl-C) or ``"tree_exhausted"``.
     coef : numpy.ndarray
         Incumbent coefficients (length p) on the engine's data.
     intercept : float
@@ -44,8 +63,12 @@ class SearchResult:
         Wall time of the search in seconds.
     nodes : list of Node
         The whole tree (for the certificate).
-    history : list of tuple
-        ``(time, nodes, upper_bound, lower_bound)`` samples, for progress plots.
+    history : list of HistoryRecord
+        Progress samples ``(time, n_nodes, upper_bound, lower_bound)``.
+    settings : dict
+        The :class:`~sparsecert.bnb.BnBSettings` used, as a dict.
+    n_relaxation_iters : int
+        Relaxation iterations summed over the evaluated nodes.
     """
 
     status: str
@@ -60,6 +83,6 @@ class SearchResult:
     n_open: int
     time: float
     nodes: list[Node] = field(repr=False)
-    history: list[tuple[float, int, float, float]] = field(repr=False, default_factory=list)
+    history: list[HistoryRecord] = field(repr=False, default_factory=list)
     settings: dict = field(default_factory=dict)
     n_relaxation_iters: int = 0

@@ -8,7 +8,14 @@ The loop is small on purpose; the parts live in their own modules:
 * :mod:`~sparsecert.bnb.evaluate` -- relaxations in batches through an executor;
 * :mod:`sparsecert.solvers.heuristics` -- incumbents (beam search, swaps, rounding);
 * :mod:`~sparsecert.bnb.progress` -- the log;
-* :mod:`~sparsecert.bnb.results` -- the record returned.
+* :mod:`~sparsecert.bnb.results` -- the record returned;
+* :mod:`sparsecert.statuses` -- the statuses and the gap definition.
+
+Extension points (public, so that callers compose with the engine instead of subclassing it):
+``refitter`` (share a cache of exact support refits across searches), ``start_supports``
+(supports offered as incumbents before the search), ``root_warm_start`` (the start point of the
+root relaxation), ``node_callback`` (called once per evaluated node) and
+:meth:`BranchAndBound.offer_support` (offer an incumbent at any time).
 
 Correctness argument (what the certificate re-checks): every node is either branched into the
 two children ``z_j = 0`` and ``z_j = 1`` on a free ``j``, or is a leaf; the leaves therefore
@@ -21,16 +28,18 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import time
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from sparsecert._validation import check_index_set, check_k, check_vector
 from sparsecert.bnb.branching import BRANCHING_RULES, choose_branch_variable
 from sparsecert.bnb.evaluate import BatchEvaluator, NodeTask, make_executor, release
 from sparsecert.bnb.node import Node, Witness
 from sparsecert.bnb.progress import ProgressLog
 from sparsecert.bnb.queues import QUEUE_STRATEGIES, make_queue
-from sparsecert.bnb.results import SearchResult, relative_gap
+from sparsecert.bnb.results import HistoryRecord, SearchResult
 from sparsecert.solvers.heuristics import (
     SubsetModel,
     SupportRefitter,
@@ -39,8 +48,25 @@ from sparsecert.solvers.heuristics import (
     swap_search,
 )
 from sparsecert.solvers.perspective import RelaxationProblem, RelaxationResult
+from sparsecert.statuses import (
+    BRANCHED,
+    INTERRUPTED,
+    NODE_LIMIT,
+    OPTIMAL,
+    PRUNED,
+    SOLVED,
+    TIME_LIMIT,
+    TREE_EXHAUSTED,
+    cutoff,
+    gap_closed,
+    relative_gap,
+)
 
-__all__ = ["BnBSettings", "BranchAndBound"]
+__all__ = ["BnBSettings", "BranchAndBound", "NodeCallback"]
+
+#: ``callback(node, result)``: called once per evaluated node, after the engine processed it
+#: (``node.status`` tells what happened: branched, pruned or solved).
+NodeCallback = Callable[[Node, RelaxationResult], None]
 
 
 @dataclass
@@ -122,8 +148,21 @@ class BranchAndBound:
     problem : RelaxationProblem
         The prepared data (validated, labels mapped, eigen shift chosen).
     k : int
-        Cardinality bound.
+        Cardinality bound, ``1 <= k <= problem.n_features``.
     settings : BnBSettings, optional
+    refitter : SupportRefitter, optional
+        The exact support refits (with their cache) used for every incumbent; pass one to share
+        the cache between searches on the same problem (default: a new one).
+    start_supports : iterable of sequences of int
+        Supports (at most ``k`` feature indices each) offered as incumbents before the search:
+        each is refitted exactly on the problem's data and improved by swap search. They only
+        make pruning start earlier; the proof does not depend on them.
+    root_warm_start : numpy.ndarray of shape (n_features,), optional
+        Start point of the root relaxation (any point is allowed: the bound is a weak-duality
+        bound at whatever iterate the solver reaches).
+    node_callback : callable, optional
+        ``node_callback(node, result)`` after each evaluated node has been processed (see
+        :data:`NodeCallback`).
     n_jobs : int
         Parallel node evaluations with the engine's own executor (``backend``); 1 is serial.
     executor : concurrent.futures.Executor, optional
@@ -138,57 +177,81 @@ class BranchAndBound:
     """
 
     def __init__(self, problem: RelaxationProblem, k: int, settings: BnBSettings | None = None,
-                 *, n_jobs: int = 1, executor: cf.Executor | None = None,
-                 backend: str = "threads", verbose: int = 1, log=None) -> None:
+                 *, refitter: SupportRefitter | None = None,
+                 start_supports: Iterable[Sequence[int]] = (),
+                 root_warm_start: np.ndarray | None = None,
+                 node_callback: NodeCallback | None = None, n_jobs: int = 1,
+                 executor: cf.Executor | None = None, backend: str = "threads", verbose: int = 1,
+                 log: Callable[[str], None] | None = None) -> None:
         self.problem = problem
-        self.k = int(k)
-        if not 1 <= self.k <= problem.n_features:
-            raise ValueError(f"k must be between 1 and n_features={problem.n_features}, "
-                             f"got {k}")
+        self.k = check_k(k, problem.n_features)
         self.settings = settings or BnBSettings()
         self.settings.validate()
+        self.refitter = refitter if refitter is not None else SupportRefitter.for_problem(problem)
+        self.start_supports = [self._check_support(s) for s in start_supports]
+        self.root_warm_start = (None if root_warm_start is None else
+                                check_vector(root_warm_start, "root_warm_start",
+                                             problem.n_features))
+        if node_callback is not None and not callable(node_callback):
+            raise TypeError(f"node_callback must be callable, got {type(node_callback).__name__}")
+        self.node_callback = node_callback
         self.n_jobs = int(n_jobs)
         self.user_executor = executor
         self.backend = backend
         self.progress = ProgressLog(verbose, self.settings.log_interval, log)
-        self.refitter = SupportRefitter(
-            problem.X, problem.y, problem.loss, problem.lambda2, problem.M,
-            fit_intercept=problem.fit_intercept and problem.loss != "squared")
-        self._use_dual_witness = problem.fit_intercept and problem.loss != "squared"
+        self.incumbent: SubsetModel | None = None
+
+    def _check_support(self, support: Sequence[int]) -> tuple[int, ...]:
+        mask = check_index_set(support, self.problem.n_features, "start_supports entry")
+        if mask.sum() > self.k:
+            raise ValueError(f"a start support has {int(mask.sum())} features, more than "
+                             f"k = {self.k}")
+        return tuple(int(j) for j in np.flatnonzero(mask))
 
     # ------------------------------------------------------------------------------------------
-    # incumbent
+    # incumbents
     # ------------------------------------------------------------------------------------------
     def _cutoff(self) -> float:
         ub = self.incumbent.objective if self.incumbent is not None else np.inf
-        if not np.isfinite(ub):
-            return np.inf
-        return ub - max(self.settings.abs_gap, self.settings.rel_gap * max(1.0, abs(ub)))
+        return cutoff(ub, self.settings.rel_gap, self.settings.abs_gap)
 
-    def _offer(self, model: SubsetModel) -> None:
+    def _offer(self, model: SubsetModel) -> bool:
         if self.incumbent is None or model.objective < self.incumbent.objective:
             self.incumbent = model
+            return True
+        return False
 
-    def _root_heuristic(self) -> None:
+    def offer_support(self, support: Sequence[int]) -> bool:
+        """Offer the model refitted on ``support`` (at most ``k`` indices) as an incumbent.
+
+        The model is refitted exactly on the problem's data, so its objective is the engine's
+        own. Returns True if it became the incumbent.
+        """
+        return self._offer(self.refitter.fit(self._check_support(support)))
+
+    def _start_incumbents(self) -> None:
+        """Beam search, then swap search from its model and from each start support."""
         s = self.settings
-        model = beam_search(self.refitter, self.k, beam_width=s.beam_width,
-                            n_candidates=s.n_candidates)
-        self._offer(swap_search(self.refitter, model, self.k, n_candidates=s.n_candidates))
+        starts = [beam_search(self.refitter, self.k, beam_width=s.beam_width,
+                              n_candidates=s.n_candidates)]
+        starts += [self.refitter.fit(support) for support in self.start_supports]
+        for model in starts:  # swap search never returns a worse model than its start
+            self._offer(swap_search(self.refitter, model, self.k, n_candidates=s.n_candidates))
 
     def _node_heuristic(self, node: Node, res: RelaxationResult) -> None:
         model = round_relaxation(self.refitter, res.coef, self.k, node.fixed_in, node.fixed_out)
         self._offer(model)
         if self._n_evaluated % self.settings.heuristic_every == 0:
-            allowed = ~node.fixed_out
             self._offer(swap_search(self.refitter, model, self.k,
-                                    fixed_in=np.flatnonzero(node.fixed_in), allowed=allowed,
+                                    fixed_in=np.flatnonzero(node.fixed_in),
+                                    allowed=~node.fixed_out,
                                     n_candidates=self.settings.n_candidates))
 
     # ------------------------------------------------------------------------------------------
-    # node processing
+    # node processing: one small step per method
     # ------------------------------------------------------------------------------------------
     def _witness(self, res: RelaxationResult) -> Witness:
-        if self._use_dual_witness:
+        if self.problem.icpt:
             return ("dual", np.asarray(res.dual, dtype=float).copy())
         return ("point", np.asarray(res.bound_point, dtype=float).copy())
 
@@ -207,33 +270,37 @@ class BranchAndBound:
         node.warm_start = None
         self._closed_lb = min(self._closed_lb, node.lower_bound)
 
-    def _process(self, node: Node, res: RelaxationResult) -> None:
+    def _record_bound(self, node: Node, res: RelaxationResult) -> None:
+        """Count the evaluation; keep the better of the node's own and inherited bounds."""
         self._n_evaluated += 1
         self._n_iter += int(res.n_iter)
         node.n_iter = int(res.n_iter)
-        if res.lower_bound > node.lower_bound:  # keep the better of own and inherited bounds
+        if res.lower_bound > node.lower_bound:
             node.lower_bound = float(res.lower_bound)
             node.witness = self._witness(res)
-        if node.is_leaf_problem(self.k):
-            free = ~(node.fixed_in | node.fixed_out)
-            support = np.flatnonzero(node.fixed_in | (free if node.free_budget(self.k) else False))
-            self._offer(self.refitter.fit(tuple(int(j) for j in support)))
-            self._close(node, "solved")
-            return
+
+    def _solve_leaf(self, node: Node) -> None:
+        """A leaf without cardinality coupling: its best support is known; refit and close."""
+        take = node.free_mask() if node.free_budget(self.k) else False
+        support = np.flatnonzero(node.fixed_in | take)
+        self._offer(self.refitter.fit(tuple(int(j) for j in support)))
+        self._close(node, SOLVED)
+
+    def _prune(self, node: Node) -> bool:
+        """Close the node if its bound reaches the cutoff; True if it was pruned."""
         if node.lower_bound >= self._cutoff():
-            self._close(node, "pruned")
-            return
-        self._node_heuristic(node, res)
-        if node.lower_bound >= self._cutoff():
-            self._close(node, "pruned")
-            return
-        free = ~(node.fixed_in | node.fixed_out)
+            self._close(node, PRUNED)
+            return True
+        return False
+
+    def _branch(self, node: Node, res: RelaxationResult) -> None:
+        """Split on a free variable; the children inherit the bound and the warm start."""
         j = choose_branch_variable(self.settings.branching, np.asarray(res.coef),
-                                   np.asarray(res.z), free)
+                                   np.asarray(res.z), node.free_mask())
         node.warm_start = np.asarray(res.coef, dtype=float)
         kids = [node.child(self._next_id, j, 0), node.child(self._next_id + 1, j, 1)]
         self._next_id += 2
-        node.status = "branched"
+        node.status = BRANCHED
         node.children = [c.id for c in kids]
         node.witness = None  # the children hold it; only leaves' witnesses are certified
         node.warm_start = None
@@ -241,103 +308,142 @@ class BranchAndBound:
             self.nodes.append(c)
             self.queue.push(c)
 
+    def _process(self, node: Node, res: RelaxationResult) -> None:
+        """Bound, then solve a leaf, or prune, or look for incumbents and branch."""
+        self._record_bound(node, res)
+        if node.is_leaf_problem(self.k):
+            self._solve_leaf(node)
+        elif not self._prune(node):
+            self._node_heuristic(node, res)
+            if not self._prune(node):
+                self._branch(node, res)
+        if self.node_callback is not None:
+            self.node_callback(node, res)
+
     # ------------------------------------------------------------------------------------------
     # main loop
     # ------------------------------------------------------------------------------------------
-    def _global_lb(self, in_flight: list[Node] = ()) -> float:
+    def _global_lb(self, in_flight: Iterable[Node] = ()) -> float:
         lb = min(self._closed_lb, self.queue.min_bound())
         for n in in_flight:
             lb = min(lb, n.lower_bound)
         return lb
 
+    def _elapsed(self) -> float:
+        return time.perf_counter() - self._t0
+
     def _log(self, force: bool = False) -> None:
         ub = self.incumbent.objective if self.incumbent is not None else np.inf
         lb = self._global_lb()
-        elapsed = time.perf_counter() - self._t0
-        now_gap = relative_gap(ub, lb)
-        if not self.history or elapsed - self.history[-1][0] >= 0.05 or force:
-            self.history.append((elapsed, len(self.nodes), ub, lb))
-        self.progress.update(elapsed, self._n_evaluated, len(self.queue), ub, lb, now_gap,
-                             force=force)
+        elapsed = self._elapsed()
+        if not self.history or elapsed - self.history[-1].time >= 0.05 or force:
+            self.history.append(HistoryRecord(elapsed, len(self.nodes), ub, lb))
+        self.progress.update(elapsed, self._n_evaluated, len(self.queue), ub, lb,
+                             relative_gap(ub, lb), force=force)
 
-    def run(self) -> SearchResult:
-        """Search until the gap closes or a limit is hit; Ctrl-C returns the best so far."""
-        s = self.settings
+    def _reset(self) -> None:
+        """A fresh tree holding the root (warm-started from ``root_warm_start``)."""
         p = self.problem.n_features
         self._t0 = time.perf_counter()
-        self.incumbent: SubsetModel | None = None
-        self.history: list[tuple[float, int, float, float]] = []
+        self.incumbent = None
+        self.history: list[HistoryRecord] = []
         self._closed_lb = np.inf
         self._n_evaluated = 0
         self._n_iter = 0
         self._next_id = 1
-        self.queue = make_queue(s.node_selection)
+        self.queue = make_queue(self.settings.node_selection)
         root = Node(0, None, 0, np.zeros(p, bool), np.zeros(p, bool))
+        if self.root_warm_start is not None:
+            root.warm_start = self.root_warm_start.copy()
         self.nodes = [root]
         self.queue.push(root)
-        status = "optimal"
 
+    def _limit_reached(self) -> str | None:
+        """The status of a limit that stops the search now (the root is always evaluated)."""
+        s = self.settings
+        if self._n_evaluated == 0:
+            return None
+        if s.time_limit is not None and self._elapsed() >= s.time_limit:
+            return TIME_LIMIT
+        if s.node_limit is not None and self._n_evaluated >= s.node_limit:
+            return NODE_LIMIT
+        return None
+
+    def _next_batch(self) -> list[Node]:
+        """Up to ``batch_size`` open nodes, closing those pruned by their inherited bound."""
+        batch: list[Node] = []
+        while len(self.queue) and len(batch) < self.settings.batch_size:
+            node = self.queue.pop()
+            if not self._prune(node):
+                batch.append(node)
+        return batch
+
+    def _evaluate(self, batch: list[Node], evaluator: BatchEvaluator, token: str | None) -> None:
+        """Solve the batch's relaxations, then process the nodes in order."""
+        s = self.settings
+        remaining = None if s.time_limit is None else max(1e-3, s.time_limit - self._elapsed())
+        try:
+            results = evaluator.map([self._task(n, token, remaining) for n in batch])
+        except KeyboardInterrupt:
+            for n in batch:  # unevaluated: back in the pool, still open
+                self.queue.push(n)
+            raise
+        for node, res in zip(batch, results, strict=True):
+            self._process(node, res)
+
+    def _announce(self) -> None:
+        pr = self.problem
+        self.progress.message(
+            f"sparsecert branch and bound: n={pr.n_samples} p={pr.n_features} k={self.k} "
+            f"loss={pr.loss} lambda2={pr.lambda2:g} eig_shift={pr.mu:.6g} "
+            f"rel_gap={self.settings.rel_gap:g}")
+
+    def run(self) -> SearchResult:
+        """Search until the gap closes or a limit is hit; Ctrl-C returns the best so far."""
+        self._reset()
         if self.user_executor is not None:
             executor, token, own = self.user_executor, None, False
         else:
             executor, token = make_executor(self.n_jobs, self.backend, self.problem)
             own = executor is not None
         evaluator = BatchEvaluator(executor)
-        self.progress.message(
-            f"sparsecert branch and bound: n={self.problem.n_samples} p={p} k={self.k} "
-            f"loss={self.problem.loss} lambda2={self.problem.lambda2:g} "
-            f"eig_shift={self.problem.mu:.6g} rel_gap={s.rel_gap:g}")
+        self._announce()
+        stopped: str | None = None
         try:
-            self._root_heuristic()
+            self._start_incumbents()
             self._log(force=True)
             while len(self.queue):
-                elapsed = time.perf_counter() - self._t0
-                started = self._n_evaluated > 0  # the root is always evaluated
-                if started and s.time_limit is not None and elapsed >= s.time_limit:
-                    status = "time_limit"
+                stopped = self._limit_reached()
+                if stopped is not None:
                     break
-                if started and s.node_limit is not None and self._n_evaluated >= s.node_limit:
-                    status = "node_limit"
-                    break
-                batch: list[Node] = []
-                while len(self.queue) and len(batch) < s.batch_size:
-                    node = self.queue.pop()
-                    if node.lower_bound >= self._cutoff():  # pruned by its inherited bound
-                        self._close(node, "pruned")
-                        continue
-                    batch.append(node)
-                if not batch:
-                    continue
-                remaining = None if s.time_limit is None else max(1e-3, s.time_limit - elapsed)
-                try:
-                    results = evaluator.map([self._task(n, token, remaining) for n in batch])
-                except KeyboardInterrupt:
-                    for n in batch:  # unevaluated: back in the pool, still open
-                        self.queue.push(n)
-                    raise
-                for node, res in zip(batch, results, strict=True):
-                    self._process(node, res)
-                self._log()
+                batch = self._next_batch()
+                if batch:
+                    self._evaluate(batch, evaluator, token)
+                    self._log()
         except KeyboardInterrupt:
-            status = "interrupted"
+            stopped = INTERRUPTED
         finally:
             if own:
                 executor.shutdown(wait=True, cancel_futures=True)
                 release(token)
+        return self._result(stopped)
 
+    def _result(self, stopped: str | None) -> SearchResult:
+        """The record; the status is ``"optimal"`` whenever the gap closed, whatever stopped."""
+        if self.incumbent is None:  # interrupted before the first incumbent: the empty model
+            self._offer(self.refitter.fit(()))
+        s = self.settings
         ub = self.incumbent.objective
         lb = min(self._global_lb(), ub)
-        abs_gap = max(0.0, ub - lb)
-        rgap = relative_gap(ub, lb)
-        if rgap <= s.rel_gap or abs_gap <= s.abs_gap:
-            status = "optimal"
-        elif status == "optimal":  # the tree is exhausted but the leaves' bounds fall short
-            status = "tree_exhausted"
+        if gap_closed(ub, lb, s.rel_gap, s.abs_gap):
+            status = OPTIMAL
+        else:  # a limit, or the tree is exhausted but the leaves' bounds fall short
+            status = stopped if stopped is not None else TREE_EXHAUSTED
         self._log(force=True)
-        coef = self.incumbent.dense(p)
         return SearchResult(
-            status=status, coef=coef, intercept=self.incumbent.intercept,
-            support=self.incumbent.support, upper_bound=ub, lower_bound=lb,
-            absolute_gap=abs_gap, relative_gap=rgap, n_nodes=len(self.nodes),
-            n_open=len(self.queue), time=time.perf_counter() - self._t0, nodes=self.nodes,
-            history=self.history, settings=asdict(s), n_relaxation_iters=self._n_iter)
+            status=status, coef=self.incumbent.dense(self.problem.n_features),
+            intercept=self.incumbent.intercept, support=self.incumbent.support, upper_bound=ub,
+            lower_bound=lb, absolute_gap=max(0.0, ub - lb), relative_gap=relative_gap(ub, lb),
+            n_nodes=len(self.nodes), n_open=len(self.queue), time=self._elapsed(),
+            nodes=self.nodes, history=self.history, settings=asdict(s),
+            n_relaxation_iters=self._n_iter)

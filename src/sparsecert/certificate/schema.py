@@ -1,7 +1,7 @@
 """Constants and small primitives of the sparsecert certificate format (version 1).
 
-Everything here depends on numpy and the standard library only, so that the standalone verifier
-(:mod:`sparsecert.certificate.verify`) can use it. The format is specified in
+Everything here depends on numpy and the standard library only (the statuses and the gap
+definition come from the dependency-free :mod:`sparsecert.statuses`). The format is specified in
 ``docs/certificate-format.md``.
 """
 
@@ -13,17 +13,19 @@ import zipfile
 
 import numpy as np
 
+# re-exported: the format's status names and gap definition are the package's own
+from sparsecert.statuses import NODE_STATUSES as NODE_STATUSES
+from sparsecert.statuses import RELATIVE_GAP_DEFINITION as RELATIVE_GAP_DEFINITION
+from sparsecert.statuses import STATUSES as STATUSES
+
 FORMAT_NAME = "sparsecert-certificate"
 FORMAT_VERSION = 1
 SUPPORTED_FORMAT_VERSIONS = (1,)
 
 LOSSES = ("squared", "logistic", "squared_hinge", "poisson")
 CLASSIFICATION_LOSSES = ("logistic", "squared_hinge")
-STATUSES = ("optimal", "time_limit", "node_limit", "interrupted", "tree_exhausted")
-NODE_STATUSES = ("branched", "pruned", "solved", "open")
 WITNESS_KINDS = ("point", "dual")
 
-RELATIVE_GAP_DEFINITION = "(UB - LB) / max(1, |UB|)"
 LOSS_DEFINITIONS = {
     "squared": "f(u, y) = (y - u)^2",
     "logistic": "f(u, y) = log(1 + exp(-y u)), y in {-1, +1}",

@@ -119,6 +119,14 @@ class SupportRefitter:
         self._col_sq = np.einsum("ij,ij->j", X, X)
         self.n_fits = 0
 
+    @classmethod
+    def for_problem(cls, problem) -> SupportRefitter:
+        """The refitter of a prepared :class:`~sparsecert.solvers.perspective.RelaxationProblem`
+        (its data as used internally; an intercept variable for the non-squared losses, least
+        squares being centred instead)."""
+        return cls(problem.X, problem.y, problem.loss, problem.lambda2, problem.M,
+                   fit_intercept=problem.icpt)
+
     # -- objective ---------------------------------------------------------------------------
     def objective(self, support: tuple[int, ...], coef: np.ndarray, intercept: float) -> float:
         """Exact objective of a restricted model."""

@@ -1,0 +1,100 @@
+"""Statuses of a search and of its nodes, and the definition of the optimality gap.
+
+This is the one place that names the outcomes of a certified solve and defines the gap, so
+that the engine (:mod:`sparsecert.bnb`), the results, the estimators, the command line and the
+certificate writer all speak the same words. It imports nothing (no numpy, no numba): the
+certificate writer and the command line's argument parser read it cheaply. The standalone
+verifier keeps its own copy of these names, on purpose (it shares no code with the solver).
+
+Search statuses
+---------------
+``"optimal"``
+    The relative gap ``(UB - LB) / max(1, |UB|)`` is at most ``rel_gap``, or the absolute gap
+    ``UB - LB`` at most ``abs_gap``.
+``"time_limit"``, ``"node_limit"``
+    A limit stopped the search; the best model found is returned with the bound reached.
+``"interrupted"``
+    The search was interrupted (Ctrl-C); the best model so far is returned.
+``"tree_exhausted"``
+    Every node was closed, but the leaves' bounds, computed to the relaxations' accuracy, leave
+    a gap above ``rel_gap`` (for example with ``rel_gap=0``).
+
+Node statuses
+-------------
+``"open"`` (not evaluated yet), ``"branched"`` (split into two children), ``"pruned"`` (its
+bound reaches the cutoff) and ``"solved"`` (a leaf solved exactly: its free variables fit the
+remaining budget).
+"""
+
+from __future__ import annotations
+
+import math
+
+__all__ = [
+    "OPTIMAL", "TIME_LIMIT", "NODE_LIMIT", "INTERRUPTED", "TREE_EXHAUSTED", "STATUSES",
+    "STATUS_HINTS", "OPEN", "BRANCHED", "PRUNED", "SOLVED", "NODE_STATUSES",
+    "RELATIVE_GAP_DEFINITION", "relative_gap", "absolute_gap", "gap_closed", "cutoff",
+]
+
+# -- statuses of a search ------------------------------------------------------------------------
+OPTIMAL = "optimal"
+TIME_LIMIT = "time_limit"
+NODE_LIMIT = "node_limit"
+INTERRUPTED = "interrupted"
+TREE_EXHAUSTED = "tree_exhausted"
+#: Every status a search (and its certificate) can end with.
+STATUSES = (OPTIMAL, TIME_LIMIT, NODE_LIMIT, INTERRUPTED, TREE_EXHAUSTED)
+
+#: What a user can do about each non-optimal status (one phrase each).
+STATUS_HINTS = {
+    TIME_LIMIT: "raise time_limit to close the gap",
+    NODE_LIMIT: "raise the node limit to close the gap",
+    INTERRUPTED: "the search was interrupted",
+    TREE_EXHAUSTED: "every node was closed but the leaves' bounds, computed to the "
+                    "relaxation's accuracy, fall short (badly scaled features are a common "
+                    "cause: try standardising X)",
+}
+
+# -- statuses of a node --------------------------------------------------------------------------
+OPEN = "open"
+BRANCHED = "branched"
+PRUNED = "pruned"
+SOLVED = "solved"
+#: Every status a node of the tree can have.
+NODE_STATUSES = (BRANCHED, PRUNED, SOLVED, OPEN)
+
+# -- the gap ---------------------------------------------------------------------------------------
+#: The relative gap, as written into certificates.
+RELATIVE_GAP_DEFINITION = "(UB - LB) / max(1, |UB|)"
+
+
+def absolute_gap(upper: float, lower: float) -> float:
+    """``max(0, UB - LB)`` (``inf`` while there is no incumbent)."""
+    if not math.isfinite(upper):
+        return math.inf
+    return max(0.0, upper - lower)
+
+
+def relative_gap(upper: float, lower: float) -> float:
+    """``(UB - LB) / max(1, |UB|)``, clipped at 0 (``inf`` while there is no incumbent)."""
+    if not math.isfinite(upper):
+        return math.inf
+    return max(0.0, upper - lower) / max(1.0, abs(upper))
+
+
+def gap_closed(upper: float, lower: float, rel_gap: float, abs_gap: float) -> bool:
+    """True when the relative gap is at most ``rel_gap`` or the absolute gap at most
+    ``abs_gap``: the search may stop with status ``"optimal"``."""
+    return relative_gap(upper, lower) <= rel_gap or absolute_gap(upper, lower) <= abs_gap
+
+
+def cutoff(upper: float, rel_gap: float, abs_gap: float) -> float:
+    """The bound from which a node cannot improve the incumbent by more than the tolerance.
+
+    A node whose lower bound is ``>= cutoff(UB, rel_gap, abs_gap)`` can be pruned: every
+    model in it has objective ``>= UB - max(abs_gap, rel_gap * max(1, |UB|))``, so the gap
+    closes without it. ``inf`` while there is no incumbent.
+    """
+    if not math.isfinite(upper):
+        return math.inf
+    return upper - max(abs_gap, rel_gap * max(1.0, abs(upper)))
