@@ -1,12 +1,24 @@
-"""Losses: values, gradients and conjugates against independent references (scipy, closed forms)."""
+"""The loss registry: values, derivatives and conjugates against independent references (scipy,
+closed forms), against the numba kernels and against the standalone verifier's own copy; the
+label rule."""
 
 import numpy as np
 import pytest
 from scipy.optimize import minimize_scalar
 
-from sparsecert.solvers.losses import get_loss, spectral_norm_sq
+from sparsecert.certificate import verify as verifier
+from sparsecert.solvers import loss_kernels
+from sparsecert.solvers.losses import (
+    CLASSIFICATION_LOSSES,
+    LOSS_IDS,
+    LOSS_NAMES,
+    binary_codes,
+    get_loss,
+    loss_hessian_diag,
+)
+from sparsecert.solvers.perspective._linalg import spectral_norm_sq
 
-LOSSES = ["squared", "logistic", "squared_hinge", "poisson"]
+LOSSES = list(LOSS_NAMES)
 
 
 def _f_scalar(name, u, y):
@@ -112,3 +124,124 @@ def test_lipschitz_constants():
 def test_unknown_loss():
     with pytest.raises(ValueError, match="unknown loss"):
         get_loss("hinge")
+    with pytest.raises(TypeError, match="loss must be a string"):
+        get_loss(3)
+
+
+def test_the_names():
+    assert LOSSES == ["squared", "logistic", "squared_hinge", "poisson"]
+    assert CLASSIFICATION_LOSSES == ("logistic", "squared_hinge")
+    assert sorted(LOSS_IDS.values()) == [0, 1, 2, 3]
+
+
+def _mixed_dual_points(name, y, rng):
+    """Dual points of which about a third lie outside the conjugate's domain."""
+    z = _dual_points(name, y, rng)
+    out = rng.random(z.size) < 0.35
+    if name == "logistic":
+        z[out] = -y[out] * rng.choice([-0.5, 1.5], size=out.sum())
+    elif name == "squared_hinge":
+        z[out] = y[out] * rng.uniform(0.1, 2.0, out.sum())
+    elif name == "poisson":
+        z[out] = -y[out] - rng.uniform(0.1, 2.0, out.sum())
+    return z
+
+
+@pytest.mark.parametrize("name", LOSSES)
+def test_hessian_against_finite_differences(name):
+    rng = np.random.default_rng(5)
+    n = 8
+    u = rng.standard_normal(n)
+    y = _labels(name, rng, n)
+    if name == "squared_hinge":
+        u = u[np.abs(1 - y * u) > 1e-3]  # away from the kink
+        y = y[: u.size]
+    loss = get_loss(name)
+    h = 1e-6
+    fd = (loss.gradient(u + h, y) - loss.gradient(u - h, y)) / (2 * h)
+    np.testing.assert_allclose(loss.hessian(u, y), fd, rtol=1e-5, atol=1e-7)
+    np.testing.assert_array_equal(loss_hessian_diag(LOSS_IDS[name], u, y), loss.hessian(u, y))
+
+
+@pytest.mark.parametrize("name", LOSSES)
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_registry_agrees_with_the_numba_kernels(name, seed):
+    """The compiled kernels the relaxation runs and the registry's numpy maths agree."""
+    rng = np.random.default_rng(seed)
+    n = 25
+    u = 2 * rng.standard_normal(n)
+    y = _labels(name, rng, n)
+    loss, lid = get_loss(name), LOSS_IDS[name]
+    assert loss_kernels.loss_value(lid, u, y) == pytest.approx(loss.value(u, y), rel=1e-13)
+    g = np.empty(n)
+    val = loss_kernels.loss_value_grad(lid, u, y, g)
+    assert val == pytest.approx(loss.value(u, y), rel=1e-13)
+    np.testing.assert_allclose(g, loss.gradient(u, y), rtol=1e-13, atol=1e-15)
+    z = _dual_points(name, y, rng)
+    assert loss_kernels.conjugate_sum(lid, z, y) == pytest.approx(loss.conjugate_sum(z, y),
+                                                                  rel=1e-12, abs=1e-12)
+    z = _mixed_dual_points(name, y, rng)
+    if not loss.in_dual_domain(z, y).all():
+        assert loss_kernels.conjugate_sum(lid, z, y) == np.inf == loss.conjugate_sum(z, y)
+
+
+@pytest.mark.parametrize("name", LOSSES)
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_registry_agrees_with_the_verifier(name, seed):
+    """The standalone verifier keeps its own copy of the maths: values, derivatives, conjugates
+    and domains agree with the registry on random inputs (inside and outside the domains)."""
+    rng = np.random.default_rng(10 + seed)
+    n = 30
+    u = 3 * rng.standard_normal(n)
+    y = _labels(name, rng, n)
+    loss = get_loss(name)
+    np.testing.assert_allclose(verifier.loss_value(name, u, y).sum(), loss.value(u, y),
+                               rtol=1e-13)
+    np.testing.assert_allclose(verifier.loss_derivative(name, u, y), loss.gradient(u, y),
+                               rtol=1e-12, atol=1e-15)
+    z = _mixed_dual_points(name, y, rng)
+    conj, dom = verifier.loss_conjugate(name, z, y)
+    np.testing.assert_array_equal(dom, loss.in_dual_domain(z, y))
+    mine = loss.conjugate(z, y)
+    assert np.all(np.isinf(mine[~dom]))
+    np.testing.assert_allclose(conj[dom], mine[dom], rtol=1e-12, atol=1e-14)
+    lo, hi = verifier.dual_domain_bounds(name, y)
+    np.testing.assert_array_equal((z >= lo) & (z <= hi), dom)
+
+
+@pytest.mark.parametrize("labels", [(0, 1), (-1, 1), (1, 2), (3.5, 7.0), (7.0, -2.5),
+                                    ("no", "yes"), (True, False)])
+def test_label_rule_any_two_labels(labels):
+    """Exactly two distinct values; the smaller (numpy's sort order) is coded -1."""
+    rng = np.random.default_rng(0)
+    y = np.array(labels, dtype=object if isinstance(labels[0], str) else None)[
+        rng.integers(0, 2, size=12)]
+    y[:2] = labels  # both present
+    codes, classes = binary_codes(y)
+    lo, hi = sorted(labels)
+    assert classes.tolist() == [lo, hi]
+    np.testing.assert_array_equal(codes, np.where(y == hi, 1.0, -1.0))
+    assert set(codes.tolist()) == {-1.0, 1.0}
+    if not isinstance(labels[0], str):
+        for name in CLASSIFICATION_LOSSES:
+            coded, pair = get_loss(name).encode_target(np.asarray(y, dtype=float))
+            np.testing.assert_array_equal(coded, codes)
+            assert pair == [float(lo), float(hi)]
+
+
+@pytest.mark.parametrize("y", [np.array([1.0, 1.0, 1.0]), np.array([0.0, 1.0, 2.0])])
+def test_label_rule_needs_exactly_two_values(y):
+    for name in CLASSIFICATION_LOSSES:
+        with pytest.raises(ValueError, match="binary labels .exactly two distinct values., got"):
+            get_loss(name).encode_target(y)
+
+
+def test_targets_of_the_regression_losses():
+    y = np.array([0.5, -2.0, 3.0])
+    coded, labels = get_loss("squared").encode_target(y)
+    np.testing.assert_array_equal(coded, y)
+    assert labels is None and coded is not y
+    with pytest.raises(ValueError, match="non-negative counts"):
+        get_loss("poisson").encode_target(y)
+    coded, labels = get_loss("poisson").encode_target(np.abs(y))
+    np.testing.assert_array_equal(coded, np.abs(y))

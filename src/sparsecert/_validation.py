@@ -13,6 +13,8 @@ from collections.abc import Iterable
 
 import numpy as np
 
+from sparsecert.solvers.losses import LOSS_NAMES, check_loss, get_loss
+
 __all__ = [
     "LOSSES",
     "check_array_2d",
@@ -28,8 +30,8 @@ __all__ = [
     "check_index_set",
 ]
 
-#: Loss names understood by the package.
-LOSSES = ("squared", "logistic", "squared_hinge", "poisson")
+#: Loss names understood by the package (from the loss registry).
+LOSSES = LOSS_NAMES
 
 
 def check_array_2d(X, name: str = "X") -> np.ndarray:
@@ -131,35 +133,15 @@ def check_max_abs_coef(M) -> float:
     return M
 
 
-def check_loss(loss) -> str:
-    """Check the loss name."""
-    if not isinstance(loss, str):
-        raise TypeError(f"loss must be a string, one of {LOSSES}, got {type(loss).__name__}")
-    if loss not in LOSSES:
-        raise ValueError(f"unknown loss {loss!r}; expected one of {LOSSES}")
-    return loss
-
-
 def check_labels_pm1(y: np.ndarray, loss: str = "logistic") -> np.ndarray:
-    """Convert binary labels ``{0, 1}`` or ``{-1, +1}`` to a new float64 array in ``{-1, +1}``."""
-    y = np.asarray(y, dtype=np.float64)
-    values = np.unique(y)
-    if np.all(np.isin(values, (-1.0, 1.0))):
-        return np.array(y, dtype=np.float64, copy=True)
-    if np.all(np.isin(values, (0.0, 1.0))):
-        return np.where(y > 0.5, 1.0, -1.0)
-    shown = values[:6].tolist()
-    raise ValueError(f"the {loss} loss needs binary labels in {{-1, +1}} or {{0, 1}}; got values "
-                     f"{shown}{' ...' if values.size > 6 else ''}")
+    """Classification labels coded -1/+1 by the label rule (:func:`~sparsecert.solvers.losses.
+    binary_codes`: exactly two values, the smaller coded -1); a new float64 array."""
+    return get_loss(loss).encode_target(np.asarray(y, dtype=np.float64))[0]
 
 
 def check_poisson_counts(y: np.ndarray) -> np.ndarray:
     """Check that Poisson responses are non-negative (returns a float64 copy)."""
-    y = np.array(y, dtype=np.float64, copy=True)
-    if np.any(y < 0):
-        raise ValueError(f"the poisson loss needs non-negative counts; y has {int(np.sum(y < 0))} "
-                         f"negative value(s) (min {y.min()})")
-    return y
+    return get_loss("poisson").encode_target(y)[0]
 
 
 def check_index_set(idx, n_features: int, name: str) -> np.ndarray:

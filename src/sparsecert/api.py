@@ -15,8 +15,6 @@ from sparsecert._version import __version__
 
 __all__ = ["certify", "verify", "CertifyResult"]
 
-_CLASSIFICATION = ("logistic", "squared_hinge")
-
 
 @dataclass
 class CertifyResult:
@@ -77,19 +75,15 @@ class CertifyResult:
 
 
 def _label_pair(y: np.ndarray, loss: str) -> list[float] | None:
-    if loss not in _CLASSIFICATION:
-        return None
-    vals = np.unique(y)
-    if vals.size != 2:
-        raise ValueError(f"loss={loss!r} needs binary labels; y has {vals.size} distinct values")
-    return [float(vals[0]), float(vals[1])]
+    from sparsecert.solvers.losses import get_loss
+
+    return get_loss(loss).encode_target(y)[1]
 
 
 def _objective_raw(X, y_used, loss, lambda2, coef, intercept) -> float:
-    from sparsecert.solvers.heuristics import loss_derivatives
+    from sparsecert.solvers.losses import get_loss
 
-    val, _, _ = loss_derivatives(loss, X @ coef + intercept, y_used)
-    return val + lambda2 * float(coef @ coef)
+    return get_loss(loss).value(X @ coef + intercept, y_used) + lambda2 * float(coef @ coef)
 
 
 def certify(X, y, k: int, lambda2: float, loss: str = "squared", max_abs_coef: float | None = None,

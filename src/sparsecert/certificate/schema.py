@@ -1,7 +1,8 @@
 """Constants and small primitives of the sparsecert certificate format (version 1).
 
-Everything here depends on numpy and the standard library only (the statuses and the gap
-definition come from the dependency-free :mod:`sparsecert.statuses`). The format is specified in
+Everything here depends on numpy and the standard library only (the loss names come from the
+loss registry :mod:`sparsecert.solvers.losses`, the statuses and the gap definition from
+:mod:`sparsecert.statuses`; both are light). The format is specified in
 ``docs/certificate-format.md``.
 """
 
@@ -13,7 +14,11 @@ import zipfile
 
 import numpy as np
 
-# re-exported: the format's status names and gap definition are the package's own
+# re-exported: the format's loss names, status names and gap definition are the package's own
+# (the loss registry and the statuses module import numpy and the standard library only)
+from sparsecert.solvers.losses import CLASSIFICATION_LOSSES as CLASSIFICATION_LOSSES
+from sparsecert.solvers.losses import LOSS_DEFINITIONS as LOSS_DEFINITIONS
+from sparsecert.solvers.losses import LOSS_NAMES
 from sparsecert.statuses import NODE_STATUSES as NODE_STATUSES
 from sparsecert.statuses import RELATIVE_GAP_DEFINITION as RELATIVE_GAP_DEFINITION
 from sparsecert.statuses import STATUSES as STATUSES
@@ -22,16 +27,9 @@ FORMAT_NAME = "sparsecert-certificate"
 FORMAT_VERSION = 1
 SUPPORTED_FORMAT_VERSIONS = (1,)
 
-LOSSES = ("squared", "logistic", "squared_hinge", "poisson")
-CLASSIFICATION_LOSSES = ("logistic", "squared_hinge")
+LOSSES = LOSS_NAMES
 WITNESS_KINDS = ("point", "dual")
 
-LOSS_DEFINITIONS = {
-    "squared": "f(u, y) = (y - u)^2",
-    "logistic": "f(u, y) = log(1 + exp(-y u)), y in {-1, +1}",
-    "squared_hinge": "f(u, y) = max(0, 1 - y u)^2, y in {-1, +1}",
-    "poisson": "f(u, y) = exp(u) - y u, y >= 0",
-}
 OBJECTIVE_DEFINITION = (
     "F(b, c) = sum_i f(x_i^T b + c, y_i) + lambda2 * ||b||_2^2 subject to ||b||_0 <= k and "
     "|b_j| <= max_abs_coef (null = no bound); c = 0 unless fit_intercept (c is not penalised "

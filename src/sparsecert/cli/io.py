@@ -22,7 +22,7 @@ import zipfile
 
 import numpy as np
 
-from sparsecert.certificate.schema import CLASSIFICATION_LOSSES, LOSSES
+from sparsecert.solvers.losses import CLASSIFICATION_LOSSES, LOSS_NAMES
 
 __all__ = ["load_data", "load_default_data", "validate_data", "validate_problem"]
 
@@ -180,8 +180,8 @@ def validate_problem(
 ) -> None:
     """Reject parameters the solver cannot certify, with a message naming the problem."""
     n, p = X.shape
-    if loss not in LOSSES:
-        raise ValueError(f"unknown loss {loss!r} (choose from {', '.join(LOSSES)})")
+    if loss not in LOSS_NAMES:
+        raise ValueError(f"unknown loss {loss!r} (choose from {', '.join(LOSS_NAMES)})")
     if k < 1 or k > p:
         raise ValueError(f"k = {k} must be between 1 and the number of features p = {p}")
     if not (math.isfinite(lambda2) and lambda2 > 0):

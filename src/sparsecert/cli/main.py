@@ -17,7 +17,7 @@ import sys
 from collections.abc import Sequence
 
 from sparsecert._version import __version__
-from sparsecert.certificate.schema import LOSSES
+from sparsecert.solvers.losses import LOSS_NAMES
 
 __all__ = ["main", "build_parser"]
 
@@ -96,7 +96,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_data_args(c, "Default: scikit-learn's diabetes data.")
     c.add_argument("--k", type=_positive_int, help="maximum number of nonzero coefficients")
     c.add_argument("--lambda2", type=_float, help="ridge penalty (> 0)")
-    c.add_argument("--loss", choices=LOSSES, default="squared")
+    c.add_argument("--loss", choices=LOSS_NAMES, default="squared")
     c.add_argument("--fit-intercept", action=argparse.BooleanOptionalAction, default=None,
                    help="unpenalised intercept (default: off with --data, on for the default "
                         "job)")

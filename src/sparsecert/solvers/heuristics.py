@@ -22,6 +22,8 @@ import numpy as np
 import scipy.linalg
 import scipy.optimize
 
+from sparsecert.solvers.losses import SQUARED, get_loss
+
 __all__ = ["SubsetModel", "SupportRefitter", "beam_search", "swap_search", "round_relaxation"]
 
 
@@ -53,39 +55,6 @@ class SubsetModel:
         return b
 
 
-def _sigmoid(t: np.ndarray) -> np.ndarray:
-    out = np.empty_like(t)
-    pos = t >= 0
-    out[pos] = 1.0 / (1.0 + np.exp(-t[pos]))
-    e = np.exp(t[~pos])
-    out[~pos] = e / (1.0 + e)
-    return out
-
-
-def loss_derivatives(loss: str, u: np.ndarray, y: np.ndarray) -> tuple[float, np.ndarray,
-                                                                          np.ndarray]:
-    """Sum of the losses at ``u`` and the per-sample first and second derivatives in ``u``.
-
-    The squared hinge is not twice differentiable at the hinge; its generalised second
-    derivative ``2 [1 - y u > 0]`` is used (Newton on it is the standard semismooth method).
-    """
-    if loss == "squared":
-        r = u - y
-        return float(r @ r), 2.0 * r, np.full_like(u, 2.0)
-    if loss == "logistic":
-        m = -y * u
-        val = float(np.sum(np.logaddexp(0.0, m)))
-        s = _sigmoid(m)
-        return val, -y * s, s * (1.0 - s)
-    if loss == "squared_hinge":
-        r = np.maximum(0.0, 1.0 - y * u)
-        return float(r @ r), -2.0 * y * r, 2.0 * (r > 0)
-    if loss == "poisson":
-        e = np.exp(u)
-        return float(np.sum(e - y * u)), e - y, e
-    raise ValueError(f"unknown loss {loss!r}")
-
-
 class SupportRefitter:
     """Exact refits of the k-sparse objective on given supports, with a cache.
 
@@ -97,7 +66,7 @@ class SupportRefitter:
     y : numpy.ndarray of shape (n,)
         Targets (labels in {-1, +1} for classification losses).
     loss : str
-        ``"squared"``, ``"logistic"``, ``"squared_hinge"`` or ``"poisson"``.
+        A name in :data:`sparsecert.solvers.losses.LOSS_NAMES`.
     lambda2 : float
         Ridge weight (> 0).
     max_abs_coef : float
@@ -111,6 +80,7 @@ class SupportRefitter:
         self.X = X
         self.y = y
         self.loss = loss
+        self._loss = get_loss(loss)
         self.lambda2 = float(lambda2)
         self.M = float(max_abs_coef)
         self.fit_intercept = bool(fit_intercept)
@@ -131,7 +101,7 @@ class SupportRefitter:
     def objective(self, support: tuple[int, ...], coef: np.ndarray, intercept: float) -> float:
         """Exact objective of a restricted model."""
         u = self.X[:, list(support)] @ coef + intercept if support else np.full(self.n, intercept)
-        val, _, _ = loss_derivatives(self.loss, u, self.y)
+        val, _, _ = self._loss.derivatives(u, self.y)
         return val + self.lambda2 * float(coef @ coef)
 
     # -- refits ------------------------------------------------------------------------------
@@ -143,7 +113,7 @@ class SupportRefitter:
             return hit
         self.n_fits += 1
         XS = self.X[:, list(key)]
-        if self.loss == "squared" and not self.fit_intercept:
+        if self._loss.loss_id == SQUARED and not self.fit_intercept:
             coef, c = self._fit_ridge(XS), 0.0
         else:
             coef, c = self._fit_newton(XS)
@@ -173,7 +143,7 @@ class SupportRefitter:
         w = np.zeros(d)
 
         def full(w):
-            val, g1, g2 = loss_derivatives(self.loss, Z @ w, self.y)
+            val, g1, g2 = self._loss.derivatives(Z @ w, self.y)
             return val + 0.5 * float(reg @ (w * w)), Z.T @ g1 + reg * w, g2
 
         f, grad, h = full(w)
@@ -200,7 +170,7 @@ class SupportRefitter:
         def fun(w):
             b = w[:s]
             c = w[s] if fi else 0.0
-            val, g1, _ = loss_derivatives(self.loss, XS @ b + c, self.y)
+            val, g1, _ = self._loss.derivatives(XS @ b + c, self.y)
             g = np.empty_like(w)
             g[:s] = XS.T @ g1 + 2.0 * self.lambda2 * b
             if fi:
@@ -220,9 +190,9 @@ class SupportRefitter:
     def screening_scores(self, model: SubsetModel) -> np.ndarray:
         """Second-order estimate of the decrease from adding each coordinate to ``model``."""
         u = self.X[:, list(model.support)] @ model.coef + model.intercept
-        _, g1, g2 = loss_derivatives(self.loss, u, self.y)
+        _, g1, g2 = self._loss.derivatives(u, self.y)
         grad = self.X.T @ g1
-        if self.loss == "squared":
+        if self._loss.loss_id == SQUARED:
             curv = 2.0 * self._col_sq
         else:
             curv = (self.X * self.X).T @ g2

@@ -1,8 +1,17 @@
-r"""GLM losses: value, gradient, per-sample conjugate, dual-domain test, Lipschitz constant.
+r"""The loss registry: every GLM loss of the package, written once.
 
-Convention: the objective is a **sum** of per-sample losses ``f(u_i, y_i)`` with ``u = X b``
-(plus ``lambda2 ||b||^2`` elsewhere). Labels of the logistic and squared-hinge losses are in
-``{-1, +1}`` here (conversion from ``{0, 1}`` is done by :mod:`sparsecert._validation`).
+Each loss states its name, its value and derivatives, its per-sample convex conjugate and that
+conjugate's domain, the curvature bound that gives FISTA its step, and the rule its target
+follows (real responses, two labels, counts). Everything on the solver side reads it: the
+relaxation (through the integer ids of the numba kernels in
+:mod:`sparsecert.solvers.loss_kernels`), the heuristics, the API, the estimators and the command
+line. This module imports numpy only, so the names are cheap to read (argument parsers, the
+certificate writer). The standalone verifier keeps its own independent copy of the maths, and a
+test checks that the two agree.
+
+Convention: the objective is a **sum** of per-sample losses ``f(u_i; y_i)`` with
+``u = X b + c`` (plus ``lambda2 ||b||^2`` elsewhere). Classification labels are ``{-1, +1}``
+inside the package (see :func:`binary_codes` for the rule that maps the user's labels).
 
 =============  =======================  =====================================  ===============
 loss           f(u; y)                  f*(z; y)                               curvature c
@@ -17,263 +26,248 @@ poisson        exp(u) - y u             (z+y) log(z+y) - (z+y), z + y >= 0     n
 The gradient of ``b -> sum_i f(x_i^T b)`` is Lipschitz with constant ``c ||X||_2^2``; the Poisson
 loss has no global constant (solvers use backtracking).
 
-The numba kernels (:func:`loss_value_grad`, :func:`loss_value`, :func:`conjugate_sum`) take an
-integer loss id (:data:`LOSS_IDS`) so that one compiled solver serves every loss.
+Adding a loss: a subclass of :class:`Loss` here (its maths and target rule), a branch in each
+kernel of :mod:`sparsecert.solvers.loss_kernels` under a new integer id, and the same maths in
+the verifier (``sparsecert/certificate/verify.py``); ``tests/test_losses.py`` then checks the
+three against each other and against closed forms.
 """
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
-from numba import njit
-
-from sparsecert._validation import check_loss
 
 __all__ = [
-    "LOSS_IDS",
-    "Loss",
-    "get_loss",
-    "loss_value",
-    "loss_value_grad",
-    "conjugate_sum",
-    "spectral_norm_sq",
-    "loss_hessian_diag",
+    "SQUARED", "LOGISTIC", "SQUARED_HINGE", "POISSON",
+    "Loss", "REGISTRY", "LOSS_NAMES", "LOSS_IDS", "CLASSIFICATION_LOSSES", "LOSS_DEFINITIONS",
+    "get_loss", "check_loss", "binary_codes", "loss_hessian_diag",
 ]
 
+#: integer ids of the numba kernels (one compiled solver serves every loss)
 SQUARED, LOGISTIC, SQUARED_HINGE, POISSON = 0, 1, 2, 3
-#: integer ids used by the numba kernels
-LOSS_IDS = {"squared": SQUARED, "logistic": LOGISTIC, "squared_hinge": SQUARED_HINGE,
-            "poisson": POISSON}
-_CURVATURE = {"squared": 2.0, "logistic": 0.25, "squared_hinge": 2.0, "poisson": None}
 
 
-# ----------------------------------------------------------------------------------------------
-# numba kernels (sums over samples, no Python loops)
-# ----------------------------------------------------------------------------------------------
-@njit(cache=True, nogil=True)
-def _log1pexp(m):
-    """log(1 + exp(m)) without overflow."""
-    if m > 0.0:
-        return m + math.log1p(math.exp(-m))
-    return math.log1p(math.exp(m))
+def _xlogx(t: np.ndarray) -> np.ndarray:
+    """``t log t`` with ``0 log 0 = 0`` (``t >= 0``)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(t > 0.0, t * np.log(np.where(t > 0.0, t, 1.0)), 0.0)
 
 
-@njit(cache=True, nogil=True)
-def loss_value(loss_id, u, y):
-    """Sum of the per-sample losses at ``u`` (float)."""
-    n = u.shape[0]
-    s = 0.0
-    if loss_id == SQUARED:
-        for i in range(n):
-            r = y[i] - u[i]
-            s += r * r
-    elif loss_id == LOGISTIC:
-        for i in range(n):
-            s += _log1pexp(-y[i] * u[i])
-    elif loss_id == SQUARED_HINGE:
-        for i in range(n):
-            r = 1.0 - y[i] * u[i]
-            if r > 0.0:
-                s += r * r
-    else:
-        for i in range(n):
-            s += math.exp(u[i]) - y[i] * u[i]
-    return s
+def _sigmoid(t: np.ndarray) -> np.ndarray:
+    """``1 / (1 + exp(-t))`` without overflow."""
+    out = np.empty_like(t)
+    pos = t >= 0
+    out[pos] = 1.0 / (1.0 + np.exp(-t[pos]))
+    e = np.exp(t[~pos])
+    out[~pos] = e / (1.0 + e)
+    return out
 
 
-@njit(cache=True, nogil=True)
-def loss_value_grad(loss_id, u, y, grad):
-    """Sum of the losses at ``u``; writes the per-sample derivatives ``f'(u_i)`` into ``grad``."""
-    n = u.shape[0]
-    s = 0.0
-    if loss_id == SQUARED:
-        for i in range(n):
-            r = u[i] - y[i]
-            s += r * r
-            grad[i] = 2.0 * r
-    elif loss_id == LOGISTIC:
-        for i in range(n):
-            m = -y[i] * u[i]
-            s += _log1pexp(m)
-            # sigmoid(m), computed stably
-            if m >= 0.0:
-                sg = 1.0 / (1.0 + math.exp(-m))
-            else:
-                e = math.exp(m)
-                sg = e / (1.0 + e)
-            grad[i] = -y[i] * sg
-    elif loss_id == SQUARED_HINGE:
-        for i in range(n):
-            r = 1.0 - y[i] * u[i]
-            if r > 0.0:
-                s += r * r
-                grad[i] = -2.0 * y[i] * r
-            else:
-                grad[i] = 0.0
-    else:
-        for i in range(n):
-            e = math.exp(u[i])
-            s += e - y[i] * u[i]
-            grad[i] = e - y[i]
-    return s
+def binary_codes(y) -> tuple[np.ndarray, np.ndarray]:
+    """The label rule of the classification losses.
 
+    ``y`` must hold exactly two distinct values (numbers, or any labels numpy can sort); the
+    smaller in numpy's sort order (``numpy.unique``) is coded -1 and the larger +1.
 
-@njit(cache=True, nogil=True)
-def _xlogx(t):
-    if t <= 0.0:
-        return 0.0
-    return t * math.log(t)
+    Parameters
+    ----------
+    y : array-like of shape (n_samples,)
 
+    Returns
+    -------
+    codes : numpy.ndarray of float64 in {-1, +1}
+    classes : numpy.ndarray of shape (2,)
+        The two labels, sorted: ``classes[0]`` is coded -1, ``classes[1]`` is coded +1.
 
-@njit(cache=True, nogil=True)
-def conjugate_sum(loss_id, z, y):
-    """``sum_i f*(z_i; y_i)``; ``+inf`` if some ``z_i`` is outside the conjugate's domain."""
-    n = z.shape[0]
-    s = 0.0
-    if loss_id == SQUARED:
-        for i in range(n):
-            s += 0.25 * z[i] * z[i] + y[i] * z[i]
-    elif loss_id == LOGISTIC:
-        for i in range(n):
-            t = -y[i] * z[i]
-            if t < 0.0 or t > 1.0:
-                return np.inf
-            s += _xlogx(t) + _xlogx(1.0 - t)
-    elif loss_id == SQUARED_HINGE:
-        for i in range(n):
-            w = y[i] * z[i]
-            if w > 0.0:
-                return np.inf
-            s += w + 0.25 * z[i] * z[i]
-    else:
-        for i in range(n):
-            e = z[i] + y[i]
-            if e < 0.0:
-                return np.inf
-            s += _xlogx(e) - e
-    return s
-
-
-# ----------------------------------------------------------------------------------------------
-# Python API
-# ----------------------------------------------------------------------------------------------
-def spectral_norm_sq(X: np.ndarray, n_iter: int = 300, tol: float = 1e-8,
-                     seed: int = 0, XT: np.ndarray | None = None) -> float:
-    """``||X||_2^2``: exact SVD for small matrices, else Lanczos (``scipy.sparse.linalg.eigsh``) on
-    ``X^T X`` or ``X X^T`` (the smaller), with power iteration as a fallback.
-
-    Lanczos estimates converge from below; callers that need an upper bound multiply by a small
-    safety factor (the solvers also backtrack, so an underestimate only costs extra iterations).
-    ``XT`` (a C-contiguous ``X.T``), when given, enables the single-threaded mat-vec kernels.
+    Raises
+    ------
+    ValueError
+        If ``y`` does not hold exactly two distinct values.
     """
-    X = np.asarray(X, dtype=np.float64)
-    n, p = X.shape
-    if min(n, p) <= 64:
-        return float(np.linalg.norm(X, 2) ** 2)
-    from scipy.sparse.linalg import ArpackNoConvergence, LinearOperator, eigsh
-
-    m = min(n, p)
-    if XT is not None and X.flags.c_contiguous and XT.flags.c_contiguous:
-        from sparsecert.solvers.perspective._linalg import x_dot, xt_dot
-
-        def mv(v):
-            v = np.ascontiguousarray(v, dtype=np.float64).ravel()
-            u = np.empty(n)
-            x_dot(XT, v, u)
-            w = np.empty(p)
-            xt_dot(X, u, w)
-            return w
-
-        op = LinearOperator((p, p), matvec=mv, dtype=np.float64)
-        m = p
-    elif p <= n:
-        op = LinearOperator((p, p), matvec=lambda v: X.T @ (X @ v), dtype=np.float64)
-    else:
-        op = LinearOperator((n, n), matvec=lambda v: X @ (X.T @ v), dtype=np.float64)
-    rng = np.random.default_rng(seed)
-    try:
-        val = eigsh(op, k=1, which="LA", tol=tol, maxiter=n_iter * 10,
-                    v0=rng.standard_normal(m), return_eigenvectors=False)
-        return float(val[0])
-    except ArpackNoConvergence:  # pragma: no cover - fallback
-        pass
-    v = rng.standard_normal(p)
-    v /= np.linalg.norm(v)
-    lam = 0.0
-    for _ in range(n_iter):
-        w = X.T @ (X @ v)
-        lam = float(np.linalg.norm(w))
-        if lam == 0.0:
-            return 0.0
-        v = w / lam
-    return lam
+    y = np.asarray(y)
+    classes = np.unique(y)
+    if classes.size != 2:
+        shown = ", ".join(str(v) for v in classes[:5].tolist())
+        more = " ..." if classes.size > 5 else ""
+        raise ValueError(f"y must hold binary labels (exactly two distinct values), got "
+                         f"{classes.size}: {shown}{more}")
+    return np.where(y == classes[1], 1.0, -1.0), classes
 
 
-@dataclass(frozen=True)
 class Loss:
-    """A GLM loss ``sum_i f(u_i; y_i)`` (labels in ``{-1, +1}`` for logistic / squared hinge).
+    """A GLM loss ``sum_i f(u_i; y_i)``; subclasses hold the maths of one loss each.
 
     Attributes
     ----------
     name : str
-        One of ``"squared"``, ``"logistic"``, ``"squared_hinge"``, ``"poisson"``.
+        The name users pass (``loss="..."``).
     loss_id : int
-        The integer id used by the numba kernels.
+        The integer id of the numba kernels.
     curvature : float or None
         Upper bound on ``f''``; ``None`` when there is none (Poisson).
+    target : str
+        ``"real"`` (any finite response), ``"binary"`` (two labels, coded by
+        :func:`binary_codes`) or ``"counts"`` (non-negative responses).
+    definition : str
+        ``f(u, y)`` in words, as written into certificates.
     """
 
-    name: str
-    loss_id: int
-    curvature: float | None
+    name: ClassVar[str]
+    loss_id: ClassVar[int]
+    curvature: ClassVar[float | None]
+    target: ClassVar[str]
+    definition: ClassVar[str]
 
-    def value(self, u, y) -> float:
-        """``sum_i f(u_i; y_i)``."""
-        u, y = _as_pair(u, y)
-        return float(loss_value(self.loss_id, u, y))
+    # -- the maths (per sample; labels already coded) -------------------------------------------
+    def derivatives(self, u: np.ndarray, y: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
+        """``(sum_i f(u_i; y_i), f'(u; y), f''(u; y))``, the last two per sample.
 
-    def gradient(self, u, y) -> np.ndarray:
-        """Per-sample derivatives ``f'(u_i; y_i)`` (the gradient of the sum w.r.t. ``u``)."""
-        u, y = _as_pair(u, y)
-        g = np.empty_like(u)
-        loss_value_grad(self.loss_id, u, y, g)
-        return g
+        The squared hinge is not twice differentiable at the hinge: its generalised second
+        derivative ``2 [1 - y u > 0]`` is used (Newton on it is the standard semismooth method).
+        """
+        raise NotImplementedError  # pragma: no cover - interface
 
     def conjugate(self, z, y) -> np.ndarray:
         """Per-sample conjugates ``f*(z_i; y_i)`` (``+inf`` outside the domain)."""
         z, y = _as_pair(z, y)
-        out = np.empty_like(z)
-        for i in range(z.shape[0]):  # small helper, not a hot path
-            out[i] = conjugate_sum(self.loss_id, z[i:i + 1], y[i:i + 1])
-        return out
+        return np.where(self.in_dual_domain(z, y), self._conjugate_inside(z, y), np.inf)
 
-    def conjugate_sum(self, z, y) -> float:
-        """``sum_i f*(z_i; y_i)`` (``+inf`` if any ``z_i`` is outside the domain)."""
-        z, y = _as_pair(z, y)
-        return float(conjugate_sum(self.loss_id, z, y))
+    def _conjugate_inside(self, z: np.ndarray, y: np.ndarray) -> np.ndarray:
+        raise NotImplementedError  # pragma: no cover - interface
 
     def in_dual_domain(self, z, y) -> np.ndarray:
         """Boolean mask: is ``z_i`` in the domain of ``f*(.; y_i)``?"""
-        z, y = _as_pair(z, y)
-        if self.name == "squared":
-            return np.ones(z.shape, dtype=bool)
-        if self.name == "logistic":
-            t = -y * z
-            return (t >= 0.0) & (t <= 1.0)
-        if self.name == "squared_hinge":
-            return y * z <= 0.0
-        return z + y >= 0.0
+        raise NotImplementedError  # pragma: no cover - interface
+
+    def encode_target(self, y: np.ndarray) -> tuple[np.ndarray, list[float] | None]:
+        """The target as the loss uses it, and the two labels of a classification loss.
+
+        Parameters
+        ----------
+        y : numpy.ndarray of float64
+            Finite responses.
+
+        Returns
+        -------
+        y_used : numpy.ndarray of float64
+            A new array (labels coded -1/+1 for the classification losses).
+        labels : list of two floats or None
+            ``[label coded -1, label coded +1]`` for a classification loss, else None.
+        """
+        return np.array(y, dtype=np.float64, copy=True), None
+
+    # -- derived quantities ---------------------------------------------------------------------
+    def value(self, u, y) -> float:
+        """``sum_i f(u_i; y_i)``."""
+        return self.derivatives(*_as_pair(u, y))[0]
+
+    def gradient(self, u, y) -> np.ndarray:
+        """Per-sample derivatives ``f'(u_i; y_i)`` (the gradient of the sum w.r.t. ``u``)."""
+        return self.derivatives(*_as_pair(u, y))[1]
+
+    def hessian(self, u, y) -> np.ndarray:
+        """Per-sample (generalised) second derivatives ``f''(u_i; y_i)``."""
+        return self.derivatives(*_as_pair(u, y))[2]
+
+    def conjugate_sum(self, z, y) -> float:
+        """``sum_i f*(z_i; y_i)`` (``+inf`` if any ``z_i`` is outside the domain)."""
+        return float(np.sum(self.conjugate(z, y)))
 
     def lipschitz(self, X) -> float | None:
         """Lipschitz constant ``c ||X||_2^2`` of ``b -> grad sum_i f(x_i^T b)`` (None: Poisson)."""
         if self.curvature is None:
             return None
-        return self.curvature * spectral_norm_sq(X)
+        return self.curvature * float(np.linalg.norm(np.asarray(X, dtype=float), 2) ** 2)
+
+    def __repr__(self) -> str:
+        return f"<loss {self.name!r}>"
 
 
-def _as_pair(a, y):
+class SquaredLoss(Loss):
+    name, loss_id, curvature, target = "squared", SQUARED, 2.0, "real"
+    definition = "f(u, y) = (y - u)^2"
+
+    def derivatives(self, u, y):
+        r = u - y
+        return float(r @ r), 2.0 * r, np.full_like(u, 2.0)
+
+    def _conjugate_inside(self, z, y):
+        return 0.25 * z * z + y * z
+
+    def in_dual_domain(self, z, y):
+        return np.ones(np.shape(z), dtype=bool)
+
+
+class _BinaryLoss(Loss):
+    target = "binary"
+
+    def encode_target(self, y):
+        try:
+            codes, classes = binary_codes(y)
+        except ValueError as exc:
+            raise ValueError(f"the {self.name} loss: {exc}") from None
+        return codes, [float(classes[0]), float(classes[1])]
+
+
+class LogisticLoss(_BinaryLoss):
+    name, loss_id, curvature = "logistic", LOGISTIC, 0.25
+    definition = "f(u, y) = log(1 + exp(-y u)), y in {-1, +1}"
+
+    def derivatives(self, u, y):
+        m = -y * u
+        s = _sigmoid(m)
+        return float(np.sum(np.logaddexp(0.0, m))), -y * s, s * (1.0 - s)
+
+    def _conjugate_inside(self, z, y):
+        t = np.clip(-y * z, 0.0, 1.0)
+        return _xlogx(t) + _xlogx(1.0 - t)
+
+    def in_dual_domain(self, z, y):
+        t = -np.asarray(y) * np.asarray(z)
+        return (t >= 0.0) & (t <= 1.0)
+
+
+class SquaredHingeLoss(_BinaryLoss):
+    name, loss_id, curvature = "squared_hinge", SQUARED_HINGE, 2.0
+    definition = "f(u, y) = max(0, 1 - y u)^2, y in {-1, +1}"
+
+    def derivatives(self, u, y):
+        r = np.maximum(0.0, 1.0 - y * u)
+        return float(r @ r), -2.0 * y * r, 2.0 * (r > 0)
+
+    def _conjugate_inside(self, z, y):
+        return y * z + 0.25 * z * z
+
+    def in_dual_domain(self, z, y):
+        return np.asarray(y) * np.asarray(z) <= 0.0
+
+
+class PoissonLoss(Loss):
+    name, loss_id, curvature, target = "poisson", POISSON, None, "counts"
+    definition = "f(u, y) = exp(u) - y u, y >= 0"
+
+    def derivatives(self, u, y):
+        e = np.exp(u)
+        # f'' = exp(u), capped where exp overflows (the value is +inf there anyway)
+        return float(np.sum(e - y * u)), e - y, np.exp(np.minimum(u, 700.0))
+
+    def _conjugate_inside(self, z, y):
+        w = np.maximum(z + y, 0.0)
+        return _xlogx(w) - w
+
+    def in_dual_domain(self, z, y):
+        return np.asarray(z) + np.asarray(y) >= 0.0
+
+    def encode_target(self, y):
+        y = np.array(y, dtype=np.float64, copy=True)
+        if np.any(y < 0):
+            raise ValueError(f"the poisson loss needs non-negative counts; y has "
+                             f"{int(np.sum(y < 0))} negative value(s) (min {y.min():g})")
+        return y, None
+
+
+def _as_pair(a, y) -> tuple[np.ndarray, np.ndarray]:
     a = np.ascontiguousarray(a, dtype=np.float64)
     y = np.ascontiguousarray(y, dtype=np.float64)
     if a.ndim != 1 or a.shape != y.shape:
@@ -282,19 +276,31 @@ def _as_pair(a, y):
     return a, y
 
 
+#: Every loss, by name (the one list of loss names of the solver side).
+REGISTRY: dict[str, Loss] = {c.name: c() for c in (SquaredLoss, LogisticLoss, SquaredHingeLoss,
+                                                    PoissonLoss)}
+LOSS_NAMES: tuple[str, ...] = tuple(REGISTRY)
+LOSS_IDS: dict[str, int] = {name: loss.loss_id for name, loss in REGISTRY.items()}
+CLASSIFICATION_LOSSES: tuple[str, ...] = tuple(n for n, ls in REGISTRY.items()
+                                               if ls.target == "binary")
+LOSS_DEFINITIONS: dict[str, str] = {name: loss.definition for name, loss in REGISTRY.items()}
+_BY_ID = {loss.loss_id: loss for loss in REGISTRY.values()}
+
+
+def check_loss(loss) -> str:
+    """Check a loss name (TypeError if not a string, ValueError if unknown)."""
+    if not isinstance(loss, str):
+        raise TypeError(f"loss must be a string, one of {LOSS_NAMES}, got {type(loss).__name__}")
+    if loss not in REGISTRY:
+        raise ValueError(f"unknown loss {loss!r}; expected one of {LOSS_NAMES}")
+    return loss
+
+
 def get_loss(name: str) -> Loss:
-    """Return the :class:`Loss` called ``name``."""
-    name = check_loss(name)
-    return Loss(name=name, loss_id=LOSS_IDS[name], curvature=_CURVATURE[name])
+    """The :class:`Loss` called ``name``."""
+    return REGISTRY[check_loss(name)]
 
 
 def loss_hessian_diag(loss_id: int, u: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Per-sample second derivatives ``f''(u_i; y_i)`` (a generalised one for the squared hinge)."""
-    if loss_id == SQUARED:
-        return np.full(u.shape, 2.0)
-    if loss_id == LOGISTIC:
-        s = 1.0 / (1.0 + np.exp(-np.clip(y * u, -700, 700)))
-        return s * (1.0 - s)
-    if loss_id == SQUARED_HINGE:
-        return np.where(1.0 - y * u > 0.0, 2.0, 0.0)
-    return np.exp(np.minimum(u, 700.0))
+    """Per-sample second derivatives ``f''(u_i; y_i)`` of the loss with kernel id ``loss_id``."""
+    return _BY_ID[loss_id].derivatives(u, y)[2]

@@ -17,7 +17,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from sparsecert.solvers.losses import POISSON, conjugate_sum, loss_value, loss_value_grad
+from sparsecert.solvers.loss_kernels import conjugate_sum, loss_value, loss_value_grad
+from sparsecert.solvers.losses import POISSON
 from sparsecert.solvers.perspective._gfun import g_node, gstar_node
 from sparsecert.solvers.perspective._linalg import xt_dot
 

@@ -26,7 +26,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from sparsecert.solvers.losses import conjugate_sum, loss_value, loss_value_grad
+from sparsecert.solvers.loss_kernels import conjugate_sum, loss_value, loss_value_grad
 from sparsecert.solvers.perspective._bound import icpt_grad_dual, primal_value, sq_norm
 from sparsecert.solvers.perspective._gfun import g_node, gstar_node
 from sparsecert.solvers.perspective._linalg import x_dot, xt_dot

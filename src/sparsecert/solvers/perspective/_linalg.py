@@ -109,3 +109,53 @@ def lanczos_norm_sq(X: np.ndarray, XT: np.ndarray, n_steps: int = 24, seed: int 
         V[j + 1] = w / b
     T = np.diag(alpha[:steps]) + np.diag(beta[: steps - 1], 1) + np.diag(beta[: steps - 1], -1)
     return float(np.linalg.eigvalsh(T)[-1])
+
+
+def spectral_norm_sq(X: np.ndarray, n_iter: int = 300, tol: float = 1e-8,
+                     seed: int = 0, XT: np.ndarray | None = None) -> float:
+    """``||X||_2^2``: exact SVD for small matrices, else Lanczos (``scipy.sparse.linalg.eigsh``) on
+    ``X^T X`` or ``X X^T`` (the smaller), with power iteration as a fallback.
+
+    Lanczos estimates converge from below; callers that need an upper bound multiply by a small
+    safety factor (the solvers also backtrack, so an underestimate only costs extra iterations).
+    ``XT`` (a C-contiguous ``X.T``), when given, enables the single-threaded mat-vec kernels.
+    """
+    X = np.asarray(X, dtype=np.float64)
+    n, p = X.shape
+    if min(n, p) <= 64:
+        return float(np.linalg.norm(X, 2) ** 2)
+    from scipy.sparse.linalg import ArpackNoConvergence, LinearOperator, eigsh
+
+    m = min(n, p)
+    if XT is not None and X.flags.c_contiguous and XT.flags.c_contiguous:
+        def mv(v):
+            v = np.ascontiguousarray(v, dtype=np.float64).ravel()
+            u = np.empty(n)
+            x_dot(XT, v, u)
+            w = np.empty(p)
+            xt_dot(X, u, w)
+            return w
+
+        op = LinearOperator((p, p), matvec=mv, dtype=np.float64)
+        m = p
+    elif p <= n:
+        op = LinearOperator((p, p), matvec=lambda v: X.T @ (X @ v), dtype=np.float64)
+    else:
+        op = LinearOperator((n, n), matvec=lambda v: X @ (X.T @ v), dtype=np.float64)
+    rng = np.random.default_rng(seed)
+    try:
+        val = eigsh(op, k=1, which="LA", tol=tol, maxiter=n_iter * 10,
+                    v0=rng.standard_normal(m), return_eigenvectors=False)
+        return float(val[0])
+    except ArpackNoConvergence:  # pragma: no cover - fallback
+        pass
+    v = rng.standard_normal(p)
+    v /= np.linalg.norm(v)
+    lam = 0.0
+    for _ in range(n_iter):
+        w = X.T @ (X @ v)
+        lam = float(np.linalg.norm(w))
+        if lam == 0.0:
+            return 0.0
+        v = w / lam
+    return lam

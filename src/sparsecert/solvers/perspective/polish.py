@@ -23,7 +23,8 @@ from __future__ import annotations
 import numpy as np
 import scipy.linalg
 
-from sparsecert.solvers.losses import SQUARED, loss_hessian_diag, loss_value_grad
+from sparsecert.solvers.loss_kernels import loss_value_grad
+from sparsecert.solvers.losses import SQUARED, loss_hessian_diag
 from sparsecert.solvers.perspective._fista import (
     ST_CONVERGED,
     ST_CUTOFF,

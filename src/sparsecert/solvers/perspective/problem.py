@@ -20,8 +20,8 @@ from sparsecert._validation import (
     check_poisson_counts,
     check_X_y,
 )
-from sparsecert.solvers.losses import LOSS_IDS, get_loss, spectral_norm_sq
-from sparsecert.solvers.perspective._linalg import lanczos_norm_sq, transpose
+from sparsecert.solvers.losses import LOSS_IDS, get_loss
+from sparsecert.solvers.perspective._linalg import lanczos_norm_sq, spectral_norm_sq, transpose
 
 __all__ = ["RelaxationProblem", "safe_eig_shift", "check_eig_shift"]
 

@@ -13,10 +13,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from sparsecert.solvers.losses import spectral_norm_sq
 from sparsecert.solvers.perspective._fista import fista_data, new_iterate
 from sparsecert.solvers.perspective._gfun import FREE, IN, OUT
-from sparsecert.solvers.perspective._linalg import xb, xtz
+from sparsecert.solvers.perspective._linalg import spectral_norm_sq, xb, xtz
 from sparsecert.solvers.perspective.evaluate import finish, full_bound, objective
 from sparsecert.solvers.perspective.full import initial_L, solve_full
 from sparsecert.solvers.perspective.problem import LIPSCHITZ_SAFETY

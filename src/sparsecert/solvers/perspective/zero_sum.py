@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from sparsecert.solvers.losses import loss_value_grad
+from sparsecert.solvers.loss_kernels import loss_value_grad
 from sparsecert.solvers.perspective._bound import dual_value, icpt_grad_dual
 
 __all__ = ["DYADIC_BITS", "initial_intercept", "icpt_bound", "dyadic_zero_sum"]
