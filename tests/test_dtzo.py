@@ -249,18 +249,23 @@ def test_dtzo_solves_p1_and_counts_queries_and_bits(p1_run):
     assert h["res3"][-1] < 1e-3 and h["res2"][-1] < 1e-3
     assert h["consensus_error"][-1] < 1e-3
     assert res.n_queries > 0 and res.n_grad_calls == 0
-    # exact bit accounting: every iteration each worker sends z_j + u_j (float64), every
-    # refinement K rounds of (2d+1) d3 and (2 d12 + 1) d2 float64 gradient batches per
-    # worker, and the final residual check K rounds of d3 and d2 floats
+    # exact bit accounting: every iteration each worker sends z_j + u_j (float64) and receives
+    # z; every refinement K round trips of (2d+1) d3 and (2 d12 + 1) d2 float64 gradient
+    # batches (up: its own estimates, down: their sum), and the final residual check K round
+    # trips of d3 and d2 floats; so each worker receives exactly what it sends
     d1, d2, d3 = P.dims
     d12, d = d1 + d2, sum(P.dims)
     n_ref = len(range(0, P1_CFG.T1, P1_CFG.T))
     per_worker = 64 * (P1_CFG.n_iter * d
                        + n_ref * P1_CFG.K * ((2 * d + 1) * d3 + (2 * d12 + 1) * d2)
                        + P1_CFG.K * (d3 + d2))
-    np.testing.assert_array_equal(comm.stats.up, per_worker)
-    down = 64 * (P1_CFG.n_iter * d + n_ref * (d3 * d12 + d3))
-    np.testing.assert_array_equal(comm.stats.down, down)
+    tr = comm.traffic
+    np.testing.assert_array_equal(tr.up_sent, per_worker)
+    np.testing.assert_array_equal(tr.down_received, per_worker)
+    np.testing.assert_array_equal(tr.up_received, 0)  # no worker-to-worker exchange
+    assert tr.server_received == 3 * per_worker and tr.server_sent == 3 * per_worker
+    assert res.bits_up == per_worker and res.bits_down == per_worker  # bits per worker
+    assert res.history["bits_up"][-1] == per_worker
     assert np.all(np.diff(h["queries"]) >= 0)
 
 
@@ -278,17 +283,21 @@ def test_float32_wire_halves_the_bits_and_grey_box_counts_both_oracles():
 
 
 def test_nonfinite_values_raise():
-    class Broken:
-        dims, n_workers = (1, 1, 1), 1
-
-        def value(self, level, worker, Z):
+    class BrokenWorker:
+        def value(self, level, Z):
             return np.full(Z.shape[0], np.nan)
 
         def has_gradient(self, level):
             return False
 
-        def gradient(self, level, worker, Z):
+        def gradient(self, level, Z):
             raise NotImplementedError
+
+    class Broken:
+        dims, n_workers = (1, 1, 1), 1
+
+        def worker(self, j):
+            return BrokenWorker()
 
         def initial_point(self):
             return np.zeros(3)
@@ -297,6 +306,13 @@ def test_nonfinite_values_raise():
         dtzo(Broken(), SimComm(1), DTZOConfig(n_iter=2))
     with pytest.raises(ValueError, match="exact gradients"):
         dtzo(Broken(), SimComm(1), DTZOConfig(n_iter=2, exact_levels=(1,)))
+
+    class NotAWorker(Broken):
+        def worker(self, j):
+            return object()
+
+    with pytest.raises(TypeError, match="TrilevelWorker"):
+        dtzo(NotAWorker(), SimComm(1), DTZOConfig(n_iter=2))
 
 
 def test_first_order_needs_fewer_iterations_than_zeroth_order(p1_run):

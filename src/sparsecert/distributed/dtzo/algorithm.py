@@ -37,12 +37,15 @@ Mechanism (all notation in ``docs/dtzo.md``):
   ``inactive_tol * eps`` for ``drop_after`` consecutive iterations are dropped (except the newest
   cut of each level, so a level never loses its constraint); at most
   ``max_cuts`` per level are kept (the oldest goes first).
-* **Communication.** Every exchange goes through the
-  :class:`~sparsecert.distributed.comm.Communicator` as encoded bytes: uplink ``z_j + u_j``
-  (participants only), the batched residual gradients while building cuts; downlink the
-  consensus ``z`` and, after each refinement, the coefficients ``(A, b)`` of the inner-cut
-  solution map. Monitoring exchanges (query counts, consensus error) are excluded from the bit
-  counts.
+* **Communication.** The server (the master) lives on the root process; every exchange goes
+  through the :class:`~sparsecert.distributed.comm.Communicator` as encoded bytes. Each
+  iteration: uplink ``z_j + u_j`` (participants only, ``gather``), downlink the consensus ``z``
+  (``broadcast``). Each of the ``K`` steps of a residual trajectory: uplink the workers' batched
+  gradient estimates, downlink their sum (every process then knows the trajectories, builds the
+  same cuts and the same level-3 map ``(A, b)``; nothing else is sent). Cut directions and
+  participation come from a generator seeded identically on every process (shared seed, no
+  bits). Traffic is reported in bits per worker per direction. Monitoring reductions (query
+  counts, consensus error, the level-1 objective) are not metered.
 * **Partial participation.** With ``participation = S < N`` a master generator (seeded by
   ``seed``, the same on every process and for every communicator) samples S workers per iteration;
   cuts are always built with all workers (the residuals are sums over all of them).
@@ -62,6 +65,7 @@ from sparsecert.distributed.comm import Communicator, Message, decode_dense, enc
 from sparsecert.distributed.dtzo.baselines import FedAvgConfig, NestedZOConfig, nested_zo, zo_fedavg
 from sparsecert.distributed.dtzo.cuts import Cut, JacobianEstimator, cut_model, level3_map
 from sparsecert.distributed.dtzo.diagnostics import DTZOWarning, RunTrace, diagnose, warn_if_failed
+from sparsecert.distributed.dtzo.master import solve_master
 from sparsecert.distributed.dtzo.trilevel import (
     DTZOResult,
     Monitor,
@@ -70,7 +74,10 @@ from sparsecert.distributed.dtzo.trilevel import (
     _Ledger,
     _Oracle,
     _result,
-    _sum_gathered,
+    local_workers,
+    record_row,
+    server_sum,
+    traffic_row,
 )
 from sparsecert.distributed.dtzo.zeroth_order import (
     ZOConfig,
@@ -250,13 +257,15 @@ class _DTZO:
         self.d1, self.d2, self.d3 = self.dims
         self.d12 = self.d1 + self.d2
         self.d = self.d12 + self.d3
-        self.problem, self.comm, self.cfg, self.monitor = problem, comm, cfg, monitor
+        self.comm, self.cfg, self.monitor = comm, cfg, monitor
         if cfg.participation is not None and cfg.participation > comm.n_workers:
             raise ValueError(
                 f"participation={cfg.participation} exceeds n_workers={comm.n_workers}"
             )
         self.ledger = _Ledger(comm)
-        self.oracle = _Oracle(problem, comm, self.ledger, cfg.exact_levels)
+        self.oracle = _Oracle(local_workers(problem, comm), comm, self.ledger, cfg.exact_levels)
+        # the master's generator: cut frames and participation; the same seed on every process,
+        # so the directions are known everywhere without being sent
         self.rng = np.random.default_rng(np.random.SeedSequence([cfg.seed, 20250713]))
         z0 = np.asarray(problem.initial_point(), dtype=np.float64)
         self.z = z0.copy()
@@ -265,7 +274,8 @@ class _DTZO:
         self.nsteps = {j: 0 for j in comm.local_workers}
         self.zref = {j: z0.copy() for j in comm.local_workers}
         self.gref = {j: np.zeros(self.d) for j in comm.local_workers}
-        self.w = np.tile(z0, (comm.n_workers, 1))  # master's last received z_j + u_j
+        # server state (used on the root only): the last received z_j + u_j of every worker
+        self.w = np.tile(z0, (comm.n_workers, 1))
         self.cuts: list[Cut] = []
         self.trace = RunTrace()
         self.jac = JacobianEstimator(self.rng, cfg.zo_cut.mu, cfg.zo_cut.q, cfg.cut_jacobian,
@@ -277,18 +287,14 @@ class _DTZO:
     def _descend(self, level: int, xb: np.ndarray, C: np.ndarray, offset: np.ndarray,
                  eta: float) -> np.ndarray:
         """K zeroth-order steps on the block ``xb`` (``(m, n_b)`` starting points) of
-        ``f_level(xb @ C.T + offset)``, one uplink round per step; returns the residuals
-        ``(xb - Phi^K) / (K eta)``."""
+        ``f_level(xb @ C.T + offset)``; each step is one round trip (the workers' estimates
+        up, their sum down); returns the residuals ``(xb - Phi^K) / (K eta)``."""
         cfg = self.cfg
-        m, nb = xb.shape
         x = xb.copy()
         for k in range(cfg.K):
-            local = {
-                j: encode_dense(self.oracle.grad(level, j, x, C, offset, cfg.zo_inner).ravel(),
-                                cfg.dtype)
-                for j in self.comm.local_workers
-            }
-            G = _sum_gathered(self.comm.allgather(local), cfg.dtype, (m, nb))
+            local = {j: self.oracle.grad(level, j, x, C, offset, cfg.zo_inner)
+                     for j in self.comm.local_workers}
+            G = server_sum(self.comm, local, cfg.dtype, x.shape)
             g0 = np.linalg.norm(G[0])  # the unperturbed trajectory (row 0)
             if k == 0:
                 first = g0
@@ -326,16 +332,11 @@ class _DTZO:
         return Cut(3, self.z.copy(), r, J, self.cfg.cut_kind, t)
 
     def _update_map(self) -> None:
-        """Level-3 solution map ``x3 = A x12 + b`` minimising the inner cuts' models."""
+        """Level-3 solution map ``x3 = A x12 + b`` minimising the inner cuts' models (computed
+        on every process from the broadcast sums: nothing more to send)."""
         got = level3_map(self.cuts, self.d12)
         if got is not None:
             self.A, self.b = got
-
-    def _broadcast_map(self) -> None:
-        msg = encode_dense(np.concatenate([self.A.ravel(), self.b]), self.cfg.dtype)
-        got = decode_dense(self.comm.broadcast(msg if self.comm.is_root else None), self.cfg.dtype)
-        self.A = got[: self.d3 * self.d12].reshape(self.d3, self.d12)
-        self.b = got[self.d3 * self.d12:]
 
     def _level2_cut(self, t: int) -> Cut:
         d12 = self.d12
@@ -358,7 +359,6 @@ class _DTZO:
         c3 = self._level3_cut(t)
         self._add_cut(c3)
         self._update_map()
-        self._broadcast_map()
         c2 = self._level2_cut(t)
         self._add_cut(c2)
         for j in led.queries:
@@ -371,56 +371,6 @@ class _DTZO:
         r2 = self._residuals2(self.z[None, : self.d12])[0]
         self.trace.add(t, np.linalg.norm(r3), np.linalg.norm(r2))
         self.trace.final = True
-
-    # -- master subproblem ---------------------------------------------------------------------
-    def _objective(self, z: np.ndarray, wbar: float, rhoN: float, need_hess: bool):
-        cfg = self.cfg
-        diff = z - wbar
-        val = 0.5 * rhoN * diff @ diff
-        grad = rhoN * diff
-        hess = rhoN * np.eye(self.d) if need_hess else None
-        for c in self.cuts:
-            dz = z - c.z_c
-            if c.kind == "quadratic":
-                v = c.r + c.J @ dz
-                n = np.linalg.norm(v)
-                if n <= cfg.eps:
-                    continue
-                jv = c.J.T @ v
-                val += 0.5 * cfg.beta * (n - cfg.eps) ** 2
-                grad = grad + cfg.beta * (n - cfg.eps) / n * jv
-                if need_hess:
-                    hess += cfg.beta * ((1 - cfg.eps / n) * (c.J.T @ c.J)
-                                        + (cfg.eps / n**3) * np.outer(jv, jv))
-            else:
-                s = np.linalg.norm(c.r)
-                g = c.J.T @ c.r / s
-                mval = s + g @ dz
-                if mval <= cfg.eps:
-                    continue
-                val += 0.5 * cfg.beta * (mval - cfg.eps) ** 2
-                grad = grad + cfg.beta * (mval - cfg.eps) * g
-                if need_hess:
-                    hess += cfg.beta * np.outer(g, g)
-        return val, grad, hess
-
-    def _master_solve(self) -> None:
-        rhoN = self.cfg.rho * self.comm.n_workers
-        wbar = self.w.mean(axis=0)
-        z = self.z.copy()
-        for _ in range(100):
-            f, g, H = self._objective(z, wbar, rhoN, True)
-            step = -np.linalg.solve(H, g)
-            slope = g @ step
-            s = 1.0
-            while s > 1e-12:
-                if self._objective(z + s * step, wbar, rhoN, False)[0] <= f + 1e-4 * s * slope:
-                    break
-                s *= 0.5
-            z = z + s * step
-            if np.linalg.norm(s * step) <= 1e-14 * (1.0 + np.linalg.norm(z)):
-                break
-        self.z = z
 
     def _drop_inactive(self) -> None:
         cfg = self.cfg
@@ -460,17 +410,20 @@ class _DTZO:
             self.zj[j] = self.zj[j] - cfg.lr * (g + cfg.rho * (self.zj[j] - self.z + self.uj[j]))
 
     # -- main loop -----------------------------------------------------------------------------
+    def _participants(self) -> np.ndarray:
+        N, S = self.comm.n_workers, self.cfg.participation
+        if S is None or S >= N:
+            return np.arange(N)
+        return np.sort(self.rng.choice(N, size=S, replace=False))
+
     def run(self) -> DTZOResult:
-        cfg, comm, N = self.cfg, self.comm, self.comm.n_workers
+        cfg, comm = self.cfg, self.comm
         hist: dict[str, list[float]] = {}
         self._record(hist, 0)
         for t in range(cfg.n_iter):
             if t < cfg.T1 and t % cfg.T == 0:
                 self._refine(t)
-            if cfg.participation is None or cfg.participation >= N:
-                part = np.arange(N)
-            else:
-                part = np.sort(self.rng.choice(N, size=cfg.participation, replace=False))
+            part = self._participants()
             pset = set(part.tolist())
             local: dict[int, Message] = {}
             for j in comm.local_workers:
@@ -478,13 +431,16 @@ class _DTZO:
                     self._worker_step(j)
                     local[j] = encode_dense(self.zj[j] + self.uj[j], cfg.dtype)
                 else:
-                    local[j] = Message(b"", 0)
-            msgs = comm.allgather(local)
-            for j in part:
-                self.w[j] = decode_dense(msgs[j], cfg.dtype)
-            self._master_solve()
-            zmsg = encode_dense(self.z, cfg.dtype)
-            self.z = decode_dense(comm.broadcast(zmsg if comm.is_root else None), cfg.dtype)
+                    local[j] = Message(b"", 0)  # absent this round: nothing on the wire
+            msgs = comm.gather(local)
+            reply = None
+            if comm.is_root:  # the server: master step on the received copies
+                for j in part:
+                    self.w[j] = decode_dense(msgs[j], cfg.dtype)
+                z = solve_master(self.z, self.w.mean(axis=0), cfg.rho * comm.n_workers,
+                                 self.cuts, cfg.eps, cfg.beta)
+                reply = encode_dense(z, cfg.dtype)
+            self.z = decode_dense(comm.broadcast(reply), cfg.dtype)
             if cfg.multipliers:
                 for j in comm.local_workers:
                     if j in pset:
@@ -504,24 +460,17 @@ class _DTZO:
         return res
 
     def _record(self, hist: dict[str, list[float]], t: int) -> None:
+        z = self.z[None, :]
+        f1 = {j: float(self.oracle.values(1, j, z, monitor=True)[0])
+              for j in self.comm.local_workers}
         cons = {j: float(np.linalg.norm(self.zj[j] - self.z)) for j in self.comm.local_workers}
-        led = self.ledger.gather(cons)
-        row = {
-            "iter": t,
-            "queries": led[:, 0].sum(),
-            "grad_calls": led[:, 1].sum(),
-            "bits_up": float(self.comm.stats.up.sum()),
-            "bits_down": float(self.comm.stats.down.sum()),
-            "rounds": float(self.comm.stats.rounds),
-            "cut_queries": led[:, 2].sum(),
-            "consensus_error": led[:, 3].max(),
-            "n_cuts3": sum(c.level == 3 for c in self.cuts),
-            "n_cuts2": sum(c.level == 2 for c in self.cuts),
-        }
+        row = {"iter": t, **self.ledger.reduce(f1, cons), **traffic_row(self.comm),
+               "n_cuts3": sum(c.level == 3 for c in self.cuts),
+               "n_cuts2": sum(c.level == 2 for c in self.cuts),
+               "full_frames": self.jac.stats.full}
         if self.monitor is not None:
             row.update(self.monitor(self.z.copy()))
-        for k, v in row.items():
-            hist.setdefault(k, []).append(float(v))
+        record_row(hist, row)
 
 
 def dtzo(problem: TrilevelProblem, comm: Communicator, config: DTZOConfig | None = None,

@@ -17,7 +17,10 @@ from sparsecert.distributed.dtzo.trilevel import (
     _Ledger,
     _Oracle,
     _result,
-    _sum_gathered,
+    local_workers,
+    record_row,
+    server_sum,
+    traffic_row,
 )
 from sparsecert.distributed.dtzo.zeroth_order import (
     ZOConfig,
@@ -67,14 +70,14 @@ class _Nested:
         self.dims = _check_problem(problem, comm)
         self.problem, self.comm, self.cfg, self.monitor = problem, comm, cfg, monitor
         self.ledger = _Ledger(comm)
-        self.oracle = _Oracle(problem, comm, self.ledger, ())
+        self.oracle = _Oracle(local_workers(problem, comm), comm, self.ledger, ())
         self.rng = np.random.default_rng(np.random.SeedSequence([cfg.seed, 4242]))
 
     def gvals(self, level: int, Z: np.ndarray) -> np.ndarray:
-        """Global ``f_level = sum_j f_{level,j}`` at rows of ``Z`` (one uplink round)."""
-        local = {j: encode_dense(self.oracle.values(level, j, Z), self.cfg.dtype)
-                 for j in self.comm.local_workers}
-        return _sum_gathered(self.comm.allgather(local), self.cfg.dtype, (Z.shape[0],))
+        """Global ``f_level = sum_j f_{level,j}`` at rows of ``Z`` (one round trip: the values
+        up, their sum down)."""
+        local = {j: self.oracle.values(level, j, Z) for j in self.comm.local_workers}
+        return server_sum(self.comm, local, self.cfg.dtype, (Z.shape[0],))
 
     def _grad(self, f: Callable[[np.ndarray], np.ndarray], X: np.ndarray) -> np.ndarray:
         zo = self.cfg.zo
@@ -127,15 +130,12 @@ class _Nested:
         return _result(np.concatenate([x1, x2, x3]), self.dims, hist, "nested_zo", self.comm)
 
     def _record(self, hist: dict[str, list[float]], t: int, z: np.ndarray) -> None:
-        led = self.ledger.gather()
-        row = {"iter": t, "queries": led[:, 0].sum(), "grad_calls": 0.0,
-               "bits_up": float(self.comm.stats.up.sum()),
-               "bits_down": float(self.comm.stats.down.sum()),
-               "rounds": float(self.comm.stats.rounds), "consensus_error": 0.0}
+        f1 = {j: float(self.oracle.values(1, j, z[None, :], monitor=True)[0])
+              for j in self.comm.local_workers}
+        row = {"iter": t, **self.ledger.reduce(f1, {}), **traffic_row(self.comm)}
         if self.monitor is not None:
             row.update(self.monitor(z.copy()))
-        for k, v in row.items():
-            hist.setdefault(k, []).append(float(v))
+        record_row(hist, row)
 
 
 def nested_zo(problem: TrilevelProblem, comm: Communicator, config: NestedZOConfig | None = None,
@@ -194,7 +194,7 @@ def zo_fedavg(problem: TrilevelProblem, comm: Communicator, config: FedAvgConfig
     if cfg.participation is not None and cfg.participation > N:
         raise ValueError(f"participation={cfg.participation} exceeds n_workers={N}")
     ledger = _Ledger(comm)
-    oracle = _Oracle(problem, comm, ledger, ())
+    oracle = _Oracle(local_workers(problem, comm), comm, ledger, ())
     flat = _SumLevels(oracle)
     rng = np.random.default_rng(np.random.SeedSequence([cfg.seed, 777]))
     z = np.asarray(problem.initial_point(), dtype=np.float64).copy()
@@ -203,14 +203,13 @@ def zo_fedavg(problem: TrilevelProblem, comm: Communicator, config: FedAvgConfig
     hist: dict[str, list[float]] = {}
 
     def record(t: int) -> None:
-        led = ledger.gather({j: float(np.linalg.norm(zj[j] - z)) for j in comm.local_workers})
-        row = {"iter": t, "queries": led[:, 0].sum(), "grad_calls": 0.0,
-               "bits_up": float(comm.stats.up.sum()), "bits_down": float(comm.stats.down.sum()),
-               "rounds": float(comm.stats.rounds), "consensus_error": led[:, 3].max()}
+        f1 = {j: float(oracle.values(1, j, z[None, :], monitor=True)[0])
+              for j in comm.local_workers}
+        cons = {j: float(np.linalg.norm(zj[j] - z)) for j in comm.local_workers}
+        row = {"iter": t, **ledger.reduce(f1, cons), **traffic_row(comm)}
         if monitor is not None:
             row.update(monitor(z.copy()))
-        for k, v in row.items():
-            hist.setdefault(k, []).append(float(v))
+        record_row(hist, row)
 
     record(0)
     for t in range(cfg.n_rounds):
@@ -234,9 +233,11 @@ def zo_fedavg(problem: TrilevelProblem, comm: Communicator, config: FedAvgConfig
                 local[j] = encode_dense(x, cfg.dtype)
             else:
                 local[j] = Message(b"", 0)
-        msgs = comm.allgather(local)
-        zbar = np.mean([decode_dense(msgs[j], cfg.dtype) for j in part], axis=0)
-        z = decode_dense(comm.broadcast(encode_dense(zbar, cfg.dtype) if comm.is_root else None),
-                         cfg.dtype)
+        msgs = comm.gather(local)
+        reply = None
+        if comm.is_root:  # the server averages the participants' models
+            reply = encode_dense(np.mean([decode_dense(msgs[j], cfg.dtype) for j in part],
+                                         axis=0), cfg.dtype)
+        z = decode_dense(comm.broadcast(reply), cfg.dtype)
         record(t + 1)
     return _result(z, dims, hist, "zo_fedavg", comm)

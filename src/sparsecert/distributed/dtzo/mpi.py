@@ -62,7 +62,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if comm.is_root:
         np.savez(
             args.out, z=res.z, bits_up=res.bits_up, bits_down=res.bits_down, rounds=res.rounds,
-            n_queries=res.n_queries, up=comm.stats.up, down=comm.stats.down,
+            n_queries=res.n_queries, up=comm.traffic.up_sent,
+            down=comm.traffic.down_received,
             **{f"h_{k}": v for k, v in res.history.items()},
         )
     return 0

@@ -49,6 +49,7 @@ from __future__ import annotations
 import numpy as np
 
 from sparsecert.distributed.dtzo.problems import _check_level_worker, _check_Z
+from sparsecert.distributed.dtzo.trilevel import BoundWorker
 
 __all__ = ["NonQuadraticTrilevel", "make_p3", "phi", "phi_prime", "phi_prime_inverse"]
 
@@ -193,6 +194,11 @@ class NonQuadraticTrilevel:
         A = self._args(level, _check_Z(Z, self.d))
         c, b = self.c[level - 1][worker], self.b[level - 1][worker]
         return (phi_prime(A, self.alpha) * c - b) @ self._arg_matrix(level)
+
+    def worker(self, j: int) -> BoundWorker:
+        """Worker ``j``'s view (this test problem holds every worker's data)."""
+        _check_level_worker(1, j, self.n_workers)
+        return BoundWorker(self, j)
 
     def initial_point(self) -> np.ndarray:
         return self.z0.copy()

@@ -67,6 +67,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import minimize_scalar
 
+from sparsecert.distributed.dtzo.trilevel import BoundWorker
+
 __all__ = ["QuadraticTrilevel", "RobustRidgeTrilevel", "make_p1", "make_p2"]
 
 
@@ -129,6 +131,11 @@ class QuadraticTrilevel:
         Z = _check_Z(Z, self.d)
         S = self.S[level - 1][worker]
         return (Z - self.a[level - 1][worker]) @ (S.T @ S)
+
+    def worker(self, j: int) -> BoundWorker:
+        """Worker ``j``'s view (this test problem holds every worker's data)."""
+        _check_level_worker(1, j, self.n_workers)
+        return BoundWorker(self, j)
 
     def initial_point(self) -> np.ndarray:
         return self.z0.copy()
@@ -320,6 +327,11 @@ class RobustRidgeTrilevel:
             out[:, 1:1 + self.p] = -gl
             out[:, 1 + self.p:] = -gl + self.gamma / N * dl
         return out
+
+    def worker(self, j: int) -> BoundWorker:
+        """Worker ``j``'s view (this test problem holds every worker's data)."""
+        _check_level_worker(1, j, self.n_workers)
+        return BoundWorker(self, j)
 
     def initial_point(self) -> np.ndarray:
         z0 = np.zeros(self.d)

@@ -11,7 +11,13 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from sparsecert.distributed.comm import Communicator, Message, decode_dense, encode_dense
+from sparsecert.distributed.comm import (
+    Communicator,
+    Traffic,
+    build_local,
+    decode_dense,
+    encode_dense,
+)
 from sparsecert.distributed.dtzo.zeroth_order import (
     ZOConfig,
     combine_differences,
@@ -20,14 +26,37 @@ from sparsecert.distributed.dtzo.zeroth_order import (
     sample_directions,
 )
 
-__all__ = ["TrilevelProblem", "DTZOResult", "Monitor"]
+__all__ = ["TrilevelWorker", "TrilevelProblem", "BoundWorker", "DTZOResult", "Monitor"]
 
 Monitor = Callable[[np.ndarray], dict[str, float]]
 
 
 @runtime_checkable
+class TrilevelWorker(Protocol):
+    """One worker's black boxes: its three level objectives ``f_{l,j}``."""
+
+    def value(self, level: int, Z: np.ndarray) -> np.ndarray:
+        """``f_{level,j}`` at the rows of ``Z`` (shape ``(m, d)``) -> ``(m,)``."""
+        ...
+
+    def has_gradient(self, level: int) -> bool:
+        """Whether :meth:`gradient` is available for this level (grey box)."""
+        ...
+
+    def gradient(self, level: int, Z: np.ndarray) -> np.ndarray:
+        """Full gradient in ``z`` of ``f_{level,j}`` at the rows of ``Z`` -> ``(m, d)``."""
+        ...
+
+
+@runtime_checkable
 class TrilevelProblem(Protocol):
-    """What the trilevel solvers need from a problem.
+    """What the trilevel solvers need from a problem: its shape, a starting point and a
+    factory of workers.
+
+    A solver calls :meth:`worker` only for the workers its process hosts
+    (:attr:`Communicator.local_workers <sparsecert.distributed.comm.Communicator.local_workers>`),
+    so a problem whose factory loads worker ``j``'s data on demand keeps every worker's data on
+    its own process under MPI.
 
     Attributes
     ----------
@@ -39,21 +68,30 @@ class TrilevelProblem(Protocol):
     dims: tuple[int, int, int]
     n_workers: int
 
-    def value(self, level: int, worker: int, Z: np.ndarray) -> np.ndarray:
-        """``f_{level, worker}`` at the rows of ``Z`` (shape ``(m, d)``) -> ``(m,)``."""
+    def initial_point(self) -> np.ndarray:
+        """A starting point ``z0`` of length ``d`` (the same on every process)."""
         ...
+
+    def worker(self, j: int) -> TrilevelWorker:
+        """Worker ``j``'s level objectives."""
+        ...
+
+
+class BoundWorker:
+    """A :class:`TrilevelWorker` view of a problem that holds every worker's data and answers
+    ``value(level, worker, Z)`` (the shipped test problems)."""
+
+    def __init__(self, problem, j: int) -> None:
+        self.problem, self.j = problem, int(j)
+
+    def value(self, level: int, Z: np.ndarray) -> np.ndarray:
+        return self.problem.value(level, self.j, Z)
 
     def has_gradient(self, level: int) -> bool:
-        """Whether :meth:`gradient` is available for this level (grey box)."""
-        ...
+        return self.problem.has_gradient(level)
 
-    def gradient(self, level: int, worker: int, Z: np.ndarray) -> np.ndarray:
-        """Full gradient in ``z`` of ``f_{level, worker}`` at the rows of ``Z`` -> ``(m, d)``."""
-        ...
-
-    def initial_point(self) -> np.ndarray:
-        """A starting point ``z0`` of length ``d``."""
-        ...
+    def gradient(self, level: int, Z: np.ndarray) -> np.ndarray:
+        return self.problem.gradient(level, self.j, Z)
 
 
 @dataclass
@@ -67,11 +105,20 @@ class DTZOResult:
     x1, x2, x3 : numpy.ndarray
     history : dict of str to numpy.ndarray
         Per recorded iteration: ``iter``, ``queries`` (function values, all workers),
-        ``grad_calls``, ``bits_up``, ``bits_down``, ``rounds``, ``consensus_error``
-        (``max_j ||z_j - z||``), ``n_cuts3``, ``n_cuts2`` and the monitor's entries.
+        ``grad_calls``, ``bits_up``, ``bits_down`` and ``bits_total`` (bits per worker: the mean
+        over workers of what each sent to the server, received from it, and both), ``rounds``,
+        ``consensus_error`` (``max_j ||z_j - z||``), ``f1`` (the level-1 objective at the
+        consensus point, a reduction of the workers' values; not counted in ``queries``), the
+        method's own counters (``cut_queries``, ``n_cuts3``, ``n_cuts2``, ...) and the
+        monitor's entries.
     method : str
     n_queries, n_grad_calls : int
-    bits_up, bits_down, rounds : int
+    bits_up, bits_down : float
+        Bits per worker per direction (means over workers), as in :attr:`traffic`.
+    rounds : int
+        Uplink exchanges.
+    traffic : sparsecert.distributed.comm.Traffic
+        The communicator's full record (per worker, server and process, sent and received).
     residual_trace : dict of str to numpy.ndarray
         The method's own residual estimates: ``iter``, ``res3``, ``res2`` at every cut point
         and, with ``check_residuals``, at the returned point (DTZO-style only).
@@ -88,9 +135,10 @@ class DTZOResult:
     method: str
     n_queries: int
     n_grad_calls: int
-    bits_up: int
-    bits_down: int
+    bits_up: float
+    bits_down: float
     rounds: int
+    traffic: Traffic | None = None
     residual_trace: dict[str, np.ndarray] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
 
@@ -102,8 +150,8 @@ class DTZOResult:
 
 def _check_problem(problem: TrilevelProblem, comm: Communicator) -> tuple[int, int, int]:
     if not isinstance(problem, TrilevelProblem):
-        raise TypeError("problem must implement "
-                        "sparsecert.distributed.dtzo.trilevel.TrilevelProblem")
+        raise TypeError("problem must implement sparsecert.distributed.dtzo.trilevel."
+                        "TrilevelProblem (dims, n_workers, initial_point(), worker(j))")
     dims = tuple(int(v) for v in problem.dims)
     if len(dims) != 3 or min(dims) < 1:
         raise ValueError(f"problem.dims must be three positive integers, got {problem.dims}")
@@ -117,10 +165,21 @@ def _check_problem(problem: TrilevelProblem, comm: Communicator) -> tuple[int, i
     return dims  # type: ignore[return-value]
 
 
-class _Ledger:
-    """Per-worker query counters and the monitoring exchange (excluded from the bit counts).
+def local_workers(problem: TrilevelProblem, comm: Communicator) -> dict[int, TrilevelWorker]:
+    """Build this process's workers (and only them) with the problem's factory."""
+    workers = build_local(comm, problem.worker)
+    for j, w in workers.items():
+        if not isinstance(w, TrilevelWorker):
+            raise TypeError(f"problem.worker({j}) must return a TrilevelWorker "
+                            "(value(level, Z), has_gradient(level), gradient(level, Z))")
+    return workers
 
-    ``cut_queries`` counts the function values spent building cuts (a subset of ``queries``).
+
+class _Ledger:
+    """Per-worker counters, reduced over all workers for the history (monitoring: not metered).
+
+    ``cut_queries`` counts the function values spent building cuts (a subset of ``queries``);
+    ``monitor_queries`` those spent on the ``f1`` monitor (not in ``queries``).
     """
 
     def __init__(self, comm: Communicator) -> None:
@@ -128,48 +187,50 @@ class _Ledger:
         self.queries = {j: 0 for j in comm.local_workers}
         self.grads = {j: 0 for j in comm.local_workers}
         self.cut_queries = {j: 0 for j in comm.local_workers}
+        self.monitor_queries = {j: 0 for j in comm.local_workers}
 
-    def gather(self, extra: dict[int, float] | None = None) -> np.ndarray:
-        """Return an ``(N, 4)`` array ``[queries, grad_calls, cut_queries, extra]`` (not counted
-        as traffic)."""
-        saved = self.comm.stats.copy()
-        msgs = self.comm.allgather(
-            {
-                j: encode_dense(
-                    [self.queries[j], self.grads[j], self.cut_queries[j],
-                     0.0 if extra is None else extra[j]],
-                    "float64",
-                )
-                for j in self.comm.local_workers
-            }
-        )
-        self.comm.stats = saved
-        return np.array([decode_dense(m, "float64") for m in msgs])
+    def reduce(self, f1: dict[int, float], consensus: dict[int, float]) -> dict[str, float]:
+        """Sums over workers of the counters and of ``f1``, and the largest consensus error
+        (each worker contributes its own entry of a length-``N`` vector)."""
+        N = self.comm.n_workers
+        local = {}
+        for j in self.comm.local_workers:
+            v = np.zeros(5 + N)
+            v[:5] = (self.queries[j], self.grads[j], self.cut_queries[j],
+                     self.monitor_queries[j], f1.get(j, 0.0))
+            v[5 + j] = consensus.get(j, 0.0)
+            local[j] = v
+        tot = self.comm.allreduce(local)
+        return {"queries": tot[0], "grad_calls": tot[1], "cut_queries": tot[2],
+                "monitor_queries": tot[3], "f1": tot[4], "consensus_error": tot[5:].max()}
 
 
 class _Oracle:
     """Worker-side block gradients (zeroth order or exact), all queries counted."""
 
-    def __init__(self, problem: TrilevelProblem, comm: Communicator, ledger: _Ledger,
+    def __init__(self, workers: dict[int, TrilevelWorker], comm: Communicator, ledger: _Ledger,
                  exact_levels: tuple[int, ...]) -> None:
-        self.problem = problem
+        self.workers = workers
         self.comm = comm
         self.ledger = ledger
         self.exact = set(exact_levels)
         for lev in self.exact:
-            if not problem.has_gradient(lev):
+            if any(not w.has_gradient(lev) for w in workers.values()):
                 raise ValueError(f"exact gradients requested for level {lev}, which has none")
 
-    def values(self, level: int, j: int, Z: np.ndarray) -> np.ndarray:
-        v = np.asarray(self.problem.value(level, j, Z), dtype=np.float64)
+    def values(self, level: int, j: int, Z: np.ndarray, monitor: bool = False) -> np.ndarray:
+        v = np.asarray(self.workers[j].value(level, Z), dtype=np.float64)
         if v.shape != (Z.shape[0],):
-            raise ValueError(f"problem.value returned shape {v.shape}, expected ({Z.shape[0]},)")
+            raise ValueError(f"worker.value returned shape {v.shape}, expected ({Z.shape[0]},)")
         if not np.all(np.isfinite(v)):
             raise ValueError(
-                f"problem.value(level={level}, worker={j}) returned NaN or inf (diverging "
+                f"worker {j}'s value(level={level}) returned NaN or inf (diverging "
                 "iterates? reduce the step sizes)"
             )
-        self.ledger.queries[j] += Z.shape[0]
+        if monitor:
+            self.ledger.monitor_queries[j] += Z.shape[0]
+        else:
+            self.ledger.queries[j] += Z.shape[0]
         return v
 
     def grad(self, level: int, j: int, base: np.ndarray, C: np.ndarray, offset: np.ndarray,
@@ -177,7 +238,7 @@ class _Oracle:
         """Gradient in ``base`` (``(m, nb)``) of ``f_{level,j}(base @ C.T + offset)``."""
         if level in self.exact:
             Z = base @ C.T + offset
-            G = np.asarray(self.problem.gradient(level, j, Z), dtype=np.float64)
+            G = np.asarray(self.workers[j].gradient(level, Z), dtype=np.float64)
             self.ledger.grads[j] += Z.shape[0]
             return G @ C
         m, nb = base.shape
@@ -190,20 +251,40 @@ class _Oracle:
         return combine_differences(vals, U, zo.mu, zo.scheme, w)
 
 
-def _sum_gathered(msgs: list[Message], dtype: str, shape: tuple[int, ...]) -> np.ndarray:
-    total = np.zeros(shape)
-    for m in msgs:
-        total += decode_dense(m, dtype).reshape(shape)
-    return total
+def server_sum(comm: Communicator, local: dict[int, np.ndarray], dtype: str,
+               shape: tuple[int, ...]) -> np.ndarray:
+    """Every worker sends an array to the server (uplink), the server broadcasts their sum
+    (downlink); returns the sum, as decoded by every process."""
+    msgs = comm.gather({j: encode_dense(np.ravel(v), dtype) for j, v in local.items()})
+    reply = None
+    if comm.is_root:
+        total = np.zeros(int(np.prod(shape)))
+        for m in msgs:
+            total += decode_dense(m, dtype)
+        reply = encode_dense(total, dtype)
+    return decode_dense(comm.broadcast(reply), dtype).reshape(shape)
+
+
+def record_row(hist: dict[str, list[float]], row: dict[str, float]) -> None:
+    for k, v in row.items():
+        hist.setdefault(k, []).append(float(v))
+
+
+def traffic_row(comm: Communicator) -> dict[str, float]:
+    """Bits per worker per direction so far, and the uplink rounds."""
+    pw = comm.traffic.per_worker()
+    return {"bits_up": pw["up"], "bits_down": pw["down"], "bits_total": pw["total"],
+            "rounds": comm.traffic.rounds}
 
 
 def _result(z: np.ndarray, dims: tuple[int, int, int], hist: dict[str, list[float]], method: str,
             comm: Communicator) -> DTZOResult:
     d1, d2, _ = dims
     h = {k: np.asarray(v) for k, v in hist.items()}
+    pw = comm.traffic.per_worker()
     return DTZOResult(
         z=z.copy(), x1=z[:d1].copy(), x2=z[d1:d1 + d2].copy(), x3=z[d1 + d2:].copy(), history=h,
         method=method, n_queries=int(h["queries"][-1]), n_grad_calls=int(h["grad_calls"][-1]),
-        bits_up=int(comm.stats.up.sum()), bits_down=int(comm.stats.down.sum()),
-        rounds=int(comm.stats.rounds),
+        bits_up=pw["up"], bits_down=pw["down"], rounds=int(comm.traffic.rounds),
+        traffic=comm.traffic.copy(),
     )
