@@ -432,6 +432,12 @@ def test_mpi_run_matches_simcomm(tmp_path):
     np.testing.assert_array_equal(a["h_queries"], b["h_queries"])
     np.testing.assert_array_equal(a["h_consensus_error"], b["h_consensus_error"])
     assert a["bits_up"] > 0
+    # what crossed process boundaries: rank r > 0 hosts worker r alone and talks to the server
+    # on rank 0, which sends the downlink to and receives the uplink from the two others
+    pp, up, down = a["per_process"], a["up"], a["down"]
+    for r in (1, 2):
+        assert (pp[r, 0], pp[r, 1]) == (up[r], down[r])
+    assert (pp[0, 0], pp[0, 1]) == (down[1] + down[2], up[1] + up[2])
 
 
 @pytest.mark.mpi

@@ -456,7 +456,8 @@ class _DTZO:
             res.warnings = diagnose(self.trace, cfg.eps, cfg.T1, cfg.n_iter,
                                     float(hist["consensus_error"][-1]),
                                     float(np.linalg.norm(self.z)))
-            warn_if_failed(res.warnings)
+            if comm.is_root:  # once, not once per process
+                warn_if_failed(res.warnings)
         return res
 
     def _record(self, hist: dict[str, list[float]], t: int) -> None:

@@ -4,8 +4,10 @@ Usage::
 
     mpiexec -n 3 python -m sparsecert.distributed.dtzo.mpi --out result.npz
 
-Every rank runs the same algorithm; rank ``r`` hosts workers ``i % size == r``. The root writes
-the final consensus point, the history and the bit counts to ``--out``. ``--comm sim`` runs the
+Every rank runs the same algorithm; rank ``r`` hosts workers ``i % size == r`` and the master
+(the server) lives on rank 0. The root prints the bits per worker per direction and what every
+process sent and received, and writes the final consensus point, the history and the bit counts
+to ``--out``. ``--comm sim`` runs the
 identical configuration in one process with :class:`~sparsecert.distributed.comm.SimComm` (used by
 the tests to check that both communicators give the same iterates).
 """
@@ -59,11 +61,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     else:
         comm = SimComm(args.n_workers, seed=args.seed)
     res = run(comm, args)
+    # bits each process sent to / received from the others (collective; zero under SimComm)
+    per_process = (comm.process_traffic() if isinstance(comm, MPIComm)
+                   else np.zeros((1, 2), dtype=np.int64))
     if comm.is_root:
+        pw = res.traffic.per_worker()
+        print(f"bits per worker: {pw['up']:.0f} up, {pw['down']:.0f} down; per process "
+              "[sent, received]: " + ", ".join(f"rank {r}: {list(map(int, v))}"
+                                              for r, v in enumerate(per_process)))
         np.savez(
             args.out, z=res.z, bits_up=res.bits_up, bits_down=res.bits_down, rounds=res.rounds,
             n_queries=res.n_queries, up=comm.traffic.up_sent,
-            down=comm.traffic.down_received,
+            down=comm.traffic.down_received, per_process=per_process,
             **{f"h_{k}": v for k, v in res.history.items()},
         )
     return 0
