@@ -20,8 +20,11 @@ Mechanism (all notation in ``docs/dtzo.md``):
   map implied by the inner cuts (the cascade).
 * **Zeroth-order cuts.** At a point ``z_c`` the master obtains ``r_c = r(z_c)`` and a central-
   difference Jacobian ``J_c`` along a random orthonormal frame (common random numbers across
-  the perturbed trajectories). A *quadratic cut* is ``||r_c + J_c (z - z_c)||^2 <= eps^2`` (the
-  Gauss-Newton model of ``||r||^2``, a quadratic polynomial in ``z``); a *linear cut* is the tangent
+  the perturbed trajectories), or, with ``cut_jacobian="update"``, the previous cut's Jacobian
+  updated along the secant and a few fresh directions (:mod:`~sparsecert.distributed.dtzo.cuts`;
+  a refinement then costs ``O(d3)`` instead of ``O(d * d3)`` queries). A *quadratic cut* is
+  ``||r_c + J_c (z - z_c)||^2 <= eps^2`` (the Gauss-Newton model of ``||r||^2``, a quadratic
+  polynomial in ``z``); a *linear cut* is the tangent
   ``||r_c|| + g_c^T (z - z_c) <= eps`` with ``g_c = J_c^T r_c / ||r_c||``. A cut is **valid** on a
   set S when its model ``m_c`` satisfies ``m_c(z) <= ||r(z)||`` for all z in S: it then removes no
   point with ``||r(z)|| <= eps``. Both kinds are valid everywhere when ``r`` is affine (quadratic
