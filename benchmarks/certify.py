@@ -136,7 +136,7 @@ def run_okridge(X, y, k, lam, loss, time_limit):
     if loss != "squared":
         return dict(skip="OKRidge: least squares only")
     if X.shape[1] > X.shape[0]:
-        return dict(skip="OKRidge 0.1.1 crashes for p > n here (DESIGN.md section 7)")
+        return dict(skip="OKRidge 0.1.1 crashes for p > n here (docs/bnb.md)")
     try:
         from okridge.tree import BNBTree
     except Exception as exc:  # ImportError or its missing psutil/requests
@@ -161,7 +161,7 @@ def run_scip(X, y, k, lam, loss, time_limit):
     n, p = X.shape
     if p > 200:
         return dict(skip=f"SCIP: p = {p} too large for a dense quadratic model in the time "
-                         "budget (no certificate at p = 100 in 120 s, DESIGN.md section 7)")
+                         "budget (no certificate at p = 100 in 120 s; docs/bnb.md)")
     try:
         from pyscipopt import Model, quicksum
     except ImportError as exc:

@@ -1,6 +1,6 @@
 """Benchmark: the root perspective relaxation, sparsecert's FISTA solver vs cvxpy interior point.
 
-Synthetic family (issue 2): rows of X ~ N(0, Sigma) with Sigma_ij = 0.5^|i-j|, beta* = k equally
+Synthetic family: rows of X ~ N(0, Sigma) with Sigma_ij = 0.5^|i-j|, beta* = k equally
 spaced ones, y = X beta* + noise at SNR 5 (logistic: y = sign(X beta* + noise)), lambda2 = 1, at
 (n, p, k) = (500, 100, 5), (1000, 1000, 10), (2000, 5000, 10); plus riboflavin (71 x 4088, k = 10,
 bundled with the package: ``sparsecert.datasets.load_riboflavin``; logistic labels: y > median).
@@ -40,7 +40,7 @@ REL_TOL = 1e-6
 
 # ----------------------------------------------------------------------------------------------
 def synthetic(n: int, p: int, k: int, loss: str, seed: int = 0):
-    """The synthetic family of issue 2 (AR(1) rows with rho = 0.5, SNR 5)."""
+    """The synthetic family (AR(1) rows with rho = 0.5, SNR 5)."""
     rng = np.random.default_rng(seed)
     E = rng.standard_normal((n, p))
     X = np.empty((n, p))

@@ -1,4 +1,4 @@
-"""Safe-EF benchmark (issue 5, item 5).
+"""Safe-EF benchmark.
 
 For each problem (P1 Neyman-Pearson on breast cancer, P2 l1 regression d = 200, P3 the
 worst-case control) and each method, the step size is tuned on a small grid, then the method

@@ -217,7 +217,7 @@ class _FakeResult:
 
 @pytest.fixture
 def fake_api(monkeypatch):
-    """Stand-in for the lead's solver so the certify flow of the CLI is tested on its own."""
+    """Stand-in for the solver so the certify flow of the CLI is tested on its own."""
     calls = []
 
     def certify(X, y, k, lambda2, **kw):

@@ -112,7 +112,7 @@ def test_every_data_file_ships_in_the_wheel_with_its_terms():
 
 
 def test_nothing_reads_a_folder_outside_the_repository():
-    """Tests, benchmarks, examples and the package use the bundled data, never ../shared."""
+    """Tests, benchmarks, examples and the package read no data folder outside the repository."""
     needles = ('"shared"', "shared/data", "SHARED_DATA")
     offenders = []
     for sub in ("src", "tests", "benchmarks", "examples"):

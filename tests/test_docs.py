@@ -58,3 +58,25 @@ def test_docs_configuration_serves_math_and_theme_locally():
     assert 'html_theme = "pydata_sphinx_theme"' in conf
     assert '"sphinx-mathjax-offline"' in conf  # MathJax copied into _static by the extension
     assert "mathjax_path" not in conf  # no override pointing back at a CDN
+
+
+def test_project_files_cite_only_what_the_repository_holds():
+    """Docs and code speak of the project only: no design notes, issues or folders outside it."""
+    import re
+
+    pattern = re.compile(r"DESIGN\.md|\bissue \d|\bthe issue\b|\.\./shared|BRIEFING|TASK_",
+                         re.IGNORECASE)
+    files = [ROOT / "README.md", ROOT / "pyproject.toml", ROOT / ".ci" / "run"]
+    for sub, exts in (("docs", ("*.md", "*.rst", "*.py")), ("src", ("*.py", "*.md")),
+                      ("tests", ("*.py",)), ("benchmarks", ("*.py",)),
+                      ("examples", ("*.py", "*.md"))):
+        for ext in exts:
+            files += [p for p in (ROOT / sub).rglob(ext) if "_build" not in p.parts]
+    hits = []
+    for path in files:
+        if path == Path(__file__).resolve() or not path.is_file():
+            continue
+        for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if pattern.search(line):
+                hits.append(f"{path.relative_to(ROOT)}:{i}: {line.strip()}")
+    assert not hits, "\n".join(hits)

@@ -46,6 +46,9 @@ class CertifyResult:
         The independently checkable proof; :meth:`save` writes it.
     search : sparsecert.bnb.SearchResult
         The engine's record (tree, progress history).
+    feature_names : tuple of str or None
+        The features' names (a DataFrame's columns, a CSV header or ``feature_names=``);
+        informational, not part of the proof.
     """
 
     coef: np.ndarray
@@ -60,6 +63,7 @@ class CertifyResult:
     time: float
     certificate: Any = field(repr=False)
     search: Any = field(repr=False)
+    feature_names: tuple[str, ...] | None = None
 
     def save(self, path: str | PathLike) -> None:
         """Write the certificate (JSON + ``.npz`` sidecar)."""
@@ -69,9 +73,35 @@ class CertifyResult:
         """A few human-readable lines."""
         return (f"status: {self.status}\nobjective (upper bound): {self.objective:.10g}\n"
                 f"lower bound: {self.lower_bound:.10g}\nrelative gap: {self.gap:.3e}\n"
-                f"support ({len(self.support)}): {list(self.support)}\n"
+                f"support ({len(self.support)}): {list(self.support)}{self._named()}\n"
                 f"intercept: {self.intercept:.6g}\nnodes: {self.n_nodes}\n"
                 f"time: {self.time:.2f} s")
+
+
+    def _named(self) -> str:
+        if not self.feature_names:
+            return ""
+        return " (" + ", ".join(self.feature_names[j] or f"b[{j}]" for j in self.support) + ")"
+
+
+def _feature_names(X, feature_names=None) -> tuple[str, ...] | None:
+    """The features' names: ``feature_names`` if given, else a DataFrame's string columns.
+
+    Like scikit-learn's ``feature_names_in_``, columns are used only when every name is a
+    string. Raises ``ValueError`` when the number of names is not the number of columns.
+    """
+    if feature_names is None:
+        cols = getattr(X, "columns", None)
+        if cols is None or not all(isinstance(c, str) for c in cols):
+            return None
+        feature_names = list(cols)
+    if isinstance(feature_names, str) or not all(isinstance(c, str) for c in feature_names):
+        raise TypeError("feature_names must be a sequence of strings")
+    names = tuple(feature_names)
+    p = np.shape(X)[1] if np.ndim(X) == 2 else None
+    if p is not None and len(names) != p:
+        raise ValueError(f"feature_names has {len(names)} names for {p} features")
+    return names
 
 
 def _label_pair(y: np.ndarray, loss: str) -> list[float] | None:
@@ -92,7 +122,8 @@ def certify(X, y, k: int, lambda2: float, loss: str = "squared", max_abs_coef: f
             abs_gap: float = 1e-9, eig_shift: float | str | None = "auto",
             executor: cf.Executor | None = None, backend: str = "threads",
             node_selection: str | None = None, branching: str | None = None,
-            batch_size: int | None = None, log=None) -> CertifyResult:
+            batch_size: int | None = None, log=None,
+            feature_names=None) -> CertifyResult:
     """Solve a k-sparse GLM to certified optimality.
 
     Minimises ``sum_i loss(y_i, x_i^T b + c) + lambda2 ||b||^2`` subject to ``||b||_0 <= k``
@@ -138,6 +169,9 @@ def certify(X, y, k: int, lambda2: float, loss: str = "squared", max_abs_coef: f
         Engine settings (see :class:`sparsecert.bnb.BnBSettings`).
     log : callable, optional
         Receives the progress lines (default: standard output).
+    feature_names : sequence of str, optional
+        Names of the columns of ``X`` (default: the columns of a pandas DataFrame, when they are
+        all strings). Kept in the result and the certificate for display only.
 
     Returns
     -------
@@ -147,6 +181,9 @@ def certify(X, y, k: int, lambda2: float, loss: str = "squared", max_abs_coef: f
     from sparsecert.solvers.perspective import RelaxationProblem
 
     t0 = time.perf_counter()
+    names = _feature_names(X, feature_names)
+    if hasattr(X, "columns"):  # a DataFrame: its values as a float64 array
+        X = np.asarray(X, dtype=np.float64)
     if loss != "squared" and eig_shift == "auto":
         eig_shift = None
     prob = RelaxationProblem.from_data(X, y, lambda2, loss=loss, max_abs_coef=max_abs_coef,
@@ -163,9 +200,11 @@ def certify(X, y, k: int, lambda2: float, loss: str = "squared", max_abs_coef: f
                             backend=backend, verbose=verbose, log=log)
     res = engine.run()
     y_used = y_raw if labels is None else np.where(y_raw == labels[1], 1.0, -1.0)
-    return assemble_result(res, prob, X_raw, y_raw, y_used, labels, int(k), lambda2, loss,
-                           max_abs_coef, fit_intercept, rel_gap, abs_gap, n_jobs, executor,
-                           backend, t0)
+    result = assemble_result(res, prob, X_raw, y_raw, y_used, labels, int(k), lambda2, loss,
+                             max_abs_coef, fit_intercept, rel_gap, abs_gap, n_jobs, executor,
+                             backend, t0)
+    result.feature_names = names
+    return result
 
 
 def assemble_result(res, prob, X_raw: np.ndarray, y_raw: np.ndarray, y_used: np.ndarray,

@@ -24,9 +24,10 @@ import numpy as np
 
 from sparsecert.solvers.losses import CLASSIFICATION_LOSSES, LOSS_NAMES
 
-__all__ = ["load_data", "load_default_data", "validate_data", "validate_problem"]
+__all__ = ["load_data", "load_default_data", "feature_names", "validate_data",
+           "validate_problem"]
 
-DEFAULT_DATA_DESCRIPTION = "scikit-learn's bundled diabetes data (442 samples, 10 features)"
+DEFAULT_DATA_DESCRIPTION = "scikit-learn's bundled diabetes data"
 
 
 def load_default_data() -> tuple[np.ndarray, np.ndarray, str]:
@@ -36,6 +37,27 @@ def load_default_data() -> tuple[np.ndarray, np.ndarray, str]:
     X, y = load_diabetes(return_X_y=True)
     return np.asarray(X, dtype=np.float64), np.asarray(y, dtype=np.float64), \
         DEFAULT_DATA_DESCRIPTION
+
+
+def feature_names(path: str | os.PathLike | None, target: str | None = None) -> list[str] | None:
+    """The names of the feature columns, in the order of the columns of X.
+
+    A ``.csv`` gives its header without the target column; ``None`` (the default data) gives the
+    names of scikit-learn's diabetes features; ``.npz`` and ``.npy`` files have no names
+    (``None``). Call after :func:`load_data` succeeded: the header is not validated again.
+    """
+    if path is None:
+        from sklearn.datasets import load_diabetes
+
+        return [str(c) for c in load_diabetes().feature_names]
+    path = os.fspath(path)
+    if os.path.splitext(path)[1].lower() != ".csv":
+        return None
+    with open(path, newline="", encoding="utf-8") as fh:
+        for row in csv.reader(fh):
+            if any(cell.strip() for cell in row):
+                return [h.strip() for h in row if h.strip() != target]
+    return None
 
 
 def _load_array(path: str, what: str) -> np.ndarray:

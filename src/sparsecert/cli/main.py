@@ -96,7 +96,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_data_args(c, "Default: scikit-learn's diabetes data.")
     c.add_argument("--k", type=_positive_int, help="maximum number of nonzero coefficients")
     c.add_argument("--lambda2", type=_float, help="ridge penalty (> 0)")
-    c.add_argument("--loss", choices=LOSS_NAMES, default="squared")
+    c.add_argument("--loss", choices=LOSS_NAMES, default="squared",
+                   help="the loss f (default: squared; logistic and squared_hinge take two "
+                        "label values)")
     c.add_argument("--fit-intercept", action=argparse.BooleanOptionalAction, default=None,
                    help="unpenalised intercept (default: off with --data, on for the default "
                         "job)")
@@ -104,8 +106,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="box constraint |b_j| <= M (default: none)")
     c.add_argument("--rel-gap", type=_nonneg_float, default=1e-4, metavar="G",
                    help="relative gap (UB - LB) / max(1, |UB|) to stop at (default 1e-4)")
-    c.add_argument("--time-limit", type=_nonneg_float, default=None, metavar="S")
-    c.add_argument("--node-limit", type=_positive_int, default=None, metavar="N")
+    c.add_argument("--time-limit", type=_nonneg_float, default=None, metavar="S",
+                   help="stop after S seconds with the best model and the bound reached so "
+                        "far (status time_limit; the certificate is still written and "
+                        "verified; default: no limit)")
+    c.add_argument("--node-limit", type=_positive_int, default=None, metavar="N",
+                   help="stop after N evaluated nodes, likewise (status node_limit; default: "
+                        "no limit)")
     c.add_argument("--jobs", type=_jobs, default=1, metavar="N",
                    help="parallel node evaluations (threads; -1: all cores)")
     c.add_argument("--out", default=DEFAULT_OUT, metavar="CERT.json",
@@ -140,7 +147,7 @@ def _cmd_certify(args) -> int:
     import numpy as np
 
     from sparsecert.certificate.verify import verify_certificate
-    from sparsecert.cli.io import validate_problem
+    from sparsecert.cli.io import feature_names, validate_problem
 
     if args.data is None:
         k = DEFAULT_JOB["k"] if args.k is None else args.k
@@ -154,6 +161,7 @@ def _cmd_certify(args) -> int:
     X, y, desc = _load(args)
     validate_problem(X, y, k=k, lambda2=lambda2, loss=args.loss,
                      max_abs_coef=args.max_abs_coef)
+    names = feature_names(args.data, args.target)
     say = (lambda *a: None) if args.quiet else print
     say(f"sparsecert {__version__}: certifying k={k}, lambda2={lambda2:g}, loss={args.loss}, "
         f"fit_intercept={fit_intercept}, max_abs_coef={args.max_abs_coef} on {desc} "
@@ -165,7 +173,8 @@ def _cmd_certify(args) -> int:
         result = certify(X, y, k, lambda2, loss=args.loss, max_abs_coef=args.max_abs_coef,
                          fit_intercept=fit_intercept, rel_gap=args.rel_gap,
                          time_limit=args.time_limit, node_limit=args.node_limit,
-                         n_jobs=args.jobs, verbose=0 if args.quiet else 1)
+                         n_jobs=args.jobs, verbose=0 if args.quiet else 1,
+                         feature_names=names)
     except NotImplementedError as exc:  # an option combination the solver does not support
         raise _InputError(f"not supported: {exc}") from None
     try:
@@ -177,17 +186,19 @@ def _cmd_certify(args) -> int:
     report = verify_certificate(args.out, X, y, rel_gap=args.rel_gap)
     coef = np.asarray(result.coef)
     support = np.flatnonzero(coef).tolist()
+    named = f" ({', '.join(_label(names, j) for j in support)})" if names else ""
     if args.quiet:
         print(f"{result.status}: objective {result.objective:.10g}, lower bound "
-              f"{result.lower_bound:.10g}, gap {result.gap:.2e}, support {support}; "
+              f"{result.lower_bound:.10g}, gap {result.gap:.2e}, support {support}{named}; "
               f"{args.out}: {'verified' if report.ok else 'VERIFICATION FAILED'}")
     else:
         print(f"status      : {result.status}")
         print(f"objective   : {result.objective:.12g}")
         print(f"lower bound : {result.lower_bound:.12g}")
         print(f"gap         : {result.gap:.3e} (relative, (UB - LB) / max(1, |UB|))")
-        print(f"support     : {support}")
-        print("coef        : " + ", ".join(f"b[{j}]={coef[j]:.6g}" for j in support))
+        print(f"support     : {support}{named}")
+        print("coef        : " + ", ".join(f"{_label(names, j)}={coef[j]:.6g}"
+                                           for j in support))
         if fit_intercept:
             print(f"intercept   : {result.intercept:.6g}")
         print(f"nodes       : {result.n_nodes}, time {result.time:.2f} s")
@@ -197,6 +208,11 @@ def _cmd_certify(args) -> int:
         print(f"sparsecert: the written certificate did not verify: "
               f"{', '.join(report.failed_checks)}", file=sys.stderr)
     return report.exit_code
+
+
+def _label(names: list[str] | None, j: int) -> str:
+    """A coefficient's label: the feature's name when known, else ``b[j]``."""
+    return names[j] if names and names[j] else f"b[{j}]"
 
 
 def _cmd_verify(args) -> int:
@@ -214,7 +230,7 @@ def _cmd_verify(args) -> int:
             "FAILED: " + ", ".join(report.failed_checks)
         print(f"{args.certificate}: {state}")
     else:
-        print(f"data: {desc}")
+        print(f"data: {desc} (n={X.shape[0]}, p={X.shape[1]})")
         print(report)
     return report.exit_code
 

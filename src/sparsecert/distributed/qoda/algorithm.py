@@ -64,7 +64,7 @@ class StepSchedule:
     """Step size ``lr / (offset + base)^exponent``.
 
     ``base`` is the running sum of squared differences of consecutive averaged (quantized)
-    vectors when ``adaptive`` (the AdaGrad-like rule of the issue), else ``t - 1``.
+    vectors when ``adaptive`` (an AdaGrad-like rule), else ``t - 1``.
     """
 
     lr: float = 1.0

@@ -1,0 +1,105 @@
+"""What the command line and the result print: feature names, the start line, help texts."""
+
+from __future__ import annotations
+
+import argparse
+
+import numpy as np
+import pytest
+from _certgen import make_data
+
+import sparsecert
+from sparsecert.cli.io import feature_names
+from sparsecert.cli.main import build_parser, main
+
+NAMES = ["age", "dose", "weight", "height", "score"]
+
+
+@pytest.fixture(scope="module")
+def data():
+    return make_data("squared", n=24, p=5, seed=0)
+
+
+@pytest.fixture
+def csv_file(tmp_path, data):
+    X, y = data
+    # the target column sits between features: names must follow the remaining columns
+    header = ",".join(NAMES[:2] + ["target"] + NAMES[2:])
+    rows = [",".join(repr(float(v)) for v in np.r_[X[i, :2], y[i], X[i, 2:]])
+            for i in range(len(y))]
+    path = tmp_path / "data.csv"
+    path.write_text(header + "\n" + "\n".join(rows) + "\n")
+    return path
+
+
+def test_every_certify_option_has_help_text():
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    for name, parser in sub.choices.items():
+        for action in parser._actions:
+            if isinstance(action, argparse._HelpAction) or not action.option_strings:
+                continue
+            assert action.help, f"sparsecert {name} {action.option_strings[0]} has no help"
+
+
+def test_csv_header_gives_the_feature_names(csv_file):
+    assert feature_names(csv_file, "target") == NAMES
+    assert feature_names(str(csv_file).replace(".csv", ".npz")) is None
+    assert feature_names(None)[:3] == ["age", "sex", "bmi"]  # the default diabetes job
+
+
+def test_certify_prints_names_and_the_size_once(csv_file, tmp_path, capsys):
+    out = tmp_path / "cert.json"
+    code = main(["certify", "--data", str(csv_file), "--target", "target", "--k", "2",
+                 "--lambda2", "0.5", "--out", str(out)])
+    text = capsys.readouterr().out
+    assert code == 0, text
+    start = text.splitlines()[0]
+    assert start.count("n=24") == 1 and "samples" not in start, start
+    support = next(ln for ln in text.splitlines() if ln.startswith("support"))
+    coef = next(ln for ln in text.splitlines() if ln.startswith("coef"))
+    idx = [int(s) for s in support.split("[")[1].split("]")[0].split(",")]
+    assert len(idx) == 2
+    for j in idx:  # the printed name is the column's, whatever the target's position
+        assert f"{NAMES[j]}=" in coef and NAMES[j] in support
+    assert "b[" not in coef
+
+
+def test_quiet_line_names_the_support(csv_file, tmp_path, capsys):
+    code = main(["certify", "--data", str(csv_file), "--target", "target", "--k", "1",
+                 "--lambda2", "0.5", "--out", str(tmp_path / "q.json"), "--quiet"])
+    line = capsys.readouterr().out.strip()
+    assert code == 0 and len(line.splitlines()) == 1
+    assert any(f"({name})" in line for name in NAMES), line
+
+
+def test_npz_data_keep_index_labels(tmp_path, data, capsys):
+    X, y = data
+    np.savez(tmp_path / "d.npz", X=X, y=y)
+    code = main(["certify", "--data", str(tmp_path / "d.npz"), "--k", "2", "--lambda2", "0.5",
+                 "--out", str(tmp_path / "n.json")])
+    coef = next(ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("coef"))
+    assert code == 0 and coef.count("b[") == 2
+
+
+def test_api_takes_names_from_a_dataframe(data):
+    pd = pytest.importorskip("pandas")
+    X, y = data
+    df = pd.DataFrame(X, columns=NAMES)
+    res = sparsecert.certify(df, pd.Series(y), 2, 0.5, verbose=0)
+    ref = sparsecert.certify(X, y, 2, 0.5, verbose=0)
+    assert res.feature_names == tuple(NAMES)
+    assert ref.feature_names is None
+    assert res.objective == ref.objective and res.support == ref.support
+    assert all(NAMES[j] in res.summary() for j in res.support)
+    # integer column labels are not names (as scikit-learn's feature_names_in_)
+    assert sparsecert.certify(pd.DataFrame(X), y, 2, 0.5, verbose=0).feature_names is None
+
+
+def test_api_feature_names_argument(data):
+    X, y = data
+    res = sparsecert.certify(X, y, 2, 0.5, verbose=0, feature_names=NAMES)
+    assert res.feature_names == tuple(NAMES)
+    with pytest.raises(ValueError, match="4 names for 5 features"):
+        sparsecert.certify(X, y, 2, 0.5, verbose=0, feature_names=NAMES[:4])
+    with pytest.raises(TypeError, match="sequence of strings"):
+        sparsecert.certify(X, y, 2, 0.5, verbose=0, feature_names=list(range(5)))
