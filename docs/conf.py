@@ -64,3 +64,4 @@ html_sidebars = {"**": ["sidebar-nav-bs"], "index": [], "user_guide": [], "datas
                  "api": []}
 html_css_files = ["sparsecert.css"]
 html_static_path = ["_static"]
+

@@ -80,3 +80,86 @@ def test_project_files_cite_only_what_the_repository_holds():
             if pattern.search(line):
                 hits.append(f"{path.relative_to(ROOT)}:{i}: {line.strip()}")
     assert not hits, "\n".join(hits)
+
+
+#: the longest code line that fits the text column of the rendered pages at 1280 px
+CODE_LINE_LIMIT = 80
+
+
+def _markdown_code_lines(path: Path):
+    """(line number, text) of every line of every code block of a MyST/Markdown page."""
+    from markdown_it import MarkdownIt
+
+    for tok in MarkdownIt("commonmark").parse(path.read_text(encoding="utf-8")):
+        if tok.type not in ("fence", "code_block"):
+            continue
+        info = tok.info.strip()
+        if info.startswith("{") and not info.startswith(("{code", "{literal")):
+            continue  # a MyST directive (toctree, math, ...), not code shown to the reader
+        first = tok.map[0] + (1 if tok.type == "fence" else 0)
+        for i, line in enumerate(tok.content.splitlines()):
+            yield first + i + 1, line
+
+
+def _docstring_code_lines(path: Path):
+    """(docstring, text) of the code lines of a module's docstrings: ``>>>`` examples and
+    ``::`` literal blocks (what Sphinx shows as code blocks in the API pages)."""
+    import ast
+
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef
+                          | ast.AsyncFunctionDef):
+            continue
+        doc = ast.get_docstring(node, clean=True)
+        if not doc:
+            continue
+        where = getattr(node, "name", "module")
+        lines = doc.splitlines()
+        literal_indent = None
+        for i, line in enumerate(lines):
+            indent = len(line) - len(line.lstrip())
+            if literal_indent is not None:
+                if line.strip() and indent <= literal_indent:
+                    literal_indent = None
+                elif line.strip():
+                    yield where, line[literal_indent + 4 if indent >= literal_indent + 4
+                                      else indent:]
+                    continue
+            if line.lstrip().startswith((">>>", "... ")):
+                yield where, line.lstrip()
+            if line.rstrip().endswith("::") and i + 1 < len(lines):
+                literal_indent = indent
+
+
+def _api_modules() -> list[Path]:
+    """Source files of the objects whose docstrings the API reference renders."""
+    import importlib
+    import inspect
+    import re
+
+    names = set(re.findall(r"^\.\. auto(?:module|function|class):: ([\w.]+)",
+                           (ROOT / "docs" / "api.rst").read_text(), re.MULTILINE))
+    files = set()
+    for name in names:
+        try:
+            obj = importlib.import_module(name)
+        except ImportError:
+            module, _, attr = name.rpartition(".")
+            obj = getattr(importlib.import_module(module), attr)
+        files.add(Path(inspect.getsourcefile(obj)).resolve())
+    return sorted(files)
+
+
+def test_code_blocks_fit_the_page():
+    """No code line of the documentation is wider than the rendered text column."""
+    pytest.importorskip("markdown_it", reason="markdown-it-py parses the pages")
+    long = []
+    for page in sorted((ROOT / "docs").glob("*.md")):
+        long += [f"docs/{page.name}:{n}: {len(t)} chars: {t.strip()[:50]}"
+                 for n, t in _markdown_code_lines(page) if len(t) > CODE_LINE_LIMIT]
+    for path in _api_modules():
+        long += [f"{path.relative_to(ROOT)} ({where}): {len(t)} chars: {t.strip()[:50]}"
+                 for where, t in _docstring_code_lines(path) if len(t) > CODE_LINE_LIMIT]
+    assert not long, (f"{len(long)} code lines longer than {CODE_LINE_LIMIT} characters "
+                      "(wrap them in the source):\n" + "\n".join(long))

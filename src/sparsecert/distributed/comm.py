@@ -47,12 +47,15 @@ How a method uses it
 --------------------
 A round of a server-based method (Safe-EF)::
 
-    local = build_local(comm, workers)                  # {i: worker} for the local ids
-    msgs = {i: encode(local[i], x, comm.worker_rng(i)) for i in comm.local_workers}
-    got = comm.gather(msgs)                             # list on the root, None elsewhere
-    reply = server_step(got) if comm.is_root else None  # server state lives on the root
-    x = apply(comm.broadcast(reply))                    # every process decodes the same bytes
-    f, g = comm.allreduce({i: [local[i].f(x), local[i].g(x)] for i in local}) / comm.n_workers
+    local = build_local(comm, workers)  # {i: worker} for the local ids
+    msgs = {i: encode(local[i], x, comm.worker_rng(i))
+            for i in comm.local_workers}
+    got = comm.gather(msgs)  # list on the root, None elsewhere
+    # the server state lives on the root
+    reply = server_step(got) if comm.is_root else None
+    x = apply(comm.broadcast(reply))  # every process decodes the same bytes
+    fg = {i: [local[i].f(x), local[i].g(x)] for i in local}
+    f, g = comm.allreduce(fg) / comm.n_workers
 
 A method with a replicated server (QODA) uses ``allgather`` instead of ``gather`` +
 ``broadcast``. Worker randomness comes from ``comm.worker_rng(i)`` (the same stream on every

@@ -6,8 +6,8 @@ worker ``k`` only has a stochastic oracle ``V_k(x) = A_k(x) + noise``.
 
 QODA (one quantized exchange per iteration; ``Vbar_{1/2} = 0``, ``Y_1 = 0``)::
 
-    X_{t+1/2} = P_C(X_t - gamma_t * Vbar_{t-1/2})          # reuse last round's vectors
-    worker k: Vhat_{k,t+1/2} = Q(V_k(X_{t+1/2})); exchange   # one allgather
+    X_{t+1/2} = P_C(X_t - gamma_t * Vbar_{t-1/2})   # reuse last round's vectors
+    worker k: Vhat_{k,t+1/2} = Q(V_k(X_{t+1/2}))     # one allgather
     Vbar_{t+1/2} = mean_k Vhat_{k,t+1/2}
     Y_{t+1} = Y_t - Vbar_{t+1/2}
     X_{t+1} = P_C(X_1 + eta_{t+1} * Y_{t+1})
