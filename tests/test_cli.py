@@ -243,7 +243,7 @@ def test_certify_flow_with_stand_in_solver(files, capsys, fake_api):
     assert out.exists() and (files / "new.npz").exists()
     assert fake_api[0] == dict(k=2, lambda2=0.5, loss="squared", max_abs_coef=None,
                                fit_intercept=False, rel_gap=1e-6, time_limit=30.0,
-                               node_limit=None, n_jobs=2, verbose=1)
+                               node_limit=None, n_jobs=2, verbose=1, feature_names=None)
     assert main(["verify", str(out), "--data", str(files / "data.npz")]) == 0
 
 
