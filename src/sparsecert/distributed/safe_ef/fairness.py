@@ -5,7 +5,8 @@ protected group ``z_j in {0, 1}``. The model scores ``s_j = a_j . w + b``; the o
 mean logistic loss plus ``(lam2 / 2) ||w||^2``; the **demographic-parity** constraint bounds
 the gap between the groups' mean scores over *all* workers::
 
-    | S_1 / N_1 - S_0 / N_0 | <= tau,   S_z = sum_{j: z_j = z} s_j,  N_z = #{j: z_j = z}
+    | S_1 / N_1 - S_0 / N_0 | <= tau,
+    S_z = sum_{j: z_j = z} s_j,  N_z = #{j: z_j = z}
 
 This is not a mean of per-worker constraints (a ratio of global sums), so it is written as an
 :class:`~sparsecert.distributed.safe_ef.workers.AveragedConstraint`: worker ``i`` sends
