@@ -1,43 +1,104 @@
-"""Node evaluation: one relaxation per node, in batches through any ``concurrent.futures.Executor``.
+"""Node evaluation in batches through any ``concurrent.futures.Executor``.
 
-A task is a pure function of its inputs (the problem, the fixings, the cutoff known when the
-batch was formed, the warm start), so the tree -- and hence the certificate -- does not depend on
-which executor ran it or in which order the tasks finished.
+A task evaluates one node: its relaxation and, when the node stays open, the node heuristics
+(rounding of the relaxed solution and, every few nodes, swap local search from it) or, for a leaf,
+the exact refit of its support. Everything a task computes is a pure function of its inputs (the
+problem, the fixings, the cutoff known when the batch was formed, the warm start), so the tree --
+and hence the certificate -- does not depend on which executor ran it or in which order the tasks
+finished. Running the heuristics inside the task (instead of in the engine between batches) keeps
+the engine's serial part small: the workers do all the per-node work.
+
+Executors:
+
+* serial (``n_jobs=1``): the tasks run in the calling thread;
+* threads (the default for ``n_jobs > 1``): the relaxation kernels release the GIL; BLAS is
+  pinned to one thread for the whole search (:func:`blas_single_thread`), since each worker
+  already keeps a core busy;
+* processes: the problem (and a refitter) are sent once to each worker process by the pool
+  initializer, which also pins BLAS to one thread there;
+* any user executor (``mpi4py.futures.MPIPoolExecutor``, a Dask client's executor, ...): the
+  problem travels with every task.
 """
 
 from __future__ import annotations
 
 import concurrent.futures as cf
+import contextlib
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
+from sparsecert.solvers.heuristics import (
+    SubsetModel,
+    SupportRefitter,
+    round_relaxation,
+    swap_search,
+)
 from sparsecert.solvers.perspective import RelaxationProblem, RelaxationResult, solve_node
 
-__all__ = ["NodeTask", "evaluate_task", "BatchEvaluator", "make_executor"]
+__all__ = ["NodeContext", "NodeTask", "NodeOutcome", "evaluate_task", "BatchEvaluator",
+           "make_executor", "release", "blas_single_thread"]
 
-# Problems registered in worker processes by the pool initializer (token -> problem), so that a
+#: heuristic levels of a task
+NO_HEURISTIC, ROUND, ROUND_AND_SWAP = 0, 1, 2
+
+
+class NodeContext:
+    """What every node evaluation of one search shares: the problem and an exact refitter.
+
+    The refitter (with its cache of refits) is built on first use; it is not pickled, so a
+    process worker or a remote executor rebuilds its own from the problem.
+    """
+
+    def __init__(self, problem: RelaxationProblem, k: int,
+                 refitter: SupportRefitter | None = None) -> None:
+        self.problem = problem
+        self.k = int(k)
+        self._refitter = refitter
+
+    @property
+    def refitter(self) -> SupportRefitter:
+        if self._refitter is None:
+            self._refitter = SupportRefitter.for_problem(self.problem)
+        return self._refitter
+
+    def __getstate__(self) -> dict:
+        return {"problem": self.problem, "k": self.k, "_refitter": None}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+
+
+# Contexts registered in worker processes by the pool initializer (token -> context), so that a
 # process pool created by the engine does not pickle the data with every task.
-_PROBLEMS: dict[str, RelaxationProblem] = {}
+_CONTEXTS: dict[str, NodeContext] = {}
 
 
-def _register(token: str, problem: RelaxationProblem) -> None:
-    _PROBLEMS[token] = problem
+def _register(token: str, context: NodeContext, blas_threads: int | None = None) -> None:
+    _CONTEXTS[token] = context
+    if blas_threads is not None:
+        from threadpoolctl import threadpool_limits
+
+        threadpool_limits(blas_threads)  # for the life of this worker process
 
 
 def release(token: str | None) -> None:
-    """Forget a problem registered for a process pool."""
+    """Forget a context registered for a process pool."""
     if token is not None:
-        _PROBLEMS.pop(token, None)
+        _CONTEXTS.pop(token, None)
 
 
 @dataclass
 class NodeTask:
-    """Everything one node evaluation needs."""
+    """Everything one node evaluation needs.
 
-    problem: RelaxationProblem | str  # the problem, or a token registered in the worker
-    k: int
+    ``heuristic`` is 0 (none), 1 (round the relaxed solution) or 2 (round, then swap local
+    search); the heuristics run only when the node's bound stays below ``cutoff``. For a leaf
+    (``leaf=True``: no cardinality coupling left) the task refits the leaf's support instead.
+    """
+
+    context: NodeContext | str  # the context, or a token registered in the worker
     fixed_in: np.ndarray
     fixed_out: np.ndarray
     cutoff: float
@@ -45,21 +106,59 @@ class NodeTask:
     rel_tol: float
     max_iter: int
     time_limit: float | None
+    inherited_bound: float = -np.inf
+    leaf: bool = False
+    heuristic: int = NO_HEURISTIC
+    n_candidates: int = 10
 
 
-def evaluate_task(task: NodeTask) -> RelaxationResult:
-    """Solve one node relaxation (module-level, so it pickles for process executors)."""
-    prob = _PROBLEMS[task.problem] if isinstance(task.problem, str) else task.problem
-    return solve_node(prob, task.k, task.fixed_in, task.fixed_out, rel_tol=task.rel_tol,
-                      max_iter=task.max_iter, time_limit=task.time_limit, cutoff=task.cutoff,
-                      warm_start=task.warm_start)
+@dataclass
+class NodeOutcome:
+    """A task's result: the relaxation and the feasible models found (in the order found)."""
+
+    relaxation: RelaxationResult
+    models: list[SubsetModel] = field(default_factory=list)
 
 
-def make_executor(n_jobs: int, backend: str, problem: RelaxationProblem
+def _context(task: NodeTask) -> NodeContext:
+    return _CONTEXTS[task.context] if isinstance(task.context, str) else task.context
+
+
+def _leaf_support(task: NodeTask, k: int) -> tuple[int, ...]:
+    free = ~(task.fixed_in | task.fixed_out)
+    budget = k - int(task.fixed_in.sum())
+    chosen = task.fixed_in | free if budget > 0 else task.fixed_in
+    return tuple(int(j) for j in np.flatnonzero(chosen))
+
+
+def evaluate_task(task: NodeTask) -> NodeOutcome:
+    """Solve one node relaxation and run its heuristics (module-level: it pickles)."""
+    ctx = _context(task)
+    res = solve_node(ctx.problem, ctx.k, task.fixed_in, task.fixed_out, rel_tol=task.rel_tol,
+                     max_iter=task.max_iter, time_limit=task.time_limit, cutoff=task.cutoff,
+                     warm_start=task.warm_start)
+    out = NodeOutcome(res)
+    if task.leaf:
+        out.models.append(ctx.refitter.fit(_leaf_support(task, ctx.k)))
+        return out
+    bound = max(float(res.lower_bound), task.inherited_bound)
+    if task.heuristic == NO_HEURISTIC or bound >= task.cutoff:
+        return out
+    refitter = ctx.refitter
+    model = round_relaxation(refitter, res.coef, ctx.k, task.fixed_in, task.fixed_out)
+    out.models.append(model)
+    if task.heuristic == ROUND_AND_SWAP:
+        out.models.append(swap_search(refitter, model, ctx.k,
+                                      fixed_in=np.flatnonzero(task.fixed_in),
+                                      allowed=~task.fixed_out, n_candidates=task.n_candidates))
+    return out
+
+
+def make_executor(n_jobs: int, backend: str, context: NodeContext
                   ) -> tuple[cf.Executor | None, str | None]:
     """The engine's own executor for ``n_jobs`` workers (``None`` when serial).
 
-    Returns the executor and the token under which process workers know the problem.
+    Returns the executor and the token under which process workers know the context.
     """
     if n_jobs == -1:
         n_jobs = os.cpu_count() or 1
@@ -68,22 +167,31 @@ def make_executor(n_jobs: int, backend: str, problem: RelaxationProblem
     if backend == "threads":
         return cf.ThreadPoolExecutor(max_workers=n_jobs, thread_name_prefix="sparsecert"), None
     if backend == "processes":
-        token = f"problem-{id(problem)}-{os.getpid()}"
-        _register(token, problem)  # also here: single-task batches run in this process
+        token = f"context-{id(context)}-{os.getpid()}"
+        _register(token, context)  # also here: single-task batches run in this process
         ex = cf.ProcessPoolExecutor(max_workers=n_jobs, initializer=_register,
-                                    initargs=(token, problem))
+                                    initargs=(token, context, 1))
         return ex, token
     raise ValueError(f"unknown backend {backend!r}; use 'threads' or 'processes', or pass an "
                      "executor")
 
 
+def blas_single_thread(active: bool):
+    """A context pinning BLAS/OpenMP pools to one thread (when ``active``), restored on exit."""
+    if not active:
+        return contextlib.nullcontext()
+    from threadpoolctl import threadpool_limits
+
+    return threadpool_limits(1)
+
+
 class BatchEvaluator:
-    """Evaluates a batch of tasks, serially or on an executor, returning results in order."""
+    """Evaluates a batch of tasks, serially or on an executor, returning outcomes in order."""
 
     def __init__(self, executor: cf.Executor | None = None) -> None:
         self.executor = executor
 
-    def map(self, tasks: list[NodeTask]) -> list[RelaxationResult]:
+    def map(self, tasks: list[NodeTask]) -> list[NodeOutcome]:
         if self.executor is None or len(tasks) == 1:
             return [evaluate_task(t) for t in tasks]
         futures = [self.executor.submit(evaluate_task, t) for t in tasks]

@@ -35,18 +35,23 @@ import numpy as np
 
 from sparsecert._validation import check_index_set, check_k, check_vector
 from sparsecert.bnb.branching import BRANCHING_RULES, choose_branch_variable
-from sparsecert.bnb.evaluate import BatchEvaluator, NodeTask, make_executor, release
+from sparsecert.bnb.evaluate import (
+    NO_HEURISTIC,
+    ROUND,
+    ROUND_AND_SWAP,
+    BatchEvaluator,
+    NodeContext,
+    NodeOutcome,
+    NodeTask,
+    blas_single_thread,
+    make_executor,
+    release,
+)
 from sparsecert.bnb.node import Node, Witness
 from sparsecert.bnb.progress import ProgressLog
 from sparsecert.bnb.queues import QUEUE_STRATEGIES, make_queue
 from sparsecert.bnb.results import HistoryRecord, SearchResult
-from sparsecert.solvers.heuristics import (
-    SubsetModel,
-    SupportRefitter,
-    beam_search,
-    round_relaxation,
-    swap_search,
-)
+from sparsecert.solvers.heuristics import SubsetModel, SupportRefitter, beam_search, swap_search
 from sparsecert.solvers.perspective import RelaxationProblem, RelaxationResult
 from sparsecert.statuses import (
     BRANCHED,
@@ -238,15 +243,6 @@ class BranchAndBound:
         for model in starts:  # swap search never returns a worse model than its start
             self._offer(swap_search(self.refitter, model, self.k, n_candidates=s.n_candidates))
 
-    def _node_heuristic(self, node: Node, res: RelaxationResult) -> None:
-        model = round_relaxation(self.refitter, res.coef, self.k, node.fixed_in, node.fixed_out)
-        self._offer(model)
-        if self._n_evaluated % self.settings.heuristic_every == 0:
-            self._offer(swap_search(self.refitter, model, self.k,
-                                    fixed_in=np.flatnonzero(node.fixed_in),
-                                    allowed=~node.fixed_out,
-                                    n_candidates=self.settings.n_candidates))
-
     # ------------------------------------------------------------------------------------------
     # node processing: one small step per method
     # ------------------------------------------------------------------------------------------
@@ -256,14 +252,20 @@ class BranchAndBound:
         return ("point", np.asarray(res.bound_point, dtype=float).copy())
 
     def _task(self, node: Node, token: str | None, remaining: float | None) -> NodeTask:
+        """The node's evaluation: its relaxation, then (in the worker) the leaf's exact refit or
+        the node heuristics: rounding, and swap search from every ``heuristic_every``-th node."""
         leaf = node.is_leaf_problem(self.k)
         s = self.settings
-        return NodeTask(problem=token if token is not None else self.problem, k=self.k,
+        self._n_tasks += 1
+        level = ROUND_AND_SWAP if self._n_tasks % s.heuristic_every == 0 else ROUND
+        return NodeTask(context=token if token is not None else self._context,
                         fixed_in=node.fixed_in, fixed_out=node.fixed_out,
                         cutoff=np.inf if leaf else self._cutoff(), warm_start=node.warm_start,
                         rel_tol=s.leaf_rel_tol if leaf else s.node_rel_tol,
                         max_iter=s.leaf_max_iter if leaf else s.node_max_iter,
-                        time_limit=remaining)
+                        time_limit=remaining, inherited_bound=node.lower_bound, leaf=leaf,
+                        heuristic=NO_HEURISTIC if leaf else level,
+                        n_candidates=s.n_candidates)
 
     def _close(self, node: Node, status: str) -> None:
         node.status = status
@@ -280,10 +282,8 @@ class BranchAndBound:
             node.witness = self._witness(res)
 
     def _solve_leaf(self, node: Node) -> None:
-        """A leaf without cardinality coupling: its best support is known; refit and close."""
-        take = node.free_mask() if node.free_budget(self.k) else False
-        support = np.flatnonzero(node.fixed_in | take)
-        self._offer(self.refitter.fit(tuple(int(j) for j in support)))
+        """A leaf without cardinality coupling: its best support (refitted by the task, see
+        :func:`~sparsecert.bnb.evaluate.evaluate_task`) is an incumbent; close it."""
         self._close(node, SOLVED)
 
     def _prune(self, node: Node) -> bool:
@@ -308,15 +308,16 @@ class BranchAndBound:
             self.nodes.append(c)
             self.queue.push(c)
 
-    def _process(self, node: Node, res: RelaxationResult) -> None:
-        """Bound, then solve a leaf, or prune, or look for incumbents and branch."""
+    def _process(self, node: Node, out: NodeOutcome) -> None:
+        """Bound, offer the models the task found, then solve a leaf, or prune, or branch."""
+        res = out.relaxation
         self._record_bound(node, res)
+        for model in out.models:  # the leaf's exact refit, or the node's rounding and swaps
+            self._offer(model)
         if node.is_leaf_problem(self.k):
             self._solve_leaf(node)
         elif not self._prune(node):
-            self._node_heuristic(node, res)
-            if not self._prune(node):
-                self._branch(node, res)
+            self._branch(node, res)
         if self.node_callback is not None:
             self.node_callback(node, res)
 
@@ -351,6 +352,8 @@ class BranchAndBound:
         self._n_evaluated = 0
         self._n_iter = 0
         self._next_id = 1
+        self._n_tasks = 0
+        self._context = NodeContext(self.problem, self.k, self.refitter)
         self.queue = make_queue(self.settings.node_selection)
         root = Node(0, None, 0, np.zeros(p, bool), np.zeros(p, bool))
         if self.root_warm_start is not None:
@@ -383,13 +386,13 @@ class BranchAndBound:
         s = self.settings
         remaining = None if s.time_limit is None else max(1e-3, s.time_limit - self._elapsed())
         try:
-            results = evaluator.map([self._task(n, token, remaining) for n in batch])
+            outcomes = evaluator.map([self._task(n, token, remaining) for n in batch])
         except KeyboardInterrupt:
             for n in batch:  # unevaluated: back in the pool, still open
                 self.queue.push(n)
             raise
-        for node, res in zip(batch, results, strict=True):
-            self._process(node, res)
+        for node, out in zip(batch, outcomes, strict=True):
+            self._process(node, out)
 
     def _announce(self) -> None:
         pr = self.problem
@@ -404,11 +407,14 @@ class BranchAndBound:
         if self.user_executor is not None:
             executor, token, own = self.user_executor, None, False
         else:
-            executor, token = make_executor(self.n_jobs, self.backend, self.problem)
+            executor, token = make_executor(self.n_jobs, self.backend, self._context)
             own = executor is not None
         evaluator = BatchEvaluator(executor)
         self._announce()
         stopped: str | None = None
+        # the engine's threads: one busy worker per core, so BLAS gets one thread while they run
+        blas = blas_single_thread(own and self.backend == "threads")
+        blas.__enter__()
         try:
             self._start_incumbents()
             self._log(force=True)
@@ -423,6 +429,7 @@ class BranchAndBound:
         except KeyboardInterrupt:
             stopped = INTERRUPTED
         finally:
+            blas.__exit__(None, None, None)
             if own:
                 executor.shutdown(wait=True, cancel_futures=True)
                 release(token)

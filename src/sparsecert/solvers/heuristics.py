@@ -22,6 +22,7 @@ import numpy as np
 import scipy.linalg
 import scipy.optimize
 
+from sparsecert.solvers._ridge_refit import ridge_objective, ridge_refit
 from sparsecert.solvers.losses import SQUARED, get_loss
 
 __all__ = ["SubsetModel", "SupportRefitter", "beam_search", "swap_search", "round_relaxation"]
@@ -73,11 +74,16 @@ class SupportRefitter:
         Box ``M`` (``np.inf`` for none).
     fit_intercept : bool
         Fit an unpenalised intercept (the non-squared losses; least squares is centred instead).
+    XT : numpy.ndarray of shape (p, n), optional
+        ``X.T`` C-contiguous, if the caller has it: least-squares refits run in a GIL-free
+        kernel over its rows (built on first use otherwise).
     """
 
     def __init__(self, X: np.ndarray, y: np.ndarray, loss: str, lambda2: float,
-                 max_abs_coef: float = np.inf, fit_intercept: bool = False) -> None:
+                 max_abs_coef: float = np.inf, fit_intercept: bool = False,
+                 XT: np.ndarray | None = None) -> None:
         self.X = X
+        self._XT = XT
         self.y = y
         self.loss = loss
         self._loss = get_loss(loss)
@@ -95,11 +101,14 @@ class SupportRefitter:
         (its data as used internally; an intercept variable for the non-squared losses, least
         squares being centred instead)."""
         return cls(problem.X, problem.y, problem.loss, problem.lambda2, problem.M,
-                   fit_intercept=problem.icpt)
+                   fit_intercept=problem.icpt, XT=problem.XT)
 
     # -- objective ---------------------------------------------------------------------------
     def objective(self, support: tuple[int, ...], coef: np.ndarray, intercept: float) -> float:
         """Exact objective of a restricted model."""
+        if self._loss.loss_id == SQUARED and intercept == 0.0:  # the refit kernel's evaluation
+            return float(ridge_objective(self._xt(), self.y, np.asarray(support, dtype=np.int64),
+                                         self.lambda2, np.asarray(coef, dtype=np.float64)))
         u = self.X[:, list(support)] @ coef + intercept if support else np.full(self.n, intercept)
         val, _, _ = self._loss.derivatives(u, self.y)
         return val + self.lambda2 * float(coef @ coef)
@@ -112,6 +121,13 @@ class SupportRefitter:
         if hit is not None:
             return hit
         self.n_fits += 1
+        if self._loss.loss_id == SQUARED and not self.fit_intercept:
+            coef, obj = self._fit_ridge_kernel(key)
+            if obj is not None and not (np.isfinite(self.M) and coef.size
+                                        and np.max(np.abs(coef)) > self.M):
+                model = SubsetModel(key, coef, 0.0, obj)
+                self._cache[key] = model
+                return model
         XS = self.X[:, list(key)]
         if self._loss.loss_id == SQUARED and not self.fit_intercept:
             coef, c = self._fit_ridge(XS), 0.0
@@ -122,6 +138,18 @@ class SupportRefitter:
         model = SubsetModel(key, coef, float(c), self.objective(key, coef, c))
         self._cache[key] = model
         return model
+
+    def _xt(self) -> np.ndarray:
+        if self._XT is None:
+            self._XT = np.ascontiguousarray(self.X.T)
+        return self._XT
+
+    def _fit_ridge_kernel(self, key: tuple[int, ...]) -> tuple[np.ndarray, float | None]:
+        """Ridge refit and objective in one GIL-free kernel (``None``: use LAPACK instead)."""
+        coef = np.zeros(len(key))
+        obj, ok = ridge_refit(self._xt(), self.y, np.asarray(key, dtype=np.int64), self.lambda2,
+                              coef)
+        return coef, (float(obj) if ok and np.isfinite(obj) else None)
 
     def _fit_ridge(self, XS: np.ndarray) -> np.ndarray:
         if XS.shape[1] == 0:

@@ -1,0 +1,154 @@
+"""Node evaluation: the GIL-free ridge refit, node tasks with their heuristics, executors."""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pytest
+
+from sparsecert.bnb.evaluate import (
+    NO_HEURISTIC,
+    ROUND,
+    ROUND_AND_SWAP,
+    NodeContext,
+    NodeTask,
+    blas_single_thread,
+    evaluate_task,
+)
+from sparsecert.solvers._ridge_refit import ridge_refit
+from sparsecert.solvers.perspective import RelaxationProblem
+
+
+def _data(n=40, p=12, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, p))
+    y = X[:, [1, 5, 9]] @ np.array([1.0, -0.8, 0.6]) + 0.5 * rng.normal(size=n)
+    return X, y
+
+
+@pytest.mark.parametrize("support", [(), (3,), (0, 4, 7), tuple(range(10))])
+def test_ridge_refit_matches_augmented_least_squares(support):
+    X, y = _data()
+    lam = 0.37
+    coef = np.zeros(len(support))
+    obj, ok = ridge_refit(np.ascontiguousarray(X.T), y, np.asarray(support, dtype=np.int64), lam,
+                          coef)
+    assert ok
+    # reference: QR least squares on [X_S; sqrt(lam) I] b ~ [y; 0]
+    XS = X[:, list(support)]
+    A = np.vstack([XS, np.sqrt(lam) * np.eye(len(support))])
+    want = np.linalg.lstsq(A, np.concatenate([y, np.zeros(len(support))]), rcond=None)[0]
+    np.testing.assert_allclose(coef, want, rtol=1e-10, atol=1e-12)
+    want_obj = float(np.sum((y - XS @ want) ** 2) + lam * want @ want)
+    assert obj == pytest.approx(want_obj, rel=1e-12)
+
+
+def test_ridge_refit_reports_a_non_positive_pivot():
+    X = np.array([[1.0, 1.0], [0.0, 0.0]])  # equal columns: X_S^T X_S is singular
+    coef = np.zeros(2)
+    obj, ok = ridge_refit(np.ascontiguousarray(X.T), np.array([1.0, 2.0]),
+                          np.array([0, 1], dtype=np.int64), 0.0, coef)
+    assert not ok and obj == np.inf
+
+
+def _context(loss="squared", k=3):
+    X, y = _data()
+    if loss == "logistic":
+        y = np.where(y > 0, 1.0, -1.0)
+    return NodeContext(RelaxationProblem.from_data(X, y, 0.2, loss=loss), k)
+
+
+def _task(ctx, fixed_in=(), fixed_out=(), **kw):
+    p = ctx.problem.n_features
+    fi, fo = np.zeros(p, bool), np.zeros(p, bool)
+    fi[list(fixed_in)] = True
+    fo[list(fixed_out)] = True
+    args = dict(context=ctx, fixed_in=fi, fixed_out=fo, cutoff=np.inf, warm_start=None,
+                rel_tol=1e-8, max_iter=5000, time_limit=None)
+    args.update(kw)
+    return NodeTask(**args)
+
+
+def test_context_pickles_without_its_refit_cache():
+    ctx = _context()
+    model = ctx.refitter.fit((1, 5, 9))
+    clone = pickle.loads(pickle.dumps(ctx))
+    assert clone._refitter is None  # rebuilt where it runs
+    assert clone.refitter.fit((1, 5, 9)).objective == pytest.approx(model.objective, rel=1e-12)
+    assert len(ctx.refitter._cache) == 1 and len(clone.refitter._cache) == 1
+
+
+@pytest.mark.parametrize("loss", ["squared", "logistic"])
+def test_task_heuristics_give_feasible_models_that_respect_the_fixings(loss):
+    ctx = _context(loss)
+    out = evaluate_task(_task(ctx, fixed_in=(2,), fixed_out=(1, 5), heuristic=ROUND_AND_SWAP))
+    assert out.relaxation.status == "converged"
+    assert len(out.models) == 2
+    for m in out.models:
+        assert len(m.support) <= ctx.k and 2 in m.support
+        assert not {1, 5} & set(m.support)
+        assert m.objective == pytest.approx(ctx.refitter.fit(m.support).objective)
+    assert out.models[1].objective <= out.models[0].objective  # swaps start from the rounding
+    only_round = evaluate_task(_task(ctx, fixed_in=(2,), fixed_out=(1, 5), heuristic=ROUND))
+    assert len(only_round.models) == 1
+    assert only_round.models[0].support == out.models[0].support
+
+
+def test_task_skips_heuristics_when_the_bound_passes_the_cutoff():
+    ctx = _context()
+    out = evaluate_task(_task(ctx, heuristic=ROUND_AND_SWAP, cutoff=-1.0))
+    assert out.relaxation.lower_bound >= -1.0 and out.models == []
+    inherited = evaluate_task(_task(ctx, heuristic=ROUND, cutoff=1e6, inherited_bound=2e6))
+    assert inherited.models == []
+
+
+def test_leaf_task_refits_the_leaf_support():
+    ctx = _context(k=3)
+    p = ctx.problem.n_features
+    # budget 1 and a single free variable left: the leaf is fixed_in + that variable
+    out_idx = [j for j in range(p) if j not in (0, 4, 7)]
+    out = evaluate_task(_task(ctx, fixed_in=(0, 4), fixed_out=out_idx, leaf=True,
+                              heuristic=NO_HEURISTIC))
+    assert [m.support for m in out.models] == [(0, 4, 7)]
+    # no budget left: the leaf is the fixed-in set
+    out = evaluate_task(_task(ctx, fixed_in=(0, 4, 7), leaf=True))
+    assert [m.support for m in out.models] == [(0, 4, 7)]
+
+
+def test_blas_pinning_is_restored():
+    from threadpoolctl import threadpool_info
+
+    before = [d["num_threads"] for d in threadpool_info()]
+    with blas_single_thread(True):
+        assert all(d["num_threads"] == 1 for d in threadpool_info())
+    assert [d["num_threads"] for d in threadpool_info()] == before
+    with blas_single_thread(False):
+        assert [d["num_threads"] for d in threadpool_info()] == before
+
+
+def _tree(res):
+    return [(n.id, n.parent, n.branch_var, n.branch_value, n.status, n.lower_bound)
+            for n in res.nodes], res.support, res.upper_bound
+
+
+@pytest.mark.parametrize("backend", ["threads", pytest.param("processes", marks=pytest.mark.slow)])
+def test_tree_depends_on_the_batch_size_not_on_the_executor(backend):
+    import concurrent.futures as cf
+
+    from sparsecert.bnb import BnBSettings, BranchAndBound
+
+    X, y = _data(n=30, p=14, seed=3)
+    prob = RelaxationProblem.from_data(X, y, 0.05)
+
+    def run(batch_size, **kw):
+        s = BnBSettings(rel_gap=0.0, abs_gap=0.0, node_limit=40, batch_size=batch_size,
+                        heuristic_every=3)
+        return _tree(BranchAndBound(prob, 4, s, verbose=0, **kw).run())
+
+    serial = run(5)
+    assert len(serial[0]) > 10
+    assert run(5, n_jobs=2, backend=backend) == serial
+    if backend == "threads":
+        with cf.ThreadPoolExecutor(3) as ex:
+            assert run(5, executor=ex) == serial
