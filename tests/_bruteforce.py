@@ -1,5 +1,6 @@
-"""Independent reference for small k-sparse problems: enumerate every support, solve each by
-scipy (not by sparsecert's refitter), keep the best."""
+"""The one brute-force reference of the tests: enumerate every support, solve each without the
+package (least squares without a box: ``numpy.linalg.lstsq`` on the augmented system; otherwise
+scipy's L-BFGS-B from two starts), keep the best."""
 
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ def _loss(loss: str, u: np.ndarray, y: np.ndarray) -> tuple[float, np.ndarray]:
 
 
 def solve_support(X, y, S, loss, lambda2, M=None, fit_intercept=False):
-    """Optimal objective and (coef, intercept) on support ``S`` by L-BFGS-B."""
+    """Optimal objective and (coef, intercept) on support ``S``."""
     S = list(S)
     s = len(S)
     XS = X[:, S]
@@ -34,6 +35,8 @@ def solve_support(X, y, S, loss, lambda2, M=None, fit_intercept=False):
     if d == 0:
         val, _ = _loss(loss, np.zeros(len(y)), y)
         return val, np.zeros(0), 0.0
+    if loss == "squared" and M is None:
+        return _ridge(XS, y, lambda2, fit_intercept)
 
     def fun(w):
         b = w[:s]
@@ -50,6 +53,19 @@ def solve_support(X, y, S, loss, lambda2, M=None, fit_intercept=False):
         if best is None or r.fun < best.fun:
             best = r
     return float(best.fun), best.x[:s], (float(best.x[s]) if fit_intercept else 0.0)
+
+
+def _ridge(XS, y, lambda2, fit_intercept):
+    """Exact ridge least squares on the columns ``XS`` (unpenalised intercept optional)."""
+    n, s = XS.shape
+    Z = np.hstack([XS, np.ones((n, 1))]) if fit_intercept else XS
+    reg = np.sqrt(lambda2) * np.eye(Z.shape[1])
+    if fit_intercept:
+        reg[-1, -1] = 0.0
+    w = np.linalg.lstsq(np.vstack([Z, reg]), np.r_[y, np.zeros(Z.shape[1])], rcond=None)[0]
+    b, c = (w[:s], float(w[s])) if fit_intercept else (w, 0.0)
+    r = y - XS @ b - c
+    return float(r @ r + lambda2 * b @ b), b, c
 
 
 def brute_force(X, y, k, loss, lambda2, M=None, fit_intercept=False):

@@ -5,16 +5,16 @@ The tree is a full enumeration: branch on the variables in order 0, 1, 2, ... un
 bounded least squares, or a damped Newton method) and its witness is the leaf's exact solution
 (``"point"``) or the loss gradient there (``"dual"``). The incumbent is the best leaf.
 
-The brute-force reference (``brute_force_optimum``) enumerates supports with itertools and uses
-different solvers (``numpy.linalg.lstsq`` on the augmented system, scipy's L-BFGS-B).
+The brute-force reference (``brute_force_optimum``) is the tests' one enumerator
+(``_bruteforce.brute_force``), which uses other solvers (``numpy.linalg.lstsq`` on the augmented
+system, scipy's L-BFGS-B).
 """
 
 from __future__ import annotations
 
-import itertools
-
 import numpy as np
-from scipy.optimize import lsq_linear, minimize
+from _bruteforce import brute_force
+from scipy.optimize import lsq_linear
 
 from sparsecert.certificate import Certificate, exact_zero_sum
 from sparsecert.certificate.verify import dual_domain_bounds
@@ -203,37 +203,9 @@ def enumeration_certificate(
 
 
 def brute_force_optimum(X, y, loss, k, lambda2, *, M=None, fit_intercept=False, labels=None):
-    """min over all supports of size min(k, p) by an independent solver path."""
-    n, p = X.shape
+    """min over all supports of size <= k by the tests' one brute-force reference
+    (``_bruteforce``: other solvers than the leaf solvers here)."""
     lab = labels if labels is not None else (-1.0, 1.0)
     ym = _map(np.asarray(y, float), loss, lab)
-    best = np.inf
-    for S in itertools.combinations(range(p), min(k, p)):
-        S = list(S)
-        if loss == "squared" and M is None:
-            Z = np.hstack([X[:, S], np.ones((n, 1))]) if fit_intercept else X[:, S]
-            reg = np.sqrt(lambda2) * np.eye(Z.shape[1])
-            if fit_intercept:
-                reg[-1, -1] = 0.0
-            w = np.linalg.lstsq(np.vstack([Z, reg]), np.r_[ym, np.zeros(Z.shape[1])],
-                                rcond=None)[0]
-            bS, c = (w[:-1], w[-1]) if fit_intercept else (w, 0.0)
-        else:
-            q = len(S) + fit_intercept
-
-            def fun(w, S=S):
-                bS, c = (w[:-1], w[-1]) if fit_intercept else (w, 0.0)
-                u = X[:, S] @ bS + c
-                g = _df(loss, u, ym)
-                grad = np.r_[X[:, S].T @ g + 2 * lambda2 * bS, [g.sum()] * fit_intercept]
-                return float(_f(loss, u, ym).sum() + lambda2 * bS @ bS), grad
-
-            bnds = [(-M, M)] * len(S) + [(None, None)] * fit_intercept if M else None
-            res = minimize(fun, np.zeros(q), jac=True, method="L-BFGS-B", bounds=bnds,
-                           options=dict(gtol=1e-12, ftol=1e-16, maxiter=5000))
-            w = res.x
-            bS, c = (w[:-1], w[-1]) if fit_intercept else (w, 0.0)
-        b = np.zeros(p)
-        b[S] = bS
-        best = min(best, objective(X, ym, loss, lambda2, b, c))
-    return best
+    return brute_force(X, ym, min(k, X.shape[1]), loss, lambda2, M=M,
+                       fit_intercept=fit_intercept)[0]

@@ -24,11 +24,10 @@ from sparsecert.certificate.verify import (
     prepare_data,
 )
 
-cp = pytest.importorskip("cvxpy")
-
 
 def _relaxation_cvxpy(Xc, yc, k, lam, mu, M=None, fin=(), fout=()):
     """Perspective relaxation of the (shifted) least-squares node problem, solved by Clarabel."""
+    cp = pytest.importorskip("cvxpy")
     n, p = Xc.shape
     b, z = cp.Variable(p), cp.Variable(p)
     P = Xc.T @ Xc - mu * np.eye(p)
@@ -130,6 +129,7 @@ def test_dual_outside_domain_or_nonzero_sum_gives_minus_infinity():
 
 
 def test_g_star_node_matches_definition_by_enumeration():
+    cp = pytest.importorskip("cvxpy")
     rng = np.random.default_rng(1)
     for M in (None, 0.5):
         for _ in range(20):

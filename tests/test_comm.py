@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -24,31 +23,13 @@ from sparsecert.distributed.comm import (
     encode_dense,
     encode_flag,
     encode_scalars,
-    mpi_available,
 )
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 
 
-def _mpiexec() -> str | None:
-    here = Path(sys.executable).parent / "mpiexec"
-    if here.exists():
-        return str(here)
-    return shutil.which("mpiexec")
-
-
-def _need_mpi() -> str:
-    ok, reason = mpi_available()
-    if not ok:
-        pytest.skip(f"MPI unavailable: {reason}")
-    exe = _mpiexec()
-    if exe is None:
-        pytest.skip("MPI unavailable: no mpiexec next to sys.executable or on PATH")
-    return exe
-
-
-def _run_mpi(args: list[str], n: int = 3, timeout: float = 120) -> subprocess.CompletedProcess:
-    exe = _need_mpi()
+def _run_mpi(exe: str, args: list[str], n: int = 3,
+             timeout: float = 120) -> subprocess.CompletedProcess:
     env = dict(os.environ)
     env["PYTHONPATH"] = str(SRC) + os.pathsep + env.get("PYTHONPATH", "")
     env.setdefault("OMP_NUM_THREADS", "1")
@@ -250,8 +231,8 @@ if comm.is_root:
 
 @pytest.mark.mpi
 @pytest.mark.parametrize("n_workers", [5, 2], ids=["5-workers", "2-workers-one-idle-rank"])
-def test_mpicomm_semantics_under_mpiexec(n_workers):
-    proc = _run_mpi(["-c", _SEMANTICS, str(n_workers)], n=3)
+def test_mpicomm_semantics_under_mpiexec(n_workers, mpiexec):
+    proc = _run_mpi(mpiexec, ["-c", _SEMANTICS, str(n_workers)], n=3)
     line = [ln for ln in proc.stdout.splitlines() if ln.startswith("JSON")][0]
     both = json.loads(line[4:])
     recs, sim = sorted(both["mpi"], key=lambda r: r["rank"]), both["sim"]
@@ -303,12 +284,13 @@ def test_mpicomm_semantics_under_mpiexec(n_workers):
     ],
     ids=["safe_ef-randk", "ef21-topk"],
 )
-def test_simcomm_and_mpicomm_identical_iterates(tmp_path, extra):
+def test_simcomm_and_mpicomm_identical_iterates(tmp_path, extra, mpiexec):
     from sparsecert.distributed.safe_ef.mpi import main
 
     args = [*extra, "--rounds", "25", "--comm-seed", "5"]
     out_mpi, out_sim = tmp_path / "mpi.npz", tmp_path / "sim.npz"
-    _run_mpi(["-m", "sparsecert.distributed.safe_ef.mpi", *args, "--out", str(out_mpi)], n=3)
+    _run_mpi(mpiexec, ["-m", "sparsecert.distributed.safe_ef.mpi", *args, "--out", str(out_mpi)],
+             n=3)
     assert main([*args, "--sim", "--out", str(out_sim)]) == 0
     a, b = np.load(out_mpi), np.load(out_sim)
     assert int(a["n_procs"]) == 3 and int(b["n_procs"]) == 1
@@ -382,7 +364,7 @@ if comm.is_root:
 
 
 @pytest.mark.mpi
-def test_each_rank_reads_only_its_shards_and_matches_simcomm(tmp_path):
+def test_each_rank_reads_only_its_shards_and_matches_simcomm(tmp_path, mpiexec):
     """Data stay where they live: worker i's shard is a file only its rank opens (checked
     with an audit hook on every file open), the monitor is a reduction of local sums, and the
     iterates equal SimComm's bit for bit."""
@@ -391,7 +373,7 @@ def test_each_rank_reads_only_its_shards_and_matches_simcomm(tmp_path):
     for i in range(5):
         a, y, z = fair_shard(i, 5, seed=4, n_per_worker=30, p=3)
         np.savez(tmp_path / f"shard_{i}.npz", a=a, y=y, z=z)
-    _run_mpi(["-c", _SHARDS, str(tmp_path), "mpi"], n=3)
+    _run_mpi(mpiexec, ["-c", _SHARDS, str(tmp_path), "mpi"], n=3)
     env = dict(os.environ, PYTHONPATH=str(SRC) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     subprocess.run([sys.executable, "-c", _SHARDS, str(tmp_path), "sim"], check=True,
                    env=env, timeout=120)

@@ -7,7 +7,6 @@ the problem matrices, and an MPI run in a subprocess compared with SimComm.
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from dataclasses import replace
@@ -17,7 +16,7 @@ import numpy as np
 import pytest
 from scipy.optimize import brentq, minimize, minimize_scalar
 
-from sparsecert.distributed.comm import SimComm, mpi_available
+from sparsecert.distributed.comm import SimComm
 from sparsecert.distributed.dtzo.algorithm import (
     _DTZO,
     DTZOConfig,
@@ -403,21 +402,8 @@ def test_problem_input_validation():
 # ---------------------------------------------------------------------------------------------
 
 
-def _mpiexec() -> str | None:
-    cand = Path(sys.executable).parent / "mpiexec"
-    if cand.exists():
-        return str(cand)
-    return shutil.which("mpiexec")
-
-
 @pytest.mark.mpi
-def test_mpi_run_matches_simcomm(tmp_path):
-    ok, reason = mpi_available()
-    if not ok:
-        pytest.skip(f"MPI unavailable: {reason}")
-    mpiexec = _mpiexec()
-    if mpiexec is None:
-        pytest.skip("mpiexec not found next to the interpreter or on PATH")
+def test_mpi_run_matches_simcomm(tmp_path, mpiexec):
     env = dict(os.environ, PYTHONPATH=str(SRC) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     out_mpi, out_sim = tmp_path / "mpi.npz", tmp_path / "sim.npz"
     common = ["-m", "sparsecert.distributed.dtzo.mpi", "--n-iter", "25", "--participation", "2"]
@@ -441,15 +427,9 @@ def test_mpi_run_matches_simcomm(tmp_path):
 
 
 @pytest.mark.mpi
-def test_example_keeps_each_shard_on_its_rank_and_matches_simcomm(tmp_path):
+def test_example_keeps_each_shard_on_its_rank_and_matches_simcomm(tmp_path, mpiexec):
     """The federated tuning example under mpiexec -n 3: rank j opens site_j.npz and nothing else
     (each rank prints what it opened), and the iterates equal SimComm's in one process."""
-    ok, reason = mpi_available()
-    if not ok:
-        pytest.skip(f"MPI unavailable: {reason}")
-    mpiexec = _mpiexec()
-    if mpiexec is None:
-        pytest.skip("mpiexec not found next to the interpreter or on PATH")
     script = Path(__file__).resolve().parents[1] / "examples" / "federated_hyperparameter_tuning.py"
     env = dict(os.environ, PYTHONPATH=str(SRC) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     common = [str(script), "--n-iter", "12", "--no-reference"]

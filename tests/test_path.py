@@ -2,30 +2,15 @@
 
 from __future__ import annotations
 
-import itertools
-
 import numpy as np
 import pytest
+from _bruteforce import brute_force
 from sklearn.model_selection import KFold
 
 from sparsecert.api import certify, verify
 from sparsecert.datasets import make_synthetic
 from sparsecert.estimators import KSparseLinearRegression, KSparseLogisticRegression
 from sparsecert.path import KSparseCV, KSparseLinearRegressionCV, certify_path
-
-
-def _brute_force(X, y, k, lam):
-    """Exact optimum of min ||y - Xb||^2 + lam ||b||^2, ||b||_0 <= k (enumeration)."""
-    p = X.shape[1]
-    best = (np.inf, None)
-    for s in itertools.combinations(range(p), k):
-        XS = X[:, s]
-        b = np.linalg.solve(XS.T @ XS + lam * np.eye(k), XS.T @ y)
-        r = y - XS @ b
-        val = r @ r + lam * b @ b
-        if val < best[0]:
-            best = (val, s)
-    return best
 
 
 @pytest.fixture(scope="module")
@@ -74,9 +59,9 @@ def test_path_certificates_identical_to_certify(data):
 
 def test_path_matches_enumeration(data):
     X, y = data
-    path = certify_path(X, y, range(1, 5), 1.3, rel_gap=1e-9)
+    path = certify_path(X, y, range(1, 5), 1.3, fit_intercept=False, rel_gap=1e-9)
     for k, res in zip(path.ks, path, strict=True):
-        val, supp = _brute_force(X, y, int(k), 1.3)
+        val, supp = brute_force(X, y, int(k), "squared", 1.3)
         assert res.objective == pytest.approx(val, rel=1e-8)
         assert tuple(sorted(res.support)) == supp
     obj = path.objectives
@@ -102,8 +87,8 @@ def test_path_warm_incumbent_is_used(monkeypatch):
     X, y, _ = make_synthetic(30, 8, 2, seed=5)
     monkeypatch.setattr(search_mod, "beam_search", lambda refitter, k, **kw: refitter.fit(()))
     monkeypatch.setattr(search_mod, "swap_search", lambda refitter, model, k, **kw: model)
-    warm = certify_path(X, y, [2, 3], 0.5, rel_gap=1e-9)
-    cold = certify_path(X, y, [2, 3], 0.5, rel_gap=1e-9, warm_start=False)
+    warm = certify_path(X, y, [2, 3], 0.5, fit_intercept=False, rel_gap=1e-9)
+    cold = certify_path(X, y, [2, 3], 0.5, fit_intercept=False, rel_gap=1e-9, warm_start=False)
     empty = float(y @ y)
     assert cold[1].search.history[0].upper_bound == pytest.approx(empty)
     assert warm[1].search.history[0].upper_bound <= warm[0].objective * (1 + 1e-12) < empty

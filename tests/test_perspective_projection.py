@@ -7,11 +7,10 @@ import pytest
 
 from sparsecert.solvers.perspective._zspace import project_capped
 
-cp = pytest.importorskip("cvxpy")
-
 
 @pytest.mark.parametrize("seed", range(12))
 def test_projection_matches_cvxpy(seed):
+    cp = pytest.importorskip("cvxpy")
     rng = np.random.default_rng(seed)
     p = int(rng.integers(1, 40))
     k = int(rng.integers(1, p + 1))

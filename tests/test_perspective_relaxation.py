@@ -1,11 +1,11 @@
 """The relaxation against cvxpy SOCPs (root and nodes), bound validity along the run, the shift."""
 
-import itertools
 import warnings
 
 import cvxpy as cp
 import numpy as np
 import pytest
+from _bruteforce import brute_force
 
 from sparsecert.solvers.losses import get_loss
 from sparsecert.solvers.perspective import (
@@ -144,21 +144,10 @@ def test_lower_bound_equals_fenchel_dual(loss):
                                    rtol=1e-8, atol=1e-10)
 
 
-def _brute_force(X, y, k, lam):
-    p = X.shape[1]
-    best = np.inf
-    for size in range(1, k + 1):
-        for S in itertools.combinations(range(p), size):
-            XS = X[:, S]
-            b = np.linalg.solve(XS.T @ XS + lam * np.eye(size), XS.T @ y)
-            best = min(best, np.sum((y - XS @ b) ** 2) + lam * b @ b)
-    return best
-
-
 def test_eig_shift_bound():
     X, y = _data(n=60, p=9, seed=5)
     k, lam = 3, 0.2
-    opt = _brute_force(X, y, k, lam)
+    opt = brute_force(X, y, k, "squared", lam)[0]
     plain = perspective_relaxation(X, y, k, lam, rel_tol=1e-10, max_iter=50000)
     shifted = perspective_relaxation(X, y, k, lam, eig_shift="auto", rel_tol=1e-10,
                                      max_iter=50000)
@@ -175,7 +164,7 @@ def test_eig_shift_bound():
     node = perspective_relaxation(X, y, k, lam, eig_shift=mu, fixed_out=[0], rel_tol=1e-10,
                                   max_iter=50000)
     assert node.lower_bound <= min(
-        _brute_force(np.delete(X, 0, axis=1), y, k, lam), np.inf) * (1 + 1e-9)
+        brute_force(np.delete(X, 0, axis=1), y, k, "squared", lam)[0], np.inf) * (1 + 1e-9)
 
 
 def test_eig_shift_validation():

@@ -7,10 +7,9 @@ import pytest
 
 from sparsecert.solvers.perspective import RelaxationProblem, solve_node
 
-cp = pytest.importorskip("cvxpy")
-
 
 def _cvxpy_relaxation(X, y, k, lam, fixed_in=(), fixed_out=()):
+    cp = pytest.importorskip("cvxpy")
     n, p = X.shape
     b = cp.Variable(p)
     z = cp.Variable(p)

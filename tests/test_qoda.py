@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 import scipy.linalg
 
-from sparsecert.distributed.comm import SimComm, mpi_available
+from sparsecert.distributed.comm import SimComm
 from sparsecert.distributed.compress import Identity
 from sparsecert.distributed.qoda.algorithm import (
     StepSchedule,
@@ -200,19 +198,8 @@ def test_bad_inputs():
         QuadraticGame(noise="pink")
 
 
-def _mpiexec() -> str | None:
-    cand = Path(sys.executable).with_name("mpiexec")
-    return str(cand) if cand.exists() else shutil.which("mpiexec")
-
-
 @pytest.mark.mpi
-def test_simcomm_and_mpicomm_identical(tmp_path):
-    ok, reason = mpi_available()
-    if not ok:
-        pytest.skip(reason)
-    mpiexec = _mpiexec()
-    if mpiexec is None:
-        pytest.skip("mpiexec not found next to the interpreter nor on PATH")
+def test_simcomm_and_mpicomm_identical(tmp_path, mpiexec):
     argv = ["--n-iter", "30", "--sizes", "24", "8", "4", "--level-update-every", "10",
             "--code", "huffman", "--record-every", "5"]
     out = tmp_path / "mpi.npz"
