@@ -46,15 +46,15 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     args.time_limit = args.time_limit or (20.0 if args.quick else 60.0)
     Xw, yw, _ = make_synthetic(40, 6, 2, seed=1)
-    sparsecert.certify(Xw, yw, 2, 1.0, verbose=0)  # JIT warm-up
+    sparsecert.certify(Xw, yw, 2, 1.0, fit_intercept=False, verbose=0)  # JIT warm-up
 
     combos = [(r, s) for r in BRANCHING_RULES for s in SELECTIONS]
     rows = []
     for name, loss, X, y, k, lam in instances(args.quick):
         for rule, sel in combos:
             t0 = time.perf_counter()
-            res = sparsecert.certify(X, y, k, lam, loss=loss, branching=rule, node_selection=sel,
-                                     time_limit=args.time_limit, verbose=0)
+            res = sparsecert.certify(X, y, k, lam, loss=loss, fit_intercept=False, branching=rule,
+                                     node_selection=sel, time_limit=args.time_limit, verbose=0)
             rows.append(dict(instance=name, rule=rule, selection=sel, status=res.status,
                              nodes=res.n_nodes, time=time.perf_counter() - t0, gap=res.gap))
             print(f"{name:32s} {rule:20s} {sel:16s} {res.status:10s} nodes={res.n_nodes:6d} "

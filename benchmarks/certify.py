@@ -83,8 +83,8 @@ def instances(quick: bool):
 # ----------------------------------------------------------------------------------------------
 def run_sparsecert(X, y, k, lam, loss, time_limit):
     t0 = time.perf_counter()
-    res = sparsecert.certify(X, y, k, lam, loss=loss, rel_gap=REL_GAP, time_limit=time_limit,
-                             verbose=0)
+    res = sparsecert.certify(X, y, k, lam, loss=loss, fit_intercept=False, rel_gap=REL_GAP,
+                             time_limit=time_limit, verbose=0)
     return dict(time=time.perf_counter() - t0, ub=res.objective, lb=res.lower_bound,
                 gap=res.gap, nodes=res.n_nodes, status=res.status,
                 support=sorted(int(j) for j in res.support))
@@ -229,7 +229,7 @@ def main(argv=None) -> int:
     Xw, yw, _ = make_synthetic(50, 8, 2, seed=1)
     for loss in ("squared", "logistic"):
         yy = yw if loss == "squared" else np.where(yw > 0, 1.0, -1.0)
-        sparsecert.certify(Xw, yy, 2, 1.0, loss=loss, verbose=0)
+        sparsecert.certify(Xw, yy, 2, 1.0, loss=loss, fit_intercept=False, verbose=0)
     print(f"JIT warm-up (not counted): {time.perf_counter() - t0:.1f} s")
 
     rows = []

@@ -23,7 +23,7 @@ from sparsecert.datasets import load_riboflavin
 
 def run(name, X, y, k, lambda2, feature_names, out, time_limit):
     print(f"\n== {name}: n={X.shape[0]} p={X.shape[1]} k={k} lambda2={lambda2:g}")
-    res = certify(X, y, k, lambda2, fit_intercept=True, time_limit=time_limit, verbose=0)
+    res = certify(X, y, k, lambda2, time_limit=time_limit, verbose=0)
     print(res.summary())
     cert_path = out / f"{name}_certificate.json"
     res.save(cert_path)

@@ -74,8 +74,8 @@ def test_certificate_identical_across_executors(tmp_path):
 
 def test_limits_give_honest_certificates(tmp_path):
     X, y = _data("logistic", p=9, seed=3)
-    res = sparsecert.certify(X, y, 3, 0.02, loss="logistic", node_limit=2, rel_gap=0.0,
-                             abs_gap=0.0, verbose=0)
+    res = sparsecert.certify(X, y, 3, 0.02, loss="logistic", fit_intercept=False,
+                             node_limit=2, rel_gap=0.0, abs_gap=0.0, verbose=0)
     assert res.status == "node_limit"
     ref, _ = brute_force(X, y, 3, "logistic", 0.02)
     assert res.lower_bound <= ref + 1e-8 <= res.objective + 2e-8
@@ -85,15 +85,16 @@ def test_limits_give_honest_certificates(tmp_path):
     assert rep.exit_code == 3  # verified, but the gap is above the requested tolerance (0)
 
 
-@pytest.mark.parametrize("kwargs,match", [
-    (dict(k=0), "k"), (dict(k=9), "k"), (dict(lambda2=0.0), "lambda2"),
-    (dict(lambda2=-1.0), "lambda2"), (dict(loss="hinge"), "loss"),
-    (dict(k=2.5), "k"),
+@pytest.mark.parametrize("kwargs,exc,match", [
+    (dict(k=0), ValueError, "k"), (dict(k=9), ValueError, "k"),
+    (dict(lambda2=0.0), ValueError, "lambda2"), (dict(lambda2=-1.0), ValueError, "lambda2"),
+    (dict(loss="hinge"), ValueError, "loss"),
+    (dict(k=2.5), TypeError, "k must be an integer"),  # a bad type: TypeError everywhere
 ])
-def test_bad_arguments_raise_clear_errors(kwargs, match):
+def test_bad_arguments_raise_clear_errors(kwargs, exc, match):
     X, y = _data(p=8)
     args = dict(k=2, lambda2=1.0, loss="squared", verbose=0) | kwargs
-    with pytest.raises(ValueError, match=match):
+    with pytest.raises(exc, match=match):
         sparsecert.certify(X, y, **args)
 
 

@@ -1,37 +1,208 @@
-"""Shared input checks.
+"""The one validation path of the certified-GLM wing.
 
-Every public entry point of the package validates its inputs through these helpers, so that bad
-input always produces the same clear :class:`ValueError` / :class:`TypeError` naming the problem.
-None of them modifies what the user passed: whenever a conversion is needed a new float64 array
-is returned.
+Every entry point -- :func:`sparsecert.certify`, :func:`sparsecert.certify_path`, the
+estimators, the ``sparsecert certify`` command and the relaxation itself -- checks its inputs
+with these functions, and the first three through one prepare step, :func:`prepare_problem`,
+which runs every cheap check before any expensive setup (the Lipschitz constant, the eigenvalue
+shift, the search).
+
+Exception policy: :class:`TypeError` when an argument has the wrong type (``k=2.5``,
+``lambda2="big"``, ``fit_intercept="yes"``), :class:`ValueError` when it has the right type
+but a bad value (``k=0``, ``lambda2=-1``, NaN in ``X``, three labels for a classification loss).
+Messages name the argument and the value. Nothing the user passed is modified: conversions
+return new arrays.
 """
 
 from __future__ import annotations
 
+import math
 import numbers
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 import numpy as np
 
-from sparsecert.solvers.losses import LOSS_NAMES, check_loss, get_loss
+from sparsecert.solvers.losses import LOSS_NAMES, SQUARED, check_loss, get_loss
 
 __all__ = [
     "LOSSES",
+    "PreparedProblem",
+    "prepare_problem",
+    "check_options",
+    "check_hyperparameters",
     "check_array_2d",
     "check_vector",
     "check_X_y",
     "check_k",
+    "check_ks",
     "check_lambda2",
     "check_max_abs_coef",
+    "check_fit_intercept",
+    "check_eig_shift",
+    "check_rel_gap",
+    "check_abs_gap",
+    "check_time_limit",
+    "check_node_limit",
+    "check_positive_int",
+    "check_n_jobs",
+    "check_verbose",
     "check_loss",
-    "check_labels_pm1",
-    "check_poisson_counts",
     "check_fixings",
     "check_index_set",
 ]
 
 #: Loss names understood by the package (from the loss registry).
 LOSSES = LOSS_NAMES
+
+
+# ----------------------------------------------------------------------------------------------
+# the prepare step
+# ----------------------------------------------------------------------------------------------
+@dataclass(frozen=True, eq=False)
+class PreparedProblem:
+    """A certification problem after every cheap check, before any expensive setup.
+
+    Attributes
+    ----------
+    X : numpy.ndarray of shape (n_samples, n_features)
+        The data as float64 (C-contiguous).
+    y : numpy.ndarray of shape (n_samples,)
+        The targets as given, as a new float64 array.
+    y_used : numpy.ndarray of shape (n_samples,)
+        The targets as the loss uses them (classification labels coded -1/+1 by the label rule
+        of :func:`sparsecert.solvers.losses.binary_codes`).
+    labels : list of two floats or None
+        ``[label coded -1, label coded +1]`` for a classification loss.
+    loss : str
+    lambda2 : float
+    max_abs_coef : float or None
+        The box as given (None: no box).
+    fit_intercept : bool
+    eig_shift : float, "auto" or None
+        The eigenvalue-shift option, resolved for the loss (None unless least squares).
+    """
+
+    X: np.ndarray
+    y: np.ndarray
+    y_used: np.ndarray
+    labels: list[float] | None
+    loss: str
+    lambda2: float
+    max_abs_coef: float | None
+    fit_intercept: bool
+    eig_shift: float | str | None
+
+
+def prepare_problem(X, y, lambda2, loss="squared", max_abs_coef=None, fit_intercept=True,
+                    eig_shift="auto", strict_shift: bool = False) -> PreparedProblem:
+    """Check a certification problem and code its targets; cheap (no factorisation).
+
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, n_features)
+    y : array-like of shape (n_samples,)
+    lambda2 : float
+        Ridge weight, > 0.
+    loss : str
+        A name of the loss registry.
+    max_abs_coef : float or None
+        Box ``|b_j| <= M``, ``M > 0``; None for no box.
+    fit_intercept : bool
+    eig_shift : float, "auto" or None
+        Least squares only ("auto" means None for the other losses, where there is no shift,
+        unless ``strict_shift``).
+    strict_shift : bool
+        Refuse any shift, "auto" included, for a loss other than least squares.
+
+    Returns
+    -------
+    PreparedProblem
+
+    Raises
+    ------
+    TypeError, ValueError
+        As the module's exception policy says.
+    """
+    loss = check_loss(loss)
+    X, y = check_X_y(X, y)
+    lam = check_lambda2(lambda2)
+    M = check_max_abs_coef(max_abs_coef)
+    fit_intercept = check_fit_intercept(fit_intercept)
+    shift = check_eig_shift(eig_shift, loss, strict=strict_shift)
+    y_used, labels = get_loss(loss).encode_target(y)
+    return PreparedProblem(X=X, y=y, y_used=y_used, labels=labels, loss=loss, lambda2=lam,
+                           max_abs_coef=None if math.isinf(M) else M,
+                           fit_intercept=fit_intercept, eig_shift=shift)
+
+
+def check_options(*, rel_gap=1e-4, abs_gap=0.0, time_limit=None, node_limit=None, n_jobs=1,
+                  verbose=0) -> None:
+    """Check the search options shared by every entry point (see the ``check_*`` functions)."""
+    check_rel_gap(rel_gap)
+    check_abs_gap(abs_gap)
+    check_time_limit(time_limit)
+    check_node_limit(node_limit)
+    check_n_jobs(n_jobs)
+    check_verbose(verbose)
+
+
+def check_hyperparameters(estimator) -> None:
+    """The hyper-parameters of a sparsecert estimator, checked at ``fit`` (never in
+    ``__init__``); the message names the estimator."""
+    try:
+        check_k(estimator.k)
+        check_lambda2(estimator.lambda2)
+        check_max_abs_coef(estimator.max_abs_coef)
+        check_fit_intercept(estimator.fit_intercept)
+        check_options(rel_gap=estimator.rel_gap, time_limit=estimator.time_limit,
+                      n_jobs=estimator.n_jobs, verbose=estimator.verbose)
+    except (TypeError, ValueError) as exc:
+        raise type(exc)(f"{type(estimator).__name__}: {exc}") from None
+
+
+# ----------------------------------------------------------------------------------------------
+# one check per argument
+# ----------------------------------------------------------------------------------------------
+def _is_int(v) -> bool:
+    return isinstance(v, numbers.Integral) and not isinstance(v, bool | np.bool_)
+
+
+def _is_real(v) -> bool:
+    return isinstance(v, numbers.Real) and not isinstance(v, bool | np.bool_)
+
+
+def check_k(k, n_features: int | None = None) -> int:
+    """Check the sparsity level: an integer with ``1 <= k`` (``<= n_features`` when given)."""
+    if not _is_int(k):
+        raise TypeError(f"k must be an integer, got {type(k).__name__} {k!r}")
+    k = int(k)
+    if n_features is None:
+        if k < 1:
+            raise ValueError(f"k must be >= 1, got k = {k}")
+    elif k < 1 or k > n_features:
+        raise ValueError(f"k must satisfy 1 <= k <= n_features = {n_features}, got k = {k}")
+    return k
+
+
+def check_ks(ks, n_features: int | None) -> np.ndarray:
+    """Distinct support sizes ``1 <= k <= n_features`` (an integer or an iterable of them),
+    sorted increasing."""
+    if _is_int(ks):
+        ks = [ks]
+    if isinstance(ks, str) or not isinstance(ks, Iterable):
+        raise TypeError(f"ks must be an iterable of integers, got {type(ks).__name__}")
+    vals = list(ks)
+    for k in vals:
+        if not _is_int(k):
+            raise TypeError(f"ks must hold integers: k must be an integer, got "
+                            f"{type(k).__name__} {k!r}")
+        check_k(k, n_features)
+    vals = [int(k) for k in vals]
+    if not vals:
+        raise ValueError("ks is empty: give at least one support size")
+    if len(set(vals)) != len(vals):
+        raise ValueError(f"ks holds repeated values: {sorted(vals)}")
+    return np.asarray(sorted(vals), dtype=np.intp)
 
 
 def check_array_2d(X, name: str = "X") -> np.ndarray:
@@ -97,16 +268,6 @@ def check_X_y(X, y) -> tuple[np.ndarray, np.ndarray]:
     return X, y
 
 
-def check_k(k, n_features: int) -> int:
-    """Check the sparsity level ``1 <= k <= n_features`` (an integer)."""
-    if isinstance(k, bool) or not isinstance(k, numbers.Integral):
-        raise TypeError(f"k must be an integer, got {type(k).__name__} {k!r}")
-    k = int(k)
-    if k < 1 or k > n_features:
-        raise ValueError(f"k must satisfy 1 <= k <= n_features = {n_features}, got k = {k}")
-    return k
-
-
 def check_lambda2(lambda2) -> float:
     """Check the ridge weight ``lambda2 > 0`` (finite)."""
     if isinstance(lambda2, bool) or not isinstance(lambda2, numbers.Real):
@@ -133,15 +294,100 @@ def check_max_abs_coef(M) -> float:
     return M
 
 
-def check_labels_pm1(y: np.ndarray, loss: str = "logistic") -> np.ndarray:
-    """Classification labels coded -1/+1 by the label rule (:func:`~sparsecert.solvers.losses.
-    binary_codes`: exactly two values, the smaller coded -1); a new float64 array."""
-    return get_loss(loss).encode_target(np.asarray(y, dtype=np.float64))[0]
+def check_fit_intercept(fit_intercept) -> bool:
+    """Check the intercept switch (a bool)."""
+    if not isinstance(fit_intercept, bool | np.bool_):
+        raise TypeError(f"fit_intercept must be a bool, got {type(fit_intercept).__name__}")
+    return bool(fit_intercept)
 
 
-def check_poisson_counts(y: np.ndarray) -> np.ndarray:
-    """Check that Poisson responses are non-negative (returns a float64 copy)."""
-    return get_loss("poisson").encode_target(y)[0]
+def check_eig_shift(eig_shift, loss: str, strict: bool = False) -> float | str | None:
+    """Check the eigenvalue-shift option (the Cholesky proof of a given shift comes later).
+
+    None, "auto" or a finite number >= 0, for least squares; for the other losses (they have no
+    shift) "auto" means None, or is an error if ``strict``, and a number is an error.
+    """
+    if eig_shift is None:
+        return None
+    if isinstance(eig_shift, str):
+        if eig_shift != "auto":
+            raise ValueError(f"eig_shift must be None, a number or 'auto', got {eig_shift!r}")
+        if get_loss(loss).loss_id == SQUARED:
+            return "auto"
+        if strict:
+            raise ValueError(f"eig_shift is only defined for the squared loss (got "
+                             f"loss={loss!r})")
+        return None
+    if not _is_real(eig_shift):
+        raise TypeError(f"eig_shift must be None, a number or 'auto', got "
+                        f"{type(eig_shift).__name__}")
+    mu = float(eig_shift)
+    if not math.isfinite(mu) or mu < 0.0:
+        raise ValueError(f"eig_shift must be a finite number >= 0, got {mu}")
+    if get_loss(loss).loss_id != SQUARED:
+        raise ValueError(f"eig_shift is only defined for the squared loss (got loss={loss!r})")
+    return mu
+
+
+def check_rel_gap(rel_gap) -> float:
+    """The relative-gap target ``(UB - LB) / max(1, |UB|)``: a number in [0, 1)."""
+    if not _is_real(rel_gap):
+        raise TypeError(f"rel_gap must be a number, got {type(rel_gap).__name__}")
+    if not 0.0 <= rel_gap < 1.0:
+        raise ValueError(f"rel_gap must be in [0, 1), got {rel_gap}")
+    return float(rel_gap)
+
+
+def check_abs_gap(abs_gap) -> float:
+    """The absolute-gap target: a finite number >= 0."""
+    if not _is_real(abs_gap):
+        raise TypeError(f"abs_gap must be a number, got {type(abs_gap).__name__}")
+    if not (math.isfinite(abs_gap) and abs_gap >= 0.0):
+        raise ValueError(f"abs_gap must be a finite number >= 0, got {abs_gap}")
+    return float(abs_gap)
+
+
+def check_time_limit(time_limit) -> float | None:
+    """Seconds, > 0, or None for no limit."""
+    if time_limit is None:
+        return None
+    if not _is_real(time_limit):
+        raise TypeError(f"time_limit must be a number or None, got {type(time_limit).__name__}")
+    if not time_limit > 0:
+        raise ValueError(f"time_limit must be > 0 (or None for no limit), got {time_limit}")
+    return float(time_limit)
+
+
+def check_positive_int(value, name: str) -> int:
+    """An integer >= 1 (``name`` is the argument's name, for the message)."""
+    if not _is_int(value):
+        raise TypeError(f"{name} must be an integer, got {type(value).__name__} {value!r}")
+    if value < 1:
+        raise ValueError(f"{name} must be >= 1, got {value}")
+    return int(value)
+
+
+def check_node_limit(node_limit) -> int | None:
+    """Evaluated nodes, >= 1, or None for no limit."""
+    return None if node_limit is None else check_positive_int(node_limit, "node_limit")
+
+
+def check_n_jobs(n_jobs) -> int:
+    """Parallel node evaluations: a positive integer, or -1 for all cores."""
+    if not _is_int(n_jobs):
+        raise TypeError(f"n_jobs must be an integer, got {type(n_jobs).__name__} {n_jobs!r}")
+    if n_jobs == 0 or n_jobs < -1:
+        raise ValueError(f"n_jobs must be a positive integer or -1, got {n_jobs}")
+    return int(n_jobs)
+
+
+def check_verbose(verbose) -> int:
+    """Verbosity: an integer >= 0 (``True`` counts as 1)."""
+    if not isinstance(verbose, numbers.Integral):
+        raise TypeError(f"verbose must be an integer, got {type(verbose).__name__} {verbose!r}")
+    if verbose < 0:
+        raise ValueError(f"verbose must be >= 0, got {verbose}")
+    return int(verbose)
 
 
 def check_index_set(idx, n_features: int, name: str) -> np.ndarray:

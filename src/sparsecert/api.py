@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from sparsecert._validation import check_k, check_options, prepare_problem
 from sparsecert._version import __version__
 
 __all__ = ["certify", "verify", "CertifyResult"]
@@ -104,12 +105,6 @@ def _feature_names(X, feature_names=None) -> tuple[str, ...] | None:
     return names
 
 
-def _label_pair(y: np.ndarray, loss: str) -> list[float] | None:
-    from sparsecert.solvers.losses import get_loss
-
-    return get_loss(loss).encode_target(y)[1]
-
-
 def _objective_raw(X, y_used, loss, lambda2, coef, intercept) -> float:
     from sparsecert.solvers.losses import get_loss
 
@@ -117,7 +112,7 @@ def _objective_raw(X, y_used, loss, lambda2, coef, intercept) -> float:
 
 
 def certify(X, y, k: int, lambda2: float, loss: str = "squared", max_abs_coef: float | None = None,
-            fit_intercept: bool = False, rel_gap: float = 1e-4, time_limit: float | None = None,
+            fit_intercept: bool = True, rel_gap: float = 1e-4, time_limit: float | None = None,
             n_jobs: int = 1, verbose: int = 1, *, node_limit: int | None = None,
             abs_gap: float = 1e-9, eig_shift: float | str | None = "auto",
             executor: cf.Executor | None = None, backend: str = "threads",
@@ -134,16 +129,18 @@ def certify(X, y, k: int, lambda2: float, loss: str = "squared", max_abs_coef: f
     ----------
     X : array-like of shape (n_samples, n_features)
     y : array-like of shape (n_samples,)
-        Targets; for ``"logistic"``/``"squared_hinge"`` two distinct numeric labels (the smaller
-        is mapped to -1); for ``"poisson"`` non-negative counts.
+        Targets: real responses (``"squared"``); for ``"logistic"``/``"squared_hinge"`` any two
+        distinct numeric labels, the smaller coded -1 and the larger +1 (the label rule of the
+        user guide); for ``"poisson"`` non-negative counts.
     k : int
         Maximum number of non-zero coefficients (1 <= k <= n_features).
     lambda2 : float
         Ridge weight, > 0.
     loss : {"squared", "logistic", "squared_hinge", "poisson"}
+        A name of the loss registry :mod:`sparsecert.solvers.losses`.
     max_abs_coef : float, optional
         Box ``|b_j| <= M``.
-    fit_intercept : bool
+    fit_intercept : bool, default=True
         Unpenalised intercept, not counted in ``k`` (least squares: exact by centring).
     rel_gap : float
         Target relative gap ``(UB - LB) / max(1, |UB|)`` (default 1e-4).
@@ -176,33 +173,31 @@ def certify(X, y, k: int, lambda2: float, loss: str = "squared", max_abs_coef: f
     Returns
     -------
     CertifyResult
+
+    Raises
+    ------
+    TypeError, ValueError
+        Bad argument types / values (checked before any expensive setup).
     """
     from sparsecert.bnb import BnBSettings, BranchAndBound
     from sparsecert.solvers.perspective import RelaxationProblem
 
     t0 = time.perf_counter()
     names = _feature_names(X, feature_names)
-    if hasattr(X, "columns"):  # a DataFrame: its values as a float64 array
-        X = np.asarray(X, dtype=np.float64)
-    if loss != "squared" and eig_shift == "auto":
-        eig_shift = None
-    prob = RelaxationProblem.from_data(X, y, lambda2, loss=loss, max_abs_coef=max_abs_coef,
-                                       eig_shift=eig_shift, fit_intercept=fit_intercept)
-    X_raw = np.asarray(X, dtype=float)
-    y_raw = np.asarray(y, dtype=float)
-    labels = _label_pair(y_raw, loss)
-    if isinstance(k, bool) or not isinstance(k, int | np.integer):
-        raise ValueError(f"k must be an integer, got {k!r}")
+    pp = prepare_problem(X, y, lambda2, loss=loss, max_abs_coef=max_abs_coef,
+                         fit_intercept=fit_intercept, eig_shift=eig_shift)
+    k = check_k(k, pp.X.shape[1])
     settings = BnBSettings.from_options(
         rel_gap=rel_gap, abs_gap=abs_gap, time_limit=time_limit, node_limit=node_limit,
         node_selection=node_selection, branching=branching, batch_size=batch_size)
-    engine = BranchAndBound(prob, int(k), settings, n_jobs=n_jobs, executor=executor,
+    check_options(n_jobs=n_jobs, verbose=verbose)
+    prob = RelaxationProblem.from_prepared(pp)  # the expensive setup, after every check
+    engine = BranchAndBound(prob, k, settings, n_jobs=n_jobs, executor=executor,
                             backend=backend, verbose=verbose, log=log)
     res = engine.run()
-    y_used = y_raw if labels is None else np.where(y_raw == labels[1], 1.0, -1.0)
-    result = assemble_result(res, prob, X_raw, y_raw, y_used, labels, int(k), lambda2, loss,
-                             max_abs_coef, fit_intercept, rel_gap, abs_gap, n_jobs, executor,
-                             backend, t0)
+    result = assemble_result(res, prob, pp.X, pp.y, pp.y_used, pp.labels, k, pp.lambda2,
+                             pp.loss, pp.max_abs_coef, pp.fit_intercept, rel_gap, abs_gap,
+                             n_jobs, executor, backend, t0)
     result.feature_names = names
     return result
 

@@ -14,7 +14,8 @@ training data.
 * :class:`KSparseLogisticRegression` -- logistic ``f = log(1 + exp(-y u))``;
 * :class:`KSparseHingeClassifier` -- squared hinge ``f = max(0, 1 - y u)^2``.
 
-Classifiers accept any two labels (numbers or strings); ``classes_[0]`` is coded ``-1`` and
+Classifiers accept any two labels (numbers or strings); ``classes_`` holds them sorted, and by
+the package's label rule (user guide, "Labels") ``classes_[0]`` is coded ``-1`` and
 ``classes_[1]`` is coded ``+1`` before the certifier is called.
 
 If ``k >= n_features`` the cardinality constraint is inactive (the problem is ridge-penalised
@@ -24,7 +25,6 @@ same optimisation problem.
 
 from __future__ import annotations
 
-import numbers
 import warnings
 
 import numpy as np
@@ -33,7 +33,9 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from sparsecert._validation import check_hyperparameters
 from sparsecert.api import certify, verify
+from sparsecert.solvers.losses import binary_codes, get_loss
 from sparsecert.statuses import OPTIMAL, STATUS_HINTS
 
 __all__ = [
@@ -100,47 +102,22 @@ _ATTRS_DOC = """
 """
 
 
-def _check_params(est) -> None:
-    """Clear errors for bad hyper-parameters (raised at fit time, never in ``__init__``)."""
-    name = type(est).__name__
-    k = est.k
-    if isinstance(k, bool) or not isinstance(k, numbers.Integral):
-        raise TypeError(f"{name}: k must be an integer, got {type(k).__name__} {k!r}")
-    if k < 1:
-        raise ValueError(f"{name}: k must be >= 1, got {k}")
-    lam = est.lambda2
-    if isinstance(lam, bool) or not isinstance(lam, numbers.Real):
-        raise TypeError(f"{name}: lambda2 must be a real number, got {type(lam).__name__}")
-    if not (np.isfinite(lam) and lam > 0):
-        raise ValueError(f"{name}: lambda2 must be finite and > 0, got {lam}")
-    M = est.max_abs_coef
-    if M is not None:
-        if isinstance(M, bool) or not isinstance(M, numbers.Real):
-            raise TypeError(f"{name}: max_abs_coef must be a positive number or None, got "
-                            f"{type(M).__name__}")
-        if not M > 0:
-            raise ValueError(f"{name}: max_abs_coef must be > 0 or None, got {M}")
-    if not isinstance(est.fit_intercept, bool | np.bool_):
-        raise TypeError(f"{name}: fit_intercept must be a bool, got "
-                        f"{type(est.fit_intercept).__name__}")
-    g = est.rel_gap
-    if isinstance(g, bool) or not isinstance(g, numbers.Real) or not 0 <= g < 1:
-        raise ValueError(f"{name}: rel_gap must be a number in [0, 1), got {g!r}")
-    t = est.time_limit
-    if t is not None and (isinstance(t, bool) or not isinstance(t, numbers.Real) or not t > 0):
-        raise ValueError(f"{name}: time_limit must be a positive number or None, got {t!r}")
-    for attr in ("n_jobs", "verbose"):
-        v = getattr(est, attr)
-        if isinstance(v, bool) or not isinstance(v, numbers.Integral):
-            raise TypeError(f"{name}: {attr} must be an integer, got {type(v).__name__} {v!r}")
-    if est.n_jobs == 0 or est.n_jobs < -1:
-        raise ValueError(f"{name}: n_jobs must be a positive integer or -1, got {est.n_jobs}")
+_CLASSES_DOC = """    classes_ : ndarray of shape (2,)
+        The two labels, sorted; ``classes_[0]`` is coded -1, ``classes_[1]`` is coded +1.
+"""
+
+
+def _classifier_doc(title: str, loss: str) -> str:
+    """The docstring of a classifier minimising ``sum_i loss + lambda2 ||b||^2``."""
+    return (f"{title}\n\n    Minimises ``sum_i {loss} + lambda2 ||b||^2`` with labels ``s_i`` "
+            "coded -1/+1 (the label rule) and ``u_i = x_i^T b + c``, subject to "
+            "``||b||_0 <= k``.\n" + _PARAMS_DOC + _ATTRS_DOC + _CLASSES_DOC)
 
 
 class _KSparseBase(BaseEstimator):
     """Shared fit logic: validate, call :func:`sparsecert.api.certify`, store the record."""
 
-    _loss: str = "squared"
+    _loss: str  #: a name of the loss registry, set by each estimator
 
     def __init__(self, k: int = 5, lambda2: float = 1.0, max_abs_coef: float | None = None,
                  fit_intercept: bool = True, rel_gap: float = 1e-4,
@@ -216,7 +193,7 @@ class _KSparseBase(BaseEstimator):
         return verify(self.certificate_, X, self._target_as_certified(y), rel_gap=rel_gap)
 
     def _min_samples(self) -> int:
-        _check_params(self)
+        check_hyperparameters(self)
         # with an intercept, a single sample leaves nothing to fit once it is centred out
         return 2 if self.fit_intercept else 1
 
@@ -234,6 +211,7 @@ class _KSparseRegressor(RegressorMixin, _KSparseBase):
         ----------
         X : array-like of shape (n_samples, n_features)
         y : array-like of shape (n_samples,)
+            Real responses (non-negative counts or rates for the Poisson model).
 
         Returns
         -------
@@ -241,6 +219,10 @@ class _KSparseRegressor(RegressorMixin, _KSparseBase):
         """
         X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True,
                              ensure_min_samples=self._min_samples())
+        try:  # the loss's target rule (Poisson: y >= 0), from the loss registry
+            get_loss(self._loss).encode_target(y)
+        except ValueError as exc:
+            raise ValueError(f"{type(self).__name__}: {exc}") from None
         return self._certify(X, np.asarray(y, dtype=np.float64))
 
 
@@ -266,26 +248,6 @@ class KSparsePoissonRegression(_KSparseRegressor):
         tags = super().__sklearn_tags__()
         tags.target_tags.positive_only = True
         return tags
-
-    def fit(self, X, y):
-        """Fit the certified k-sparse Poisson model (``y >= 0``).
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,)
-            Non-negative counts (or rates).
-
-        Returns
-        -------
-        self
-        """
-        X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True,
-                             ensure_min_samples=self._min_samples())
-        if np.any(y < 0):
-            raise ValueError(f"{type(self).__name__} needs non-negative y; got "
-                             f"{int(np.sum(y < 0))} negative value(s) (min {np.min(y):g})")
-        return self._certify(X, np.asarray(y, dtype=np.float64))
 
     def predict(self, X) -> np.ndarray:
         """Predicted mean ``exp(X @ coef_ + intercept_)``."""
@@ -320,8 +282,7 @@ class _KSparseClassifier(ClassifierMixin, _KSparseBase):
             raise ValueError(f"Only binary classification is supported. {type(self).__name__} "
                              f"needs exactly 2 classes in y; the type of the target is "
                              f"{y_type!r} with {classes.size} class(es) {classes[:5].tolist()}")
-        self.classes_ = classes
-        y_pm = np.where(y == classes[1], 1.0, -1.0)
+        y_pm, self.classes_ = binary_codes(y)  # the label rule: classes_[0] -> -1
         return self._certify(X, y_pm)
 
     def _target_as_certified(self, y) -> np.ndarray:
@@ -343,12 +304,8 @@ class _KSparseClassifier(ClassifierMixin, _KSparseBase):
 
 
 class KSparseLogisticRegression(_KSparseClassifier):
-    __doc__ = ("Certified k-sparse logistic regression.\n\n"
-               "    Minimises ``sum_i log(1 + exp(-s_i u_i)) + lambda2 ||b||^2`` with labels "
-               "``s_i`` coded -1/+1 and ``u_i = x_i^T b + c``, subject to ``||b||_0 <= k``.\n"
-               + _PARAMS_DOC + _ATTRS_DOC + """    classes_ : ndarray of shape (2,)
-        The two labels; ``classes_[0]`` is coded -1, ``classes_[1]`` is coded +1.
-""")
+    __doc__ = _classifier_doc("Certified k-sparse logistic regression.",
+                              "log(1 + exp(-s_i u_i))")
     _loss = "logistic"
 
     def predict_proba(self, X) -> np.ndarray:
@@ -368,10 +325,6 @@ class KSparseLogisticRegression(_KSparseClassifier):
 
 
 class KSparseHingeClassifier(_KSparseClassifier):
-    __doc__ = ("Certified k-sparse linear classifier with the squared hinge loss.\n\n"
-               "    Minimises ``sum_i max(0, 1 - s_i u_i)^2 + lambda2 ||b||^2`` with labels "
-               "``s_i`` coded -1/+1 and ``u_i = x_i^T b + c``, subject to ``||b||_0 <= k``.\n"
-               + _PARAMS_DOC + _ATTRS_DOC + """    classes_ : ndarray of shape (2,)
-        The two labels; ``classes_[0]`` is coded -1, ``classes_[1]`` is coded +1.
-""")
+    __doc__ = _classifier_doc("Certified k-sparse linear classifier with the squared hinge loss.",
+                              "max(0, 1 - s_i u_i)^2")
     _loss = "squared_hinge"

@@ -25,10 +25,9 @@ the least-squares convenience version.
 
 from __future__ import annotations
 
-import numbers
 import time
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from sklearn.base import BaseEstimator, MetaEstimatorMixin, RegressorMixin, clone, is_classifier
@@ -37,7 +36,8 @@ from sklearn.model_selection import check_cv
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from sparsecert.api import CertifyResult, _label_pair, assemble_result
+from sparsecert._validation import check_hyperparameters, check_ks, check_options, prepare_problem
+from sparsecert.api import CertifyResult, assemble_result
 from sparsecert.bnb import BnBSettings, BranchAndBound
 
 __all__ = ["certify_path", "PathResult", "KSparseCV", "KSparseLinearRegressionCV"]
@@ -116,27 +116,8 @@ class PathResult:
         return "\n".join(lines)
 
 
-def _check_ks(ks, p: int) -> np.ndarray:
-    if isinstance(ks, numbers.Integral) and not isinstance(ks, bool):
-        ks = [ks]
-    if not isinstance(ks, Iterable):
-        raise TypeError(f"ks must be an iterable of integers, got {type(ks).__name__}")
-    vals = list(ks)
-    if not vals:
-        raise ValueError("ks is empty: give at least one support size")
-    for k in vals:
-        if isinstance(k, bool) or not isinstance(k, numbers.Integral):
-            raise TypeError(f"ks must hold integers, got {type(k).__name__} {k!r}")
-        if not 1 <= k <= p:
-            raise ValueError(f"every k must satisfy 1 <= k <= n_features = {p}, got k = {k}")
-    arr = np.asarray(sorted(int(k) for k in vals), dtype=np.intp)
-    if np.unique(arr).size != arr.size:
-        raise ValueError(f"ks holds repeated values: {sorted(int(k) for k in vals)}")
-    return arr
-
-
 def certify_path(X, y, ks, lambda2: float, loss: str = "squared",
-                 max_abs_coef: float | None = None, fit_intercept: bool = False,
+                 max_abs_coef: float | None = None, fit_intercept: bool = True,
                  rel_gap: float = 1e-4, time_limit: float | None = None, n_jobs: int = 1,
                  verbose: int = 0, *, node_limit: int | None = None, abs_gap: float = 1e-9,
                  eig_shift: float | str | None = "auto", warm_start: bool = True,
@@ -155,8 +136,8 @@ def certify_path(X, y, ks, lambda2: float, loss: str = "squared",
     ----------
     X : array-like of shape (n_samples, n_features)
     y : array-like of shape (n_samples,)
-        As for :func:`~sparsecert.api.certify` (numeric binary labels for the classification
-        losses, non-negative counts for Poisson).
+        As for :func:`~sparsecert.api.certify` (two numeric labels for the classification
+        losses, coded by the label rule of the user guide; non-negative counts for Poisson).
     ks : iterable of int
         Distinct support sizes ``1 <= k <= n_features`` (any order; solved in increasing order).
     lambda2 : float
@@ -189,17 +170,16 @@ def certify_path(X, y, ks, lambda2: float, loss: str = "squared",
     from sparsecert.solvers.perspective import RelaxationProblem
 
     t_path = time.perf_counter()
-    if loss != "squared" and eig_shift == "auto":
-        eig_shift = None
-    prob = RelaxationProblem.from_data(X, y, lambda2, loss=loss, max_abs_coef=max_abs_coef,
-                                       eig_shift=eig_shift, fit_intercept=fit_intercept)
-    ks_arr = _check_ks(ks, prob.n_features)
+    pp = prepare_problem(X, y, lambda2, loss=loss, max_abs_coef=max_abs_coef,
+                         fit_intercept=fit_intercept, eig_shift=eig_shift)
+    ks_arr = check_ks(ks, pp.X.shape[1])
     if not isinstance(warm_start, bool | np.bool_):
         raise TypeError(f"warm_start must be a bool, got {type(warm_start).__name__}")
-    X_raw = np.asarray(X, dtype=float)
-    y_raw = np.asarray(y, dtype=float)
-    labels = _label_pair(y_raw, loss)
-    y_used = y_raw if labels is None else np.where(y_raw == labels[1], 1.0, -1.0)
+    settings = BnBSettings.from_options(
+        rel_gap=rel_gap, abs_gap=abs_gap, time_limit=time_limit, node_limit=node_limit,
+        node_selection=node_selection, branching=branching, batch_size=batch_size)
+    check_options(n_jobs=n_jobs, verbose=verbose)
+    prob = RelaxationProblem.from_prepared(pp)  # once for the whole path, after every check
     refitter = SupportRefitter.for_problem(prob)  # one cache of exact refits for the path
     results: list[CertifyResult] = []
     start: tuple[int, ...] | None = None  # the previous point's optimal support
@@ -211,20 +191,18 @@ def certify_path(X, y, ks, lambda2: float, loss: str = "squared",
 
     for k in ks_arr:
         t0 = time.perf_counter()
-        settings = BnBSettings.from_options(
-            rel_gap=rel_gap, abs_gap=abs_gap, time_limit=time_limit, node_limit=node_limit,
-            node_selection=node_selection, branching=branching, batch_size=batch_size)
         warm = warm_start and start is not None
-        engine = BranchAndBound(prob, int(k), settings, refitter=refitter,
+        engine = BranchAndBound(prob, int(k), replace(settings), refitter=refitter,
                                 start_supports=[start] if warm else (),
                                 root_warm_start=root_start.get("coef") if warm else None,
                                 node_callback=keep_root, n_jobs=n_jobs, executor=executor,
                                 backend=backend, verbose=verbose, log=log)
         res = engine.run()
         start = tuple(res.support)
-        results.append(assemble_result(res, prob, X_raw, y_raw, y_used, labels, int(k),
-                                       lambda2, loss, max_abs_coef, fit_intercept, rel_gap,
-                                       abs_gap, n_jobs, executor, backend, t0, path=True))
+        results.append(assemble_result(res, prob, pp.X, pp.y, pp.y_used, pp.labels, int(k),
+                                       pp.lambda2, pp.loss, pp.max_abs_coef, pp.fit_intercept,
+                                       rel_gap, abs_gap, n_jobs, executor, backend, t0,
+                                       path=True))
     return PathResult(ks=ks_arr, results=results, time=time.perf_counter() - t_path)
 
 
@@ -267,17 +245,8 @@ def _candidate_ks(ks, p: int) -> np.ndarray:
     ``k = p`` (the constraint is inactive) and are merged with it."""
     if ks is None:
         return np.arange(1, min(10, p) + 1, dtype=np.intp)
-    if isinstance(ks, numbers.Integral) and not isinstance(ks, bool):
-        ks = [ks]
-    if not isinstance(ks, Iterable):
-        raise TypeError(f"ks must be an iterable of integers, got {type(ks).__name__}")
-    vals = list(ks)
-    for k in vals:
-        if isinstance(k, bool) or not isinstance(k, numbers.Integral):
-            raise TypeError(f"ks must hold integers, got {type(k).__name__} {k!r}")
-        if k < 1:
-            raise ValueError(f"ks must hold integers >= 1, got {k}")
-    return _check_ks(sorted({min(int(k), p) for k in vals}), p)
+    vals = check_ks(ks, None)
+    return check_ks(sorted({min(int(k), p) for k in vals}), p)
 
 
 def _has(method: str):
@@ -369,9 +338,7 @@ class KSparseCV(MetaEstimatorMixin, BaseEstimator):
         self
         """
         base = clone(self._base())
-        from sparsecert.estimators import _check_params
-
-        _check_params(base)
+        check_hyperparameters(base)
         classifier = is_classifier(base)
         X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=not classifier,
                              ensure_min_samples=2)

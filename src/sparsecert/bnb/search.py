@@ -33,7 +33,16 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from sparsecert._validation import check_index_set, check_k, check_vector
+from sparsecert._validation import (
+    check_abs_gap,
+    check_index_set,
+    check_k,
+    check_node_limit,
+    check_positive_int,
+    check_rel_gap,
+    check_time_limit,
+    check_vector,
+)
 from sparsecert.bnb.branching import BRANCHING_RULES, choose_branch_variable
 from sparsecert.bnb.evaluate import (
     NO_HEURISTIC,
@@ -123,26 +132,24 @@ class BnBSettings:
 
     @classmethod
     def from_options(cls, **options) -> BnBSettings:
-        """Settings from keyword options, ``None`` meaning "the default"."""
-        return cls(**{k: v for k, v in options.items() if v is not None})
+        """Checked settings from keyword options, ``None`` meaning "the default"."""
+        settings = cls(**{k: v for k, v in options.items() if v is not None})
+        settings.validate()
+        return settings
 
     def validate(self) -> None:
-        if not (0 <= self.rel_gap < 1):
-            raise ValueError(f"rel_gap must be in [0, 1), got {self.rel_gap}")
-        if self.abs_gap < 0:
-            raise ValueError(f"abs_gap must be >= 0, got {self.abs_gap}")
-        if self.time_limit is not None and not self.time_limit > 0:
-            raise ValueError(f"time_limit must be positive, got {self.time_limit}")
-        if self.node_limit is not None and self.node_limit < 1:
-            raise ValueError(f"node_limit must be >= 1, got {self.node_limit}")
+        """Check every setting (TypeError for a bad type, ValueError for a bad value)."""
+        check_rel_gap(self.rel_gap)
+        check_abs_gap(self.abs_gap)
+        check_time_limit(self.time_limit)
+        check_node_limit(self.node_limit)
         if self.node_selection not in QUEUE_STRATEGIES:
             raise ValueError(f"unknown node_selection {self.node_selection!r}; choose from "
                              f"{sorted(QUEUE_STRATEGIES)}")
         if self.branching not in BRANCHING_RULES:
             raise ValueError(f"unknown branching {self.branching!r}; choose from "
                              f"{sorted(BRANCHING_RULES)}")
-        if self.batch_size < 1:
-            raise ValueError(f"batch_size must be >= 1, got {self.batch_size}")
+        check_positive_int(self.batch_size, "batch_size")
 
 
 class BranchAndBound:

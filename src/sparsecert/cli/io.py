@@ -1,6 +1,6 @@
 """Data loading and input validation for the command line.
 
-Every problem with the user's files or parameters raises ``ValueError`` (or ``OSError`` for a
+Every problem with the user's files raises ``ValueError`` (or ``OSError`` for a
 file that cannot be opened) with a one-line message naming the problem; the CLI turns these into
 exit code 2.
 
@@ -15,17 +15,13 @@ Supported files:
 from __future__ import annotations
 
 import csv
-import math
 import os
 import pickle
 import zipfile
 
 import numpy as np
 
-from sparsecert.solvers.losses import CLASSIFICATION_LOSSES, LOSS_NAMES
-
-__all__ = ["load_data", "load_default_data", "feature_names", "validate_data",
-           "validate_problem"]
+__all__ = ["load_data", "load_default_data", "feature_names", "validate_data"]
 
 DEFAULT_DATA_DESCRIPTION = "scikit-learn's bundled diabetes data"
 
@@ -194,28 +190,3 @@ def validate_data(X, y, source: str = "data") -> tuple[np.ndarray, np.ndarray]:
             raise ValueError(f"{source}: {name} contains NaN or infinity (first at index "
                              f"{tuple(where) if len(where) > 1 else where[0]})")
     return X, y
-
-
-def validate_problem(
-    X: np.ndarray, y: np.ndarray, *, k: int, lambda2: float, loss: str,
-    max_abs_coef: float | None = None,
-) -> None:
-    """Reject parameters the solver cannot certify, with a message naming the problem."""
-    n, p = X.shape
-    if loss not in LOSS_NAMES:
-        raise ValueError(f"unknown loss {loss!r} (choose from {', '.join(LOSS_NAMES)})")
-    if k < 1 or k > p:
-        raise ValueError(f"k = {k} must be between 1 and the number of features p = {p}")
-    if not (math.isfinite(lambda2) and lambda2 > 0):
-        raise ValueError(f"lambda2 = {lambda2} must be > 0 (the perspective bound needs a "
-                         "ridge term)")
-    if max_abs_coef is not None and not (max_abs_coef > 0):
-        raise ValueError(f"max_abs_coef = {max_abs_coef} must be > 0")
-    if loss in CLASSIFICATION_LOSSES:
-        values = np.unique(y)
-        if values.size != 2:
-            shown = ", ".join(f"{v:g}" for v in values[:5]) + (" ..." if values.size > 5 else "")
-            raise ValueError(f"the {loss} loss needs exactly two label values, y has "
-                             f"{values.size} ({shown})")
-    if loss == "poisson" and (y < 0).any():
-        raise ValueError("the poisson loss needs counts y >= 0")

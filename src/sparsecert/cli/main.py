@@ -16,6 +16,13 @@ import os
 import sys
 from collections.abc import Sequence
 
+from sparsecert._validation import (
+    check_k,
+    check_n_jobs,
+    check_node_limit,
+    check_rel_gap,
+    check_time_limit,
+)
 from sparsecert._version import __version__
 from sparsecert.solvers.losses import LOSS_NAMES
 
@@ -23,31 +30,32 @@ __all__ = ["main", "build_parser"]
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_GAP = 0, 1, 2, 3
 DEFAULT_OUT = "sparsecert-certificate.json"
-DEFAULT_JOB = dict(k=5, lambda2=0.1, fit_intercept=True)
+DEFAULT_JOB = dict(k=5, lambda2=0.1)
 
 
 class _InputError(Exception):
     """A usage or input problem: one line on stderr, exit code 2."""
 
 
-def _positive_int(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"{v} must be >= 1")
-    return v
+def _arg(convert, check=None):
+    """An argparse type: ``convert`` the text, then apply the package's own check of the
+    parameter (:mod:`sparsecert._validation`), so the command and the API reject the same
+    values with the same words."""
+    what = "an integer" if convert is int else "a number"
 
+    def parse(text: str):
+        try:
+            value = convert(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not {what}") from None
+        if check is not None:
+            try:
+                check(value)
+            except (TypeError, ValueError) as exc:
+                raise argparse.ArgumentTypeError(str(exc)) from None
+        return value
 
-def _jobs(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if v < 1 and v != -1:
-        raise argparse.ArgumentTypeError(f"{v} must be >= 1 (or -1 for all cores)")
-    return v
+    return parse
 
 
 def _nonneg_float(text: str) -> float:
@@ -58,13 +66,6 @@ def _nonneg_float(text: str) -> float:
     if not v >= 0 or v == float("inf"):
         raise argparse.ArgumentTypeError(f"{text} must be a finite number >= 0")
     return v
-
-
-def _float(text: str) -> float:
-    try:
-        return float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
 
 
 def _add_data_args(p: argparse.ArgumentParser, default_note: str) -> None:
@@ -94,26 +95,27 @@ def build_parser() -> argparse.ArgumentParser:
                                    "Without --data: the diabetes job (k=5, lambda2=0.1, "
                                    "intercept).")
     _add_data_args(c, "Default: scikit-learn's diabetes data.")
-    c.add_argument("--k", type=_positive_int, help="maximum number of nonzero coefficients")
-    c.add_argument("--lambda2", type=_float, help="ridge penalty (> 0)")
+    c.add_argument("--k", type=_arg(int, check_k), help="maximum number of nonzero coefficients")
+    c.add_argument("--lambda2", type=_arg(float), help="ridge penalty (> 0)")
     c.add_argument("--loss", choices=LOSS_NAMES, default="squared",
                    help="the loss f (default: squared; logistic and squared_hinge take two "
                         "label values)")
-    c.add_argument("--fit-intercept", action=argparse.BooleanOptionalAction, default=None,
-                   help="unpenalised intercept (default: off with --data, on for the default "
-                        "job)")
-    c.add_argument("--max-abs-coef", type=_float, default=None, metavar="M",
+    c.add_argument("--fit-intercept", action=argparse.BooleanOptionalAction, default=True,
+                   help="unpenalised intercept, not counted in k (default: on; "
+                        "--no-fit-intercept to turn it off)")
+    c.add_argument("--max-abs-coef", type=_arg(float), default=None, metavar="M",
                    help="box constraint |b_j| <= M (default: none)")
-    c.add_argument("--rel-gap", type=_nonneg_float, default=1e-4, metavar="G",
+    c.add_argument("--rel-gap", type=_arg(float, check_rel_gap), default=1e-4, metavar="G",
                    help="relative gap (UB - LB) / max(1, |UB|) to stop at (default 1e-4)")
-    c.add_argument("--time-limit", type=_nonneg_float, default=None, metavar="S",
+    c.add_argument("--time-limit", type=_arg(float, check_time_limit), default=None,
+                   metavar="S",
                    help="stop after S seconds with the best model and the bound reached so "
                         "far (status time_limit; the certificate is still written and "
                         "verified; default: no limit)")
-    c.add_argument("--node-limit", type=_positive_int, default=None, metavar="N",
+    c.add_argument("--node-limit", type=_arg(int, check_node_limit), default=None, metavar="N",
                    help="stop after N evaluated nodes, likewise (status node_limit; default: "
                         "no limit)")
-    c.add_argument("--jobs", type=_jobs, default=1, metavar="N",
+    c.add_argument("--jobs", type=_arg(int, check_n_jobs), default=1, metavar="N",
                    help="parallel node evaluations (threads; -1: all cores)")
     c.add_argument("--out", default=DEFAULT_OUT, metavar="CERT.json",
                    help=f"certificate path (default {DEFAULT_OUT}; sidecar .npz next to it)")
@@ -146,21 +148,23 @@ def _load(args) -> tuple:
 def _cmd_certify(args) -> int:
     import numpy as np
 
+    from sparsecert._validation import prepare_problem
     from sparsecert.certificate.verify import verify_certificate
-    from sparsecert.cli.io import feature_names, validate_problem
+    from sparsecert.cli.io import feature_names
 
     if args.data is None:
         k = DEFAULT_JOB["k"] if args.k is None else args.k
         lambda2 = DEFAULT_JOB["lambda2"] if args.lambda2 is None else args.lambda2
-        fit_intercept = DEFAULT_JOB["fit_intercept"] if args.fit_intercept is None else \
-            args.fit_intercept
     else:
         if args.k is None or args.lambda2 is None:
             raise _InputError("--k and --lambda2 are required with --data")
-        k, lambda2, fit_intercept = args.k, args.lambda2, bool(args.fit_intercept)
+        k, lambda2 = args.k, args.lambda2
+    fit_intercept = args.fit_intercept
     X, y, desc = _load(args)
-    validate_problem(X, y, k=k, lambda2=lambda2, loss=args.loss,
-                     max_abs_coef=args.max_abs_coef)
+    # the package's one validation path, before anything is printed or computed
+    prepared = prepare_problem(X, y, lambda2, loss=args.loss, max_abs_coef=args.max_abs_coef,
+                               fit_intercept=fit_intercept)
+    check_k(k, prepared.X.shape[1])
     names = feature_names(args.data, args.target)
     say = (lambda *a: None) if args.quiet else print
     say(f"sparsecert {__version__}: certifying k={k}, lambda2={lambda2:g}, loss={args.loss}, "

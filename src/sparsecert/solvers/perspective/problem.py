@@ -12,14 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.linalg
 
-from sparsecert._validation import (
-    check_labels_pm1,
-    check_lambda2,
-    check_loss,
-    check_max_abs_coef,
-    check_poisson_counts,
-    check_X_y,
-)
+from sparsecert._validation import PreparedProblem, prepare_problem
 from sparsecert.solvers.losses import LOSS_IDS, get_loss
 from sparsecert.solvers.perspective._linalg import lanczos_norm_sq, spectral_norm_sq, transpose
 
@@ -176,8 +169,9 @@ class RelaxationProblem:
         ----------
         X : array-like (n, p)
         y : array-like (n,)
-            Real responses (squared), binary labels {0, 1} or {-1, +1} (logistic, squared
-            hinge), non-negative counts (Poisson).
+            Real responses (squared), two labels (logistic, squared hinge; the smaller is coded
+            -1, see :func:`sparsecert.solvers.losses.binary_codes`), non-negative counts
+            (Poisson).
         lambda2 : float
             Ridge weight, > 0.
         loss : {"squared", "logistic", "squared_hinge", "poisson"}
@@ -193,17 +187,18 @@ class RelaxationProblem:
             zero-sum projection of ``zeta`` (rounded to a dyadic grid so that
             ``math.fsum(dual) == 0.0`` exactly).
         """
-        loss = check_loss(loss)
-        Xc, yc = check_X_y(X, y)
-        lam = check_lambda2(lambda2)
-        M = check_max_abs_coef(max_abs_coef)
-        if not isinstance(fit_intercept, (bool, np.bool_)):
-            raise TypeError(f"fit_intercept must be a bool, got {type(fit_intercept).__name__}")
-        fit_intercept = bool(fit_intercept)
-        if loss in ("logistic", "squared_hinge"):
-            yc = check_labels_pm1(yc, loss)
-        elif loss == "poisson":
-            yc = check_poisson_counts(yc)
+        return cls.from_prepared(prepare_problem(X, y, lambda2, loss=loss,
+                                                 max_abs_coef=max_abs_coef,
+                                                 fit_intercept=fit_intercept,
+                                                 eig_shift=eig_shift, strict_shift=True))
+
+    @classmethod
+    def from_prepared(cls, prepared: PreparedProblem) -> RelaxationProblem:
+        """Precompute what the node solver needs from checked data (see :meth:`from_data`;
+        :func:`sparsecert._validation.prepare_problem` makes ``prepared``)."""
+        Xc, yc, loss = prepared.X, prepared.y_used, prepared.loss
+        lam, fit_intercept, eig_shift = prepared.lambda2, prepared.fit_intercept, prepared.eig_shift
+        M = np.inf if prepared.max_abs_coef is None else prepared.max_abs_coef
         p = Xc.shape[1]
         x_mean = np.zeros(p)
         y_mean = 0.0
@@ -234,21 +229,12 @@ class RelaxationProblem:
 
 
 def _resolve_shift(X: np.ndarray, loss: str, eig_shift) -> float:
+    """The shift of an option checked by :func:`sparsecert._validation.check_eig_shift`."""
     if eig_shift is None:
         return 0.0
-    if loss != "squared":
-        raise ValueError(f"eig_shift is only defined for the squared loss (got loss={loss!r})")
-    if isinstance(eig_shift, str):
-        if eig_shift != "auto":
-            raise ValueError(f"eig_shift must be None, a number or 'auto', got {eig_shift!r}")
+    if eig_shift == "auto":
         return safe_eig_shift(X)
-    if isinstance(eig_shift, bool) or not isinstance(eig_shift, (int, float, np.floating,
-                                                                 np.integer)):
-        raise TypeError(f"eig_shift must be None, a number or 'auto', got "
-                        f"{type(eig_shift).__name__}")
     mu = float(eig_shift)
-    if not np.isfinite(mu) or mu < 0.0:
-        raise ValueError(f"eig_shift must be a finite number >= 0, got {mu}")
     if mu > 0.0 and not check_eig_shift(X, mu):
         raise ValueError(f"eig_shift = {mu} is not a valid shift: X^T X - eig_shift * I is not "
                          f"positive definite (use eig_shift='auto' for a safe value)")
