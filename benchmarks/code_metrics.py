@@ -1,0 +1,252 @@
+"""Code metrics of the certified-GLM wing: how often each concept is written, how big things are.
+
+For a source tree (default: this repository) it measures, on ``src/``:
+
+* the largest file and the largest function (lines, by the ``ast`` of each file);
+* for every loss name, the number of places it is written as a string literal (docstrings do not
+  count; the standalone verifier, which keeps its own copy on purpose, is counted apart);
+* the validation sites: functions that raise ``TypeError`` / ``ValueError`` about one of the
+  problem's parameters (``k``, ``lambda2``, ``loss``, ``max_abs_coef``, ``fit_intercept``,
+  ``rel_gap``, ...), outside the standalone verifier, and the modules they live in;
+* the duplicated blocks of 6+ lines (the ``duplicates`` command, when it is installed).
+
+With ``--baseline TREE`` the same numbers are taken on another tree (for example the code before
+a clean-up) and the claims compare the two; without it, the claims use fixed targets (a loss name
+written once on the solver side, one validation module).
+
+Usage::
+
+    python benchmarks/code_metrics.py --quick --json out/code_metrics.json
+    python benchmarks/code_metrics.py --baseline ../old-checkout --json out/code_metrics.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+#: the loss names of the package (written here as data: this script reads other trees too)
+LOSS_NAMES = ("squared", "logistic", "squared_hinge", "poisson")
+#: folders of the distributed wing (new layout and the older one), left out of the GLM counts
+DISTRIBUTED = re.compile(r"(^|/)(distributed|problems)/|(^|/)solvers/(comm|compress|quantize|"
+                         r"safe_ef|qoda|dtzo|dtzo_baselines|trilevel|zeroth_order)\.py$")
+#: a message that rejects one of the problem's parameters
+PARAM_MESSAGE = re.compile(
+    r"\b(k|ks|lambda2|max_abs_coef|fit_intercept|rel_gap|abs_gap|time_limit|node_limit|n_jobs|"
+    r"eig_shift|loss|labels)\b'?\]?( = \S*)? (must|is not|has|holds)|unknown loss|"
+    r"needs? (binary|exactly two|non-negative)|binary labels")
+
+
+def _python_files(src: Path) -> list[Path]:
+    return sorted(p for p in src.rglob("*.py") if "__pycache__" not in p.parts)
+
+
+def _is_verifier(rel: str) -> bool:
+    return rel.endswith("/verify.py") and "certif" in rel
+
+
+def _docstring_nodes(tree: ast.AST) -> set[int]:
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+            body = getattr(node, "body", [])
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+                out.add(id(body[0].value))
+    return out
+
+
+def _message_text(call: ast.Call) -> str:
+    parts = []
+    for arg in call.args[:1]:
+        for node in ast.walk(arg):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                parts.append(node.value)
+            elif isinstance(node, ast.FormattedValue):
+                parts.append(" ")
+    return "".join(parts)
+
+
+def _functions(tree: ast.AST):
+    """(qualified name, node) of every function, methods as ``Class.method``."""
+    def walk(node, prefix):
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef):
+                yield prefix + child.name, child
+                yield from walk(child, prefix + child.name + ".")
+            elif isinstance(child, ast.ClassDef):
+                yield from walk(child, prefix + child.name + ".")
+            else:
+                yield from walk(child, prefix)
+    yield from walk(tree, "")
+
+
+def measure(tree_root: Path, seconds: int = 120) -> dict:
+    """Every metric of one tree (its ``src/`` folder)."""
+    src = tree_root / "src"
+    files = _python_files(src)
+    largest_file = ("", 0)
+    largest_function = ("", 0)
+    names = {n: {"glm": 0, "verifier": 0, "places": []} for n in LOSS_NAMES}
+    sites: list[str] = []
+    for path in files:
+        rel = path.relative_to(src).as_posix()
+        text = path.read_text(encoding="utf-8")
+        n_lines = text.count("\n") + (not text.endswith("\n"))
+        if n_lines > largest_file[1]:
+            largest_file = (rel, n_lines)
+        tree = ast.parse(text, filename=str(path))
+        for qual, fn in _functions(tree):
+            length = fn.end_lineno - fn.lineno + 1
+            if length > largest_function[1]:
+                largest_function = (f"{rel}:{qual}", length)
+        if DISTRIBUTED.search(rel):
+            continue
+        docs = _docstring_nodes(tree)
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Constant) and isinstance(node.value, str)
+                    and node.value in names and id(node) not in docs):
+                rec = names[node.value]
+                rec["verifier" if _is_verifier(rel) else "glm"] += 1
+                rec["places"].append(f"{rel}:{node.lineno}")
+        if _is_verifier(rel):
+            continue
+        for qual, fn in _functions(tree):
+            for node in ast.walk(fn):
+                if (isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call)
+                        and isinstance(node.exc.func, ast.Name)
+                        and node.exc.func.id in ("TypeError", "ValueError")
+                        and PARAM_MESSAGE.search(_message_text(node.exc))):
+                    sites.append(f"{rel}:{qual}")
+                    break
+    modules = sorted({s.split(":")[0] for s in sites})
+    return {
+        "tree": str(tree_root),
+        "n_files": len(files),
+        "largest_file": {"path": largest_file[0], "lines": largest_file[1]},
+        "largest_function": {"name": largest_function[0], "lines": largest_function[1]},
+        "loss_name_literals": names,
+        "validation_sites": sites,
+        "validation_modules": modules,
+        "duplicated_blocks": _duplicates(src, seconds),
+    }
+
+
+def _duplicates(src: Path, seconds: int) -> int | None:
+    """Pairs of places sharing 6+ lines, by ``duplicates --repo src --most 200`` (None when the
+    command is not installed)."""
+    exe = shutil.which("duplicates")
+    if exe is None:
+        return None
+    out = subprocess.run([exe, "--repo", str(src), "--most", "200", "--seconds", str(seconds)],
+                         capture_output=True, text=True, check=False).stdout
+    first = out.strip().splitlines()[0] if out.strip() else ""
+    if first.startswith("no duplicates"):
+        return 0
+    m = re.match(r"(\d+) pairs? of places", first)
+    return int(m.group(1)) if m else None
+
+
+# ----------------------------------------------------------------------------------------------
+def _max_glm(m: dict) -> int:
+    return max(rec["glm"] for rec in m["loss_name_literals"].values())
+
+
+def claims(after: dict, before: dict | None) -> list[dict]:
+    """One entry per target: fixed targets, or the baseline's values when there is one."""
+    def target(key_fn, fixed):
+        return key_fn(before) if before is not None else fixed
+
+    out = [
+        {"name": "places a loss name is written as a literal on the solver side (max over names, "
+                 "verifier apart)",
+         "measured": _max_glm(after), "target": target(_max_glm, 1), "unit": "places",
+         "better": "lower"},
+        {"name": "modules with parameter-validation sites (verifier apart)",
+         "measured": len(after["validation_modules"]),
+         "target": target(lambda m: len(m["validation_modules"]), 1), "unit": "modules",
+         "better": "lower"},
+        {"name": "functions with parameter-validation sites (verifier apart)",
+         "measured": len(after["validation_sites"]),
+         "target": target(lambda m: len(m["validation_sites"]), 1), "unit": "functions",
+         "better": "lower"},
+    ]
+    if before is not None:
+        out += [
+            {"name": "largest file in src/", "measured": after["largest_file"]["lines"],
+             "target": before["largest_file"]["lines"], "unit": "lines", "better": "lower"},
+            {"name": "largest function in src/", "measured": after["largest_function"]["lines"],
+             "target": before["largest_function"]["lines"], "unit": "lines", "better": "lower"},
+        ]
+        if after["duplicated_blocks"] is not None and before["duplicated_blocks"] is not None:
+            out.append({"name": "duplicated blocks of 6+ lines in src/ (pairs of places)",
+                        "measured": after["duplicated_blocks"],
+                        "target": before["duplicated_blocks"], "unit": "pairs",
+                        "better": "lower"})
+    return out
+
+
+def _print_table(results: dict[str, dict], cl: list[dict]) -> None:
+    cols = list(results)
+    rows = [("files in src/", lambda m: m["n_files"]),
+            ("largest file (lines)",
+             lambda m: f"{m['largest_file']['lines']} {m['largest_file']['path']}"),
+            ("largest function (lines)",
+             lambda m: f"{m['largest_function']['lines']} {m['largest_function']['name']}")]
+    for name in LOSS_NAMES:
+        rows.append((f"literal {name!r}: solver side / verifier",
+                     lambda m, n=name: f"{m['loss_name_literals'][n]['glm']} / "
+                                       f"{m['loss_name_literals'][n]['verifier']}"))
+    rows += [("validation modules", lambda m: len(m["validation_modules"])),
+             ("validation functions", lambda m: len(m["validation_sites"])),
+             ("duplicated blocks (6+ lines)", lambda m: m["duplicated_blocks"])]
+    width = max(len(r[0]) for r in rows)
+    print(f"{'':{width}}  " + "  ".join(f"{c:<48}" for c in cols))
+    for label, fn in rows:
+        print(f"{label:{width}}  " + "  ".join(f"{str(fn(results[c])):<48}" for c in cols))
+    for c in cols:
+        print(f"\nvalidation modules ({c}): {', '.join(results[c]['validation_modules'])}")
+    print("\nclaims:")
+    for c in cl:
+        ok = (c["measured"] is not None and
+              (c["measured"] <= c["target"] if c["better"] == "lower"
+               else c["measured"] >= c["target"]))
+        print(f"  [{'met' if ok else 'MISSED'}] {c['name']}: {c['measured']} {c['unit']} "
+              f"(target {c['target']}, {c['better']} is better)")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--tree", type=Path, default=ROOT, help="the tree to measure (default: here)")
+    ap.add_argument("--baseline", type=Path, default=None,
+                    help="another tree to compare with (its src/ is measured the same way)")
+    ap.add_argument("--quick", action="store_true", help="accepted for the benchmark convention; "
+                                                         "the metrics take seconds anyway")
+    ap.add_argument("--json", type=Path, default=None, help="write the metrics and claims here")
+    ap.add_argument("--seconds", type=int, default=120, help="time for `duplicates` per tree")
+    args = ap.parse_args(argv)
+    for t in [args.tree] + ([args.baseline] if args.baseline else []):
+        if not (t / "src").is_dir():
+            print(f"code_metrics: error: {t} has no src/ folder", file=sys.stderr)
+            return 2
+    results = {"after": measure(args.tree, args.seconds)}
+    if args.baseline is not None:
+        results = {"before": measure(args.baseline, args.seconds), **results}
+    cl = claims(results["after"], results.get("before"))
+    _print_table(results, cl)
+    if args.json is not None:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps({"results": results, "claims": cl}, indent=1))
+        print(f"\nwrote {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
