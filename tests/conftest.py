@@ -4,6 +4,7 @@ Helpers shared by the test files (one place each):
 
 * ``_bruteforce.py``: the one brute-force reference (every support, solved without the package);
 * ``_certgen.py``: genuine certificates of tiny problems built without the solver;
+* ``_data.py``: small sparse GLM data sets (``sparse_glm_data``);
 * the ``mpiexec`` fixture below: the ``mpiexec`` next to the interpreter (else on ``PATH``), or a
   skip naming why MPI is unavailable.
 

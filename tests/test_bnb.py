@@ -8,6 +8,7 @@ import itertools
 import numpy as np
 import pytest
 from _bruteforce import brute_force
+from _data import sparse_glm_data
 
 from sparsecert.bnb import BnBSettings, BranchAndBound, make_queue
 from sparsecert.bnb.node import Node
@@ -17,19 +18,8 @@ LOSSES = ["squared", "logistic", "squared_hinge", "poisson"]
 
 
 def make_data(loss: str, n: int = 40, p: int = 9, seed: int = 0, rho: float = 0.5):
-    rng = np.random.default_rng(seed)
-    cov = rho ** np.abs(np.subtract.outer(np.arange(p), np.arange(p)))
-    X = rng.normal(size=(n, p)) @ np.linalg.cholesky(cov).T
-    beta = np.zeros(p)
-    beta[[1, 4, p - 2]] = [1.0, -0.8, 0.6]
-    u = X @ beta
-    if loss == "squared":
-        y = u + 0.8 * rng.normal(size=n) + 2.0
-    elif loss == "poisson":
-        y = rng.poisson(np.exp(0.4 * u)).astype(float)
-    else:
-        y = np.where(u + 0.8 * rng.normal(size=n) > 0, 1.0, -1.0)
-    return X, y
+    return sparse_glm_data(loss, n, p, seed, rho=rho, support=(1, 4, -2), coef=(1.0, -0.8, 0.6),
+                           noise=0.8, offset=2.0, poisson_scale=0.4)
 
 
 def run(X, y, k, loss, lambda2, M=None, fit_intercept=False, eig_shift=None, **kw):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from _bruteforce import brute_force, solve_support
+from _data import sparse_glm_data
 
 from sparsecert.solvers.heuristics import (
     SupportRefitter,
@@ -15,16 +16,7 @@ from sparsecert.solvers.heuristics import (
 
 
 def _data(loss, n=50, p=10, seed=0):
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(n, p))
-    u = X[:, [0, 3, p - 1]] @ np.array([1.0, -0.7, 0.5])
-    if loss == "squared":
-        y = u + 0.5 * rng.normal(size=n)
-    elif loss == "poisson":
-        y = rng.poisson(np.exp(0.3 * u)).astype(float)
-    else:
-        y = np.where(u + 0.5 * rng.normal(size=n) > 0, 1.0, -1.0)
-    return X, y
+    return sparse_glm_data(loss, n, p, seed)
 
 
 @pytest.mark.parametrize("loss", ["squared", "logistic", "squared_hinge", "poisson"])
