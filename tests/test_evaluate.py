@@ -132,8 +132,14 @@ def _tree(res):
             for n in res.nodes], res.support, res.upper_bound
 
 
-@pytest.mark.parametrize("backend", ["threads", pytest.param("processes", marks=pytest.mark.slow)])
+_MPI = [pytest.mark.slow, pytest.mark.mpi]
+
+
+@pytest.mark.parametrize("backend", ["threads", pytest.param("processes", marks=pytest.mark.slow),
+                                     pytest.param("mpi", marks=_MPI)])
 def test_tree_depends_on_the_batch_size_not_on_the_executor(backend):
+    if backend == "mpi":
+        pytest.importorskip("mpi4py.futures")
     import concurrent.futures as cf
 
     from sparsecert.bnb import BnBSettings, BranchAndBound

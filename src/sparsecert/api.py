@@ -160,8 +160,9 @@ def certify(X, y, k: int, lambda2: float, loss: str = "squared", max_abs_coef: f
         value below the smallest eigenvalue of ``X^T X``, proven by a Cholesky factorisation).
     executor : concurrent.futures.Executor, optional
         Evaluate nodes on this executor (processes, MPI, Dask); the certificate is the same.
-    backend : {"threads", "processes"}
-        The engine's own executor when ``n_jobs > 1``.
+    backend : {"threads", "processes", "mpi"}
+        The engine's own executor when ``n_jobs > 1`` (``"mpi"``: an
+        ``mpi4py.futures.MPIPoolExecutor`` with ``n_jobs`` workers).
     node_selection, branching, batch_size : optional
         Engine settings (see :class:`sparsecert.bnb.BnBSettings`).
     log : callable, optional

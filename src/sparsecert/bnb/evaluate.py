@@ -14,10 +14,12 @@ Executors:
 * threads (the default for ``n_jobs > 1``): the relaxation kernels release the GIL; BLAS is
   pinned to one thread for the whole search (:func:`blas_single_thread`), since each worker
   already keeps a core busy;
-* processes: the problem (and a refitter) are sent once to each worker process by the pool
-  initializer, which also pins BLAS to one thread there;
-* any user executor (``mpi4py.futures.MPIPoolExecutor``, a Dask client's executor, ...): the
-  problem travels with every task.
+* processes (``backend="processes"``) and MPI (``backend="mpi"``: an
+  ``mpi4py.futures.MPIPoolExecutor`` of ``n_jobs`` workers, spawned or from ``mpiexec -n N python
+  -m mpi4py.futures``): the problem is sent once to each worker by the pool initializer, which
+  also pins BLAS to one thread there; a task then carries only the fixings and the warm start;
+* any user executor (a Dask client's executor, an executor made elsewhere, ...): the problem
+  travels with every task (it is pickled each time: prefer the backends above for large data).
 """
 
 from __future__ import annotations
@@ -166,14 +168,24 @@ def make_executor(n_jobs: int, backend: str, context: NodeContext
         return None, None
     if backend == "threads":
         return cf.ThreadPoolExecutor(max_workers=n_jobs, thread_name_prefix="sparsecert"), None
-    if backend == "processes":
+    if backend in ("processes", "mpi"):
         token = f"context-{id(context)}-{os.getpid()}"
         _register(token, context)  # also here: single-task batches run in this process
-        ex = cf.ProcessPoolExecutor(max_workers=n_jobs, initializer=_register,
-                                    initargs=(token, context, 1))
+        if backend == "processes":
+            ex = cf.ProcessPoolExecutor(max_workers=n_jobs, initializer=_register,
+                                        initargs=(token, context, 1))
+        else:
+            try:
+                from mpi4py.futures import MPIPoolExecutor
+            except ImportError as exc:
+                release(token)
+                raise ImportError("backend='mpi' needs mpi4py (pip install 'sparsecert[mpi]')"
+                                  ) from exc
+            ex = MPIPoolExecutor(max_workers=n_jobs, initializer=_register,
+                                 initargs=(token, context, 1))
         return ex, token
-    raise ValueError(f"unknown backend {backend!r}; use 'threads' or 'processes', or pass an "
-                     "executor")
+    raise ValueError(f"unknown backend {backend!r}; use 'threads', 'processes' or 'mpi', or "
+                     "pass an executor")
 
 
 def blas_single_thread(active: bool):

@@ -178,10 +178,12 @@ class BranchAndBound:
     n_jobs : int
         Parallel node evaluations with the engine's own executor (``backend``); 1 is serial.
     executor : concurrent.futures.Executor, optional
-        Use this executor instead (processes, ``mpi4py.futures.MPIPoolExecutor``, a Dask
-        client's executor, ...). Its tasks carry the problem (pickled once per task).
+        Use this executor instead (a Dask client's executor, a pool made elsewhere, ...). Its
+        tasks carry the problem (pickled once per task).
     backend : str
-        ``"threads"`` (default: the relaxation kernels release the GIL) or ``"processes"``.
+        ``"threads"`` (default: the relaxation kernels release the GIL; BLAS pinned to one
+        thread during the search), ``"processes"`` or ``"mpi"`` (an
+        ``mpi4py.futures.MPIPoolExecutor``); these two send the problem once per worker.
     verbose : int
         0 silent, 1 a progress line every ``settings.log_interval`` seconds.
     log : callable, optional
