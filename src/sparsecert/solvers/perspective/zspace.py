@@ -2,8 +2,9 @@ r"""z-space: the relaxation in the space of the indicators z (least squares, p >
 
 Applies to the squared loss without a box, an eigen shift or an intercept carried as a variable
 (a centred intercept is fine), with free features; ``solve_node(solver="auto")`` uses it when
-the active columns are at least ``ZSPACE_RATIO`` times the samples and ``n <= ZSPACE_MAX_N``
-(an iteration costs an n x n factorisation), ``solver="zspace"`` forces it. There FISTA on b is
+the active columns are at least ``ZSPACE_RATIO`` times the samples and ``n <= ZSPACE_MAX_N``,
+or ``n <= ZSPACE_SMALL_N`` (an iteration costs an n x n factorisation), ``solver="zspace"``
+forces it. There FISTA on b is
 slow because its step is ``1 / ||X||^2`` (riboflavin: ``||X||^2 = 1.8e7``), while the
 conditioning of X enters z-space only through n x n solves.
 
