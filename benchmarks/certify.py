@@ -16,9 +16,18 @@ All objectives are the package convention ``sum_i loss + lambda2 ||b||^2`` witho
 (the data are centred and the columns scaled to unit norm). A solver "certifies" when its
 reported relative gap ``(UB - LB) / max(1, |UB|)`` is <= 1e-4.
 
+The frontier section (after the comparison; ``--frontier only`` runs just it): riboflavin
+(least squares) and leukemia (logistic) at k in {5, 10}, lambda2 in {0.1, 1} with 600 s each
+(``--quick``: riboflavin k = 5, lambda2 = 1), every certificate re-checked by the standalone
+verifier, and the parallel figure: one synthetic tree of 10,000 evaluated nodes run serially and
+with ``n_jobs=2`` back to back (threads; without ``--quick`` also processes and MPI at batch
+sizes 4 and 8), checking that the trees are identical.
+
 Usage::
 
     python benchmarks/certify.py --quick --json benchmarks/results/certify.json
+    python benchmarks/certify.py --quick --frontier only
+    python benchmarks/certify.py --quick --compare old.json   # largest slowdown against old code
 """
 
 from __future__ import annotations
@@ -208,6 +217,151 @@ PEERS = {"gurobi": run_gurobi, "okridge": run_okridge, "scip": run_scip, "l0bnb"
 # ----------------------------------------------------------------------------------------------
 # main
 # ----------------------------------------------------------------------------------------------
+# ----------------------------------------------------------------------------------------------
+# frontier: p >> n instances, and one large tree for the parallel figure
+# ----------------------------------------------------------------------------------------------
+#: the synthetic tree of the parallel figure: (n, p, k, lambda2, snr) and its evaluated nodes
+PARALLEL_TREE = dict(n=300, p=300, k=10, lambda2=0.1, snr=0.5, node_limit=10000)
+
+
+def frontier_instances(quick: bool):
+    """(name, loss, X, y, k, lambda2, time_limit): riboflavin (least squares) and leukemia
+    (logistic), k in {5, 10}, lambda2 in {0.1, 1}; quick: riboflavin k = 5, lambda2 = 1 only."""
+    grid = [("riboflavin", "squared", 5, 1.0, 60.0)]
+    if not quick:
+        grid = [(name, loss, k, lam, 600.0)
+                for name, loss in (("riboflavin", "squared"), ("leukemia", "logistic"))
+                for k in (5, 10) for lam in (1.0, 0.1)]
+    loaders = {"riboflavin": load_riboflavin, "leukemia": load_leukemia}
+    out = []
+    for name, loss, k, lam, tl in grid:
+        X, y = _standardise(*loaders[name](), loss)
+        out.append((f"{name} {loss} k={k} l2={lam:g}", loss, X, y, k, lam, tl))
+    return out
+
+
+def _certify_and_verify(X, y, k, lam, loss, time_limit, **kw):
+    """certify, then the standalone verifier on the saved certificate (its time apart)."""
+    import tempfile
+
+    t0 = time.perf_counter()
+    res = sparsecert.certify(X, y, k, lam, loss=loss, rel_gap=REL_GAP, time_limit=time_limit,
+                             verbose=0, **kw)
+    row = dict(time=time.perf_counter() - t0, ub=res.objective, lb=res.lower_bound, gap=res.gap,
+               nodes=res.n_nodes, status=res.status, support=sorted(int(j) for j in res.support))
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "cert.json"
+        res.save(path)
+        t0 = time.perf_counter()
+        rep = sparsecert.verify(path, X, y)
+        row["verify_time"] = time.perf_counter() - t0
+        row["verified"] = bool(rep.ok)
+    return row, res
+
+
+def _tree_signature(res):
+    return [(n.id, n.parent, n.branch_var, n.branch_value, n.status) for n in res.search.nodes]
+
+
+def parallel_figure(quick: bool) -> list[dict]:
+    """Serial against parallel runs of the same synthetic tree, back to back (ratios: the
+    machine may be shared). Threads at the default batch size; without ``--quick`` also
+    processes and MPI (if mpi4py is installed) at batch sizes 4 and 8."""
+    c = PARALLEL_TREE
+    X, y, _ = make_synthetic(c["n"], c["p"], c["k"], snr=c["snr"], seed=0)
+    X, y = _standardise(X, y, "squared")
+    runs = [("threads", 4)]
+    if not quick:
+        runs += [("threads", 8), ("processes", 4), ("processes", 8)]
+        try:
+            import mpi4py.futures  # noqa: F401
+
+            runs += [("mpi", 4), ("mpi", 8)]
+        except ImportError:
+            print("[skip] mpi backend: mpi4py is not installed")
+    repeats = 1 if quick else 2
+    out = []
+    for backend, bs in runs:
+        for rep in range(repeats):
+            kw = dict(node_limit=c["node_limit"], batch_size=bs)
+            t0 = time.perf_counter()
+            serial = sparsecert.certify(X, y, c["k"], c["lambda2"], verbose=0, rel_gap=REL_GAP,
+                                        **kw)
+            t_serial = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            par = sparsecert.certify(X, y, c["k"], c["lambda2"], verbose=0, rel_gap=REL_GAP,
+                                     n_jobs=2, backend=backend, **kw)
+            t_par = time.perf_counter() - t0
+            same = (_tree_signature(serial) == _tree_signature(par)
+                    and serial.lower_bound == par.lower_bound
+                    and serial.objective == par.objective)
+            row = dict(backend=backend, batch_size=bs, repeat=rep, nodes=serial.n_nodes,
+                       node_limit=c["node_limit"], serial_time=t_serial,
+                       parallel_time=t_par, speedup=t_serial / t_par, same_tree=same)
+            print(f"   {backend:9s} batch {bs:2d}: serial {t_serial:7.2f}s, n_jobs=2 "
+                  f"{t_par:7.2f}s, speedup {row['speedup']:.2f}x, {serial.n_nodes} nodes, "
+                  f"same tree: {same}", flush=True)
+            out.append(row)
+    return out
+
+
+def run_frontier(quick: bool) -> tuple[list[dict], list[dict], list[dict]]:
+    """The frontier rows, the parallel rows and their claims."""
+    print("\n== frontier: p >> n instances (time limit per instance in brackets)")
+    rows = []
+    for name, loss, X, y, k, lam, tl in frontier_instances(quick):
+        row, _ = _certify_and_verify(X, y, k, lam, loss, tl)
+        row.update(instance=name, time_limit=tl)
+        rows.append(row)
+        print(f"   {name:34s} [{tl:.0f}s] {row['status']:11s} gap={row['gap']:.2e} "
+              f"nodes={row['nodes']:6d} time={row['time']:7.2f}s verified={row['verified']} "
+              f"({row['verify_time']:.2f}s)", flush=True)
+    print("\n== parallel figure: the same tree serial and with n_jobs=2 "
+          f"(synthetic {PARALLEL_TREE})")
+    par = parallel_figure(quick)
+    claims = []
+    for row in rows:
+        if row["instance"] == "riboflavin squared k=5 l2=1":
+            claims.append(dict(name="riboflavin squared k=5 lambda2=1: time to certify",
+                               measured=row["time"] if row["status"] == "optimal" else math.inf,
+                               target=3.0, unit="s", better="lower"))
+        if row["instance"] == "riboflavin squared k=5 l2=0.1":
+            claims.append(dict(name="riboflavin squared k=5 lambda2=0.1: relative gap after "
+                                    f"{row['time_limit']:.0f} s (0 = certified)",
+                               measured=row["gap"] if row["status"] != "optimal" else 0.0,
+                               target=0.05, unit="relative gap", better="lower"))
+    threads = [r["speedup"] for r in par if r["backend"] == "threads" and r["batch_size"] == 4]
+    if threads:
+        claims.append(dict(name=f"2-core speedup, threads n_jobs=2 vs serial, a tree of "
+                                f"{par[0]['nodes']} nodes (median of runs)",
+                           measured=float(np.median(threads)), target=1.7, unit="x",
+                           better="higher"))
+    claims.append(dict(name="parallel runs whose tree differs from the serial one",
+                       measured=sum(not r["same_tree"] for r in par), target=0,
+                       unit="runs", better="lower"))
+    claims.append(dict(name="frontier certificates the standalone verifier rejects",
+                       measured=sum(not r["verified"] for r in rows), target=0,
+                       unit="certificates", better="lower"))
+    return rows, par, claims
+
+
+def compare_times(rows: list[dict], baseline_path: str) -> dict | None:
+    """The largest slowdown of an instance against the same instance in a JSON written by this
+    script on other code (e.g. the previous version): the "no instance slower" check."""
+    base = json.loads(Path(baseline_path).read_text())
+    before = {r["instance"]: r["sparsecert"] for r in base.get("rows", [])}
+    ratios = []
+    for row in rows:
+        b = before.get(row["instance"])
+        if b and b.get("time") and b.get("status") == "optimal":
+            ratios.append(row["sparsecert"]["time"] / b["time"])
+    if not ratios:
+        return None
+    return dict(name=f"largest time ratio now / {Path(baseline_path).name} over the instances "
+                     "both certified", measured=float(max(ratios)), target=1.05, unit="x",
+                better="lower")
+
+
 def _fmt_time(r):
     return f"{r['time']:.2f}" if "time" in r else "-"
 
@@ -220,6 +374,12 @@ def main(argv=None) -> int:
                     help="comma-separated peers to run (default: all)")
     ap.add_argument("--peer-time-limit", type=float, default=None,
                     help="seconds per peer run (default 30 quick, 120 full)")
+    ap.add_argument("--frontier", choices=("yes", "no", "only"), default="yes",
+                    help="the frontier section (p >> n instances, the parallel figure): run it "
+                         "after the comparison (default), skip it, or run only it")
+    ap.add_argument("--compare", metavar="PATH",
+                    help="a JSON written by this script on other code: claim the largest "
+                         "slowdown of an instance against it")
     args = ap.parse_args(argv)
     peer_tl = args.peer_time_limit or (30.0 if args.quick else 120.0)
     peers = [p for p in args.peers.split(",") if p]
@@ -233,7 +393,8 @@ def main(argv=None) -> int:
     print(f"JIT warm-up (not counted): {time.perf_counter() - t0:.1f} s")
 
     rows = []
-    for name, loss, X, y, k, lam, tl in instances(args.quick):
+    for name, loss, X, y, k, lam, tl in (instances(args.quick) if args.frontier != "only"
+                                         else []):
         row = dict(instance=name, loss=loss, n=X.shape[0], p=X.shape[1], k=k, lambda2=lam)
         print(f"\n== {name}", flush=True)
         row["sparsecert"] = run_sparsecert(X, y, k, lam, loss, tl if tl else 600.0)
@@ -306,6 +467,16 @@ def main(argv=None) -> int:
                 measured=row["sparsecert"]["gap"],
                 target=best_peer if best_peer is not None else None, unit="relative gap",
                 better="lower"))
+    if args.frontier == "only":
+        claims = []
+    frontier_rows, parallel_rows = [], []
+    if args.frontier != "no":
+        frontier_rows, parallel_rows, more = run_frontier(args.quick)
+        claims += more
+    if args.compare:
+        c = compare_times(rows, args.compare)
+        if c is not None:
+            claims.append(c)
     print("\nclaims:")
     for c in claims:
         print(f"  {c['name']}: measured {c['measured']} (target {c['target']} {c['unit']}, "
@@ -327,7 +498,8 @@ def main(argv=None) -> int:
                 return [clean(b) for b in v]
             return v
 
-        out.write_text(json.dumps(clean(dict(meta=meta, rows=rows, claims=claims)), indent=2))
+        out.write_text(json.dumps(clean(dict(meta=meta, rows=rows, frontier=frontier_rows,
+                                             parallel=parallel_rows, claims=claims)), indent=2))
         print(f"\nwrote {out}")
     return 0
 

@@ -1,0 +1,245 @@
+"""Reduced-cost fixing: bounds of the regions ``z_j = 1`` and ``z_j = 0`` from one witness.
+
+A witness (a dual vector zeta, or a point of the shifted relaxation) bounds every node by
+
+    bound(S1, S0) = K - 2 lam g*_node(a),   g*_node(a) = sum_{S1} h_j + (sum of the beta largest
+                                                         h_j over the free set R),
+
+with per-variable terms ``h_j = H_M(a_j) >= 0`` and ``beta = k - |S1|`` (the constant K and the
+terms depend on the witness only). Forcing one free variable in or out changes only the top-beta
+sum, so the bounds of the two regions of every free j come from one sort of the terms. With the
+free terms in decreasing order, ``T_m`` the sum of the m largest and r the rank of j:
+
+* region ``z_j = 1`` (j joins S1, the budget drops to beta - 1):
+  ``g* = sum_{S1} h + (T_beta if r <= beta - 1 else h_j + T_{beta-1})``;
+* region ``z_j = 0`` (j joins S0):
+  ``g* = sum_{S1} h + (T_{beta+1} - h_j if r <= beta - 1 else T_beta)``.
+
+If the region ``z_j = 1`` has a bound at or above the cutoff, no better support puts j in: j is
+fixed to 0 (a bound fixing ``[j, 0]``); symmetrically, region ``z_j = 0`` gives ``[j, 1]``. The
+regions and the remainder partition the node, so the certificate carries each fixing and the
+verifier recomputes the region's bound with the node's witness (docs/certificate-format.md,
+"bound fixings"). Only variables outside the top beta can be fixed to 0, and only variables in
+it can be fixed to 1, so the node's own bound is unchanged by its fixings.
+
+Rigour: the bounds are computed from the witness's *safe* parts (``k_lo`` a lower bound of K,
+``h_hi`` upper bounds of the terms; see :mod:`sparsecert.solvers.rigorous`), the sums rounded
+upward, and a fixing is made only when the *claimable* bound of its region (the value the
+producer may claim, which the verifier can prove) reaches the cutoff.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+__all__ = ["TermBound", "Regions", "FixingPlan", "region_bounds", "plan_fixings", "claimable",
+           "dual_terms", "root_fixing_counts"]
+
+
+class TermBound(Protocol):
+    """What fixing needs from a witness (e.g. :class:`sparsecert.solvers.rigorous.WitnessBound`).
+
+    ``k_mid``/``k_lo``: the computed and a safe lower value of K; ``lam``: the weight; ``h_mid``/
+    ``h_hi``: the computed and safe upper Huber terms (length p, nonnegative).
+    """
+
+    k_mid: float
+    k_lo: float
+    lam: float
+    h_mid: np.ndarray
+    h_hi: np.ndarray
+
+
+_U = 2.0 ** -53
+
+
+def _up(x):
+    return np.nextafter(x, np.inf)
+
+
+def _dn(x):
+    return np.nextafter(x, -np.inf)
+
+
+def _gamma_up(m: int) -> float:
+    """An upper bound of ``1 / (1 - gamma_m)`` (the inflation of a computed sum of m+1 terms)."""
+    g = m * _U / (1.0 - m * _U)
+    return float(_up(_up(1.0 / (1.0 - _up(g)))))
+
+
+def _sum_hi(v: np.ndarray) -> float:
+    """Upper bound of the exact sum of nonnegative floats (any summation order)."""
+    if v.size == 0:
+        return 0.0
+    return float(_up(float(v.sum()) * _gamma_up(max(v.size - 1, 0))))
+
+
+@dataclass
+class Regions:
+    """Bounds of the two regions of every free variable of one node.
+
+    ``free`` are the free variables in decreasing order of their terms; ``in_value``/
+    ``in_lower`` the computed and safe bounds of the regions ``z_j = 1`` (j forced in),
+    ``out_value``/``out_lower`` those of ``z_j = 0``, aligned with ``free``; ``beta`` the budget.
+    """
+
+    free: np.ndarray
+    beta: int
+    in_value: np.ndarray
+    in_lower: np.ndarray
+    out_value: np.ndarray
+    out_lower: np.ndarray
+
+
+def _region_conjugates(h: np.ndarray, base: float, beta: int, upper: bool
+                       ) -> tuple[np.ndarray, np.ndarray]:
+    """g* of the regions z_j = 1 and z_j = 0 for sorted free terms ``h`` (decreasing).
+
+    With ``upper`` the sums are upper bounds of the exact ones (every rounding upward).
+    """
+    m = h.size
+    add = (lambda a, b: _up(a + b)) if upper else (lambda a, b: a + b)
+    sub = (lambda a, b: _up(a - b)) if upper else (lambda a, b: a - b)
+    tsum = _sum_hi if upper else (lambda v: float(v.sum()))
+    t_bm1 = tsum(h[:beta - 1]) if beta >= 1 else 0.0
+    t_b = tsum(h[:beta])
+    t_bp1 = tsum(h[:beta + 1])
+    top = np.arange(m) <= beta - 1
+    g_in = np.where(top, t_b, add(h, t_bm1))
+    g_out = np.where(top, np.maximum(sub(t_bp1, h), 0.0), t_b)
+    return add(base, g_in), add(base, g_out)
+
+
+def region_bounds(wb: TermBound, fixed_in: np.ndarray, fixed_out: np.ndarray, k: int
+                  ) -> Regions | None:
+    """The computed and safe bounds of both regions of every free variable (``None`` when the
+    node has no cardinality coupling: budget 0 or every free variable fits it)."""
+    free = np.flatnonzero(~(fixed_in | fixed_out))
+    beta = k - int(fixed_in.sum())
+    if beta <= 0 or free.size <= beta:
+        return None
+    order_mid = free[np.argsort(-wb.h_mid[free], kind="stable")]
+    order_hi = free[np.argsort(-wb.h_hi[free], kind="stable")]
+    base_mid = float(wb.h_mid[fixed_in].sum())
+    base_hi = _sum_hi(wb.h_hi[fixed_in])
+    gi_mid, go_mid = _region_conjugates(wb.h_mid[order_mid], base_mid, beta, upper=False)
+    gi_hi, go_hi = _region_conjugates(wb.h_hi[order_hi], base_hi, beta, upper=True)
+    # align the safe values with the computed order
+    pos = np.empty(wb.h_hi.size, dtype=np.int64)
+    pos[order_hi] = np.arange(order_hi.size)
+    gi_hi, go_hi = gi_hi[pos[order_mid]], go_hi[pos[order_mid]]
+    lam2 = 2.0 * wb.lam
+    with np.errstate(over="ignore", invalid="ignore"):
+        in_value = wb.k_mid - lam2 * gi_mid
+        out_value = wb.k_mid - lam2 * go_mid
+        in_lower = _dn(wb.k_lo - _up(lam2 * gi_hi))
+        out_lower = _dn(wb.k_lo - _up(lam2 * go_hi))
+    bad_in = ~(np.isfinite(in_value) & np.isfinite(in_lower))
+    bad_out = ~(np.isfinite(out_value) & np.isfinite(out_lower))
+    in_value[bad_in] = in_lower[bad_in] = -np.inf
+    out_value[bad_out] = out_lower[bad_out] = -np.inf
+    return Regions(order_mid, beta, in_value, in_lower, out_value, out_lower)
+
+
+#: claimable bound = value - CLAIM_FACTOR * (value - lower) (the producer's conservative claim)
+CLAIM_FACTOR = 4.0
+
+
+def claimable(value: np.ndarray, lower: np.ndarray) -> np.ndarray:
+    """The bound the producer may claim from a computed value and its safe lower bound."""
+    r = np.maximum(value - lower, 0.0)
+    with np.errstate(invalid="ignore"):
+        out = _dn(value - _up(CLAIM_FACTOR * r))
+    return np.where(np.isfinite(value) & np.isfinite(lower), out, -np.inf)
+
+
+@dataclass
+class FixingPlan:
+    """The bound fixings of one node: ``fixings`` as ``(j, v)`` pairs and the claimable bound of
+    the region each one cuts off; ``covers_node`` when the fixed-in variables exceed the budget
+    (every support of the node lies in a cut-off region: the node is closed)."""
+
+    fixings: list[tuple[int, int]]
+    region_bounds: list[float]
+    covers_node: bool = False
+
+    @property
+    def n_out(self) -> int:
+        return sum(1 for _, v in self.fixings if v == 0)
+
+    @property
+    def n_in(self) -> int:
+        return sum(1 for _, v in self.fixings if v == 1)
+
+
+def plan_fixings(wb: TermBound, fixed_in: np.ndarray, fixed_out: np.ndarray, k: int,
+                 cutoff: float) -> FixingPlan:
+    """The variables a node's witness fixes against ``cutoff``.
+
+    Variables are fixed to 0 when their region ``z_j = 1`` has a claimable bound >= cutoff, to 1
+    when their region ``z_j = 0`` has. If more variables must be in than the budget allows, the
+    first ``beta`` of them are kept and ``covers_node`` is set: the node's remainder (budget 0,
+    every other free variable out) lies inside the cut-off region ``z_j = 0`` of the next one, so
+    its bound with the extended fixings is at least that region's.
+    """
+    regions = region_bounds(wb, fixed_in, fixed_out, k)
+    plan = FixingPlan([], [])
+    if regions is None or not math.isfinite(cutoff):
+        return plan
+    b_in = claimable(regions.in_value, regions.in_lower)
+    b_out = claimable(regions.out_value, regions.out_lower)
+    fix_in = np.flatnonzero(b_out >= cutoff)  # region z_j = 0 cut off: j is in
+    fix_out = np.flatnonzero(b_in >= cutoff)  # region z_j = 1 cut off: j is out
+    if fix_in.size > regions.beta:
+        fix_in = fix_in[:regions.beta + 1]
+        plan.covers_node = True
+    for i in fix_in[:regions.beta]:
+        plan.fixings.append((int(regions.free[i]), 1))
+        plan.region_bounds.append(float(b_out[i]))
+    if plan.covers_node:
+        return plan
+    for i in np.setdiff1d(fix_out, fix_in, assume_unique=True):
+        plan.fixings.append((int(regions.free[i]), 0))
+        plan.region_bounds.append(float(b_in[i]))
+    return plan
+
+
+@dataclass
+class _PlainTerms:
+    k_mid: float
+    k_lo: float
+    lam: float
+    h_mid: np.ndarray
+    h_hi: np.ndarray
+
+
+def dual_terms(problem, zeta: np.ndarray) -> tuple[float, np.ndarray]:
+    """K and the terms h of a dual witness in plain floating point (no eigen shift).
+
+    ``K = -sum_i f*(zeta_i; y_i)``, ``h_j = H_M(a_j)`` with ``a = -X^T zeta / (2 lambda2)``.
+    """
+    from sparsecert.solvers.losses import get_loss
+
+    if problem.mu != 0.0:
+        raise ValueError("dual_terms: the problem has an eigen shift (use its shifted witness)")
+    K = -get_loss(problem.loss).conjugate_sum(zeta, problem.y)
+    a = np.abs(problem.X.T @ zeta) / (2.0 * problem.lambda2)
+    M = problem.M
+    h = 0.5 * a * a if not np.isfinite(M) else np.where(a <= M, 0.5 * a * a, M * a - 0.5 * M * M)
+    return float(K), h
+
+
+def root_fixing_counts(problem, k: int, result, upper_bound: float, rel_gap: float = 1e-4
+                       ) -> tuple[int, int]:
+    """How many variables a root relaxation's dual fixes to 0 and to 1 (research and reports:
+    plain floating point, least squares without shift or intercept, or any loss's dual)."""
+    k_val, h = dual_terms(problem, np.asarray(result.dual, dtype=float))
+    wb = _PlainTerms(k_val, k_val, problem.lambda2, h, h)
+    p = problem.n_features
+    cut = upper_bound - rel_gap * max(1.0, abs(upper_bound))
+    plan = plan_fixings(wb, np.zeros(p, bool), np.zeros(p, bool), k, cut)
+    return plan.n_out, plan.n_in

@@ -1,0 +1,161 @@
+"""Reduced-cost fixing: region bounds from one sort against direct and exact references."""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from _bruteforce import solve_support
+
+from sparsecert.bnb.fixing import (
+    claimable,
+    dual_terms,
+    plan_fixings,
+    region_bounds,
+    root_fixing_counts,
+)
+from sparsecert.solvers.perspective import RelaxationProblem, solve_node
+
+
+@dataclass
+class Terms:
+    k_mid: float
+    k_lo: float
+    lam: float
+    h_mid: np.ndarray
+    h_hi: np.ndarray
+
+
+def _masks(p, fixed_in=(), fixed_out=()):
+    fi, fo = np.zeros(p, bool), np.zeros(p, bool)
+    fi[list(fixed_in)] = True
+    fo[list(fixed_out)] = True
+    return fi, fo
+
+
+def _g_node(h, fi, fo, k):
+    """g*_node by definition: the S1 terms plus the budget largest free terms (exact)."""
+    beta = k - int(fi.sum())
+    free = sorted((Fraction(float(h[j])) for j in np.flatnonzero(~(fi | fo))), reverse=True)
+    return sum((Fraction(float(v)) for v in h[fi]), Fraction(0)) + sum(free[:max(beta, 0)],
+                                                                       Fraction(0))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_region_bounds_match_the_definition_exactly(seed):
+    rng = np.random.default_rng(seed)
+    p, k = 12, 4
+    h = rng.exponential(size=p) * rng.choice([1e-3, 1.0, 1e3], size=p)
+    h[rng.integers(p)] = h[rng.integers(p)]  # a tie
+    fi, fo = _masks(p, fixed_in=[int(rng.integers(p))], fixed_out=[])
+    fo[rng.choice(np.flatnonzero(~fi), 2, replace=False)] = True
+    K, lam = 50.0 + rng.normal(), 0.3
+    reg = region_bounds(Terms(K, K, lam, h, h), fi, fo, k)
+    assert sorted(reg.free) == list(np.flatnonzero(~(fi | fo)))
+    for i, j in enumerate(reg.free):
+        for forced, value, lower in ((1, reg.in_value[i], reg.in_lower[i]),
+                                     (0, reg.out_value[i], reg.out_lower[i])):
+            fi2, fo2 = fi.copy(), fo.copy()
+            (fi2 if forced else fo2)[j] = True
+            exact = Fraction(K) - 2 * Fraction(lam) * _g_node(h, fi2, fo2, k)
+            assert lower <= exact  # safe
+            assert value == pytest.approx(float(exact), rel=1e-12, abs=1e-12)
+
+
+def test_safe_terms_are_used_for_the_lower_bounds():
+    p, k = 8, 2
+    h = np.linspace(1.0, 2.0, p)
+    h_hi = h * 1.5  # safe upper terms
+    fi, fo = _masks(p)
+    reg = region_bounds(Terms(30.0, 29.0, 1.0, h, h_hi), fi, fo, k)
+    for i, j in enumerate(reg.free):
+        fi2 = fi.copy()
+        fi2[j] = True
+        exact_hi = Fraction(29.0) - 2 * _g_node(h_hi, fi2, fo, k)
+        assert reg.in_lower[i] <= exact_hi
+        assert reg.in_lower[i] < reg.in_value[i]
+
+
+def test_no_regions_without_cardinality_coupling():
+    h = np.ones(5)
+    t = Terms(1.0, 1.0, 1.0, h, h)
+    assert region_bounds(t, *_masks(5, fixed_in=[0, 1]), k=2) is None  # budget 0
+    assert region_bounds(t, *_masks(5, fixed_out=[0, 1]), k=3) is None  # all free fit
+
+
+def _tiny(seed=0, n=25, p=8):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, p))
+    X[:, 1] = X[:, 0] + 0.1 * rng.normal(size=n)
+    y = X[:, [0, 3, 5]] @ np.array([1.0, -1.0, 0.7]) + 0.3 * rng.normal(size=n)
+    return X, y
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_regions_bound_every_support_inside_them(seed):
+    """Validity against enumeration: each region's bound is below every support in it."""
+    X, y = _tiny(seed)
+    k, lam = 3, 0.5
+    prob = RelaxationProblem.from_data(X, y, lam)
+    fi, fo = _masks(X.shape[1], fixed_in=[3], fixed_out=[6])
+    res = solve_node(prob, k, fi, fo, rel_tol=1e-3, max_iter=40)  # any witness is valid
+    K, h = dual_terms(prob, res.dual)
+    reg = region_bounds(Terms(K, K, lam, h, h), fi, fo, k)
+    objective = {}
+    for size in range(k + 1):
+        for S in itertools.combinations(range(X.shape[1]), size):
+            if 3 in S and 6 not in S:
+                objective[S] = solve_support(X, y, S, "squared", lam)[0]
+    for i, j in enumerate(reg.free):
+        inside = [v for S, v in objective.items() if j in S]
+        outside = [v for S, v in objective.items() if j not in S]
+        assert reg.in_lower[i] <= min(inside) + 1e-9
+        assert reg.out_lower[i] <= min(outside) + 1e-9
+
+
+def test_plan_fixes_out_below_the_top_and_in_inside_it():
+    p, k = 10, 3
+    h = np.array([9.0, 8.0, 7.0, 1.0, 0.5, 0.4, 0.3, 0.2, 0.1, 0.05])
+    t = Terms(100.0, 100.0, 1.0, h, h)
+    fi, fo = _masks(p)
+    node_bound = 100.0 - 2 * (9 + 8 + 7)
+    # cutoff just above the node bound: forcing in a small term or out a big one passes it
+    plan = plan_fixings(t, fi, fo, k, cutoff=node_bound + 2 * (7 - 0.5) - 1e-9)
+    fixed = dict(plan.fixings)
+    assert {j for j, v in fixed.items() if v == 0} == {4, 5, 6, 7, 8, 9}
+    # forcing j out costs 2 (h_j - h_4) = 2 (h_j - 1): >= 13 for j = 0, 1, not for j = 2
+    assert {j for j, v in fixed.items() if v == 1} == {0, 1}
+    reg = region_bounds(t, fi, fo, k)
+    for (j, v), b in zip(plan.fixings, plan.region_bounds, strict=True):
+        i = int(np.flatnonzero(reg.free == j)[0])
+        lower, value = (reg.in_lower[i], reg.in_value[i]) if v == 0 else (reg.out_lower[i],
+                                                                           reg.out_value[i])
+        assert b == claimable(np.array([value]), np.array([lower]))[0] and b <= lower
+    assert not plan.covers_node
+    assert plan_fixings(t, fi, fo, k, cutoff=np.inf).fixings == []
+
+
+def test_plan_covers_the_node_when_more_must_be_in_than_the_budget():
+    # only top-beta variables can be forced in while the node's own bound is below the cutoff;
+    # at or above it every free variable qualifies and the fixings cover the node
+    p, k = 6, 2
+    h = np.array([5.0, 4.0, 0.1, 0.2, 0.3, 0.4])
+    t = Terms(20.0, 20.0, 1.0, h, h)
+    node_bound = 20.0 - 2 * 9.0
+    plan = plan_fixings(t, *_masks(p), k, cutoff=node_bound - 1.0)
+    assert plan.covers_node
+    assert plan.fixings == [(0, 1), (1, 1)]  # the budget's worth, in rank order
+    assert not plan_fixings(t, *_masks(p), k, cutoff=node_bound + 1.0).covers_node
+
+
+def test_riboflavin_like_root_fixes_at_the_optimum():
+    """A root witness fixes variables only when the gap is small relative to the terms."""
+    X, y = _tiny(5, n=20, p=30)
+    prob = RelaxationProblem.from_data(X, y, 5.0)
+    res = solve_node(prob, 2, rel_tol=1e-10, max_iter=20000)
+    n_out, n_in = root_fixing_counts(prob, 2, res, res.lower_bound * 1.001)
+    assert n_out > 0
+    assert root_fixing_counts(prob, 2, res, res.lower_bound * 100.0) == (0, 0)
