@@ -80,7 +80,7 @@ def test_context_pickles_without_its_refit_cache():
 
 
 @pytest.mark.parametrize("loss", ["squared", "logistic"])
-def test_task_heuristics_give_feasible_models_that_respect_the_fixings(loss):
+def test_node_heuristics_give_feasible_models_that_respect_the_fixings(loss):
     ctx = _context(loss)
     out = evaluate_task(_task(ctx, fixed_in=(2,), fixed_out=(1, 5), heuristic=ROUND_AND_SWAP))
     assert out.relaxation.status == "converged"
@@ -95,7 +95,7 @@ def test_task_heuristics_give_feasible_models_that_respect_the_fixings(loss):
     assert only_round.models[0].support == out.models[0].support
 
 
-def test_task_skips_heuristics_when_the_bound_passes_the_cutoff():
+def test_no_heuristics_when_the_bound_passes_the_cutoff():
     ctx = _context()
     out = evaluate_task(_task(ctx, heuristic=ROUND_AND_SWAP, cutoff=-1.0))
     assert out.relaxation.lower_bound >= -1.0 and out.models == []
@@ -103,7 +103,7 @@ def test_task_skips_heuristics_when_the_bound_passes_the_cutoff():
     assert inherited.models == []
 
 
-def test_leaf_task_refits_the_leaf_support():
+def test_a_leaf_evaluation_refits_the_leaf_support():
     ctx = _context(k=3)
     p = ctx.problem.n_features
     # budget 1 and a single free variable left: the leaf is fixed_in + that variable
