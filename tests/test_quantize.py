@@ -261,6 +261,15 @@ def test_bad_inputs():
         ad.clone().decode(Message(msg.payload + b"\0", msg.n_bits + 8))
     with pytest.raises(ValueError, match="samples"):
         optimize_levels(np.array([0.2, 1.5]), None, 2)
+    with pytest.raises(ValueError, match="overflows"):
+        q.encode(np.full(q.dim, 1e300), np.random.default_rng(0))
+    # s = 1: 3 symbols in 2-bit indices, so the index 3 cannot occur in a valid stream
+    one = layerwise_uniform(SIZES, 1)
+    msg = one.encode(multiscale(0), np.random.default_rng(0))
+    body = bytearray(msg.payload)
+    body[32 * len(SIZES) // 8] |= 0b0110_0000  # the first coordinate's index bits -> 11
+    with pytest.raises(ValueError, match="corrupt"):
+        one.clone().decode(Message(bytes(body), msg.n_bits))
 
 
 @pytest.mark.parametrize("code", CODES)

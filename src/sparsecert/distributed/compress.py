@@ -222,5 +222,13 @@ class Identity(Encoder):
         self._check_msg(msg)
         return np.frombuffer(msg.payload, dtype=self._dt).astype(np.float64)
 
+    def decode_add(self, msg: Message, out: np.ndarray, scale: float = 1.0) -> None:
+        self._check_msg(msg)
+        vals = np.frombuffer(msg.payload, dtype=self._dt)
+        if scale == 1.0:
+            out += vals  # float32 -> float64 is exact: the same as adding decode(msg)
+        else:
+            out += scale * vals.astype(np.float64)
+
     def __repr__(self) -> str:
         return f"Identity(dim={self.dim}, value_dtype={self.value_dtype!r})"

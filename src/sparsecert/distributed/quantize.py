@@ -55,7 +55,6 @@ from sparsecert.distributed.bitstream import (
     BitWriter,
     canonical_codes,
     gamma_lengths,
-    get_bits,
     huffman_lengths,
     put_bits,
 )
@@ -205,86 +204,113 @@ def _layer_norms(v, offsets):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True)
-def _round_one(x, r, lv, seed, i):  # pragma: no cover - compiled
-    """Level index of ``|x| / r`` after unbiased random rounding (``lv`` the levels)."""
+def _round_one(x, r, lv, inv_gap, seed, i):  # pragma: no cover - compiled
+    """Level index of ``|x| / r`` after unbiased random rounding: ``u = min(|x| / r, 1)`` lies
+    in ``[lv[lo], lv[lo + 1]]`` (``lo`` by a linear scan: few levels) and is rounded up when
+    the ``i``-th uniform of ``seed`` is below ``(u - lv[lo]) / (lv[lo + 1] - lv[lo])``."""
     if r <= 0.0:
         return 0
     u = abs(x) / r
     if u > 1.0:
         u = 1.0
-    lo, hi = 0, lv.size - 1
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if lv[mid] <= u:
-            lo = mid
-        else:
-            hi = mid
-    p = (u - lv[lo]) / (lv[lo + 1] - lv[lo])
-    return lo + 1 if _uniform(seed, i) < p else lo
+    top = lv.size - 2
+    lo = 0
+    while lo < top and lv[lo + 1] <= u:
+        lo += 1
+    return lo + np.int64(_uniform(seed, i) < (u - lv[lo]) * inv_gap[lo])
 
 
 @njit(cache=True, nogil=True)
-def _quantize_kernel(v, norms, offsets, ltype, table, seed):  # pragma: no cover - compiled
+def _quantize_kernel(v, norms, offsets, ltype, table, inv_gap, seed):  # pragma: no cover
     index = np.empty(v.size, dtype=np.int64)
     for layer in range(offsets.size - 1):
         r = norms[layer]
         lv = table[ltype[layer]]
+        ig = inv_gap[ltype[layer]]
         for i in range(offsets[layer], offsets[layer + 1]):
-            index[i] = _round_one(v[i], r, lv, seed, i)
+            index[i] = _round_one(v[i], r, lv, ig, seed, i)
     return index
 
 
 @njit(cache=True, nogil=True)
-def _encode_fixed_kernel(hvals, hlens, v, norms, offsets, ltype, table, seed, width, buf,
-                         out):  # pragma: no cover - compiled
-    """Header codewords, then (sign, index) of every coordinate; ``out`` (if not empty)
-    receives the decoded vector. Returns the number of bits written."""
+def _encode_fixed_kernel(hvals, hlens, v, norms, offsets, ltype, table, inv_gap, seed, width,
+                         buf, out):  # pragma: no cover - compiled
+    """Header codewords, then (sign, index) of every coordinate through a 64-bit accumulator
+    flushed byte by byte; ``out`` (if not empty) receives the decoded vector. Returns the
+    number of bits written."""
     pos = 0
     for j in range(hvals.size):
         pos = put_bits(buf, pos, hvals[j], hlens[j])
-    want = out.size > 0
     nb = width + 1
+    bytepos = pos >> 3
+    nacc = pos & 7
+    acc = np.uint64(buf[bytepos]) >> np.uint64(8 - nacc) if nacc else np.uint64(0)
+    want = out.size > 0
+    sbit = np.uint64(1) << np.uint64(width)
     for layer in range(offsets.size - 1):
         r = norms[layer]
         lv = table[ltype[layer]]
+        ig = inv_gap[ltype[layer]]
         for i in range(offsets[layer], offsets[layer + 1]):
-            idx = _round_one(v[i], r, lv, seed, i)
-            neg = v[i] < 0.0
-            code = np.uint64(idx)
-            if neg:
-                code |= np.uint64(1) << np.uint64(width)
-            pos = put_bits(buf, pos, code, nb)
+            x = v[i]
+            idx = _round_one(x, r, lv, ig, seed, i)
+            acc = (acc << np.uint64(nb)) | np.uint64(idx) | (sbit if x < 0.0 else np.uint64(0))
+            nacc += nb
+            if nacc >= 8:
+                nacc -= 8
+                buf[bytepos] = np.uint8((acc >> np.uint64(nacc)) & np.uint64(255))
+                bytepos += 1
             if want:
-                out[i] = -r * lv[idx] if neg else r * lv[idx]
-    return pos
+                val = r * lv[idx]
+                out[i] = -val if x < 0.0 else val
+    if nacc > 0:
+        buf[bytepos] = np.uint8((acc << np.uint64(8 - nacc)) & np.uint64(255))
+    return bytepos * 8 + nacc
 
 
 @njit(cache=True, nogil=True)
 def _decode_fixed_kernel(buf, pos, end, norms, offsets, ltype, table, width, out,
                          hist):  # pragma: no cover - compiled
-    """Read (sign, index) pairs, add the decoded values to ``out`` and count the indices per
-    layer in ``hist``; returns the new position (-1: corrupt or truncated)."""
+    """Read (sign, index) pairs through a 64-bit window refilled byte by byte, add the decoded
+    values to ``out`` and count the indices per layer in ``hist``; returns the new position
+    (-1: an index out of range or a stream too short)."""
     nb = width + 1
-    mask = (np.uint64(1) << np.uint64(width)) - np.uint64(1)
     n_sym = table.shape[1]
     if pos + nb * out.size > end:
         return -1
+    if out.size == 0:
+        return pos
+    bytepos = pos >> 3
+    nacc = 8 - (pos & 7)
+    acc = np.uint64(buf[bytepos])
+    bytepos += 1
+    mask = (np.uint64(1) << np.uint64(nb)) - np.uint64(1)
+    imask = (np.uint64(1) << np.uint64(width)) - np.uint64(1)
+    bad = False
     for layer in range(offsets.size - 1):
         r = norms[layer]
         lv = table[ltype[layer]]
+        h = hist[layer]
         for i in range(offsets[layer], offsets[layer + 1]):
-            code = get_bits(buf, pos, nb)
-            pos += nb
-            idx = np.int64(code & mask)
+            if nacc < nb:
+                acc = (acc << np.uint64(8)) | np.uint64(buf[bytepos])
+                bytepos += 1
+                nacc += 8
+            nacc -= nb
+            code = (acc >> np.uint64(nacc)) & mask
+            idx = np.int64(code & imask)
             if idx >= n_sym:
-                return -1
-            hist[layer, idx] += 1
+                bad = True
+                idx = 0
+            h[idx] += 1
             val = r * lv[idx]
             if code >> np.uint64(width):
                 out[i] -= val
             else:
                 out[i] += val
-    return pos
+    if bad:
+        return -1
+    return pos + nb * out.size
 
 
 # ----------------------------------------------------------------------------- variance
@@ -389,6 +415,20 @@ class Quantizer(Encoder):
             dmax = max(self.lmap.sizes)
             self.omega = min(dmax / n_int**2, math.sqrt(dmax) / n_int)
 
+    @property
+    def levels(self) -> list[np.ndarray]:
+        """The current level arrays, one per layer type."""
+        return self._levels
+
+    @levels.setter
+    def levels(self, value: Sequence[np.ndarray]) -> None:
+        lv = [check_levels(x) for x in value]
+        if len(lv) != self.lmap.n_types or any(x.size != self.s + 2 for x in lv):
+            raise ValueError(f"need {self.lmap.n_types} level arrays of {self.s + 2} levels")
+        self._levels = lv
+        self._table = np.ascontiguousarray(np.stack(lv))
+        self._inv_gap = np.ascontiguousarray(1.0 / np.diff(self._table, axis=1))
+
     def __repr__(self) -> str:
         kind = "adaptive" if self.adaptive else "uniform"
         return (f"Quantizer(layers={self.lmap.sizes}, s={self.s}, {kind}, "
@@ -452,8 +492,17 @@ class Quantizer(Encoder):
         self._pending = [lv.copy() for lv in new]
         return new
 
-    def _table(self) -> np.ndarray:
-        return np.ascontiguousarray(np.stack(self.levels))
+    def _norms(self, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``v`` as float64 and its float32 (rounded-up) layer norms; one pass checks the
+        entries too (a NaN or inf makes a norm non-finite)."""
+        v = np.asarray(v, dtype=np.float64)
+        if v.shape != (self.dim,):
+            raise ValueError(f"v must have shape ({self.dim},), got {v.shape}")
+        norms = _layer_norms(v, self._offsets)
+        if not np.all(np.isfinite(norms)):
+            check_vector(v, self.dim)  # names NaN / inf entries
+            raise ValueError("cannot quantize: a layer norm overflows float32")
+        return v, norms
 
     # -- quantization
     @staticmethod
@@ -463,18 +512,17 @@ class Quantizer(Encoder):
     def quantize(self, v: np.ndarray, rng: np.random.Generator) -> QuantizedVector:
         """Unbiased random rounding of ``v`` (draws one 64-bit seed from ``rng``); takes the
         pending new levels, if any, into the result."""
-        v = check_vector(v, self.dim)
         seed = self._seed(self._need_rng(rng))
-        norms = _layer_norms(v, self._offsets)
-        index = _quantize_kernel(v, norms, self._offsets, self._ltypes, self._table(), seed)
+        v, norms = self._norms(v)
+        index = _quantize_kernel(v, norms, self._offsets, self._ltypes, self._table,
+                                 self._inv_gap, seed)
         qv = QuantizedVector(norms, index, v < 0, self._pending)
         self._pending = None
         return qv
 
     def dequantize(self, qv: QuantizedVector) -> np.ndarray:
         """The vector represented by ``qv`` under the current levels."""
-        table = np.stack(self.levels)  # (n_types, s + 2)
-        mag = qv.norms[self._layer_of] * table[self._type_of, qv.index]
+        mag = qv.norms[self._layer_of] * self._table[self._type_of, qv.index]
         return np.where(qv.negative, -mag, mag)
 
     def __call__(self, v: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -505,9 +553,8 @@ class Quantizer(Encoder):
         return self._encode_fixed(v, rng, want_decoded=True)
 
     def _encode_fixed(self, v, rng, want_decoded: bool) -> tuple[Message, np.ndarray | None]:
-        v = check_vector(v, self.dim)
         seed = self._seed(self._need_rng(rng))
-        norms = _layer_norms(v, self._offsets)
+        v, norms = self._norms(v)
         hdr = BitWriter()
         self._header(hdr, norms, self._pending)
         hvals, hlens = hdr.arrays()
@@ -516,7 +563,7 @@ class Quantizer(Encoder):
         buf = np.zeros((n_bits + 7) // 8, dtype=np.uint8)
         out = np.zeros(self.dim if want_decoded else 0)
         end = _encode_fixed_kernel(hvals, hlens, v, norms, self._offsets, self._ltypes,
-                                   self._table(), seed, self.index_bits, buf, out)
+                                   self._table, self._inv_gap, seed, self.index_bits, buf, out)
         if end != n_bits:  # pragma: no cover - an internal invariant
             raise RuntimeError(f"fixed-code encoder wrote {end} bits, expected {n_bits}")
         return Message(buf.tobytes(), n_bits), (out if want_decoded else None)
@@ -578,9 +625,8 @@ class Quantizer(Encoder):
         new_levels = None
         if self.adaptive and rd.uints(1, 1)[0]:
             inner = rd.float32s(s * lm.n_types).reshape(lm.n_types, s)
-            new_levels = [check_levels(np.concatenate([[0.0], inner[t], [1.0]]))
-                          for t in range(lm.n_types)]
-            self.levels = new_levels
+            new_levels = [np.concatenate([[0.0], inner[t], [1.0]]) for t in range(lm.n_types)]
+            self.levels = new_levels  # checked by the setter
         norms = rd.float32s(lm.n_layers)
         if not np.all(np.isfinite(norms)) or np.any(norms < 0):
             raise ValueError("corrupt message: layer norms must be finite and >= 0")
@@ -630,7 +676,7 @@ class Quantizer(Encoder):
         norms, new_levels = self._read_header(rd)
         hist = np.zeros((self.lmap.n_layers, self.s + 2), dtype=np.int64)
         pos = _decode_fixed_kernel(rd.buf, rd.pos, rd.end, norms, self._offsets, self._ltypes,
-                                   self._table(), self.index_bits, out, hist)
+                                   self._table, self.index_bits, out, hist)
         if pos < 0:
             raise ValueError("corrupt or truncated message: level index out of range or "
                              "the bitstream ends early")

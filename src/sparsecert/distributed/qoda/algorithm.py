@@ -27,12 +27,14 @@ message are computed by the receivers from the decoded content.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
-from sparsecert.distributed.comm import BitStats, Communicator
+from sparsecert.distributed.comm import Communicator, Traffic, build_local
 from sparsecert.distributed.compress import Identity
 from sparsecert.distributed.encoder import Encoder
 from sparsecert.distributed.quantize import (
@@ -44,8 +46,10 @@ from sparsecert.distributed.quantize import (
     layerwise_adaptive,
     layerwise_uniform,
 )
+from sparsecert.distributed.timing import PhaseClock
 
 __all__ = [
+    "ReducedMonitor",
     "StepSchedule",
     "QODAResult",
     "make_quantizer",
@@ -85,6 +89,27 @@ class StepSchedule:
         return self.lr / (self.offset + base) ** self.exponent
 
 
+@dataclass(frozen=True)
+class ReducedMonitor:
+    """A monitor computed from per-worker local sums, reduced over all workers.
+
+    Each process evaluates ``local(worker, x)`` for the workers it hosts (``worker`` is the
+    object built for that id, e.g. by a factory), the sums over all workers are formed with
+    ``comm.allreduce`` (in worker order: identical on every communicator) and
+    ``finish(total, x)`` turns them into the recorded metrics. No process reads another's data.
+
+    Parameters
+    ----------
+    local : callable
+        ``local(worker, x) -> array`` (the same shape for every worker).
+    finish : callable
+        ``finish(total, x) -> dict`` of metrics.
+    """
+
+    local: Callable[[Any, np.ndarray], np.ndarray]
+    finish: Callable[[np.ndarray, np.ndarray], Mapping[str, float]]
+
+
 @dataclass
 class QODAResult:
     """Output of :func:`qoda`, :func:`oda` and :func:`quantized_extragradient`.
@@ -101,14 +126,27 @@ class QODAResult:
         Iterations run.
     history : dict of numpy.ndarray
         Per recorded iteration: ``iteration``, ``oracle_calls`` (per worker), ``exchanges``,
-        ``bits_up`` (uplink bits per worker counted by the communicator, mean over workers),
-        ``bits_fixed`` / ``bits_gamma`` / ``bits_huffman`` (what the same messages cost under
-        each code, mean per worker), ``eta`` and every key returned by ``monitor(x_bar)``.
+        ``bits_up`` (uplink bits sent per worker as counted by the communicator, mean over
+        workers), ``bits_received`` (bits of the other workers' messages received per worker,
+        mean), ``bits_fixed`` / ``bits_gamma`` / ``bits_huffman`` (what the same messages cost
+        under each code, mean per worker), ``compute_s`` (cumulative compute seconds of one
+        node, see :mod:`~sparsecert.distributed.timing`), ``eta`` and every key returned by the
+        monitor.
     bits_per_worker : dict of numpy.ndarray
         Final cumulative bits of each worker under each code (``"fixed"``, ``"gamma"``,
-        ``"huffman"``) and as counted (``"up"``).
-    stats : BitStats
-        A copy of the communicator's counters at the end.
+        ``"huffman"``), as counted (``"up"``: sent; ``"received"``: from the other workers)
+        and as payload bytes (``"payload"``, 8 bits per byte).
+    traffic : Traffic
+        The communicator's counts during the run (bits per worker per direction).
+    node_seconds : dict of float
+        Compute seconds of one node per phase (``oracle``, ``fit``, ``encode``, ``decode``,
+        ``update``), monitors excluded.
+    warm_up_s : float
+        Seconds of the encoder's warm-up before the iterations (numba compilation, or loading
+        from its cache), not included in ``compute_s``.
+    wall_s : float
+        Wall-clock seconds of this process in the iterations (monitors and real communication
+        included).
     """
 
     x_bar: np.ndarray
@@ -117,7 +155,15 @@ class QODAResult:
     n_iter: int
     history: dict[str, np.ndarray]
     bits_per_worker: dict[str, np.ndarray]
-    stats: BitStats = field(repr=False)
+    traffic: Traffic = field(repr=False)
+    node_seconds: dict[str, float] = field(default_factory=dict)
+    warm_up_s: float = 0.0
+    wall_s: float = 0.0
+
+    @property
+    def stats(self) -> Traffic:
+        """Alias of :attr:`traffic`."""
+        return self.traffic
 
     def bits_to(self, key: str, eps: float, bits: str = "bits_up") -> float:
         """Bits per worker at the first recorded iteration with ``history[key] <= eps``
@@ -145,20 +191,16 @@ def make_quantizer(kind: str, layers: int | Sequence[int] | LayerMap, s: int,
 class _Exchange:
     """One quantized all-to-all exchange of oracle values (shared by all methods)."""
 
-    def __init__(self, operators: Sequence[Operator], comm: Communicator, encoder: Encoder,
-                 level_update_every: int) -> None:
-        if len(operators) != comm.n_workers:
-            raise ValueError(
-                f"got {len(operators)} operators for a communicator with {comm.n_workers} workers"
-            )
-        for i in comm.local_workers:
-            if not callable(operators[i]):
+    def __init__(self, operators: Mapping[int, Operator], comm: Communicator, encoder: Encoder,
+                 clock: PhaseClock) -> None:
+        for i, op in operators.items():
+            if not callable(op):
                 raise TypeError(f"operator of worker {i} is not callable")
         self.ops = operators
         self.comm = comm
+        self.clock = clock
         self.d = encoder.dim
         self.quantized = isinstance(encoder, Quantizer)
-        self.level_update_every = int(level_update_every)
         self.enc = {i: encoder.clone() for i in comm.local_workers}
         self.dec = [encoder.clone() for _ in range(comm.n_workers)]  # one decoder per sender
         self.bits = {c: np.zeros(comm.n_workers, dtype=np.int64) for c in CODES}
@@ -166,35 +208,44 @@ class _Exchange:
         self.calls = 0
 
     def __call__(self, x: np.ndarray, adapt: bool) -> np.ndarray:
+        clock = self.clock
         local = {}
         for i in self.comm.local_workers:
             rng = self.comm.worker_rng(i)
-            v = np.asarray(self.ops[i](x, rng), dtype=np.float64)
-            if v.shape != (self.d,):
-                raise ValueError(f"operator of worker {i} returned shape {v.shape}, "
-                                 f"expected ({self.d},)")
-            if not np.all(np.isfinite(v)):
+            with clock("oracle"):
+                v = np.asarray(self.ops[i](x, rng), dtype=np.float64)
+                ok = v.shape == (self.d,) and bool(np.isfinite(v).all())
+            if not ok:
+                if v.shape != (self.d,):
+                    raise ValueError(f"operator of worker {i} returned shape {v.shape}, "
+                                     f"expected ({self.d},)")
                 raise ValueError(f"operator of worker {i} returned NaN or inf")
             enc = self.enc[i]
             if adapt and self.quantized and enc.adaptive:
-                enc.adapt(v)
-            local[i] = enc.encode(v, rng)
+                with clock("fit"):
+                    enc.adapt(v)
+            with clock("encode"):
+                local[i] = enc.encode(v, rng)
         msgs = self.comm.allgather(local)
         self.calls += 1
         total = np.zeros(self.d)
-        for i, msg in enumerate(msgs):
-            dec = self.dec[i]
+        hists = []
+        with clock("decode"):
+            for i, msg in enumerate(msgs):
+                if self.quantized:
+                    hists.append(self.dec[i].read_add(msg, total))
+                else:
+                    self.dec[i].decode_add(msg, total)
+            total /= len(msgs)
+        for i, msg in enumerate(msgs):  # book-keeping of the other codes (not timed)
             self.payload_bits[i] += 8 * len(msg.payload)
-            if self.quantized:
-                hist, with_levels = dec.read_add(msg, total)
-                for c in CODES:
-                    self.bits[c][i] += (msg.n_bits if c == dec.code
-                                        else dec.bits_from_histogram(hist, with_levels, c))
-            else:
-                dec.decode_add(msg, total)
-                for c in CODES:
+            dec = self.dec[i]
+            for c in CODES:
+                if not self.quantized or c == dec.code:
                     self.bits[c][i] += msg.n_bits
-        return total / len(msgs)
+                else:
+                    self.bits[c][i] += dec.bits_from_histogram(*hists[i], c)
+        return total
 
 
 def _resolve_quantizer(quantizer, layers, s: int | None, d: int, code: str | None) -> Encoder:
@@ -229,6 +280,41 @@ def _check_common(x0, n_iter, record_every, level_update_every):
     return x0.copy()
 
 
+def _local_operators(operators, comm: Communicator) -> dict[int, Any]:
+    """The local workers' operators from a sequence (one per worker) or a factory."""
+    if isinstance(operators, Sequence) and not isinstance(operators, str | bytes):
+        if len(operators) != comm.n_workers:
+            raise ValueError(f"got {len(operators)} operators for a communicator with "
+                             f"{comm.n_workers} workers")
+    elif not callable(operators):
+        raise TypeError("operators must be a sequence of callables (one per worker) or a "
+                        "factory worker_id -> operator")
+    return build_local(comm, operators)
+
+
+def _monitor_metrics(monitor, comm: Communicator, local_ops: Mapping[int, Any],
+                     x_bar: np.ndarray) -> dict[str, float]:
+    if monitor is None:
+        return {}
+    if isinstance(monitor, ReducedMonitor):
+        total = comm.allreduce({i: monitor.local(op, x_bar) for i, op in local_ops.items()})
+        return dict(monitor.finish(total, x_bar))
+    return dict(monitor(x_bar))
+
+
+def _warm_up(encoder: Encoder) -> float:
+    """Run the encoder's kernels once on a throwaway copy (numba compiles or loads them from
+    its cache here, not inside the timed iterations); returns the seconds it took."""
+    t0 = time.perf_counter()
+    enc = encoder.clone()
+    v = np.linspace(-1.0, 1.0, enc.dim)
+    if isinstance(enc, Quantizer) and enc.adaptive:
+        enc.adapt(v)
+    msg = enc.encode(v, np.random.default_rng(0))
+    enc.clone().decode_add(msg, np.zeros(enc.dim))
+    return time.perf_counter() - t0
+
+
 def _run(method: str, operators, x0, comm, n_iter, *, quantizer, layers, s, code,
          eta: StepSchedule, gamma: StepSchedule | None, projection, level_update_every,
          monitor, record_every, callback=None) -> QODAResult:
@@ -239,12 +325,18 @@ def _run(method: str, operators, x0, comm, n_iter, *, quantizer, layers, s, code
         raise ValueError(f"quantizer dimension {q.dim} differs from x0's {d}")
     if not isinstance(eta, StepSchedule) or not (gamma is None or isinstance(gamma, StepSchedule)):
         raise TypeError("eta and gamma must be StepSchedule instances")
+    if monitor is not None and not (isinstance(monitor, ReducedMonitor) or callable(monitor)):
+        raise TypeError("monitor must be a callable x_bar -> dict or a ReducedMonitor")
     gamma = eta if gamma is None else gamma
     proj = (lambda z: z) if projection is None else projection
     if projection is not None:
         x1 = np.asarray(proj(x1), dtype=np.float64)
-    ex = _Exchange(operators, comm, q, level_update_every)
-    up0 = comm.stats.up.copy()
+    local_ops = _local_operators(operators, comm)
+    warm_up_s = _warm_up(q)
+    clock = PhaseClock()
+    ex = _Exchange(local_ops, comm, q, clock)
+    traffic0 = comm.traffic.copy()
+    n_local = len(comm.local_workers)
 
     y = np.zeros(d)
     x = x1.copy()
@@ -252,58 +344,71 @@ def _run(method: str, operators, x0, comm, n_iter, *, quantizer, layers, s, code
     sum_sq = 0.0
     x_sum = np.zeros(d)
     x_half = x1.copy()
-    hist: dict[str, list] = {k: [] for k in ("iteration", "oracle_calls", "exchanges", "bits_up",
-                                             "bits_fixed", "bits_gamma", "bits_huffman", "eta")}
+    hist: dict[str, list] = {k: [] for k in (
+        "iteration", "oracle_calls", "exchanges", "bits_up", "bits_received", "bits_fixed",
+        "bits_gamma", "bits_huffman", "compute_s", "eta")}
     step_eta = eta(1, 0.0)
     step_gamma = gamma(1, 0.0)
+    t_start = time.perf_counter()
     for t in range(1, n_iter + 1):
         adapt = (t - 1) % level_update_every == 0
         if method == "qeg":
             v_lead = ex(x, adapt)
-            x_half = np.asarray(proj(x - step_gamma * v_lead), dtype=np.float64)
+            with clock("update"):
+                x_half = np.asarray(proj(x - step_gamma * v_lead), dtype=np.float64)
             v_half = ex(x_half, False)
             diff = v_half - v_lead
         else:
-            x_half = np.asarray(proj(x - step_gamma * v_prev), dtype=np.float64)
+            with clock("update"):
+                x_half = np.asarray(proj(x - step_gamma * v_prev), dtype=np.float64)
             v_half = ex(x_half, adapt)
             diff = v_half - v_prev
             v_prev = v_half
-        y -= v_half
-        sum_sq += float(diff @ diff)
-        step_eta = eta(t + 1, sum_sq)
-        step_gamma = gamma(t + 1, sum_sq)
-        x = np.asarray(proj(x1 + step_eta * y), dtype=np.float64)
-        x_sum += x_half
+        with clock("update"):
+            y -= v_half
+            sum_sq += float(diff @ diff)
+            step_eta = eta(t + 1, sum_sq)
+            step_gamma = gamma(t + 1, sum_sq)
+            x = np.asarray(proj(x1 + step_eta * y), dtype=np.float64)
+            x_sum += x_half
         if t % record_every == 0 or t == n_iter:
             x_bar = x_sum / t
+            tr = comm.traffic - traffic0
             hist["iteration"].append(t)
             hist["exchanges"].append(ex.calls)
             hist["oracle_calls"].append(ex.calls)
-            hist["bits_up"].append(float(np.mean(comm.stats.up - up0)))
+            hist["bits_up"].append(float(np.mean(tr.up_sent)))
+            hist["bits_received"].append(float(np.mean(tr.up_received)))
             for c in CODES:
                 hist[f"bits_{c}"].append(float(np.mean(ex.bits[c])))
+            hist["compute_s"].append(clock.node_total(n_local))
             hist["eta"].append(step_eta)
-            metrics = {} if monitor is None else dict(monitor(x_bar))
+            metrics = _monitor_metrics(monitor, comm, local_ops, x_bar)
             for k, val in metrics.items():
                 hist.setdefault(k, []).append(float(val))
             if callback is not None and callback(t, x_bar, metrics):
                 break
+    wall_s = time.perf_counter() - t_start
     n_done = t
     history = {k: np.asarray(v) for k, v in hist.items()}
+    tr = comm.traffic - traffic0
     bpw = {c: ex.bits[c].copy() for c in CODES}
-    bpw["up"] = (comm.stats.up - up0).copy()
+    bpw["up"] = tr.up_sent.copy()
+    bpw["received"] = tr.up_received.copy()
     bpw["payload"] = ex.payload_bits.copy()
-    return QODAResult(x_sum / n_done, x_half, method, int(n_done), history, bpw,
-                      comm.stats.copy())
+    return QODAResult(x_sum / n_done, x_half, method, int(n_done), history, bpw, tr,
+                      clock.node_seconds(n_local), warm_up_s, wall_s)
 
 
 _DOC_PARAMS = """
 
     Parameters
     ----------
-    operators : sequence of callables
-        ``operators[k](x, rng) -> V_k(x)`` for every worker ``k`` (only the local workers' are
-        called); ``rng`` is the worker's generator (``comm.worker_rng(k)``).
+    operators : sequence of callables, or a factory
+        ``operators[k](x, rng) -> V_k(x)`` for every worker ``k``, or a factory
+        ``operators(k) -> V_k`` called once for each worker this process hosts (so a process
+        never builds another's data); ``rng`` is the worker's generator
+        (``comm.worker_rng(k)``).
     x0 : numpy.ndarray
         Starting point ``X_1``.
     comm : Communicator
@@ -328,8 +433,10 @@ _DOC_PARAMS = """
         Euclidean projection onto the constraint set.
     level_update_every : int
         Adaptive quantizers re-optimise their levels every this many iterations.
-    monitor : callable, optional
-        ``monitor(x_bar) -> dict`` of metrics recorded in the history.
+    monitor : callable or ReducedMonitor, optional
+        ``monitor(x_bar) -> dict`` of metrics recorded in the history (evaluated by every
+        process), or a :class:`ReducedMonitor` (local sums of the hosted workers, reduced over
+        all workers).
     record_every : int
         Recording period (the last iteration is always recorded).
     callback : callable, optional
@@ -348,7 +455,7 @@ def qoda(operators: Sequence[Operator], x0: np.ndarray, comm: Communicator, n_it
          code: str | None = None, eta: StepSchedule = StepSchedule(),
          gamma: StepSchedule | None = None, projection: Callable | None = None,
          level_update_every: int = 50,
-         monitor: Callable[[np.ndarray], Mapping[str, float]] | None = None,
+         monitor: Callable[[np.ndarray], Mapping[str, float]] | ReducedMonitor | None = None,
          record_every: int = 10, callback: Callable | None = None) -> QODAResult:
     """Quantized optimistic dual averaging (one quantized exchange per iteration)."""
     return _run("qoda", operators, x0, comm, n_iter, quantizer=quantizer, layers=layers, s=s,
@@ -360,7 +467,7 @@ def qoda(operators: Sequence[Operator], x0: np.ndarray, comm: Communicator, n_it
 def oda(operators: Sequence[Operator], x0: np.ndarray, comm: Communicator, n_iter: int, *,
         precision: str = "float32", eta: StepSchedule = StepSchedule(),
         gamma: StepSchedule | None = None, projection: Callable | None = None,
-        monitor: Callable[[np.ndarray], Mapping[str, float]] | None = None,
+        monitor: Callable[[np.ndarray], Mapping[str, float]] | ReducedMonitor | None = None,
         record_every: int = 10, callback: Callable | None = None) -> QODAResult:
     """Unquantized optimistic dual averaging: messages are the raw oracle values as
     little-endian ``precision`` floats (``"float32"``: the FP32 baseline; ``"float64"``:
@@ -380,7 +487,7 @@ def quantized_extragradient(
         code: str | None = None, eta: StepSchedule = StepSchedule(),
         gamma: StepSchedule | None = None, projection: Callable | None = None,
         level_update_every: int = 50,
-        monitor: Callable[[np.ndarray], Mapping[str, float]] | None = None,
+        monitor: Callable[[np.ndarray], Mapping[str, float]] | ReducedMonitor | None = None,
         record_every: int = 10, callback: Callable | None = None) -> QODAResult:
     """Quantized extra-gradient in dual-averaging form (Q-GenX-style): two quantized exchanges
     per iteration, ``X_{t+1/2} = P(X_t - gamma_t Vbar_t)``, ``Y_{t+1} = Y_t - Vbar_{t+1/2}``,

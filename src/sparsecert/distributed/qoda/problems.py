@@ -17,7 +17,7 @@ from collections.abc import Sequence
 import numpy as np
 from scipy.optimize import brentq
 
-__all__ = ["QuadraticGame", "RobustLeastSquares", "trust_region_max"]
+__all__ = ["GameOracle", "QuadraticGame", "RobustLeastSquares", "trust_region_max"]
 
 
 def trust_region_max(g: np.ndarray, evals: np.ndarray, evecs: np.ndarray, radius: float,
@@ -59,6 +59,33 @@ def _layer_vector(sizes: Sequence[int], values: Sequence[float]) -> np.ndarray:
     return np.repeat(np.asarray(values, dtype=np.float64), sizes)
 
 
+class GameOracle:
+    """Worker ``k`` of :class:`QuadraticGame`: ``V_k(x) = M_k x - b_k + noise`` with
+    ``M_k = mu I + U C U^T`` in factored form (``O(d rank)`` per call).
+
+    The noise is Gaussian with per-coordinate standard deviations ``sigma``, multiplied by
+    ``||A_k(x)|| / ||A_k(x0)||`` in the relative-noise model (it vanishes where the worker's
+    own operator does).
+    """
+
+    def __init__(self, mu: float, u: np.ndarray, c: np.ndarray, b: np.ndarray,
+                 sigma: np.ndarray, relative: bool, x0: np.ndarray) -> None:
+        self.mu, self.u, self.c, self.b, self.sigma = mu, u, c, b, sigma
+        self.relative = bool(relative)
+        self._scale0 = float(np.linalg.norm(self.mean_part(x0))) if relative else 1.0
+
+    def mean_part(self, x: np.ndarray) -> np.ndarray:
+        """The noiseless ``A_k(x) = M_k x - b_k``."""
+        return self.mu * x + self.u @ (self.c @ (self.u.T @ x)) - self.b
+
+    def __call__(self, x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        val = self.mean_part(x)
+        z = rng.standard_normal(val.size) * self.sigma
+        if self.relative:
+            z *= np.linalg.norm(val) / self._scale0
+        return val + z
+
+
 class QuadraticGame:
     """P1: heterogeneous distributed strongly monotone affine game with multi-scale layers.
 
@@ -67,7 +94,7 @@ class QuadraticGame:
     each; stored in factored form, so a worker's oracle costs ``O(d rank)``,
     ``lam_k ~ U(0, 1)``), so ``A = mean_k A_k`` is ``mu``-strongly monotone with a bilinear
     (skew) part. The oracle adds Gaussian noise with standard deviation ``noise_scales[l]`` on
-    layer ``l`` (``noise="absolute"``) or ``noise_scales[l] * ||A(x)|| / ||A(x0)||``
+    layer ``l`` (``noise="absolute"``) or ``noise_scales[l] * ||A_k(x)|| / ||A_k(x0)||``
     (``noise="relative"``, vanishing at the solution).
 
     With ``noise="absolute"`` the workers are heterogeneous at the solution:
@@ -158,7 +185,6 @@ class QuadraticGame:
         self.gap_center = self.x0
         self.gap_radius = (2.0 * float(np.linalg.norm(self.x_star)) if gap_radius is None
                            else float(gap_radius))
-        self._a0_norm = float(np.linalg.norm(self.operator(self.x0)))
         self._eig: tuple[np.ndarray, np.ndarray] | None = None
 
     @property
@@ -193,19 +219,29 @@ class QuadraticGame:
         """The exact mean operator ``A(x) = M x - b``."""
         return self._mean_dot(np.asarray(x, dtype=np.float64)) - self.b
 
-    def operators(self) -> list:
-        """The workers' stochastic oracles ``V_k(x, rng)``."""
-        def make(k: int):
-            bk = self.b_k[k]
+    def worker(self, k: int) -> GameOracle:
+        """Worker ``k``'s stochastic oracle (holds only worker ``k``'s factors)."""
+        if not 0 <= int(k) < self.n_workers:
+            raise ValueError(f"no worker {k!r} (n_workers = {self.n_workers})")
+        k = int(k)
+        return GameOracle(self.mu, self.U_k[k], self.C_k[k], self.b_k[k], self.sigma,
+                          self.noise == "relative", self.x0)
 
-            def v(x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-                val = self._mk_dot(k, x) - bk
-                z = rng.standard_normal(self.d) * self.sigma
-                if self.noise == "relative":
-                    z *= np.linalg.norm(self.operator(x)) / self._a0_norm
-                return val + z
-            return v
-        return [make(k) for k in range(self.n_workers)]
+    def operators(self) -> list[GameOracle]:
+        """The workers' stochastic oracles ``V_k(x, rng)``."""
+        return [self.worker(k) for k in range(self.n_workers)]
+
+    def reduced_monitor(self):
+        """Metrics from the workers' local sums: the residual ``||A(x)||`` from the reduced
+        ``sum_k A_k(x)``; the restricted gap and the distance to ``x*`` from the closed-form
+        ground truth this generator knows."""
+        from sparsecert.distributed.qoda.algorithm import ReducedMonitor
+
+        def finish(total: np.ndarray, x: np.ndarray) -> dict[str, float]:
+            return {"residual": float(np.linalg.norm(total / self.n_workers)),
+                    "gap": self.restricted_gap(x), "dist": self.distance(x)}
+
+        return ReducedMonitor(local=lambda op, x: op.mean_part(x), finish=finish)
 
     def residual(self, x: np.ndarray) -> float:
         """``||A(x)||``."""
