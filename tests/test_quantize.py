@@ -272,6 +272,37 @@ def test_bad_inputs():
         one.clone().decode(Message(bytes(body), msg.n_bits))
 
 
+def test_corrupt_headers_are_refused_before_touching_the_sum():
+    from sparsecert.distributed.bitstream import BitWriter
+
+    q = layerwise_adaptive((3, 2), 2)
+    b = q.index_bits
+
+    def message(levels, norms):
+        w = BitWriter()
+        w.uints([1], 1)
+        w.float32s(levels)
+        w.float32s(norms)
+        w.uints(np.zeros(5, dtype=np.int64), 1 + b)
+        return w.message()
+
+    good = message([0.2, 0.5, 0.1, 0.7], [1.0, 2.0])
+    out = np.zeros(5)
+    q.clone().read_add(good, out)
+    assert np.array_equal(out, np.zeros(5))  # every index 0 decodes to 0
+    for levels, norms, match in (([0.5, 0.2, 0.1, 0.7], [1.0, 2.0], "levels"),
+                                 ([0.2, 1.0, 0.1, 0.7], [1.0, 2.0], "levels"),
+                                 ([0.2, np.nan, 0.1, 0.7], [1.0, 2.0], "levels"),
+                                 ([0.2, 0.5, 0.1, 0.7], [-1.0, 2.0], "norms"),
+                                 ([0.2, 0.5, 0.1, 0.7], [np.inf, 2.0], "norms")):
+        dec = q.clone()
+        acc = np.ones(5)
+        with pytest.raises(ValueError, match=match):
+            dec.read_add(message(levels, norms), acc)
+        assert np.array_equal(acc, np.ones(5))
+        assert np.array_equal(dec.levels[0], q.levels[0])
+
+
 @pytest.mark.parametrize("code", CODES)
 def test_zero_layer_round_trip(code):
     v = multiscale(11)

@@ -55,6 +55,7 @@ from sparsecert.distributed.bitstream import (
     BitWriter,
     canonical_codes,
     gamma_lengths,
+    get_bits,
     huffman_lengths,
     put_bits,
 )
@@ -203,94 +204,181 @@ def _layer_norms(v, offsets):  # pragma: no cover - compiled
     return out
 
 
+_NO_LEVELS = np.zeros(0, dtype=np.float32)
+_PAD = 8  # level tables are padded to 8 entries: a fixed-length (branch-free) cell search
+
+
 @njit(cache=True, nogil=True)
-def _round_one(x, r, lv, inv_gap, seed, i):  # pragma: no cover - compiled
+def _round_one(x, r, lvp, igp, seed, i):  # pragma: no cover - compiled
     """Level index of ``|x| / r`` after unbiased random rounding: ``u = min(|x| / r, 1)`` lies
-    in ``[lv[lo], lv[lo + 1]]`` (``lo`` by a linear scan: few levels) and is rounded up when
-    the ``i``-th uniform of ``seed`` is below ``(u - lv[lo]) / (lv[lo + 1] - lv[lo])``."""
+    in ``[lv[lo], lv[lo + 1]]`` and is rounded up when the ``i``-th uniform of ``seed`` is
+    below ``(u - lv[lo]) / (lv[lo + 1] - lv[lo])``. ``lvp`` is the level array padded with
+    ``+inf`` to 8 entries (then ``lo`` counts the levels ``<= u`` with a fixed-length loop;
+    ``u = 1`` gives ``lo = s + 1`` and ``igp[s + 1] = 0``) or unpadded when longer (binary
+    search)."""
     if r <= 0.0:
         return 0
     u = abs(x) / r
     if u > 1.0:
         u = 1.0
-    top = lv.size - 2
-    lo = 0
-    while lo < top and lv[lo + 1] <= u:
-        lo += 1
-    return lo + np.int64(_uniform(seed, i) < (u - lv[lo]) * inv_gap[lo])
+    if lvp.size == _PAD:
+        lo = 0
+        for j in range(1, _PAD):
+            lo += lvp[j] <= u
+    else:
+        lo, hi = 0, lvp.size - 1
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if lvp[mid] <= u:
+                lo = mid
+            else:
+                hi = mid
+    return lo + np.int64(_uniform(seed, i) < (u - lvp[lo]) * igp[lo])
 
 
 @njit(cache=True, nogil=True)
-def _quantize_kernel(v, norms, offsets, ltype, table, inv_gap, seed):  # pragma: no cover
+def _quantize_kernel(v, norms, offsets, ltype, ptab, pig, seed):  # pragma: no cover
     index = np.empty(v.size, dtype=np.int64)
     for layer in range(offsets.size - 1):
         r = norms[layer]
-        lv = table[ltype[layer]]
-        ig = inv_gap[ltype[layer]]
+        lvp = ptab[ltype[layer]]
+        igp = pig[ltype[layer]]
         for i in range(offsets[layer], offsets[layer + 1]):
-            index[i] = _round_one(v[i], r, lv, ig, seed, i)
+            index[i] = _round_one(v[i], r, lvp, igp, seed, i)
     return index
 
 
 @njit(cache=True, nogil=True)
-def _encode_fixed_kernel(hvals, hlens, v, norms, offsets, ltype, table, inv_gap, seed, width,
-                         buf, out):  # pragma: no cover - compiled
-    """Header codewords, then (sign, index) of every coordinate through a 64-bit accumulator
-    flushed byte by byte; ``out`` (if not empty) receives the decoded vector. Returns the
-    number of bits written."""
-    pos = 0
-    for j in range(hvals.size):
-        pos = put_bits(buf, pos, hvals[j], hlens[j])
+def _f32_bits(x):  # pragma: no cover - compiled
+    """IEEE float32 bit pattern of ``x`` (already float32-representable) as uint64."""
+    a = np.empty(1, dtype=np.float32)
+    a[0] = x
+    return np.uint64(a.view(np.uint32)[0])
+
+
+@njit(cache=True, nogil=True)
+def _encode_fixed_kernel(v, offsets, ltype, ptab, pig, seed, width, flag, levels32, out):
+    """One fixed-code message: the layer norms (float32, rounded up), the header (``flag`` <
+    0: none; else the flag bit, then ``levels32`` if it is 1; then the norms) and the
+    (sign, index) of every coordinate through a 64-bit accumulator flushed byte by byte.
+    ``out`` (if not empty) receives the decoded vector. Returns ``(buf, n_bits)``;
+    ``n_bits = -1`` if a layer norm is not finite (NaN / inf entries or an overflow)."""
+    norms = _layer_norms(v, offsets)
+    for layer in range(norms.size):
+        if not np.isfinite(norms[layer]):
+            return np.zeros(0, dtype=np.uint8), -1
+    n_hdr = (0 if flag < 0 else 1 + (32 * levels32.size if flag == 1 else 0)) + 32 * norms.size
     nb = width + 1
+    total = n_hdr + nb * v.size
+    buf = np.zeros((total + 7) // 8, dtype=np.uint8)
+    pos = 0
+    if flag >= 0:
+        pos = put_bits(buf, pos, np.uint64(flag), 1)
+        if flag == 1:
+            for j in range(levels32.size):
+                pos = put_bits(buf, pos, _f32_bits(levels32[j]), 32)
+    for layer in range(norms.size):
+        pos = put_bits(buf, pos, _f32_bits(norms[layer]), 32)
     bytepos = pos >> 3
     nacc = pos & 7
     acc = np.uint64(buf[bytepos]) >> np.uint64(8 - nacc) if nacc else np.uint64(0)
     want = out.size > 0
-    sbit = np.uint64(1) << np.uint64(width)
     for layer in range(offsets.size - 1):
         r = norms[layer]
-        lv = table[ltype[layer]]
-        ig = inv_gap[ltype[layer]]
+        lvp = ptab[ltype[layer]]
+        igp = pig[ltype[layer]]
         for i in range(offsets[layer], offsets[layer + 1]):
             x = v[i]
-            idx = _round_one(x, r, lv, ig, seed, i)
-            acc = (acc << np.uint64(nb)) | np.uint64(idx) | (sbit if x < 0.0 else np.uint64(0))
+            idx = _round_one(x, r, lvp, igp, seed, i)
+            acc = (acc << np.uint64(nb)) | np.uint64(idx) | (
+                np.uint64(x < 0.0) << np.uint64(width))
             nacc += nb
             if nacc >= 8:
                 nacc -= 8
                 buf[bytepos] = np.uint8((acc >> np.uint64(nacc)) & np.uint64(255))
                 bytepos += 1
             if want:
-                val = r * lv[idx]
+                val = r * lvp[idx]
                 out[i] = -val if x < 0.0 else val
     if nacc > 0:
         buf[bytepos] = np.uint8((acc << np.uint64(8 - nacc)) & np.uint64(255))
-    return bytepos * 8 + nacc
+    return buf, bytepos * 8 + nacc
 
 
 @njit(cache=True, nogil=True)
-def _decode_fixed_kernel(buf, pos, end, norms, offsets, ltype, table, width, out,
+def _f32_from_bits(bits):  # pragma: no cover - compiled
+    a = np.empty(1, dtype=np.uint32)
+    a[0] = np.uint32(bits)
+    return np.float64(a.view(np.float32)[0])
+
+
+@njit(cache=True, nogil=True)
+def _decode_fixed_kernel(buf, end, has_flag, n_inner, table, offsets, ltype, width, out,
                          hist):  # pragma: no cover - compiled
-    """Read (sign, index) pairs through a 64-bit window refilled byte by byte, add the decoded
-    values to ``out`` and count the indices per layer in ``hist``; returns the new position
-    (-1: an index out of range or a stream too short)."""
+    """Read one fixed-code message and add its vector to ``out``.
+
+    Header: the flag bit (if ``has_flag``), new inner levels (``n_inner`` per type, float32)
+    if the flag is set, the layer norms (float32). Body: (sign, index) pairs through a 64-bit
+    window refilled byte by byte, decoded branch-free (a per-layer table of ``r * level`` and
+    a sign factor). ``table`` (types x levels) holds the current levels and is overwritten by
+    new ones. If ``hist`` is not empty, the indices are counted per layer (four interleaved
+    sub-counts, so consecutive increments do not wait on each other).
+
+    Returns ``(status, got_levels, norms)``; status 0, or -1 truncated stream / trailing bits,
+    -2 invalid levels, -3 invalid norms, -4 an index out of range. ``out`` and ``table`` are
+    untouched unless the whole header is valid.
+    """
+    n_types, n_sym = table.shape
+    n_layers = offsets.size - 1
     nb = width + 1
-    n_sym = table.shape[1]
-    if pos + nb * out.size > end:
-        return -1
+    norms = np.zeros(n_layers)
+    pos = 0
+    got = 0
+    if has_flag:
+        if end < 1:
+            return -1, 0, norms
+        got = np.int64(get_bits(buf, 0, 1))
+        pos = 1
+    n_hdr = pos + (32 * n_inner * n_types if got else 0) + 32 * n_layers
+    if n_hdr + nb * out.size != end:
+        return -1, got, norms
+    new = np.empty((n_types, n_sym))
+    if got:
+        for t in range(n_types):
+            new[t, 0] = 0.0
+            new[t, n_sym - 1] = 1.0
+            for j in range(1, n_sym - 1):
+                new[t, j] = _f32_from_bits(get_bits(buf, pos, 32))
+                pos += 32
+                if not (new[t, j] > new[t, j - 1]):  # also rejects NaN
+                    return -2, got, norms
+            if not (new[t, n_sym - 2] < 1.0):
+                return -2, got, norms
+    for layer in range(n_layers):
+        norms[layer] = _f32_from_bits(get_bits(buf, pos, 32))
+        pos += 32
+        if not (norms[layer] >= 0.0 and norms[layer] < np.inf):
+            return -3, got, norms
+    if got:
+        table[:, :] = new
     if out.size == 0:
-        return pos
+        return 0, got, norms
     bytepos = pos >> 3
     nacc = 8 - (pos & 7)
     acc = np.uint64(buf[bytepos])
     bytepos += 1
     mask = (np.uint64(1) << np.uint64(nb)) - np.uint64(1)
     imask = (np.uint64(1) << np.uint64(width)) - np.uint64(1)
-    bad = False
-    for layer in range(offsets.size - 1):
-        r = norms[layer]
-        lv = table[ltype[layer]]
-        h = hist[layer]
+    shift = np.uint64(width)
+    n_codes = 1 << width
+    count = hist.size > 0
+    sub = np.zeros((4, n_codes), dtype=np.int64)
+    scaled = np.zeros(n_codes)  # r * level; indices >= n_sym are invalid (counted below)
+    n_bad = 0
+    for layer in range(n_layers):
+        for j in range(n_sym):
+            scaled[j] = norms[layer] * table[ltype[layer], j]
+        sub[:, :] = 0
         for i in range(offsets[layer], offsets[layer + 1]):
             if nacc < nb:
                 acc = (acc << np.uint64(8)) | np.uint64(buf[bytepos])
@@ -299,18 +387,16 @@ def _decode_fixed_kernel(buf, pos, end, norms, offsets, ltype, table, width, out
             nacc -= nb
             code = (acc >> np.uint64(nacc)) & mask
             idx = np.int64(code & imask)
-            if idx >= n_sym:
-                bad = True
-                idx = 0
-            h[idx] += 1
-            val = r * lv[idx]
-            if code >> np.uint64(width):
-                out[i] -= val
-            else:
-                out[i] += val
-    if bad:
-        return -1
-    return pos + nb * out.size
+            out[i] += scaled[idx] * (1.0 - 2.0 * np.float64(np.int64(code >> shift)))
+            if count or n_sym < n_codes:
+                sub[i & 3, idx] += 1
+        for j in range(n_codes):
+            c = sub[0, j] + sub[1, j] + sub[2, j] + sub[3, j]
+            if j >= n_sym:
+                n_bad += c
+            elif count:
+                hist[layer, j] += c
+    return (-4 if n_bad > 0 else 0), got, norms
 
 
 # ----------------------------------------------------------------------------- variance
@@ -427,7 +513,11 @@ class Quantizer(Encoder):
             raise ValueError(f"need {self.lmap.n_types} level arrays of {self.s + 2} levels")
         self._levels = lv
         self._table = np.ascontiguousarray(np.stack(lv))
-        self._inv_gap = np.ascontiguousarray(1.0 / np.diff(self._table, axis=1))
+        width = max(_PAD, self.s + 2)
+        self._ptab = np.full((len(lv), width), np.inf)
+        self._ptab[:, :self.s + 2] = self._table
+        self._pig = np.zeros((len(lv), width))
+        self._pig[:, :self.s + 1] = 1.0 / np.diff(self._table, axis=1)
 
     def __repr__(self) -> str:
         kind = "adaptive" if self.adaptive else "uniform"
@@ -514,8 +604,8 @@ class Quantizer(Encoder):
         pending new levels, if any, into the result."""
         seed = self._seed(self._need_rng(rng))
         v, norms = self._norms(v)
-        index = _quantize_kernel(v, norms, self._offsets, self._ltypes, self._table,
-                                 self._inv_gap, seed)
+        index = _quantize_kernel(v, norms, self._offsets, self._ltypes, self._ptab,
+                                 self._pig, seed)
         qv = QuantizedVector(norms, index, v < 0, self._pending)
         self._pending = None
         return qv
@@ -554,19 +644,25 @@ class Quantizer(Encoder):
 
     def _encode_fixed(self, v, rng, want_decoded: bool) -> tuple[Message, np.ndarray | None]:
         seed = self._seed(self._need_rng(rng))
-        v, norms = self._norms(v)
-        hdr = BitWriter()
-        self._header(hdr, norms, self._pending)
-        hvals, hlens = hdr.arrays()
-        n_bits = self.fixed_bits(self._pending is not None)
-        self._pending = None
-        buf = np.zeros((n_bits + 7) // 8, dtype=np.uint8)
+        v = np.asarray(v, dtype=np.float64)
+        if v.shape != (self.dim,):
+            raise ValueError(f"v must have shape ({self.dim},), got {v.shape}")
+        pending = self._pending
+        if not self.adaptive:
+            flag, levels32 = -1, _NO_LEVELS
+        elif pending is None:
+            flag, levels32 = 0, _NO_LEVELS
+        else:
+            flag = 1
+            levels32 = np.concatenate([lv[1:-1] for lv in pending]).astype(np.float32)
         out = np.zeros(self.dim if want_decoded else 0)
-        end = _encode_fixed_kernel(hvals, hlens, v, norms, self._offsets, self._ltypes,
-                                   self._table, self._inv_gap, seed, self.index_bits, buf, out)
-        if end != n_bits:  # pragma: no cover - an internal invariant
-            raise RuntimeError(f"fixed-code encoder wrote {end} bits, expected {n_bits}")
-        return Message(buf.tobytes(), n_bits), (out if want_decoded else None)
+        buf, n_bits = _encode_fixed_kernel(v, self._offsets, self._ltypes, self._ptab,
+                                           self._pig, seed, self.index_bits, flag, levels32, out)
+        if n_bits < 0:
+            check_vector(v, self.dim)  # names NaN / inf entries
+            raise ValueError("cannot quantize: a layer norm overflows float32")
+        self._pending = None
+        return Message(buf.tobytes(), int(n_bits)), (out if want_decoded else None)
 
     def pack(self, qv: QuantizedVector, code: str | None = None) -> Message:
         """Write an already quantized vector as a bitstream (default: this quantizer's code)."""
@@ -665,24 +761,28 @@ class Quantizer(Encoder):
 
     def read_add(self, msg: Message, out: np.ndarray) -> tuple[np.ndarray, bool]:
         """``out += decode(msg)``; returns the per-layer index counts and whether the message
-        carried new levels (what :meth:`bits_from_histogram` needs)."""
+        carried new levels (what :meth:`bits_from_histogram` needs). Raises ``ValueError`` on
+        a corrupt message (then ``out`` may hold part of the sum)."""
         if self.code != "fixed":
             qv = self.read(msg)
             out += self.dequantize(qv)
             return self.histogram(qv), qv.new_levels is not None
         if not isinstance(msg, Message):
             raise TypeError("decode expects a sparsecert.distributed.comm.Message")
-        rd = BitReader(msg)
-        norms, new_levels = self._read_header(rd)
         hist = np.zeros((self.lmap.n_layers, self.s + 2), dtype=np.int64)
-        pos = _decode_fixed_kernel(rd.buf, rd.pos, rd.end, norms, self._offsets, self._ltypes,
-                                   self._table, self.index_bits, out, hist)
-        if pos < 0:
-            raise ValueError("corrupt or truncated message: level index out of range or "
-                             "the bitstream ends early")
-        rd.pos = pos
-        rd.finish()
-        return hist, new_levels is not None
+        table = self._table.copy()
+        status, got, _ = _decode_fixed_kernel(
+            np.frombuffer(msg.payload, dtype=np.uint8), msg.n_bits, self.adaptive, self.s,
+            table, self._offsets, self._ltypes, self.index_bits, out, hist)
+        if status < 0:
+            raise ValueError({-1: "truncated message or trailing bits: the stream length does "
+                                  "not match the header",
+                              -2: "corrupt message: the levels must increase strictly in (0, 1)",
+                              -3: "corrupt message: layer norms must be finite and >= 0",
+                              -4: "corrupt message: level index out of range"}[int(status)])
+        if got:
+            self.levels = list(table)
+        return hist, bool(got)
 
     def decode(self, msg: Message) -> np.ndarray:
         """Decode a message (updating the levels if it carries new ones)."""

@@ -1,0 +1,292 @@
+"""QODA time to accuracy: measured compute plus modelled communication at 1, 2.5 and 10 Gbit/s.
+
+For each problem and seed, FP32 ODA and QODA run until ``||A(x_bar)|| <= eps`` (recorded every
+10 iterations). Every run records the compute seconds of one node per phase (oracle, level
+fitting, encoding, decoding of all messages, update; see ``sparsecert.distributed.timing``)
+and the bits each node receives. The end-to-end time to eps at bandwidth B is
+
+    compute seconds + (bits received by a node) / B        (QODA: all-to-all exchange)
+    compute seconds + rounds * 2 (n - 1) / n * 32 d / B     (ODA on a ring allreduce)
+
+and ODA is also reported on the all-to-all exchange it actually runs. Speedups are per-seed
+ratios ODA / QODA (medians [IQR]). Problems: P1 as shipped (d = 1168, compute-bound) and
+P1-wide (the same multi-scale game with every layer 16x (quick) or 64x wider and rank-2
+workers: a cheaper oracle per coordinate, closer to the communication-bound regime of GPU
+training). With ``--mpi`` (default on) a 4-process run measures the wall time per iteration of
+both methods under ``mpiexec`` (shared-memory transport: it shows the compute overhead, not
+the network).
+
+    python benchmarks/qoda_time.py --quick --json docs/_static/qoda/qoda_time_quick.json
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # 2 shared cores: no BLAS oversubscription
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import shutil  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+from sparsecert.distributed.comm import SimComm, mpi_available  # noqa: E402
+from sparsecert.distributed.qoda.algorithm import (  # noqa: E402
+    StepSchedule,
+    make_quantizer,
+    oda,
+    qoda,
+)
+from sparsecert.distributed.qoda.problems import QuadraticGame  # noqa: E402
+from sparsecert.distributed.timing import GBIT, ring_allreduce_seconds  # noqa: E402
+
+BANDWIDTHS = (1.0, 2.5, 10.0)  # Gbit/s
+PHASES = ("oracle", "fit", "encode", "decode", "update")
+QODA_KINDS = {"QODA layer-adaptive": "layerwise_adaptive", "QODA global-uniform": "global_uniform"}
+HEADLINE = "QODA layer-adaptive"
+N_WORKERS = 4
+
+
+def problem_config(name: str, quick: bool) -> dict:
+    if name == "P1":
+        return {"sizes": (1024, 128, 16), "rank": 8, "eps_rel": None, "eps": 0.3}
+    mult = 16 if quick else 64
+    return {"sizes": (1024 * mult, 128 * mult, 16 * mult), "rank": 2,
+            "eps_rel": 0.3 / 7.7, "eps": None}
+
+
+def run_one(method: str, cfg: dict, seed: int, n_iter: int, s: int) -> dict:
+    prob = QuadraticGame(sizes=cfg["sizes"], rank=cfg["rank"], n_workers=N_WORKERS, seed=seed)
+    eps = cfg["eps"] if cfg["eps"] is not None else cfg["eps_rel"] * prob.residual(prob.x0)
+    comm = SimComm(N_WORKERS, seed=1000 + seed)
+    kw = dict(eta=StepSchedule(30.0), monitor=prob.reduced_monitor(), record_every=10,
+              callback=lambda t, xb, m: m["residual"] <= eps)
+    if method == "ODA fp32":
+        res = oda(prob.worker, prob.x0, comm, n_iter, **kw)
+    else:
+        q = make_quantizer(QODA_KINDS[method], prob.layers, s)
+        res = qoda(prob.worker, prob.x0, comm, n_iter, quantizer=q, level_update_every=50, **kw)
+    h = res.history
+    hit = np.flatnonzero(h["residual"] <= eps)
+    k = int(hit[0]) if hit.size else -1
+    reached = bool(hit.size)
+    return {
+        "d": prob.d, "eps": float(eps), "reached": reached,
+        "iterations": int(h["iteration"][k]) if reached else float("inf"),
+        "compute_s": float(h["compute_s"][k]), "bits_received": float(h["bits_received"][k]),
+        "bits_sent": float(h["bits_up"][k]),
+        "phase_us_per_iter": {p: res.node_seconds[p] / res.n_iter * 1e6 for p in PHASES},
+        "warm_up_s": res.warm_up_s,
+    }
+
+
+def end_to_end(run: dict, method: str, bandwidth_gbit: float, collective: str) -> float:
+    if not run["reached"]:
+        return float("inf")
+    b = bandwidth_gbit * GBIT
+    if collective == "allreduce":
+        comm_s = run["iterations"] * ring_allreduce_seconds(run["d"], N_WORKERS, 32, b)
+    else:
+        comm_s = run["bits_received"] / b
+    return run["compute_s"] + comm_s
+
+
+def break_even_gbit(oda_run: dict, q_run: dict) -> float:
+    """Bandwidth below which QODA is faster than ODA on a ring allreduce (inf: always)."""
+    c_o, c_q = oda_run["compute_s"], q_run["compute_s"]
+    w_o = oda_run["iterations"] * ring_allreduce_seconds(oda_run["d"], N_WORKERS, 32, 1.0)
+    w_q = q_run["bits_received"]
+    if c_q <= c_o:
+        return float("inf") if w_q <= w_o else 0.0
+    return max(0.0, (w_o - w_q) / (c_q - c_o)) / GBIT
+
+
+def med_iqr(vals) -> list[float]:
+    a = np.asarray(vals, dtype=float)
+    if a.size == 0 or np.all(~np.isfinite(a)):
+        return [float("inf")] * 3
+    q1, q2, q3 = np.percentile(a, [25, 50, 75])
+    return [float(q2), float(q1), float(q3)]
+
+
+def mpiexec_path() -> str | None:
+    cand = Path(sys.executable).with_name("mpiexec")
+    return str(cand) if cand.exists() else shutil.which("mpiexec")
+
+
+def mpi_wall(cfg: dict, n_iter: int, s: int) -> dict:
+    """Wall seconds per iteration of ODA and QODA under ``mpiexec -n 4`` (same problem)."""
+    ok, reason = mpi_available()
+    mpiexec = mpiexec_path()
+    if not ok or mpiexec is None:
+        return {"skipped": reason or "mpiexec not found"}
+    out: dict = {"n_processes": N_WORKERS, "n_iter": n_iter, "sizes": list(cfg["sizes"])}
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    for method in ("oda", "qoda"):
+        argv = ["--method", method, "--n-iter", str(n_iter), "--record-every", str(n_iter),
+                "--sizes", *map(str, cfg["sizes"]), "--rank", str(cfg["rank"]), "--s", str(s)]
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "run.npz"
+            proc = subprocess.run([mpiexec, "-n", str(N_WORKERS), sys.executable, "-m",
+                                   "sparsecert.distributed.qoda.mpi", "--out", str(path), *argv],
+                                  capture_output=True, text=True, timeout=1800, env=env)
+            if proc.returncode != 0:
+                return {"skipped": f"mpiexec failed: {proc.stderr[-400:]}"}
+            got = np.load(path)
+            out[method] = {"wall_s": float(got["wall_s"]),
+                           "wall_ms_per_iter": float(got["wall_s"]) / n_iter * 1e3,
+                           "compute_ms_per_iter": float(got["h_compute_s"][-1]) / n_iter * 1e3}
+    out["qoda_over_oda_wall_per_iter"] = out["qoda"]["wall_s"] / out["oda"]["wall_s"]
+    return out
+
+
+def fmt(x: float, p: int = 3) -> str:
+    return "inf" if not np.isfinite(x) else f"{x:.{p}g}"
+
+
+def finite_or_none(obj):
+    if isinstance(obj, dict):
+        return {k: finite_or_none(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [finite_or_none(v) for v in obj]
+    if isinstance(obj, float | np.floating):
+        return float(obj) if np.isfinite(obj) else None
+    return obj
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--quick", action="store_true", help="headline comparison in < 5 minutes")
+    ap.add_argument("--json", type=Path, default=None, help="write the results here")
+    ap.add_argument("--seeds", type=int, default=None, help="default 3 (quick) / 5")
+    ap.add_argument("--s", type=int, default=2, help="inner levels (2 -> 2-bit indices)")
+    ap.add_argument("--max-iter", type=int, default=6000)
+    ap.add_argument("--no-mpi", action="store_true")
+    args = ap.parse_args(argv)
+    seeds = list(range(args.seeds or (3 if args.quick else 5)))
+    methods = ["ODA fp32", HEADLINE] + ([] if args.quick else ["QODA global-uniform"])
+    t_start = time.perf_counter()
+
+    results: dict = {}
+    for pname in ("P1", "P1-wide"):
+        cfg = problem_config(pname, args.quick)
+        runs: dict[str, list[dict]] = {m: [] for m in methods}
+        for sd in seeds:  # methods interleaved per seed: machine noise hits both alike
+            for m in methods:
+                runs[m].append(run_one(m, cfg, sd, args.max_iter, args.s))
+            print(f"  {pname} seed {sd}: " + ", ".join(
+                f"{m} {runs[m][-1]['iterations']} it {runs[m][-1]['compute_s']:.2f} s"
+                for m in methods), flush=True)
+        summary: dict = {"config": {k: (list(v) if isinstance(v, tuple) else v)
+                                    for k, v in cfg.items()},
+                         "d": runs[methods[0]][0]["d"], "methods": {}}
+        for m in methods:
+            rs = runs[m]
+            summary["methods"][m] = {
+                "reached": int(sum(r["reached"] for r in rs)),
+                "iterations": med_iqr([r["iterations"] for r in rs]),
+                "compute_s": med_iqr([r["compute_s"] for r in rs]),
+                "phase_us_per_iter": {p: float(np.median([r["phase_us_per_iter"][p] for r in rs]))
+                                      for p in PHASES},
+                "bits_received_per_iter": float(np.median(
+                    [r["bits_received"] / r["iterations"] for r in rs if r["reached"]]
+                    or [np.inf])),
+                "warm_up_s": float(np.median([r["warm_up_s"] for r in rs])),
+                "time_to_eps_s": {
+                    f"{b:g}": med_iqr([end_to_end(r, m, b, "allgather") for r in rs])
+                    for b in BANDWIDTHS},
+            }
+            if m == "ODA fp32":
+                summary["methods"][m]["time_to_eps_allreduce_s"] = {
+                    f"{b:g}": med_iqr([end_to_end(r, m, b, "allreduce") for r in rs])
+                    for b in BANDWIDTHS}
+        oda_runs = runs["ODA fp32"]
+        for m in methods[1:]:
+            sp = {}
+            for coll in ("allreduce", "allgather"):
+                for b in BANDWIDTHS:
+                    ratios = [end_to_end(o, "ODA fp32", b, coll) / end_to_end(q, m, b, "allgather")
+                              for o, q in zip(oda_runs, runs[m], strict=True)]
+                    sp[f"{coll} {b:g}"] = med_iqr(ratios)
+            summary["methods"][m]["speedup_over_oda"] = sp
+            summary["methods"][m]["break_even_gbit"] = med_iqr(
+                [break_even_gbit(o, q) for o, q in zip(oda_runs, runs[m], strict=True)])
+            oda_cpu = np.median([sum(r["phase_us_per_iter"].values()) for r in oda_runs])
+            codec = np.median([sum(r["phase_us_per_iter"][p] for p in ("fit", "encode", "decode"))
+                               for r in runs[m]])
+            summary["methods"][m]["codec_cpu_over_oda_cpu"] = float(codec / oda_cpu)
+        results[pname] = summary
+
+    mpi = ({"skipped": "--no-mpi"} if args.no_mpi
+           else mpi_wall(problem_config("P1-wide", args.quick), 100 if args.quick else 300,
+                         args.s))
+
+    # ---- tables
+    for pname, summary in results.items():
+        cfg = summary["config"]
+        print(f"\n{pname}: d = {summary['d']} (layers {cfg['sizes']}), rank {cfg['rank']}, "
+              f"{N_WORKERS} workers, s = {args.s}, {len(seeds)} seeds; compute of one node per "
+              "iteration (us, medians) and bits it receives")
+        hdr = (f"{'method':22s} {'iters->eps':>10s} " + " ".join(f"{p:>8s}" for p in PHASES)
+               + f" {'total':>8s} {'bits recv/it':>12s} {'codec/ODA':>9s}")
+        print(hdr)
+        print("-" * len(hdr))
+        for m, r in summary["methods"].items():
+            ph = r["phase_us_per_iter"]
+            ratio = r.get("codec_cpu_over_oda_cpu")
+            print(f"{m:22s} {fmt(r['iterations'][0], 5):>10s} "
+                  + " ".join(f"{ph[p]:8.1f}" for p in PHASES)
+                  + f" {sum(ph.values()):8.1f} {r['bits_received_per_iter']:12.0f} "
+                  + (f"{ratio:9.2f}" if ratio is not None else f"{'':9s}"))
+        print("time to eps (s) and speedup over ODA, medians [IQR]; ODA on a ring allreduce "
+              "(ODA on the all-to-all exchange it runs in brackets)")
+        for b in BANDWIDTHS:
+            o = summary["methods"]["ODA fp32"]
+            line = (f"  {b:4g} Gbit/s: ODA {fmt(o['time_to_eps_allreduce_s'][f'{b:g}'][0])} s "
+                    f"({fmt(o['time_to_eps_s'][f'{b:g}'][0])} s)")
+            for m in methods[1:]:
+                r = summary["methods"][m]
+                sa = r["speedup_over_oda"][f"allreduce {b:g}"]
+                sg = r["speedup_over_oda"][f"allgather {b:g}"]
+                line += (f" | {m} {fmt(r['time_to_eps_s'][f'{b:g}'][0])} s, speedup "
+                         f"{fmt(sa[0])} [{fmt(sa[1])}, {fmt(sa[2])}] ({fmt(sg[0])})")
+            print(line)
+        for m in methods[1:]:
+            be = summary["methods"][m]["break_even_gbit"]
+            print(f"  {m}: faster than ODA (allreduce) below {fmt(be[0])} Gbit/s "
+                  f"[{fmt(be[1])}, {fmt(be[2])}]")
+    print("MPI wall time:", json.dumps(mpi))
+
+    wide = results["P1-wide"]["methods"][HEADLINE]
+    claims = [
+        {"name": "P1-wide: end-to-end speedup of QODA (layer-wise adaptive) over FP32 ODA on a "
+                 "ring allreduce at 2.5 Gbit/s (time to eps)",
+         "measured": wide["speedup_over_oda"]["allreduce 2.5"][0], "target": 1.0, "unit": "x",
+         "better": "higher"},
+    ]
+    print("\nclaims:")
+    for c in claims:
+        ok = c["measured"] >= c["target"]
+        print(f"  [{'met' if ok else 'NOT MET'}] {c['name']}: {fmt(c['measured'], 4)} "
+              f"(target >= {c['target']})")
+    wall = time.perf_counter() - t_start
+    print(f"\nwall time {wall:.0f} s")
+    if args.json is not None:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        payload = {"benchmark": "qoda_time", "quick": args.quick, "seeds": seeds, "s": args.s,
+                   "bandwidths_gbit": list(BANDWIDTHS), "n_workers": N_WORKERS,
+                   "results": results, "mpi": mpi, "claims": claims, "wall_seconds": wall}
+        args.json.write_text(json.dumps(finite_or_none(payload), indent=1, allow_nan=False))
+        print(f"wrote {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
