@@ -22,6 +22,7 @@ EXPECTED = {
     "compare_cvxpy_mip.py": ["compare_cvxpy_mip.png"],
     "compare_cvxpy_logistic.py": ["compare_cvxpy_logistic.png"],
     "federated_hyperparameter_tuning.py": ["federated_hyperparameter_tuning.png"],
+    "qoda_wgan.py": ["qoda_wgan.png"],
 }
 
 

@@ -270,3 +270,81 @@ def test_communication_time_model_closed_forms():
     node = clock.node_seconds(2)
     assert node["oracle"] == 2.0 and node["encode"] == 1.0 and node["decode"] == 1.0
     assert clock.node_total(2) == 4.5
+
+
+# ----------------------------------------------------------------------------- WGAN-like game
+def test_wgan_operator_against_finite_differences_and_monte_carlo():
+    from sparsecert.distributed.qoda.wgan import WassersteinGame
+
+    game = WassersteinGame(n_features=3, n_workers=2, samples_per_worker=50, batch=4, seed=1)
+    rng = np.random.default_rng(0)
+    m1, m2 = rng.standard_normal(3), rng.uniform(1.0, 2.0, 3)
+    z = rng.standard_normal(game.d)
+    # F = (dL/da, dL/db, -dL/dw, -dL/dc) by central differences of the closed-form L
+    h = 1e-6
+    grad = np.array([(game.value(z + h * e, m1, m2) - game.value(z - h * e, m1, m2)) / (2 * h)
+                     for e in np.eye(game.d)])
+    sign = np.concatenate([np.ones(6), -np.ones(6)])
+    assert np.allclose(game.operator(z, m1, m2), sign * grad, atol=1e-6)
+    # the workers' oracles average to F with the pooled sample moments (Monte Carlo)
+    workers = [game.worker(k) for k in range(2)]
+    sums = sum(w.local_sums() for w in workers)
+    m1, m2 = game.moments(sums)
+    n = 20000
+    draws = np.stack([workers[i % 2](z, rng) for i in range(2 * n)])
+    mean = draws.mean(axis=0)
+    se = draws.std(axis=0) / np.sqrt(draws.shape[0])
+    assert np.all(np.abs(mean - game.operator(z, m1, m2)) < 5 * se + 1e-12)
+
+
+def test_wgan_equilibrium_and_local_monotonicity():
+    from sparsecert.distributed.qoda.wgan import WassersteinGame
+
+    game = WassersteinGame(n_features=4, n_workers=3, seed=2)
+    m1, m2 = game.moments(sum(game.worker(k).local_sums() for k in range(3)))
+    star = game.equilibrium(m1, m2)
+    assert np.allclose(game.operator(star, m1, m2), 0.0, atol=1e-12)
+    h = 1e-6
+    jac = np.stack([(game.operator(star + h * e, m1, m2) - game.operator(star - h * e, m1, m2))
+                    / (2 * h) for e in np.eye(game.d)], axis=1)
+    sym = 0.5 * (jac + jac.T)
+    assert np.linalg.eigvalsh(sym).min() >= -1e-6  # monotone near the equilibrium
+    # the data of worker k do not depend on the other workers (built from its own seed)
+    again = WassersteinGame(n_features=4, n_workers=3, seed=2).worker(1).data
+    assert np.array_equal(game.worker(1).data, again)
+    with pytest.raises(ValueError, match="no worker"):
+        game.worker(3)
+
+
+def test_qoda_trains_the_wgan_game():
+    from sparsecert.distributed.qoda.wgan import WassersteinGame
+
+    game = WassersteinGame(n_features=4, n_workers=3, seed=3)
+    res = qoda(game.worker, game.x0, SimComm(3, seed=0), 400, layers=game.layers, s=2,
+               eta=StepSchedule(3.0), monitor=game.reduced_monitor(), record_every=50)
+    h = res.history
+    assert h["residual"][-1] < 0.3 * h["residual"][0]
+    assert h["mean_err"][-1] < 0.5 * h["mean_err"][0]
+
+
+@pytest.mark.mpi
+def test_wgan_example_under_mpiexec_matches_simcomm(tmp_path):
+    ok, reason = mpi_available()
+    if not ok:
+        pytest.skip(reason)
+    mpiexec = _mpiexec()
+    if mpiexec is None:
+        pytest.skip("mpiexec not found next to the interpreter nor on PATH")
+    script = Path(__file__).resolve().parents[1] / "examples" / "qoda_wgan.py"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path), OPENBLAS_NUM_THREADS="1",
+               MPLBACKEND="Agg")
+    sim, mpi = tmp_path / "sim.npz", tmp_path / "mpi.npz"
+    base = [sys.executable, str(script), "--quick", "--out", str(tmp_path)]
+    for cmd in ([*base, "--n-workers", "3", "--save", str(sim)],
+                [mpiexec, "-n", "3", *base, "--mpi", "--save", str(mpi)]):
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
+        assert proc.returncode == 0, proc.stderr
+    a, b = np.load(sim), np.load(mpi)
+    assert set(a.files) == set(b.files) and "qoda_x_bar" in a.files
+    for key in a.files:
+        assert np.array_equal(a[key], b[key]), key
