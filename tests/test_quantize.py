@@ -315,3 +315,22 @@ def test_zero_layer_round_trip(code):
     assert np.all(out[SIZES[0]:SIZES[0] + SIZES[1]] == 0.0)
     assert qv.norms[1] == 0.0
     assert np.array_equal(out, q.dequantize(qv))
+
+
+@pytest.mark.parametrize("s", [0, 1, 2, 6, 7, 14, 30])
+def test_fixed_code_kernels_against_the_generic_reader(s):
+    """Odd layer sizes, one- and two-code decoding paths (codes of 2..6 bits)."""
+    sizes = (7, 1, 4, 3)
+    rng = np.random.default_rng(s)
+    v = rng.standard_normal(sum(sizes)) * np.repeat([0.01, 5.0, 1.0, 0.1], sizes)
+    q = layerwise_adaptive(sizes, s)
+    q.adapt(v)
+    msg, out = q.roundtrip(v, np.random.default_rng(1))
+    qv = q.clone().read(msg)  # generic BitReader path
+    ref = q.clone()
+    ref.levels = q.levels
+    assert np.array_equal(out, ref.dequantize(qv))
+    acc = np.zeros(q.dim)
+    hist, with_levels = q.clone().read_add(msg, acc)
+    assert with_levels and np.array_equal(acc, out)
+    assert np.array_equal(hist, q.histogram(qv))

@@ -318,11 +318,11 @@ def _decode_fixed_kernel(buf, end, has_flag, n_inner, table, offsets, ltype, wid
     """Read one fixed-code message and add its vector to ``out``.
 
     Header: the flag bit (if ``has_flag``), new inner levels (``n_inner`` per type, float32)
-    if the flag is set, the layer norms (float32). Body: (sign, index) pairs through a 64-bit
-    window refilled byte by byte, decoded branch-free (a per-layer table of ``r * level`` and
-    a sign factor). ``table`` (types x levels) holds the current levels and is overwritten by
-    new ones. If ``hist`` is not empty, the indices are counted per layer (four interleaved
-    sub-counts, so consecutive increments do not wait on each other).
+    if the flag is set, the layer norms (float32). Body: (sign, index) codes read through a
+    64-bit window refilled byte by byte and decoded through a per-layer table of signed
+    ``r * level`` values; when a code has at most 4 bits, two codes at a time through a table
+    of value pairs. ``table`` (types x levels) holds the current levels and is overwritten by
+    new ones. If ``hist`` is not empty, the indices are counted per layer.
 
     Returns ``(status, got_levels, norms)``; status 0, or -1 truncated stream / trailing bits,
     -2 invalid levels, -3 invalid norms, -4 an index out of range. ``out`` and ``table`` are
@@ -367,35 +367,66 @@ def _decode_fixed_kernel(buf, end, has_flag, n_inner, table, offsets, ltype, wid
     nacc = 8 - (pos & 7)
     acc = np.uint64(buf[bytepos])
     bytepos += 1
-    mask = (np.uint64(1) << np.uint64(nb)) - np.uint64(1)
-    imask = (np.uint64(1) << np.uint64(width)) - np.uint64(1)
-    shift = np.uint64(width)
-    n_codes = 1 << width
+    n_codes = 1 << nb  # (sign, index) codes
+    imask = (1 << width) - 1
     count = hist.size > 0
-    sub = np.zeros((4, n_codes), dtype=np.int64)
-    scaled = np.zeros(n_codes)  # r * level; indices >= n_sym are invalid (counted below)
+    # codes two at a time through a table of (value, value) pairs when it is small (nb <= 4)
+    pairs = nb <= 4
+    n_pair = n_codes * n_codes if pairs else 1
+    single = np.zeros(n_codes)  # decoded value of each code in the current layer
+    lut = np.zeros(2 * n_pair)
+    pc = np.zeros(n_pair, dtype=np.int64)  # counts of pair codes
+    sc = np.zeros(n_codes, dtype=np.int64)  # counts of single codes
+    m1 = (np.uint64(1) << np.uint64(nb)) - np.uint64(1)
+    m2 = (np.uint64(1) << np.uint64(2 * nb)) - np.uint64(1) if pairs else m1
     n_bad = 0
     for layer in range(n_layers):
-        for j in range(n_sym):
-            scaled[j] = norms[layer] * table[ltype[layer], j]
-        sub[:, :] = 0
-        for i in range(offsets[layer], offsets[layer + 1]):
-            if nacc < nb:
+        r = norms[layer]
+        for c in range(n_codes):
+            idx = c & imask
+            val = r * table[ltype[layer], idx] if idx < n_sym else 0.0
+            single[c] = -val if (c >> width) else val
+        i = offsets[layer]
+        stop = offsets[layer + 1]
+        pc[:] = 0
+        sc[:] = 0
+        if pairs:
+            for c1 in range(n_codes):
+                for c2 in range(n_codes):
+                    lut[2 * (c1 * n_codes + c2)] = single[c1]
+                    lut[2 * (c1 * n_codes + c2) + 1] = single[c2]
+            while i + 1 < stop:
+                while nacc < 2 * nb:
+                    acc = (acc << np.uint64(8)) | np.uint64(buf[bytepos])
+                    bytepos += 1
+                    nacc += 8
+                nacc -= 2 * nb
+                c = np.int64((acc >> np.uint64(nacc)) & m2)
+                out[i] += lut[2 * c]
+                out[i + 1] += lut[2 * c + 1]
+                pc[c] += 1
+                i += 2
+        while i < stop:
+            while nacc < nb:
                 acc = (acc << np.uint64(8)) | np.uint64(buf[bytepos])
                 bytepos += 1
                 nacc += 8
             nacc -= nb
-            code = (acc >> np.uint64(nacc)) & mask
-            idx = np.int64(code & imask)
-            out[i] += scaled[idx] * (1.0 - 2.0 * np.float64(np.int64(code >> shift)))
-            if count or n_sym < n_codes:
-                sub[i & 3, idx] += 1
-        for j in range(n_codes):
-            c = sub[0, j] + sub[1, j] + sub[2, j] + sub[3, j]
-            if j >= n_sym:
-                n_bad += c
+            c = np.int64((acc >> np.uint64(nacc)) & m1)
+            out[i] += single[c]
+            sc[c] += 1
+            i += 1
+        if pairs:
+            for c in range(n_pair):
+                if pc[c]:
+                    sc[c // n_codes] += pc[c]
+                    sc[c % n_codes] += pc[c]
+        for c in range(n_codes):
+            idx = c & imask
+            if idx >= n_sym:
+                n_bad += sc[c]
             elif count:
-                hist[layer, j] += c
+                hist[layer, idx] += sc[c]
     return (-4 if n_bad > 0 else 0), got, norms
 
 
