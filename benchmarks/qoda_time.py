@@ -49,8 +49,12 @@ from sparsecert.distributed.timing import GBIT, ring_allreduce_seconds  # noqa: 
 
 BANDWIDTHS = (1.0, 2.5, 10.0)  # Gbit/s
 PHASES = ("oracle", "fit", "encode", "decode", "update")
-QODA_KINDS = {"QODA layer-adaptive": "layerwise_adaptive", "QODA global-uniform": "global_uniform"}
-HEADLINE = "QODA layer-adaptive"
+QODA_KINDS = {  # name -> (quantizer kind, inner levels s)
+    "QODA layer-adaptive 2-bit": ("layerwise_adaptive", 2),
+    "QODA layer-adaptive 3-bit": ("layerwise_adaptive", 6),
+    "QODA global-uniform 3-bit": ("global_uniform", 6),
+}
+HEADLINE = "QODA layer-adaptive 3-bit"  # fewer extra iterations than 2-bit on P1-wide
 N_WORKERS = 4
 
 
@@ -62,7 +66,7 @@ def problem_config(name: str, quick: bool) -> dict:
             "eps_rel": 0.3 / 7.7, "eps": None}
 
 
-def run_one(method: str, cfg: dict, seed: int, n_iter: int, s: int) -> dict:
+def run_one(method: str, cfg: dict, seed: int, n_iter: int) -> dict:
     prob = QuadraticGame(sizes=cfg["sizes"], rank=cfg["rank"], n_workers=N_WORKERS, seed=seed)
     eps = cfg["eps"] if cfg["eps"] is not None else cfg["eps_rel"] * prob.residual(prob.x0)
     comm = SimComm(N_WORKERS, seed=1000 + seed)
@@ -71,7 +75,8 @@ def run_one(method: str, cfg: dict, seed: int, n_iter: int, s: int) -> dict:
     if method == "ODA fp32":
         res = oda(prob.worker, prob.x0, comm, n_iter, **kw)
     else:
-        q = make_quantizer(QODA_KINDS[method], prob.layers, s)
+        kind, s = QODA_KINDS[method]
+        q = make_quantizer(kind, prob.layers, s)
         res = qoda(prob.worker, prob.x0, comm, n_iter, quantizer=q, level_update_every=50, **kw)
     h = res.history
     hit = np.flatnonzero(h["residual"] <= eps)
@@ -121,7 +126,7 @@ def mpiexec_path() -> str | None:
     return str(cand) if cand.exists() else shutil.which("mpiexec")
 
 
-def mpi_wall(cfg: dict, n_iter: int, s: int) -> dict:
+def mpi_wall(cfg: dict, n_iter: int) -> dict:
     """Wall seconds per iteration of ODA and QODA under ``mpiexec -n 4`` (same problem)."""
     ok, reason = mpi_available()
     mpiexec = mpiexec_path()
@@ -131,7 +136,8 @@ def mpi_wall(cfg: dict, n_iter: int, s: int) -> dict:
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
     for method in ("oda", "qoda"):
         argv = ["--method", method, "--n-iter", str(n_iter), "--record-every", str(n_iter),
-                "--sizes", *map(str, cfg["sizes"]), "--rank", str(cfg["rank"]), "--s", str(s)]
+                "--sizes", *map(str, cfg["sizes"]), "--rank", str(cfg["rank"]),
+                "--s", str(QODA_KINDS[HEADLINE][1])]
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp) / "run.npz"
             proc = subprocess.run([mpiexec, "-n", str(N_WORKERS), sys.executable, "-m",
@@ -166,12 +172,12 @@ def main(argv=None) -> int:
     ap.add_argument("--quick", action="store_true", help="headline comparison in < 5 minutes")
     ap.add_argument("--json", type=Path, default=None, help="write the results here")
     ap.add_argument("--seeds", type=int, default=None, help="default 3 (quick) / 5")
-    ap.add_argument("--s", type=int, default=2, help="inner levels (2 -> 2-bit indices)")
     ap.add_argument("--max-iter", type=int, default=6000)
     ap.add_argument("--no-mpi", action="store_true")
     args = ap.parse_args(argv)
     seeds = list(range(args.seeds or (3 if args.quick else 5)))
-    methods = ["ODA fp32", HEADLINE] + ([] if args.quick else ["QODA global-uniform"])
+    methods = ["ODA fp32", "QODA layer-adaptive 2-bit", HEADLINE] + (
+        [] if args.quick else ["QODA global-uniform 3-bit"])
     t_start = time.perf_counter()
 
     results: dict = {}
@@ -180,7 +186,7 @@ def main(argv=None) -> int:
         runs: dict[str, list[dict]] = {m: [] for m in methods}
         for sd in seeds:  # methods interleaved per seed: machine noise hits both alike
             for m in methods:
-                runs[m].append(run_one(m, cfg, sd, args.max_iter, args.s))
+                runs[m].append(run_one(m, cfg, sd, args.max_iter))
             print(f"  {pname} seed {sd}: " + ", ".join(
                 f"{m} {runs[m][-1]['iterations']} it {runs[m][-1]['compute_s']:.2f} s"
                 for m in methods), flush=True)
@@ -225,23 +231,22 @@ def main(argv=None) -> int:
         results[pname] = summary
 
     mpi = ({"skipped": "--no-mpi"} if args.no_mpi
-           else mpi_wall(problem_config("P1-wide", args.quick), 100 if args.quick else 300,
-                         args.s))
+           else mpi_wall(problem_config("P1-wide", args.quick), 100 if args.quick else 300))
 
     # ---- tables
     for pname, summary in results.items():
         cfg = summary["config"]
         print(f"\n{pname}: d = {summary['d']} (layers {cfg['sizes']}), rank {cfg['rank']}, "
-              f"{N_WORKERS} workers, s = {args.s}, {len(seeds)} seeds; compute of one node per "
+              f"{N_WORKERS} workers, {len(seeds)} seeds; compute of one node per "
               "iteration (us, medians) and bits it receives")
-        hdr = (f"{'method':22s} {'iters->eps':>10s} " + " ".join(f"{p:>8s}" for p in PHASES)
+        hdr = (f"{'method':26s} {'iters->eps':>10s} " + " ".join(f"{p:>8s}" for p in PHASES)
                + f" {'total':>8s} {'bits recv/it':>12s} {'codec/ODA':>9s}")
         print(hdr)
         print("-" * len(hdr))
         for m, r in summary["methods"].items():
             ph = r["phase_us_per_iter"]
             ratio = r.get("codec_cpu_over_oda_cpu")
-            print(f"{m:22s} {fmt(r['iterations'][0], 5):>10s} "
+            print(f"{m:26s} {fmt(r['iterations'][0], 5):>10s} "
                   + " ".join(f"{ph[p]:8.1f}" for p in PHASES)
                   + f" {sum(ph.values()):8.1f} {r['bits_received_per_iter']:12.0f} "
                   + (f"{ratio:9.2f}" if ratio is not None else f"{'':9s}"))
@@ -266,8 +271,8 @@ def main(argv=None) -> int:
 
     wide = results["P1-wide"]["methods"][HEADLINE]
     claims = [
-        {"name": "P1-wide: end-to-end speedup of QODA (layer-wise adaptive) over FP32 ODA on a "
-                 "ring allreduce at 2.5 Gbit/s (time to eps)",
+        {"name": "P1-wide: end-to-end speedup of QODA (layer-wise adaptive, 3-bit indices) over "
+                 "FP32 ODA on a ring allreduce at 2.5 Gbit/s (time to eps)",
          "measured": wide["speedup_over_oda"]["allreduce 2.5"][0], "target": 1.0, "unit": "x",
          "better": "higher"},
     ]
@@ -280,7 +285,8 @@ def main(argv=None) -> int:
     print(f"\nwall time {wall:.0f} s")
     if args.json is not None:
         args.json.parent.mkdir(parents=True, exist_ok=True)
-        payload = {"benchmark": "qoda_time", "quick": args.quick, "seeds": seeds, "s": args.s,
+        payload = {"benchmark": "qoda_time", "quick": args.quick, "seeds": seeds,
+                   "methods": {m: QODA_KINDS.get(m) for m in methods},
                    "bandwidths_gbit": list(BANDWIDTHS), "n_workers": N_WORKERS,
                    "results": results, "mpi": mpi, "claims": claims, "wall_seconds": wall}
         args.json.write_text(json.dumps(finite_or_none(payload), indent=1, allow_nan=False))
