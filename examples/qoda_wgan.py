@@ -65,6 +65,12 @@ def report(out: dict, args: argparse.Namespace) -> None:
     q, o = runs["QODA layer-wise adaptive, 2-bit"], runs["ODA fp32"]
     print(f"QODA sent {o.history['bits_up'][-1] / q.history['bits_up'][-1]:.1f}x fewer bits "
           f"per worker for the same number of iterations")
+    budget = q.history["bits_up"][-1]  # QODA's whole budget: where was ODA with as many bits?
+    k = int(np.searchsorted(o.history["bits_up"], budget))
+    if k < o.history["bits_up"].size:
+        print(f"with the {budget:.3g} bits per worker QODA used, ODA had reached ||F|| = "
+              f"{o.history['residual'][k]:.3f} (iteration {int(o.history['iteration'][k])}); "
+              f"QODA {q.history['residual'][-1]:.3f}")
 
     import matplotlib
 
