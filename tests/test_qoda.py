@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -328,13 +329,7 @@ def test_qoda_trains_the_wgan_game():
 
 
 @pytest.mark.mpi
-def test_wgan_example_under_mpiexec_matches_simcomm(tmp_path):
-    ok, reason = mpi_available()
-    if not ok:
-        pytest.skip(reason)
-    mpiexec = _mpiexec()
-    if mpiexec is None:
-        pytest.skip("mpiexec not found next to the interpreter nor on PATH")
+def test_wgan_example_under_mpiexec_matches_simcomm(tmp_path, mpiexec):
     script = Path(__file__).resolve().parents[1] / "examples" / "qoda_wgan.py"
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path), OPENBLAS_NUM_THREADS="1",
                MPLBACKEND="Agg")
