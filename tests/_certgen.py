@@ -2,8 +2,10 @@
 
 The tree is a full enumeration: branch on the variables in order 0, 1, 2, ... until a node has
 ``|free| <= budget`` or ``budget == 0``; each such leaf is solved exactly (closed-form ridge,
-bounded least squares, or a damped Newton method) and its witness is the leaf's exact solution
-(``"point"``) or the loss gradient there (``"dual"``). The incumbent is the best leaf.
+bounded least squares, or a damped Newton method) and its witness is the loss gradient there
+(``"dual"``, made to sum to exactly zero with an intercept) or, for the squared loss with an
+eigenvalue shift, the leaf's exact solution (``"shifted"``). The incumbent is the best leaf; the
+claims leave a relative slack (default 1e-9) for the verifier's rigorous rounding bounds.
 
 The brute-force reference (``brute_force_optimum``) is the tests' one enumerator
 (``_bruteforce.brute_force``), which uses other solvers (``numpy.linalg.lstsq`` on the augmented
@@ -12,11 +14,13 @@ system, scipy's L-BFGS-B).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from _bruteforce import brute_force
 from scipy.optimize import lsq_linear
 
-from sparsecert.certificate import Certificate, exact_zero_sum
+from sparsecert.certificate import Certificate
 from sparsecert.certificate.verify import dual_domain_bounds
 
 # ------------------------------------------------------------------------------ data
@@ -41,10 +45,43 @@ def make_data(loss: str, n: int = 30, p: int = 6, seed: int = 0, labels=(-1.0, 1
     return X, y
 
 
-def _map(y, loss, labels):
+def map_labels(y, loss):
+    """The package's label rule: the smaller of two values -> -1, the larger -> +1."""
     if loss in ("logistic", "squared_hinge"):
-        return np.where(y == labels[1], 1.0, -1.0)
-    return y
+        vals = np.unique(y)
+        assert vals.size == 2
+        return np.where(y == vals[1], 1.0, -1.0)
+    return np.asarray(y, float)
+
+
+def zero_sum(zeta, lower=None, upper=None):
+    """A vector near ``zeta`` whose exact sum is 0 (``math.fsum == 0``), inside [lower, upper]:
+    the entries are moved to a power-of-two grid on which every partial sum is exact, the mean is
+    removed and the integer remainder spread over entries with room."""
+    z = np.asarray(zeta, dtype=np.float64)
+    n = z.size
+    lo = np.full(n, -np.inf) if lower is None else np.asarray(lower, float)
+    hi = np.full(n, np.inf) if upper is None else np.asarray(upper, float)
+    z = np.clip(z - z.mean(), lo, hi)
+    scale = max(float(np.abs(z).max(initial=0.0)), 1e-300,
+                float(np.abs(lo[np.isfinite(lo)]).max(initial=0.0)),
+                float(np.abs(hi[np.isfinite(hi)]).max(initial=0.0)))
+    q = math.ldexp(1.0, math.frexp(scale)[1] + math.ceil(math.log2(n + 1)) + 1 - 52)
+    lo_u = np.ceil(np.clip(lo / q, -2.0**52, 2.0**52)).astype(np.int64)
+    hi_u = np.floor(np.clip(hi / q, -2.0**52, 2.0**52)).astype(np.int64)
+    units = np.clip(np.rint(z / q).astype(np.int64), lo_u, hi_u)
+    r = int(units.sum())
+    for i in np.argsort(-((units - lo_u) if r > 0 else (hi_u - units)), kind="stable"):
+        if r == 0:
+            break
+        room = int(units[i] - lo_u[i]) if r > 0 else int(hi_u[i] - units[i])
+        d = min(room, abs(r))
+        units[i] -= d if r > 0 else -d
+        r += -d if r > 0 else d
+    assert r == 0
+    out = units.astype(np.float64) * q
+    assert math.fsum(out.tolist()) == 0.0
+    return out
 
 
 # ------------------------------------------------------------------------------ loss pieces
@@ -148,13 +185,17 @@ def solve_restricted(X, y, loss, lam, A, M=None, fit_intercept=False):
 
 
 def enumeration_certificate(
-    X, y, loss, k, lambda2, *, M=None, fit_intercept=False, witness="point", eig_shift=0.0,
-    labels=None, status="optimal", rel_gap_tol=1e-4,
+    X, y, loss, k, lambda2, *, M=None, fit_intercept=False, witness="dual", eig_shift=0.0,
+    status="optimal", rel_gap_tol=1e-4, slack=1e-9,
 ):
-    """A genuine certificate from the full enumeration tree. Returns (Certificate, info)."""
+    """A genuine certificate from the full enumeration tree. Returns (Certificate, info).
+
+    ``y`` holds raw labels (mapped by the package's rule). ``witness``: "dual" or "shifted"
+    (squared loss with ``eig_shift > 0``). The claimed bounds are the best leaf's objective and
+    the worst leaf's, widened by ``slack * max(1, |value|)``.
+    """
     n, p = X.shape
-    lab = labels if labels is not None else (-1.0, 1.0)
-    ym = _map(np.asarray(y, float), loss, lab)
+    ym = map_labels(y, loss)
     nodes, leaves = [], []
 
     def visit(parent, bvar, bval, fin, fout, depth):
@@ -168,12 +209,12 @@ def enumeration_certificate(
             A = sorted(fin + (free if budget > 0 else []))
             b, c, zeta = solve_restricted(X, ym, loss, lambda2, A, M, fit_intercept)
             obj = objective(X, ym, loss, lambda2, b, c)
-            if witness == "point":
-                rec["witness"] = ("point", b)
+            if witness == "shifted":
+                rec["witness"] = ("shifted", b)
             else:
-                if fit_intercept and loss != "squared":
+                if fit_intercept:
                     lo, hi = dual_domain_bounds(loss, ym)
-                    zeta = exact_zero_sum(zeta, lo, hi)
+                    zeta = zero_sum(zeta, lo, hi)
                 rec["witness"] = ("dual", zeta)
             rec.update(status="solved", bound=obj)
             leaves.append((obj, nid, b, c))
@@ -184,12 +225,14 @@ def enumeration_certificate(
     visit(None, None, None, [], [], 0)
     best = min(leaves, key=lambda t: t[0])
     obj, _, b, c = best
+    lb = min(t[0] for t in leaves)
     cert = Certificate.build(
         X, y,
         problem=dict(loss=loss, k=k, lambda2=lambda2, max_abs_coef=M,
-                     fit_intercept=fit_intercept, labels=None if labels is None else list(lab)),
+                     fit_intercept=fit_intercept),
         incumbent=dict(coef=b, intercept=c, objective=obj),
-        bounds=dict(lower_bound=min(t[0] for t in leaves), upper_bound=obj, status=status,
+        bounds=dict(lower_bound=lb - slack * max(1.0, abs(lb)),
+                    upper_bound=obj + slack * max(1.0, abs(obj)), status=status,
                     rel_gap_tol=rel_gap_tol, abs_gap_tol=0.0),
         eig_shift=eig_shift,
         nodes=nodes,
@@ -202,10 +245,9 @@ def enumeration_certificate(
 # ------------------------------------------------------------------------------ reference
 
 
-def brute_force_optimum(X, y, loss, k, lambda2, *, M=None, fit_intercept=False, labels=None):
+def brute_force_optimum(X, y, loss, k, lambda2, *, M=None, fit_intercept=False):
     """min over all supports of size <= k by the tests' one brute-force reference
-    (``_bruteforce``: other solvers than the leaf solvers here)."""
-    lab = labels if labels is not None else (-1.0, 1.0)
-    ym = _map(np.asarray(y, float), loss, lab)
+    (``_bruteforce``: other solvers than the leaf solvers here); raw labels."""
+    ym = map_labels(y, loss)
     return brute_force(X, ym, min(k, X.shape[1]), loss, lambda2, M=M,
                        fit_intercept=fit_intercept)[0]

@@ -1,9 +1,11 @@
 """The verifier's node bounds against independent references.
 
-- at the optimum of the perspective relaxation (solved by cvxpy/Clarabel) the point-witness bound
-  equals the relaxation value, with and without the eigenvalue shift;
-- at ANY witness (random points and duals, random node fixings, box M) the bound never exceeds
-  the node's true optimum, enumerated by brute force;
+- at the optimum of the perspective relaxation (solved by cvxpy/Clarabel) the bound of the dual
+  witness f'(X b) (no shift) and of the shifted witness b equals the relaxation value;
+- at ANY witness (random duals and shifted points, random node fixings, box M) the bound never
+  exceeds the node's true optimum, enumerated by brute force;
+- the bound-fixing regions (one sort for all "forced in / forced out" bounds) agree with the
+  region's own bound computed directly, and certificates using them verify or fail as they must;
 - an open leaf that inherits its parent's witness is bounded at least as well as the parent.
 """
 
@@ -13,16 +15,11 @@ import itertools
 
 import numpy as np
 import pytest
-from _certgen import _df, make_data, objective, solve_restricted
+from _certgen import _df, make_data, map_labels, objective, solve_restricted
 
 from sparsecert.certificate import Certificate, verify_certificate
-from sparsecert.certificate.verify import (
-    dual_domain_bounds,
-    g_star_node,
-    huber,
-    node_lower_bound,
-    prepare_data,
-)
+from sparsecert.certificate import verify as V
+from sparsecert.certificate.verify import dual_domain_bounds, node_lower_bound
 
 
 def _relaxation_cvxpy(Xc, yc, k, lam, mu, M=None, fin=(), fout=()):
@@ -45,26 +42,38 @@ def _relaxation_cvxpy(Xc, yc, k, lam, mu, M=None, fin=(), fout=()):
 @pytest.mark.parametrize("shift", [False, True])
 @pytest.mark.parametrize("M", [None, 0.3])
 @pytest.mark.parametrize("fixing", [((), ()), ((2,), (0,))])
-def test_point_bound_equals_relaxation_value_at_its_optimum(shift, M, fixing):
+def test_bound_equals_relaxation_value_at_its_optimum(shift, M, fixing):
     X, y = make_data("squared", n=30, p=6, seed=3)
     Xc, yc = X - X.mean(0), y - y.mean()
     mu = 0.5 * np.linalg.eigvalsh(Xc.T @ Xc)[0] if shift else 0.0
     fin, fout = fixing
     val, b = _relaxation_cvxpy(Xc, yc, 2, 0.5, mu, M, fin, fout)
     b = np.where(np.isin(np.arange(6), fout), 0.0, b)
-    lb = node_lower_bound(Xc, yc, "squared", 2, 0.5, M, fin, fout, ("point", b), eig_shift=mu)
+    if shift:
+        w = ("shifted", b)
+    else:
+        zeta = 2.0 * (Xc @ b - yc)
+        w = ("dual", _zero_sum(zeta))
+    lb = node_lower_bound(X, y, "squared", 2, 0.5, M, fin, fout, w, eig_shift=mu,
+                          fit_intercept=True)
     assert lb <= val + 1e-7 * abs(val)
     assert lb == pytest.approx(val, rel=1e-6)
 
 
+def _zero_sum(z):
+    from _certgen import zero_sum
+
+    return zero_sum(z)
+
+
 def test_shift_strengthens_the_root_bound():
     X, y = make_data("squared", n=30, p=6, seed=3)
-    Xc, yc = X - X.mean(0), y - y.mean()
-    mu = 0.5 * np.linalg.eigvalsh(Xc.T @ Xc)[0]
-    v0, b0 = _relaxation_cvxpy(Xc, yc, 1, 0.5, 0.0)
-    v1, b1 = _relaxation_cvxpy(Xc, yc, 1, 0.5, mu)
-    lb0 = node_lower_bound(Xc, yc, "squared", 1, 0.5, None, (), (), ("point", b0))
-    lb1 = node_lower_bound(Xc, yc, "squared", 1, 0.5, None, (), (), ("point", b1), eig_shift=mu)
+    X, y = X - X.mean(0), y - y.mean()
+    mu = 0.5 * np.linalg.eigvalsh(X.T @ X)[0]
+    v0, b0 = _relaxation_cvxpy(X, y, 1, 0.5, 0.0)
+    v1, b1 = _relaxation_cvxpy(X, y, 1, 0.5, mu)
+    lb0 = node_lower_bound(X, y, "squared", 1, 0.5, None, (), (), ("dual", 2 * (X @ b0 - y)))
+    lb1 = node_lower_bound(X, y, "squared", 1, 0.5, None, (), (), ("shifted", b1), eig_shift=mu)
     assert lb1 > lb0 * 1.5
 
 
@@ -85,34 +94,32 @@ def _node_optimum(X, ym, loss, k, lam, M, fin, fout, fit_intercept):
     "loss, fit_intercept, M",
     [("squared", False, None), ("squared", True, None), ("squared", False, 0.3),
      ("logistic", False, None), ("logistic", True, None), ("squared_hinge", False, None),
-     ("poisson", False, None)],
+     ("poisson", False, None), ("poisson", True, None)],
 )
 def test_any_witness_gives_a_valid_bound(loss, fit_intercept, M):
     rng = np.random.default_rng(7)
     X, y = make_data(loss, n=20, p=5, seed=5)
-    Xr, ym, Xd, yd = prepare_data(X, y, loss, None, fit_intercept)
+    ym = map_labels(y, loss)
+    Xd = X - X.mean(0) if fit_intercept else X
     k, lam = 2, 0.4
-    zero_sum = fit_intercept and loss != "squared"
     mu = 0.9 * np.linalg.eigvalsh(Xd.T @ Xd)[0] if loss == "squared" else 0.0
-    lo, hi = dual_domain_bounds(loss, yd)
+    lo, hi = dual_domain_bounds(loss, ym)
     for trial in range(6):
         perm = rng.permutation(5)
         fin, fout = perm[: trial % 3].tolist(), perm[2:2 + trial % 2].tolist()
         opt = _node_optimum(X, ym, loss, k, lam, M, fin, fout, fit_intercept)
-        witnesses = []
-        if not zero_sum:
-            witnesses.append(("point", 0.0, rng.standard_normal(5)))
-            witnesses.append(("point", mu, rng.standard_normal(5)))
-        z = _df(loss, Xd @ rng.standard_normal(5) * 0.3, yd)
-        if zero_sum:
-            from sparsecert.certificate import exact_zero_sum
+        z = _df(loss, Xd @ rng.standard_normal(5) * 0.3, ym)
+        if fit_intercept:
+            from _certgen import zero_sum
 
-            z = exact_zero_sum(z, lo, hi)
-        witnesses.append(("dual", 0.0, z))
-        for kind, shift, vec in witnesses:
-            lb = node_lower_bound(Xd, yd, loss, k, lam, M, fin, fout, (kind, vec),
-                                  eig_shift=shift, zero_sum=zero_sum)
-            assert lb <= opt + 1e-9 * max(1.0, abs(opt)), (kind, shift, fin, fout)
+            z = zero_sum(z, lo, hi)
+        witnesses = [("dual", z, 0.0)]
+        if loss == "squared":
+            witnesses.append(("shifted", rng.standard_normal(5), mu))
+        for kind, vec, shift in witnesses:
+            lb = node_lower_bound(X, ym, loss, k, lam, M, fin, fout, (kind, vec),
+                                  eig_shift=shift, fit_intercept=fit_intercept)
+            assert lb <= opt, (kind, fin, fout)
 
 
 def test_dual_outside_domain_or_nonzero_sum_gives_minus_infinity():
@@ -125,26 +132,103 @@ def test_dual_outside_domain_or_nonzero_sum_gives_minus_infinity():
     z_sum = z.copy()
     z_sum[0] += 1e-3 * -y[0]  # inside the domain, sum moved
     assert node_lower_bound(X, y, "logistic", 1, 1.0, None, (), (), ("dual", z_sum),
-                            zero_sum=True) == -np.inf
+                            fit_intercept=True) == -np.inf
 
 
-def test_g_star_node_matches_definition_by_enumeration():
+def test_g_star_upper_bound_matches_definition_by_enumeration():
     cp = pytest.importorskip("cvxpy")
     rng = np.random.default_rng(1)
     for M in (None, 0.5):
         for _ in range(20):
-            a = rng.standard_normal(6) * 2
+            a = np.abs(rng.standard_normal(6) * 2)
             fin = [0] if rng.random() < 0.5 else []
-            fout = [5]
-            budget = 2 - len(fin)
+            state = np.zeros(6, dtype=np.int8)
+            state[fin] = 1
+            state[5] = 2
             free = [j for j in range(5) if j not in fin]
-            h = huber(a, M)
-            best = max(sum(h[list(T)]) for T in itertools.combinations(free, budget))
-            assert g_star_node(a, np.array(fin, dtype=np.int64), np.array(fout, dtype=np.int64),
-                               budget, M) == pytest.approx(h[fin].sum() + best)
+            h = 0.5 * a * a if M is None else np.where(a <= M, 0.5 * a * a, M * a - M * M / 2)
+            exact = sum(h[fin]) + max(sum(h[list(T)]) for T in
+                                      itertools.combinations(free, 2 - len(fin)))
+            up = V._g_star_up(V._huber_up(a, M), state, 2)
+            assert exact <= up <= exact * (1 + 1e-14)
     # Huber: cvxpy's huber(t, M) equals 2 H_M(t)
-    t = np.linspace(-3, 3, 13)
-    assert huber(t, 1.0) == pytest.approx(0.5 * cp.huber(t, 1.0).value)
+    t = np.linspace(0, 3, 13)
+    assert V._huber_up(t, 1.0) == pytest.approx(0.5 * cp.huber(t, 1.0).value)
+
+
+@pytest.mark.parametrize("M", [None, 0.4])
+def test_fixing_region_bounds_equal_the_direct_bounds(M):
+    """One sort gives every "forced in" / "forced out" region bound; each equals the bound of
+    the node with the extended fixings computed directly (up to the last rounding)."""
+    rng = np.random.default_rng(3)
+    p, k = 12, 4
+    for trial in range(10):
+        t = V._Terms(k_low=100.0, lam=0.7, h_up=V._huber_up(np.abs(rng.standard_normal(p)), M))
+        if trial % 3 == 0:
+            t.h_up[:4] = t.h_up[4]  # ties
+        state = np.zeros(p, dtype=np.int8)
+        state[rng.choice(p, 3, replace=False)] = [1, 2, 2] if trial % 2 else [2, 2, 2]
+        free = np.flatnonzero(state == 0).tolist()
+        fixings = [(j, int(rng.integers(0, 2))) for j in free]
+        got = V._fixing_bounds(t, state, k, fixings)
+        for (j, v), g in zip(fixings, got, strict=True):
+            st = state.copy()
+            st[j] = 1 if v == 0 else 2  # the region cut off by fixing j to v
+            if (st == 1).sum() > k:
+                assert g == np.inf
+                continue
+            direct = V._region_bound(t, V._g_star_up(t.h_up, st, k))
+            assert g == pytest.approx(direct, rel=1e-14, abs=1e-12)
+
+
+def _fixing_certificate(X, y, k, lam, fixings, lower):
+    """Root with bound fixings and its witness, branched once on a variable not fixed."""
+    b, _, zeta = solve_restricted(X, y, "squared", lam, [0, 1])
+    ub = objective(X, y, "squared", lam, b)
+    j = next(j for j in range(X.shape[1]) if j not in {f for f, _ in fixings})
+    nodes = [dict(id=0, parent=None, branch_var=None, branch_value=None, status="branched",
+                  witness=("dual", zeta), fixings=fixings),
+             dict(id=1, parent=0, branch_var=j, branch_value=0, status="open"),
+             dict(id=2, parent=0, branch_var=j, branch_value=1, status="open")]
+    return Certificate.build(
+        X, y, problem=dict(loss="squared", k=k, lambda2=lam, max_abs_coef=None,
+                           fit_intercept=False),
+        incumbent=dict(coef=b, intercept=0.0, objective=ub),
+        bounds=dict(lower_bound=lower, upper_bound=ub * (1 + 1e-9), status="node_limit"),
+        nodes=nodes)
+
+
+def test_certificates_with_bound_fixings():
+    X, y = make_data("squared", n=30, p=8, seed=2)
+    k, lam = 2, 0.5
+    b, _, zeta = solve_restricted(X, y, "squared", lam, [0, 1])
+    state = np.zeros(8, dtype=np.int8)
+    terms = V._dual_terms(V._Design(X, y, "squared", False), zeta[None, :], lam, None)[0]
+    cands = [(j, 0) for j in range(2, 8)] + [(j, 1) for j in range(2, 8)]
+    region = dict(zip(cands, V._fixing_bounds(terms, state, k, cands), strict=True))
+    root = V._region_bound(terms, V._g_star_up(terms.h_up, state, k))
+    # fix out the variable whose "forced in" region has the largest bound; claim just below it
+    (j, v), best = max(((c, b) for c, b in region.items() if c[1] == 0), key=lambda t: t[1])
+    lower = min(best, root) - 1e-9
+    cert = _fixing_certificate(X, y, k, lam, [[j, 0]], lower)
+    rep = verify_certificate(cert, X, y)
+    assert rep.ok, str(rep)
+    assert rep.summary["n_regions"] == 3  # the fixed-off region and the two children
+    # the children use the fixings: their region excludes j, so they bound at least the root
+    assert rep.certified_lower_bound >= min(best, root) - 1e-9
+    # a claim above the fixed-off region's bound fails, naming the fixing
+    cert = _fixing_certificate(X, y, k, lam, [[j, 0]], best + 1e-6 * abs(best))
+    rep = verify_certificate(cert, X, y)
+    assert "leaf_bounds" in rep.failed_checks
+    assert f"node 0 fixing [{j}, 0]" in dict(rep.failures)["leaf_bounds"]
+    # fixings on fixed or repeated variables break the partition
+    for bad in ([[j, 0], [j, 1]], [[j, 0], [j, 0]]):
+        rep = verify_certificate(_fixing_certificate(X, y, k, lam, bad, lower), X, y)
+        assert rep.failed_checks == ["tree_fixings"]
+    # fixing more than k variables in is refused
+    rep = verify_certificate(_fixing_certificate(X, y, k, lam, [[2, 1], [3, 1], [4, 1]], lower),
+                             X, y)
+    assert rep.failed_checks == ["tree_fixings"]
 
 
 def test_open_leaves_inherit_the_parent_witness():
@@ -155,7 +239,7 @@ def test_open_leaves_inherit_the_parent_witness():
     b0, _, _ = solve_restricted(X, y, "squared", 0.5, [0])
     ub = objective(X, y, "squared", 0.5, b0)
     nodes = [dict(id=0, parent=None, branch_var=None, branch_value=None, status="branched",
-                  bound=val, witness=("point", b)),
+                  bound=val, witness=("dual", 2 * (X @ b - y))),
              dict(id=1, parent=0, branch_var=3, branch_value=0, status="open", bound=val,
                   witness=None),
              dict(id=2, parent=0, branch_var=3, branch_value=1, status="open", bound=val,
@@ -164,27 +248,34 @@ def test_open_leaves_inherit_the_parent_witness():
         X, y, problem=dict(loss="squared", k=1, lambda2=0.5, max_abs_coef=None,
                            fit_intercept=False),
         incumbent=dict(coef=b0, intercept=0.0, objective=ub),
-        bounds=dict(lower_bound=val - slack, upper_bound=ub, status="node_limit"),
+        bounds=dict(lower_bound=val - slack, upper_bound=ub * (1 + 1e-12),
+                    status="node_limit"),
         nodes=nodes)
     rep = verify_certificate(cert, X, y)
     assert rep.ok, str(rep)
-    assert "2 inherited" in dict((n, m) for n, _, m in rep.checks)["leaf_witnesses"]
+    assert "2 leaves use an ancestor's" in dict((n, m) for n, _, m in rep.checks)[
+        "leaf_witnesses"]
     assert rep.certified_lower_bound >= val - slack  # children bounded at least as the root
     assert (ub - val) / max(1.0, ub) > 1e-2  # the k = 1 relaxation is far from tight here...
     assert rep.exit_code == 3  # ... so the certificate is valid but the gap is above tolerance
 
 
 @pytest.mark.parametrize("loss", ["squared", "logistic", "squared_hinge", "poisson"])
-def test_point_witness_equals_dual_witness_at_its_gradient(loss):
-    """Fenchel-Young: f(u) + f*(f'(u)) = u f'(u), so with mu = 0 the point bound at b equals the
-    dual bound at zeta = f'(Xb), for every node."""
+def test_shifted_with_zero_shift_equals_dual_at_its_gradient(loss):
+    """Fenchel-Young: with mu -> 0 the shifted (point) bound at b is the dual bound at
+    zeta = f'(Xb); for the squared loss compare a tiny shift with the dual, the other losses
+    must refuse the shifted form."""
     rng = np.random.default_rng(11)
     X, y = make_data(loss, n=15, p=5, seed=6)
+    ym = map_labels(y, loss)
     for fin, fout in [((), ()), ((1,), (3,)), ((0, 2), ())]:
         b = 0.3 * rng.standard_normal(5)
-        lp = node_lower_bound(X, y, loss, 2, 0.8, 0.7, fin, fout, ("point", b))
-        ld = node_lower_bound(X, y, loss, 2, 0.8, 0.7, fin, fout, ("dual", _df(loss, X @ b, y)))
-        assert lp == pytest.approx(ld, rel=1e-10, abs=1e-10)
+        ld = node_lower_bound(X, ym, loss, 2, 0.8, 0.7, fin, fout, ("dual", _df(loss, X @ b, ym)))
+        assert np.isfinite(ld)
+        if loss == "squared":
+            ls = node_lower_bound(X, ym, loss, 2, 0.8, 0.7, fin, fout, ("shifted", b),
+                                  eig_shift=1e-12)
+            assert ls == pytest.approx(ld, rel=1e-9, abs=1e-9)
 
 
 def test_certificate_verify_method():
@@ -194,3 +285,4 @@ def test_certificate_verify_method():
     cert, _ = enumeration_certificate(X, y, "squared", 2, 0.5)
     assert cert.verify(X, y).exit_code == 0
     assert cert.verify(X, y + 1.0).exit_code == 1
+    assert cert.verify(X, y, k=3).exit_code == 1

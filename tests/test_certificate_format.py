@@ -14,9 +14,10 @@ import numpy as np
 import pytest
 from _certgen import enumeration_certificate, make_data
 
-from sparsecert.certificate import Certificate, exact_zero_sum, verify_certificate
+from sparsecert.certificate import Certificate, verify_certificate
 from sparsecert.certificate.schema import FORMAT_NAME, array_sha256, npz_bytes, sha256_bytes
 from sparsecert.certificate.verify import dual_domain_bounds
+from sparsecert.solvers.rigorous import exact_zero_sum
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 
@@ -32,21 +33,25 @@ def test_required_fields_present(sq):
     X, y, cert, _ = sq
     d = cert.to_dict()
     assert d["format"] == FORMAT_NAME and isinstance(d["format_version"], int)
+    assert d["format_version"] == 2
     for key in ("loss", "k", "lambda2", "max_abs_coef", "fit_intercept", "n_samples",
-                "n_features", "X_sha256", "y_sha256", "labels", "objective_definition"):
+                "n_features", "X_sha256", "y_sha256", "feature_names", "label_rule",
+                "objective_definition"):
         assert key in d["problem"], key
+    assert "labels" not in d["problem"]  # the label coding comes from the data, never from here
     assert set(d["incumbent"]) >= {"coef", "intercept", "support", "objective"}
     assert set(d["bounds"]) >= {"lower_bound", "upper_bound", "absolute_gap", "relative_gap",
                                 "relative_gap_definition", "rel_gap_tolerance",
                                 "abs_gap_tolerance", "status"}
     assert d["bounds"]["relative_gap_definition"] == "(UB - LB) / max(1, |UB|)"
-    assert set(d["relaxation"]) >= {"eig_shift", "psd_check"}
-    assert set(d["arrays"]) >= {"file", "sha256"}
+    assert set(d["relaxation"]) >= {"eig_shift"}
+    assert set(d["arrays"]) >= {"sha256"} and "file" not in d["arrays"]
     assert set(d["producer"]) >= {"version", "python", "numpy", "platform", "time_utc",
                                   "settings"}
     node = d["tree"]["nodes"][1]
-    assert set(node) >= {"id", "parent", "branch_var", "branch_value", "fixed_in", "fixed_out",
-                         "status", "bound", "witness"}
+    assert set(node) >= {"id", "parent", "branch_var", "branch_value", "status", "bound",
+                         "witness"}
+    assert "fixed_in" not in node and "fixed_out" not in node  # derived from the parent chain
     assert len(d["incumbent"]["coef"]) == X.shape[1]
     assert d["incumbent"]["support"] == np.flatnonzero(d["incumbent"]["coef"]).tolist()
 
@@ -92,7 +97,6 @@ def test_save_load_roundtrip(tmp_path, sq):
     json.loads(text)  # valid strict JSON
     assert "NaN" not in text and "Infinity" not in text
     doc = json.loads(text)
-    assert doc["arrays"]["file"] == "out.npz"
     assert doc["arrays"]["sha256"] == hashlib.sha256(Path(spath).read_bytes()).hexdigest()
     loaded = Certificate.load(jpath)
     assert loaded.to_dict() == cert.to_dict()
@@ -102,9 +106,8 @@ def test_save_load_roundtrip(tmp_path, sq):
         if w1 is not None:
             assert w1[0] == w2[0]
             np.testing.assert_array_equal(w1[1], w2[1])
-    kind, b = loaded.witness(info["best_leaf"])
-    assert kind == "point"
-    np.testing.assert_array_equal(b, info["coef"])  # stored sparsely, restored exactly
+    kind, zeta = loaded.witness(info["best_leaf"])
+    assert kind == "dual" and zeta.shape == (X.shape[0],)
     assert verify_certificate(jpath, X, y).ok
     assert "leaves" in loaded.summary() and repr(loaded).startswith("Certificate(")
 
@@ -130,9 +133,10 @@ def _build(X, y, **over):
     kw = dict(
         problem=dict(loss="squared", k=2, lambda2=1.0, max_abs_coef=None, fit_intercept=False),
         incumbent=dict(coef=np.zeros(p), intercept=0.0, objective=float(y @ y)),
-        bounds=dict(lower_bound=-1e3, upper_bound=float(y @ y), status="time_limit"),
+        bounds=dict(lower_bound=-1e3, upper_bound=float(y @ y) * (1 + 1e-12),
+                    status="time_limit"),
         nodes=[dict(id=0, parent=None, branch_var=None, branch_value=None, status="open",
-                    bound=None, witness=("point", np.zeros(p)))],
+                    bound=None, witness=("dual", -2.0 * y))],
     )
     for key, val in over.items():
         if isinstance(val, dict):
@@ -148,15 +152,21 @@ def _build(X, y, **over):
         (dict(problem=dict(k=9)), ValueError, "k"),
         (dict(problem=dict(lambda2=0.0)), ValueError, "lambda2"),
         (dict(problem=dict(loss="hinge")), ValueError, "loss"),
-        (dict(problem=dict(labels=[0, 1])), ValueError, "labels"),
+        (dict(feature_names=["a"]), ValueError, "feature_names"),
         (dict(problem=dict(k=1.5)), TypeError, "k"),
         (dict(incumbent=dict(coef=np.zeros(3))), ValueError, "coef"),
         (dict(bounds=dict(lower_bound=-np.inf)), ValueError, "lower_bound"),
         (dict(bounds=dict(status="done")), ValueError, "status"),
         (dict(eig_shift=-1.0), ValueError, "eig_shift"),
         (dict(nodes=[dict(id=0, parent=None, branch_var=None, branch_value=None,
-                          status="open", bound=None, witness=("point", np.zeros(3)))]),
+                          status="open", bound=None, witness=("dual", np.zeros(3)))]),
          ValueError, "witness"),
+        (dict(nodes=[dict(id=0, parent=None, branch_var=None, branch_value=None,
+                          status="open", bound=None, witness=("point", np.zeros(4)))]),
+         ValueError, "witness kind"),
+        (dict(nodes=[dict(id=0, parent=None, branch_var=None, branch_value=None,
+                          status="open", bound=None, witness=None, fixings=[(9, 0)])]),
+         ValueError, "fixing"),
         (dict(nodes=[dict(id=0, parent=None, branch_var=None, branch_value=None,
                           status="open", bound=None, witness=None),
                      dict(id=1, parent=7, branch_var=0, branch_value=1, status="open",
@@ -229,30 +239,49 @@ def test_standalone_verifier_runs_as_a_script(tmp_path, sq):
     assert run.returncode == 1 and "data_hash" in run.stdout
 
 
-def test_build_derives_fixings_whatever_the_node_order_and_rejects_cycles():
+def test_build_accepts_any_node_order_and_rejects_cycles():
     X, y = make_data("squared", n=10, p=4, seed=0)
     root = dict(id=0, parent=None, branch_var=None, branch_value=None, status="branched")
     kids = [dict(id=7, parent=3, branch_var=2, branch_value=0, status="open",
-                 witness=("point", np.zeros(4))),
+                 witness=("dual", -2.0 * y), fixings=[(0, 0)]),
             dict(id=3, parent=0, branch_var=1, branch_value=1, status="branched")]
     cert = _build(X, y, nodes=kids + [root])
-    assert [(n["id"], n["fixed_in"], n["fixed_out"]) for n in cert.nodes] == [
-        (0, [], []), (3, [1], []), (7, [1], [2])]
+    assert [n["id"] for n in cert.nodes] == [0, 3, 7]
+    assert cert.nodes[2]["fixings"] == [[0, 0]] and "fixings" not in cert.nodes[1]
     cyc = [dict(id=1, parent=2, branch_var=0, branch_value=1, status="open"),
            dict(id=2, parent=1, branch_var=1, branch_value=0, status="open"), root]
     with pytest.raises(ValueError, match="cycle"):
         _build(X, y, nodes=cyc)
 
 
+def test_deep_chain_keeps_the_json_linear():
+    """A caterpillar tree of depth d (a chain with one leaf off each node) has a JSON of size
+    linear in d: fixings are derived from the parent chain, not stored per node."""
+    X, y = make_data("squared", n=10, p=400, seed=0)
+
+    def size(depth: int) -> int:
+        nodes = [dict(id=0, parent=None, branch_var=None, branch_value=None, status="branched")]
+        for d in range(1, depth + 1):
+            last = d == depth
+            nodes.append(dict(id=2 * d - 1, parent=2 * d - 2 if d > 1 else 0, branch_var=d - 1,
+                              branch_value=1, status="open", witness=("dual", -2.0 * y)))
+            nodes.append(dict(id=2 * d, parent=2 * d - 2 if d > 1 else 0, branch_var=d - 1,
+                              branch_value=0, status="open" if last else "branched"))
+        return len(_build(X, y, nodes=nodes).to_json())
+
+    s1, s2 = size(150), size(300)
+    assert s2 < 2.05 * s1
+
+
 def test_verifier_restates_the_schema_constants():
     from sparsecert.certificate import schema
     from sparsecert.certificate import verify as v
 
-    for name in ("FORMAT_NAME", "SUPPORTED_FORMAT_VERSIONS", "LOSSES", "CLASSIFICATION_LOSSES",
+    for name in ("FORMAT_NAME", "FORMAT_VERSION", "LOSSES", "CLASSIFICATION_LOSSES",
                  "STATUSES", "NODE_STATUSES", "WITNESS_KINDS", "RELATIVE_GAP_DEFINITION",
-                 "BOUND_MARGIN_REL", "OBJECTIVE_REL_TOL", "ARITHMETIC_REL_TOL", "SIDECAR_ARRAYS"):
+                 "SIDECAR_ARRAYS"):
         assert getattr(v, name) == getattr(schema, name), name
-    assert schema.FORMAT_VERSION in v.SUPPORTED_FORMAT_VERSIONS
+    assert schema.SUPPORTED_FORMAT_VERSIONS == (v.FORMAT_VERSION,)
     X = np.random.default_rng(0).standard_normal((4, 3))
     assert v.array_sha256(X) == schema.array_sha256(X)
 

@@ -20,17 +20,20 @@ K, LAM = 3, 0.5
 
 @pytest.fixture(scope="module")
 def sq():
-    """Squared loss, no intercept, point witnesses."""
+    """Squared loss, no intercept, dual witnesses."""
     X, y = make_data("squared", n=30, p=6, seed=0)
     cert, info = enumeration_certificate(X, y, "squared", K, LAM)
     return X, y, cert, info
 
 
 @pytest.fixture(scope="module")
-def sq_dual():
-    """Squared loss, dual witnesses."""
+def sq_shift():
+    """Squared loss with an intercept and a proven eigenvalue shift: shifted witnesses."""
     X, y = make_data("squared", n=30, p=6, seed=0)
-    cert, info = enumeration_certificate(X, y, "squared", K, LAM, witness="dual")
+    Xc = X - X.mean(0)
+    mu = 0.5 * np.linalg.eigvalsh(Xc.T @ Xc)[0]
+    cert, info = enumeration_certificate(X, y, "squared", K, LAM, fit_intercept=True,
+                                         witness="shifted", eig_shift=mu)
     return X, y, cert, info
 
 
@@ -38,8 +41,7 @@ def sq_dual():
 def logi_icpt():
     """Logistic loss with intercept, raw labels {0, 1}, dual witnesses with exact zero sum."""
     X, y = make_data("logistic", n=40, p=5, seed=2, labels=(0.0, 1.0))
-    cert, info = enumeration_certificate(X, y, "logistic", 2, 0.3, fit_intercept=True,
-                                         witness="dual", labels=(0.0, 1.0))
+    cert, info = enumeration_certificate(X, y, "logistic", 2, 0.3, fit_intercept=True)
     return X, y, cert, info
 
 
@@ -50,7 +52,6 @@ def _parts(cert: Certificate):
 def _write(tmp_path, doc, arrays, update_hash=True, name="cert"):
     """Write a (tampered) certificate; optionally re-hash the sidecar like a careful forger."""
     side = npz_bytes(arrays)
-    doc["arrays"]["file"] = name + ".npz"
     if update_hash:
         doc["arrays"]["sha256"] = sha256_bytes(side)
     (tmp_path / (name + ".npz")).write_bytes(side)
@@ -74,16 +75,17 @@ def _failed(rep):
 @pytest.mark.parametrize(
     "loss, fit_intercept, witness, M, labels",
     [
-        ("squared", False, "point", None, None),
-        ("squared", True, "point", None, None),
+        ("squared", False, "dual", None, None),
         ("squared", True, "dual", None, None),
-        ("squared", False, "point", 0.4, None),
+        ("squared", True, "shifted", None, None),
+        ("squared", False, "shifted", 0.4, None),
+        ("squared", False, "dual", 0.4, None),
         ("squared", True, "dual", 0.4, None),
-        ("logistic", False, "point", None, None),
+        ("logistic", False, "dual", None, None),
         ("logistic", True, "dual", None, (0.0, 1.0)),
-        ("squared_hinge", False, "dual", None, None),
+        ("squared_hinge", False, "dual", None, (1.0, 2.0)),
         ("squared_hinge", True, "dual", None, (-1.0, 1.0)),
-        ("poisson", False, "point", None, None),
+        ("poisson", False, "dual", None, None),
         ("poisson", True, "dual", None, None),
     ],
 )
@@ -91,29 +93,30 @@ def test_genuine_certificate_verifies_and_matches_brute_force(
     tmp_path, loss, fit_intercept, witness, M, labels
 ):
     X, y = make_data(loss, n=25, p=6, seed=1, labels=labels or (-1.0, 1.0))
+    mu = 0.0
+    if witness == "shifted":
+        Xd = X - X.mean(0) if fit_intercept else X
+        mu = 0.5 * np.linalg.eigvalsh(Xd.T @ Xd)[0]
     cert, info = enumeration_certificate(X, y, loss, K, 0.7, M=M, fit_intercept=fit_intercept,
-                                         witness=witness, labels=labels)
+                                         witness=witness, eig_shift=mu)
     path = tmp_path / "c.json"
     cert.save(path)
     rep = verify_certificate(path, X, y)
     assert rep.ok, str(rep)
     assert rep.exit_code == 0
-    ref = brute_force_optimum(X, y, loss, K, 0.7, M=M, fit_intercept=fit_intercept,
-                              labels=labels)
+    ref = brute_force_optimum(X, y, loss, K, 0.7, M=M, fit_intercept=fit_intercept)
+    assert rep.certified_lower_bound <= ref + 1e-9 * max(1.0, abs(ref))
     assert rep.certified_lower_bound == pytest.approx(ref, rel=1e-7)
     assert cert.upper_bound == pytest.approx(ref, rel=1e-7)
     if M is not None:  # the box is active at the optimum, otherwise the case tests nothing
         assert np.abs(info["coef"]).max() == pytest.approx(M)
 
 
-def test_eigen_shift_certificate_verifies(tmp_path):
-    X, y = make_data("squared", n=30, p=6, seed=4)
-    Xc = X - X.mean(0)
-    mu = 0.5 * np.linalg.eigvalsh(Xc.T @ Xc)[0]
-    cert, _ = enumeration_certificate(X, y, "squared", K, LAM, fit_intercept=True, eig_shift=mu)
+def test_eigen_shift_certificate_verifies(sq_shift):
+    X, y, cert, _ = sq_shift
     rep = verify_certificate(cert, X, y)
     assert rep.ok, str(rep)
-    assert "cholesky" in dict((n, m) for n, _, m in rep.checks)["eig_shift"]
+    assert "proven positive definite" in dict((n, m) for n, _, m in rep.checks)["eig_shift"]
     ref = brute_force_optimum(X, y, "squared", K, LAM, fit_intercept=True)
     assert rep.certified_lower_bound == pytest.approx(ref, rel=1e-7)
 
@@ -130,23 +133,26 @@ def test_in_memory_dict_and_path_agree(tmp_path, sq):
     for r in (r_obj, r_path, r_dict, r_loaded):
         assert r.ok, str(r)
         assert r.certified_lower_bound == r_obj.certified_lower_bound
+    assert verify_certificate(json.loads(path.read_text()), X, y).exit_code == 2  # no sidecar
 
 
 def test_report_text_and_exit_codes(sq):
     X, y, cert, _ = sq
     rep = verify_certificate(cert, X, y)
     text = str(rep)
-    assert "VERIFIED" in text and "margin" in text and "leaf_bounds" in text
-    assert rep.margin == pytest.approx(1e-9 * max(1.0, abs(cert.upper_bound)))
-    assert rep.gap_within_tolerance
-    assert verify_certificate(cert, X, y, rel_gap=0.0).exit_code == 0  # gap is exactly 0
+    assert "VERIFIED" in text and "safe lower bound" in text and "leaf_bounds" in text
+    assert "k=3 (certificate)" in text and "rel_gap=0.0001 (user)" in text
+    assert rep.gap_within_tolerance and rep.rel_gap_tolerance == 1e-4
+    assert rep.relative_gap <= 1e-8
+    assert verify_certificate(cert, X, y, rel_gap=0.0).exit_code == 3  # claims leave a slack
+    assert verify_certificate(cert, X, y, rel_gap=1e-8).exit_code == 0
 
 
 # ------------------------------------------------------------------------------ tampering
 
 
-def test_changed_dual_entry_without_rehash_fails_sidecar_hash(tmp_path, sq_dual):
-    X, y, cert, info = sq_dual
+def test_changed_dual_entry_without_rehash_fails_sidecar_hash(tmp_path, sq):
+    X, y, cert, info = sq
     doc, arr = _parts(cert)
     arr["dual_values"][_best_slot(cert, info), 0] += 0.3
     rep = verify_certificate(_write(tmp_path, doc, arr, update_hash=False), X, y)
@@ -154,20 +160,20 @@ def test_changed_dual_entry_without_rehash_fails_sidecar_hash(tmp_path, sq_dual)
     assert rep.exit_code == 1
 
 
-def test_changed_dual_entry_with_rehash_fails_leaf_bound(tmp_path, sq_dual):
-    X, y, cert, info = sq_dual
+def test_changed_dual_entry_with_rehash_fails_leaf_bound(tmp_path, sq):
+    X, y, cert, info = sq
     doc, arr = _parts(cert)
     arr["dual_values"][_best_slot(cert, info), 0] += 0.3
     rep = verify_certificate(_write(tmp_path, doc, arr), X, y)
     assert _failed(rep) == {"leaf_bounds"}
-    assert f"leaves {info['best_leaf']} (" in dict(rep.failures)["leaf_bounds"]
+    assert f"leaf {info['best_leaf']} (" in dict(rep.failures)["leaf_bounds"]
 
 
-def test_changed_point_entry_with_rehash_fails_leaf_bound(tmp_path, sq):
-    X, y, cert, info = sq
+def test_changed_shifted_entry_with_rehash_fails_leaf_bound(tmp_path, sq_shift):
+    X, y, cert, info = sq_shift
     doc, arr = _parts(cert)
-    off = arr["point_offsets"]
-    arr["point_values"][off[_best_slot(cert, info)]] += 0.3
+    off = arr["shifted_offsets"]
+    arr["shifted_values"][off[_best_slot(cert, info)]] += 0.3
     rep = verify_certificate(_write(tmp_path, doc, arr), X, y)
     assert _failed(rep) == {"leaf_bounds"}
     assert str(info["best_leaf"]) in dict(rep.failures)["leaf_bounds"]
@@ -175,12 +181,12 @@ def test_changed_point_entry_with_rehash_fails_leaf_bound(tmp_path, sq):
 
 def test_dual_entry_outside_domain_fails_witness_check(tmp_path):
     X, y = make_data("logistic", n=30, p=5, seed=3)
-    cert, info = enumeration_certificate(X, y, "logistic", 2, 0.3, witness="dual")
+    cert, info = enumeration_certificate(X, y, "logistic", 2, 0.3)
     doc, arr = _parts(cert)
     s = _best_slot(cert, info)
     arr["dual_values"][s, 0] = 2.0 * y[0]  # t = -y z = -2: outside [0, 1]
     rep = verify_certificate(_write(tmp_path, doc, arr), X, y)
-    assert {"leaf_witnesses", "leaf_bounds"} == _failed(rep)
+    assert _failed(rep) == {"leaf_witnesses"}
     assert "outside the domain" in dict(rep.failures)["leaf_witnesses"]
 
 
@@ -195,14 +201,22 @@ def test_dual_without_exact_zero_sum_fails_with_intercept(tmp_path, logi_icpt):
     assert "fsum" in dict(rep.failures)["leaf_witnesses"]
 
 
-def test_point_witness_rejected_for_logistic_intercept(tmp_path):
-    X, y = make_data("logistic", n=30, p=4, seed=5)
-    cert, _ = enumeration_certificate(X, y, "logistic", 2, 0.3, fit_intercept=False)
+def test_shifted_witness_rejected_without_squared_loss_or_shift(tmp_path, sq_shift, logi_icpt):
+    X, y, cert, _ = sq_shift
     doc, arr = _parts(cert)
-    doc["problem"]["fit_intercept"] = True
+    doc["relaxation"]["eig_shift"] = 0.0
     rep = verify_certificate(_write(tmp_path, doc, arr), X, y)
     assert "leaf_witnesses" in _failed(rep)
-    assert "dual witness with exact zero sum" in dict(rep.failures)["leaf_witnesses"]
+    assert "proven eigenvalue shift" in dict(rep.failures)["leaf_witnesses"]
+    X, y, cert, _ = logi_icpt
+    p = X.shape[1]
+    nodes = [dict(id=0, parent=None, branch_var=None, branch_value=None, status="open",
+                  witness=("shifted", np.ones(p)))]
+    bad = Certificate.build(X, y, problem=cert.problem, incumbent=dict(
+        coef=np.zeros(p), intercept=0.0, objective=50.0), bounds=dict(
+        lower_bound=-1e9, upper_bound=50.0, status="time_limit"), nodes=nodes, eig_shift=1e-3)
+    rep = verify_certificate(bad, X, y)
+    assert {"eig_shift", "leaf_witnesses"} <= _failed(rep)
 
 
 def test_dropped_leaf_fails_tree_structure(tmp_path, sq):
@@ -225,7 +239,7 @@ def test_dropped_subtree_with_parent_as_leaf_fails_witness(tmp_path, sq):
     doc["tree"]["nodes"] = [root]  # the root alone, claimed pruned, without a witness
     root["status"] = "pruned"
     rep = verify_certificate(_write(tmp_path, doc, arr), X, y)
-    assert "leaf_witnesses" in _failed(rep) and "leaf_bounds" in _failed(rep)
+    assert _failed(rep) == {"leaf_witnesses"}
     assert "no witness" in dict(rep.failures)["leaf_witnesses"]
 
 
@@ -238,26 +252,14 @@ def test_swapped_branching_variable_of_one_child_fails_structure(tmp_path, sq):
     assert "tree_structure" in _failed(rep)
 
 
-def test_swapped_branching_variable_of_both_children_fails_fixings(tmp_path, sq):
+def test_branching_on_a_variable_fixed_at_the_parent_fails(sq):
     X, y, cert, _ = sq
-    doc, arr = _parts(cert)
-    for nd in doc["tree"]["nodes"]:
-        if nd["parent"] == 0:
-            nd["branch_var"] = 4
-    rep = verify_certificate(_write(tmp_path, doc, arr), X, y)
-    assert _failed(rep) == {"tree_fixings"}
-
-
-def test_branching_on_a_variable_fixed_at_the_parent_fails(tmp_path, sq):
-    X, y, cert, _ = sq
-    # rebuild consistently (fixings recomputed by build) with a grandchild pair re-fixing var 0
     doc, _ = _parts(cert)
     nodes = []
     for nd in doc["tree"]["nodes"]:
-        w = cert.witness(nd["id"])
-        d = dict(nd, witness=w)
+        d = dict(nd, witness=cert.witness(nd["id"]))
         if nd["parent"] is not None and nd["branch_var"] == 1:
-            d["branch_var"] = 0
+            d["branch_var"] = 0  # var 0 is fixed at the grandparent
         nodes.append(d)
     bad = Certificate.build(
         X, y, problem=doc["problem"],
@@ -268,23 +270,26 @@ def test_branching_on_a_variable_fixed_at_the_parent_fails(tmp_path, sq):
         nodes=nodes)
     rep = verify_certificate(bad, X, y)
     assert "tree_fixings" in _failed(rep)
-    assert "already fixed" in dict(rep.failures)["tree_fixings"]
+    assert "not free at its parent" in dict(rep.failures)["tree_fixings"]
 
 
 def test_edited_lower_bound_fails(tmp_path, sq):
     X, y, cert, _ = sq
     doc, arr = _parts(cert)
     bd = doc["bounds"]
-    bd["lower_bound"] += 1.0  # forger keeps the arithmetic consistent
+    bd["lower_bound"] += 1.0  # forger keeps the informational gap fields consistent
     bd["absolute_gap"] = bd["upper_bound"] - bd["lower_bound"]
     bd["relative_gap"] = bd["absolute_gap"] / max(1.0, abs(bd["upper_bound"]))
     rep = verify_certificate(_write(tmp_path, doc, arr), X, y)
-    assert _failed(rep) == {"leaf_bounds"}
-    # a careless forger: only the lower bound changed
+    assert {"leaf_bounds", "bounds_order", "status"} >= _failed(rep) >= {"leaf_bounds"}
+    # the smallest forgery: the claim raised by one ulp above the verifier's own bound
+    good = verify_certificate(cert, X, y).certified_lower_bound
     doc2, arr2 = _parts(cert)
-    doc2["bounds"]["lower_bound"] += 1.0
+    doc2["bounds"]["lower_bound"] = float(np.nextafter(good, np.inf))
     rep2 = verify_certificate(_write(tmp_path, doc2, arr2, name="c2"), X, y)
-    assert {"leaf_bounds", "gap_arithmetic"} == _failed(rep2)
+    assert _failed(rep2) == {"leaf_bounds"}
+    doc2["bounds"]["lower_bound"] = good
+    assert verify_certificate(_write(tmp_path, doc2, arr2, name="c3"), X, y).ok
 
 
 def test_edited_coefficient_fails_objective(tmp_path, sq):
@@ -302,7 +307,7 @@ def test_added_coefficient_fails_support_and_sparsity(tmp_path, sq):
     j = next(j for j in range(6) if j not in doc["incumbent"]["support"])
     doc["incumbent"]["coef"][j] = 1e-3
     rep = verify_certificate(_write(tmp_path, doc, arr), X, y)
-    assert {"incumbent_sparsity", "incumbent_support", "incumbent_objective"} <= _failed(rep)
+    assert {"incumbent_sparsity", "incumbent_support"} <= _failed(rep)
 
 
 def test_coefficient_outside_box_fails(tmp_path):
@@ -320,9 +325,8 @@ def test_changed_data_value_fails_hash_naming_the_array(sq, which):
     X2, y2 = X.copy(), y.copy()
     (X2 if which == "X" else y2).flat[3] += 1e-12
     rep = verify_certificate(cert, X2, y2)
-    assert "data_hash" in _failed(rep)
-    msg = dict(rep.failures)["data_hash"]
-    assert f"SHA-256 of {which} differs" in msg
+    assert _failed(rep) == {"data_hash"}
+    assert f"SHA-256 of {which} differs" in dict(rep.failures)["data_hash"]
 
 
 def test_wrong_data_shape_fails(sq):
@@ -356,7 +360,14 @@ def test_edited_upper_bound_fails(tmp_path, sq):
     doc, arr = _parts(cert)
     doc["bounds"]["upper_bound"] -= 0.5
     rep = verify_certificate(_write(tmp_path, doc, arr), X, y)
-    assert "upper_bound" in _failed(rep)
+    assert {"incumbent_objective", "bounds_order", "status"} >= _failed(rep) >= {
+        "incumbent_objective"}
+    # one ulp below what the verifier proves about the incumbent is already refused
+    proven = verify_certificate(cert, X, y).objective_upper
+    doc, arr = _parts(cert)
+    doc["bounds"]["upper_bound"] = float(np.nextafter(proven, -np.inf))
+    rep = verify_certificate(_write(tmp_path, doc, arr, name="c2"), X, y)
+    assert "incumbent_objective" in _failed(rep)
 
 
 def test_optimal_status_with_large_gap_fails(tmp_path, sq):
@@ -364,8 +375,6 @@ def test_optimal_status_with_large_gap_fails(tmp_path, sq):
     doc, arr = _parts(cert)
     bd = doc["bounds"]
     bd["lower_bound"] -= 10.0  # an honest but weak bound
-    bd["absolute_gap"] = bd["upper_bound"] - bd["lower_bound"]
-    bd["relative_gap"] = bd["absolute_gap"] / max(1.0, abs(bd["upper_bound"]))
     rep = verify_certificate(_write(tmp_path, doc, arr), X, y)
     assert _failed(rep) == {"status"}
     bd["status"] = "time_limit"
@@ -374,60 +383,82 @@ def test_optimal_status_with_large_gap_fails(tmp_path, sq):
     assert verify_certificate(tmp_path / "c2.json", X, y, rel_gap=1.0).exit_code == 0
 
 
-def test_too_large_eigen_shift_fails(tmp_path, sq):
+def test_own_tolerance_never_replaces_the_users(tmp_path, sq):
+    """A certificate with its own tolerance 1e9 and a lower bound of -1e6 is valid, but it is
+    not verified as optimal: the default tolerance is 1e-4, the user's."""
     X, y, cert, _ = sq
     doc, arr = _parts(cert)
-    doc["relaxation"]["eig_shift"] = 2.0 * np.linalg.eigvalsh(X.T @ X)[-1]
+    doc["bounds"].update(lower_bound=-1e6, rel_gap_tolerance=1e9, status="optimal")
     rep = verify_certificate(_write(tmp_path, doc, arr), X, y)
-    assert "eig_shift" in _failed(rep) and "not positive definite" in dict(rep.failures)[
-        "eig_shift"]
+    assert rep.ok and rep.exit_code == 3 and not rep.gap_within_tolerance
+    assert rep.rel_gap_tolerance == 1e-4 and rep.relative_gap > 1e3
 
 
-def test_eigen_shift_with_non_squared_loss_fails(tmp_path, logi_icpt):
-    X, y, cert, _ = logi_icpt
+def test_too_large_eigen_shift_fails(tmp_path, sq_shift):
+    X, y, cert, _ = sq_shift
     doc, arr = _parts(cert)
-    doc["relaxation"]["eig_shift"] = 1e-3
+    Xc = X - X.mean(0)
+    doc["relaxation"]["eig_shift"] = np.linalg.eigvalsh(Xc.T @ Xc)[0] * (1 + 1e-12)
     rep = verify_certificate(_write(tmp_path, doc, arr), X, y)
-    assert "eig_shift" in _failed(rep)
+    assert {"eig_shift", "leaf_witnesses"} == _failed(rep)
+    assert "not proven positive definite" in dict(rep.failures)["eig_shift"]
 
 
-def test_invalid_labels_fail(logi_icpt):
-    X, y, cert, _ = logi_icpt
-    y2 = y.copy()
-    y2[0] = 2.0
-    rep = verify_certificate(cert, X, y2)
-    assert "labels" in _failed(rep)
+def test_labels_follow_the_data_rule(tmp_path):
+    """The coding of labels comes from the data (smaller -> -1), never from the certificate:
+    a model certified for the reversed coding (negated coefficients) is refused."""
+    X, y = make_data("logistic", n=30, p=5, seed=4, labels=(0.0, 1.0))
+    good, _ = enumeration_certificate(X, y, "logistic", 2, 0.3)
+    assert verify_certificate(good, X, y).ok
+    forged, _ = enumeration_certificate(X, 1.0 - y, "logistic", 2, 0.3)  # coded [1, 0]
+    doc, arr = _parts(forged)
+    doc["problem"]["y_sha256"] = good.problem["y_sha256"]  # re-bound to the true labels
+    doc["problem"]["labels"] = [1.0, 0.0]  # a v1-style field: ignored
+    rep = verify_certificate(_write(tmp_path, doc, arr), X, y)
+    assert not rep.ok and {"incumbent_objective", "leaf_bounds"} & _failed(rep)
+    y3 = y.copy()
+    y3[0] = 2.0  # three label values: no coding exists
+    bad, _ = enumeration_certificate(X, y, "logistic", 2, 0.3)
+    doc, arr = _parts(bad)
+    from sparsecert.certificate.schema import array_sha256
+
+    doc["problem"]["y_sha256"] = array_sha256(y3)
+    rep = verify_certificate(_write(tmp_path, doc, arr, name="c3"), X, y3)
+    assert _failed(rep) == {"labels"} and "two distinct" in dict(rep.failures)["labels"]
 
 
 # ------------------------------------------------------------------------------ malformed
 
 
-def test_missing_sidecar_fails(tmp_path, sq):
+def test_missing_sidecar_is_an_input_error(tmp_path, sq):
     X, y, cert, _ = sq
     path = tmp_path / "c.json"
     cert.save(path)
     (tmp_path / "c.npz").unlink()
     rep = verify_certificate(path, X, y)
     assert _failed(rep) == {"sidecar"} and "cannot be read" in rep.failures[0][1]
+    assert rep.exit_code == 2
 
 
-def test_garbage_sidecar_with_matching_hash_fails(tmp_path, sq):
+def test_garbage_sidecar_with_matching_hash_is_an_input_error(tmp_path, sq):
     X, y, cert, _ = sq
     doc, _ = _parts(cert)
     (tmp_path / "c.npz").write_bytes(b"not a zip file")
-    doc["arrays"].update(file="c.npz", sha256=sha256_bytes(b"not a zip file"))
+    doc["arrays"].update(sha256=sha256_bytes(b"not a zip file"))
     (tmp_path / "c.json").write_text(json.dumps(doc))
     rep = verify_certificate(tmp_path / "c.json", X, y)
     assert _failed(rep) == {"sidecar"} and "not a readable" in rep.failures[0][1]
+    assert rep.exit_code == 2
 
 
-def test_witness_slot_out_of_range_fails_sidecar(tmp_path, sq):
+def test_witness_slot_out_of_range_is_an_input_error(tmp_path, sq):
     X, y, cert, _ = sq
     doc, arr = _parts(cert)
     leaf = next(nd for nd in doc["tree"]["nodes"] if nd["witness"])
     leaf["witness"]["slot"] = 10_000
     rep = verify_certificate(_write(tmp_path, doc, arr), X, y)
     assert _failed(rep) == {"sidecar"} and "out of range" in rep.failures[0][1]
+    assert rep.exit_code == 2
 
 
 @pytest.mark.parametrize(
@@ -435,37 +466,46 @@ def test_witness_slot_out_of_range_fails_sidecar(tmp_path, sq):
     [
         (lambda d: d.update(format="something-else"), "format is"),
         (lambda d: d.update(format_version=99), "not supported"),
+        (lambda d: d.update(format_version=1), "format version 1 is not supported"),
         (lambda d: d["bounds"].pop("status"), "missing field bounds.status"),
         (lambda d: d["problem"].update(k="3"), "problem.k must be an integer"),
+        (lambda d: d["problem"].update(k=10 ** 400), "out of range"),
+        (lambda d: d["problem"].update(lambda2=10 ** 400), "overflows"),
+        (lambda d: d["problem"].update(lambda2=2 ** 60 + 1), "not exactly representable"),
         (lambda d: d["problem"].update(loss="hinge"), "problem.loss"),
         (lambda d: d["incumbent"]["coef"].pop(), "incumbent.coef"),
-        (lambda d: d["bounds"].update(relative_gap_definition="(UB-LB)/UB"), "definition"),
         (lambda d: d["tree"]["nodes"][0].update(status="weird"), "status"),
+        (lambda d: d["tree"]["nodes"][0].update(fixings=[[99, 0]]), "fixings"),
+        (lambda d: d["tree"]["nodes"][0].update(fixings=[[0, 0, 1]]), "pair"),
+        (lambda d: d["tree"]["nodes"][0].update(witness={"kind": "point", "slot": 0}),
+         "witness.kind"),
     ],
 )
-def test_malformed_json_fails_format(tmp_path, sq, edit, needle):
+def test_malformed_json_is_an_input_error(tmp_path, sq, edit, needle):
     X, y, cert, _ = sq
     doc, arr = _parts(cert)
     edit(doc)
     rep = verify_certificate(_write(tmp_path, doc, arr), X, y)
     assert _failed(rep) == {"format"} and needle in rep.failures[0][1]
-    assert rep.exit_code == 1
+    assert rep.exit_code == 2 and rep.input_error and needle in rep.error_line
 
 
-def test_non_json_and_nan_fail_format(tmp_path, sq):
+def test_non_json_and_nan_are_input_errors(tmp_path, sq):
     X, y, cert, _ = sq
     cert.save(tmp_path / "c.json")
     text = (tmp_path / "c.json").read_text()
     (tmp_path / "c.json").write_text(text[: len(text) // 2])
-    assert verify_certificate(tmp_path / "c.json", X, y).failed_checks == ["format"]
+    rep = verify_certificate(tmp_path / "c.json", X, y)
+    assert rep.failed_checks == ["format"] and rep.exit_code == 2
     doc = json.loads(text)
     doc["bounds"]["lower_bound"] = float("nan")
     (tmp_path / "c.json").write_text(json.dumps(doc))  # json.dumps writes NaN by default
     rep = verify_certificate(tmp_path / "c.json", X, y)
     assert rep.failed_checks == ["format"] and "NaN" in rep.failures[0][1]
+    assert rep.exit_code == 2
 
 
-def test_unreadable_certificate_and_bad_data_raise(tmp_path, sq):
+def test_unreadable_certificate_and_bad_arguments_raise(tmp_path, sq):
     X, y, cert, _ = sq
     with pytest.raises(OSError):
         verify_certificate(tmp_path / "missing.json", X, y)
@@ -477,6 +517,23 @@ def test_unreadable_certificate_and_bad_data_raise(tmp_path, sq):
         verify_certificate(42, X, y)
     with pytest.raises(ValueError, match="rel_gap"):
         verify_certificate(cert, X, y, rel_gap=-1.0)
+    with pytest.raises(ValueError, match="lambda2"):
+        verify_certificate(cert, X, y, lambda2=0.0)
+    with pytest.raises(ValueError, match="loss"):
+        verify_certificate(cert, X, y, loss="hinge")
+
+
+def test_user_parameters_are_checked_and_reported(sq):
+    X, y, cert, _ = sq
+    rep = verify_certificate(cert, X, y, loss="squared", k=K, lambda2=LAM, max_abs_coef=None,
+                             fit_intercept=False)
+    assert rep.ok and all(src == "user" for _, src in rep.parameters.values())
+    rep = verify_certificate(cert, X, y, max_abs_coef=float("inf"))
+    assert rep.ok and rep.parameters["max_abs_coef"] == (None, "user")
+    rep = verify_certificate(cert, X, y, k=K + 1, lambda2=2 * LAM)
+    assert _failed(rep) == {"parameters"} and rep.exit_code == 1
+    msg = dict(rep.failures)["parameters"]
+    assert "k = 4 (user) but 3 in the certificate" in msg and "lambda2 = 1" in msg
 
 
 def test_tampering_never_mutates_the_genuine_certificate(sq):
@@ -484,26 +541,28 @@ def test_tampering_never_mutates_the_genuine_certificate(sq):
     before = copy.deepcopy(cert.to_dict())
     doc, arr = _parts(cert)
     doc["bounds"]["lower_bound"] = 0.0
-    arr["point_values"][:] = 0.0
+    arr["dual_values"][:] = 0.0
     assert cert.to_dict() == before and verify_certificate(cert, X, y).ok
 
 
-def test_sidecar_outside_the_certificate_folder_is_refused(tmp_path, sq):
+def test_arrays_file_field_is_ignored_the_sidecar_is_found_by_name(tmp_path, sq):
     X, y, cert, _ = sq
     (tmp_path / "sub").mkdir()
-    cert.save(tmp_path / "c.json")
-    doc = json.loads((tmp_path / "c.json").read_text())
-    doc["arrays"]["file"] = "../c.npz"
-    (tmp_path / "sub" / "c.json").write_text(json.dumps(doc))
-    rep = verify_certificate(tmp_path / "sub" / "c.json", X, y)
-    assert rep.failed_checks == ["sidecar"] and "plain file name" in rep.failures[0][1]
+    cert.save(tmp_path / "sub" / "a.json")
+    doc = json.loads((tmp_path / "sub" / "a.json").read_text())
+    doc["arrays"]["file"] = "../elsewhere.npz"  # not part of the format: ignored
+    (tmp_path / "sub" / "a.json").write_text(json.dumps(doc))
+    assert verify_certificate(tmp_path / "sub" / "a.json", X, y).ok
+    (tmp_path / "sub" / "a.json").rename(tmp_path / "sub" / "b.json")
+    rep = verify_certificate(tmp_path / "sub" / "b.json", X, y)
+    assert rep.exit_code == 2 and "b.npz" in rep.error_line
 
 
 def test_overflowing_witness_gives_no_bound(tmp_path):
     X, y = make_data("poisson", n=20, p=4, seed=0)
     cert, info = enumeration_certificate(X, y, "poisson", 2, 0.5)
     doc, arr = _parts(cert)
-    arr["point_values"][arr["point_offsets"][_best_slot(cert, info)]] = 1e6  # exp overflows
+    arr["dual_values"][_best_slot(cert, info)] = 1e300  # w log w overflows
     with np.errstate(all="raise"):  # the verifier must not warn or raise on overflow
         rep = verify_certificate(_write(tmp_path, doc, arr), X, y)
     assert rep.failed_checks == ["leaf_bounds"] and rep.certified_lower_bound == -np.inf

@@ -84,8 +84,8 @@ def test_verify_gap_above_tolerance_exit_3(files, capsys, problem):
     bd.update(lower_bound=bd["upper_bound"] - 1.0, status="time_limit")
     bd["absolute_gap"] = bd["upper_bound"] - bd["lower_bound"]
     bd["relative_gap"] = bd["absolute_gap"] / max(1.0, abs(bd["upper_bound"]))
-    doc["arrays"]["file"] = "cert.npz"
     (files / "weak.json").write_text(json.dumps(doc))
+    (files / "weak.npz").write_bytes((files / "cert.npz").read_bytes())  # found by name
     args = ["verify", str(files / "weak.json"), "--data", str(files / "data.npz")]
     assert main(args) == 3
     assert "gap above tolerance" in capsys.readouterr().out
@@ -138,10 +138,63 @@ def test_bad_input_exit_2_one_line(files, capsys, make, needle):
     assert needle in _one_error_line(capsys)
 
 
-def test_malformed_certificate_is_a_failed_verification(files, capsys):
-    (files / "junk.json").write_text("{ not json")
-    assert main(["verify", str(files / "junk.json"), "--data", str(files / "data.npz")]) == 1
-    assert "format" in capsys.readouterr().out
+@pytest.mark.parametrize("text", ["{ not json", None, "[" * 100000 + "]" * 100000])
+def test_unreadable_certificate_exit_2_from_verify_and_show(files, capsys, text):
+    """A truncated or unparsable certificate is an input error for both commands: exit 2, one
+    line, never a traceback."""
+    full = (files / "cert.json").read_text()
+    (files / "junk.json").write_text(full[: len(full) // 2] if text is None else text)
+    (files / "junk.npz").write_bytes((files / "cert.npz").read_bytes())
+    assert main(["verify", str(files / "junk.json"), "--data", str(files / "data.npz")]) == 2
+    assert "junk.json" in _one_error_line(capsys)
+    assert main(["show", str(files / "junk.json")]) == 2
+    assert "junk.json" in _one_error_line(capsys)
+
+
+@pytest.mark.parametrize("edit, needle", [
+    (lambda d: d.update(format_version=1), "format version 1 is not supported"),
+    (lambda d: d["problem"].update(lambda2=10 ** 400), "overflows"),
+    (lambda d: d["problem"].update(k=10 ** 400), "out of range"),
+    (lambda d: d["bounds"].update(lower_bound="NaN"), "finite number"),
+    (lambda d: d["tree"].update(nodes=[[[[[["x"]]]]]]), "JSON object"),
+])
+def test_malformed_certificate_exit_2_one_line(files, capsys, edit, needle):
+    doc = json.loads((files / "cert.json").read_text())
+    edit(doc)
+    (files / "bad.json").write_text(json.dumps(doc))
+    (files / "bad.npz").write_bytes((files / "cert.npz").read_bytes())
+    assert main(["verify", str(files / "bad.json"), "--data", str(files / "data.npz")]) == 2
+    assert needle in _one_error_line(capsys)
+
+
+def test_verify_needs_data(files, capsys):
+    assert main(["verify", str(files / "cert.json")]) == 2
+    assert "--data" in _one_error_line(capsys)
+
+
+def test_verify_user_fixes_the_problem(files, capsys):
+    cert, data = str(files / "cert.json"), str(files / "data.npz")
+    assert main(["verify", cert, "--data", data, "--k", "2", "--lambda2", "0.5", "--loss",
+                 "squared", "--no-fit-intercept", "--max-abs-coef", "inf"]) == 0
+    out = capsys.readouterr().out
+    assert "k=2 (user)" in out and "lambda2=0.5 (user)" in out
+    assert main(["verify", cert, "--data", data]) == 0
+    assert "k=2 (certificate)" in capsys.readouterr().out
+    for extra, needle in ((["--k", "3"], "k = 3 (user) but 2"),
+                          (["--lambda2", "0.25"], "lambda2 = 0.25 (user) but 0.5"),
+                          (["--fit-intercept"], "fit_intercept = True (user) but False"),
+                          (["--max-abs-coef", "2"], "max_abs_coef = 2 (user) but inf"),
+                          (["--loss", "logistic"], "loss = logistic (user) but squared")):
+        assert main(["verify", cert, "--data", data, *extra]) == 1
+        out = capsys.readouterr().out
+        assert "[FAIL] parameters" in out and needle in out, out
+
+
+def test_renamed_pair_still_verifies(files, capsys):
+    (files / "cert.json").rename(files / "renamed.json")
+    (files / "cert.npz").rename(files / "renamed.npz")
+    assert main(["verify", str(files / "renamed.json"), "--data", str(files / "data.npz")]) == 0
+    assert "VERIFIED" in capsys.readouterr().out
 
 
 def test_usage_errors_exit_2(capsys):
@@ -267,7 +320,7 @@ def test_certify_default_job_uses_diabetes(tmp_path, monkeypatch, capsys, fake_a
     assert fake_api[0]["verbose"] == 0
     assert (tmp_path / "sparsecert-certificate.json").exists()
     assert (tmp_path / "sparsecert-certificate.npz").exists()
-    assert main(["verify", "sparsecert-certificate.json", "--quiet"]) == 0  # diabetes default
+    assert main(["verify", "sparsecert-certificate.json", "--quiet"]) == 2  # no data: no guess
 
 
 def test_python_dash_m_sparsecert_runs():
@@ -289,9 +342,13 @@ def test_certify_end_to_end_with_the_solver(files, capsys):
 
 
 def test_certify_default_diabetes_job_with_the_solver(tmp_path, monkeypatch, capsys):
+    from sklearn.datasets import load_diabetes
+
     monkeypatch.chdir(tmp_path)
     assert main(["certify", "--quiet"]) == 0
-    assert main(["verify", "sparsecert-certificate.json"]) == 0
+    X, y = load_diabetes(return_X_y=True)
+    np.savez(tmp_path / "diabetes.npz", X=X, y=y)
+    assert main(["verify", "sparsecert-certificate.json", "--data", "diabetes.npz"]) == 0
     out = capsys.readouterr().out
     assert "VERIFIED" in out
 

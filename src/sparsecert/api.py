@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import concurrent.futures as cf
-import math
 import time
 from dataclasses import dataclass, field
 from os import PathLike
@@ -15,6 +14,8 @@ from sparsecert._validation import check_k, check_options, prepare_problem
 from sparsecert._version import __version__
 
 __all__ = ["certify", "verify", "CertifyResult"]
+
+_NOT_GIVEN: Any = object()
 
 
 @dataclass
@@ -38,8 +39,10 @@ class CertifyResult:
     absolute_gap : float
     status : str
         ``"optimal"`` (gap within ``rel_gap``), ``"time_limit"``, ``"node_limit"``,
-        ``"interrupted"``, or ``"tree_exhausted"`` (every node closed, but the leaves' bounds,
-        computed to the relaxation accuracy, leave a gap above ``rel_gap``; e.g. ``rel_gap=0``).
+        ``"interrupted"``, ``"tree_exhausted"`` (every node closed, but the leaves' bounds,
+        computed to the relaxation accuracy, leave a gap above ``rel_gap``; e.g. ``rel_gap=0``)
+        or ``"precision_limited"`` (the search closed the gap, but the rounding errors of the
+        proof, bounded rigorously, keep the provable gap above ``rel_gap``).
     n_nodes : int
     time : float
         Wall time in seconds (heuristics, search and certificate).
@@ -66,9 +69,11 @@ class CertifyResult:
     search: Any = field(repr=False)
     feature_names: tuple[str, ...] | None = None
 
-    def save(self, path: str | PathLike) -> None:
-        """Write the certificate (JSON + ``.npz`` sidecar)."""
-        self.certificate.save(path)
+    def save(self, path: str | PathLike, overwrite: bool = False) -> None:
+        """Write the certificate (``path`` ends in ``.json``; the ``.npz`` sidecar of the same
+        name goes next to it). Files that are not a sparsecert certificate pair are never
+        replaced unless ``overwrite=True``."""
+        self.certificate.save(path, overwrite=overwrite)
 
     def summary(self) -> str:
         """A few human-readable lines."""
@@ -103,12 +108,6 @@ def _feature_names(X, feature_names=None) -> tuple[str, ...] | None:
     if p is not None and len(names) != p:
         raise ValueError(f"feature_names has {len(names)} names for {p} features")
     return names
-
-
-def _objective_raw(X, y_used, loss, lambda2, coef, intercept) -> float:
-    from sparsecert.solvers.losses import get_loss
-
-    return get_loss(loss).value(X @ coef + intercept, y_used) + lambda2 * float(coef @ coef)
 
 
 def certify(X, y, k: int, lambda2: float, loss: str = "squared", max_abs_coef: float | None = None,
@@ -198,7 +197,7 @@ def certify(X, y, k: int, lambda2: float, loss: str = "squared", max_abs_coef: f
     res = engine.run()
     result = assemble_result(res, prob, pp.X, pp.y, pp.y_used, pp.labels, k, pp.lambda2,
                              pp.loss, pp.max_abs_coef, pp.fit_intercept, rel_gap, abs_gap,
-                             n_jobs, executor, backend, t0)
+                             n_jobs, executor, backend, t0, feature_names=names)
     result.feature_names = names
     return result
 
@@ -206,14 +205,24 @@ def certify(X, y, k: int, lambda2: float, loss: str = "squared", max_abs_coef: f
 def assemble_result(res, prob, X_raw: np.ndarray, y_raw: np.ndarray, y_used: np.ndarray,
                     labels, k: int, lambda2: float, loss: str, max_abs_coef, fit_intercept: bool,
                     rel_gap: float, abs_gap: float, n_jobs: int, executor, backend: str,
-                    t0: float, **producer_extra) -> CertifyResult:
+                    t0: float, feature_names=None, **producer_extra) -> CertifyResult:
     """The engine's record -> a :class:`CertifyResult` with its certificate.
 
-    Maps the engine's model back to the user's coordinates (intercept of centred least
-    squares), recomputes the objective on the raw data, and builds the certificate. Shared by
-    :func:`certify` and :func:`sparsecert.path.certify_path`.
+    Maps the engine's model back to the user's coordinates, and builds the certificate with
+    claims the standalone verifier proves: every leaf's bound and the incumbent's objective are
+    evaluated rigorously on the raw data (:mod:`sparsecert.solvers.rigorous`) and claimed with a
+    margin of a few rounding radii. The status ``"optimal"`` is kept only when the claimed gap,
+    rounded up, is within the tolerance; when rounding alone keeps it open the status is
+    ``"precision_limited"``. Shared by :func:`certify` and :func:`sparsecert.path.certify_path`.
+    (``labels`` is unused: the verifier derives the label coding from the data.)
     """
     from sparsecert.certificate import Certificate
+    from sparsecert.solvers.rigorous import (
+        SafeEvaluator,
+        claim_lower,
+        claim_upper,
+        proves_eig_shift,
+    )
 
     coef = res.coef.copy()
     intercept = float(res.intercept)
@@ -221,56 +230,113 @@ def assemble_result(res, prob, X_raw: np.ndarray, y_raw: np.ndarray, y_used: np.
         intercept = float(prob.y_mean - prob.x_mean @ coef)
     elif fit_intercept:  # the engine works on centred columns
         intercept = float(intercept - prob.x_mean @ coef)
-    objective = _objective_raw(X_raw, y_used, loss, float(lambda2), coef, intercept)
-    lower = min(float(res.lower_bound), objective)
-    abs_gap_v = max(0.0, objective - lower)
-    gap = abs_gap_v / max(1.0, abs(objective))
+    mu = float(prob.mu)
+    if mu > 0 and not proves_eig_shift(prob.X, mu, centred=bool(fit_intercept)):
+        mu = 0.0  # not provable here: certify with dual witnesses of the unshifted relaxation
+    ev = SafeEvaluator(X_raw, y_used, loss, float(lambda2), max_abs_coef, fit_intercept, mu)
+    value, upper = ev.objective(coef, intercept if fit_intercept else 0.0)
+    ub = claim_upper(value, upper)
+
+    terms: dict[int, tuple] = {}
+
+    def leaf_witness(w):
+        """The certificate's witness for an engine witness, and its safe terms."""
+        key = id(w[1])
+        if key not in terms:
+            kind, vec = w
+            vec = np.asarray(vec, dtype=np.float64)
+            if kind == "point" and mu > 0:
+                cert_w = ("shifted", vec)
+            elif kind == "point":  # the dual point of the unshifted relaxation at b~
+                cert_w = ("dual", ev.dual_witness(_gradient(prob, vec)))
+            else:
+                cert_w = ("dual", ev.dual_witness(vec))
+            terms[key] = (cert_w, ev.witness(*cert_w))
+        return terms[key]
+
     nodes = []
+    leaf_claims = []
+    p = X_raw.shape[1]
     for nd in res.nodes:
-        bound = nd.lower_bound if math.isfinite(nd.lower_bound) else None
         is_leaf = not nd.children
+        witness, bound = None, None
+        if is_leaf and nd.witness is not None:
+            witness, wb = leaf_witness(nd.witness)
+            if wb is not None:
+                fin = np.asarray(nd.fixed_in, dtype=bool).reshape(p)
+                fout = np.asarray(nd.fixed_out, dtype=bool).reshape(p)
+                bound = claim_lower(*wb.node(fin, fout, int(k)))
+        if is_leaf:
+            leaf_claims.append(-np.inf if bound is None else bound)
         nodes.append(dict(id=nd.id, parent=nd.parent, branch_var=nd.branch_var,
                           branch_value=nd.branch_value, status=nd.status,
-                          bound=bound if is_leaf else None,
-                          witness=nd.witness if is_leaf else None))
+                          bound=bound if bound is not None and np.isfinite(bound) else None,
+                          witness=witness))
+    lower = min(min(leaf_claims, default=-np.inf), ub)
+    if not np.isfinite(lower):
+        lower = -1e300 if not np.isfinite(ub) else min(ub, -1e300)
+    abs_gap_v = max(0.0, float(np.nextafter(ub - lower, np.inf)))
+    gap = float(np.nextafter(abs_gap_v / max(1.0, abs(ub)), np.inf))
+    status = res.status
+    if status == "optimal" and not (gap <= rel_gap or abs_gap_v <= abs_gap):
+        status = "precision_limited"  # the search closed the gap; rounding keeps it open
     cert = Certificate.build(
         X_raw, y_raw,
         problem=dict(loss=loss, k=int(k), lambda2=float(lambda2),
                      max_abs_coef=None if max_abs_coef is None else float(max_abs_coef),
-                     fit_intercept=bool(fit_intercept), labels=labels),
-        incumbent=dict(coef=coef, intercept=intercept, objective=objective),
-        bounds=dict(lower_bound=lower, upper_bound=objective, status=res.status,
+                     fit_intercept=bool(fit_intercept)),
+        incumbent=dict(coef=coef, intercept=intercept if fit_intercept else 0.0,
+                       objective=value),
+        bounds=dict(lower_bound=lower, upper_bound=ub, status=status,
                     rel_gap_tol=float(rel_gap), abs_gap_tol=float(abs_gap)),
-        eig_shift=float(prob.mu),
+        eig_shift=mu,
         nodes=nodes,
+        feature_names=feature_names,
         producer=dict(settings=res.settings, elapsed=res.time, n_jobs=int(n_jobs),
                       executor="user" if executor is not None else
                       ("serial" if n_jobs == 1 else backend),
                       package_version=__version__, **producer_extra))
     return CertifyResult(coef=coef, intercept=intercept, support=tuple(res.support),
-                         objective=objective, lower_bound=lower, gap=gap,
-                         absolute_gap=abs_gap_v, status=res.status, n_nodes=res.n_nodes,
+                         objective=value, lower_bound=lower, gap=gap,
+                         absolute_gap=abs_gap_v, status=status, n_nodes=res.n_nodes,
                          time=time.perf_counter() - t0, certificate=cert, search=res)
 
 
-def verify(path, X, y, rel_gap: float | None = None):
+def _gradient(prob, b: np.ndarray) -> np.ndarray:
+    """f'(X b) on the engine's data (centred with an intercept): the dual point at b."""
+    from sparsecert.solvers.losses import get_loss
+
+    return get_loss(prob.loss).gradient(prob.X @ b, prob.y)
+
+
+def verify(path, X, y, *, loss: str | None = None, k: int | None = None,
+           lambda2: float | None = None, max_abs_coef=_NOT_GIVEN,
+           fit_intercept: bool | None = None, rel_gap: float | None = None):
     """Re-check a certificate against the data with the standalone verifier.
 
     Parameters
     ----------
     path : str, path-like, Certificate or dict
-        The certificate (JSON path with its ``.npz`` sidecar beside it).
+        The certificate (JSON path; its ``.npz`` sidecar is the file of the same name next to
+        it).
     X, y : array-like
-        The data the certificate claims to be about.
+        The data the certificate claims to be about (raw labels: the verifier maps the smaller
+        of two label values to -1, the larger to +1).
+    loss, k, lambda2, max_abs_coef, fit_intercept : optional
+        The problem as you pose it: a value that differs from the certificate's fails the
+        verification (``max_abs_coef=None`` or ``inf``: no box). Not given: the certificate's.
     rel_gap : float, optional
-        Gap tolerance to judge against (default: the certificate's own).
+        Relative-gap tolerance to judge against (default 1e-4, never the certificate's own).
 
     Returns
     -------
     sparsecert.certificate.VerificationReport
-        ``.ok``, ``.checks``, ``.failures``, ``.exit_code``.
+        ``.ok``, ``.checks``, ``.failures``, ``.exit_code``, ``.parameters``.
     """
-    from sparsecert.certificate.verify import verify_certificate
+    from sparsecert.certificate.verify import DEFAULT_REL_GAP, verify_certificate
 
+    kwargs = {} if max_abs_coef is _NOT_GIVEN else {"max_abs_coef": max_abs_coef}
     return verify_certificate(path, np.asarray(X, dtype=float), np.asarray(y, dtype=float),
-                              rel_gap=rel_gap)
+                              loss=loss, k=k, lambda2=lambda2, fit_intercept=fit_intercept,
+                              rel_gap=DEFAULT_REL_GAP if rel_gap is None else rel_gap,
+                              **kwargs)

@@ -15,6 +15,10 @@ Search statuses
     A limit stopped the search; the best model found is returned with the bound reached.
 ``"interrupted"``
     The search was interrupted (Ctrl-C); the best model so far is returned.
+``"precision_limited"``
+    The search closed the gap, but the rounding errors of the proof (bounded rigorously, so
+    that the certificate is true in exact arithmetic) keep the provable gap above ``rel_gap``:
+    the data are too ill-conditioned for the tolerance asked. The provable gap is reported.
 ``"tree_exhausted"``
     Every node was closed, but the leaves' bounds, computed to the relaxations' accuracy, leave
     a gap above ``rel_gap`` (for example with ``rel_gap=0``).
@@ -31,7 +35,8 @@ from __future__ import annotations
 import math
 
 __all__ = [
-    "OPTIMAL", "TIME_LIMIT", "NODE_LIMIT", "INTERRUPTED", "TREE_EXHAUSTED", "STATUSES",
+    "OPTIMAL", "TIME_LIMIT", "NODE_LIMIT", "INTERRUPTED", "TREE_EXHAUSTED",
+    "PRECISION_LIMITED", "STATUSES",
     "STATUS_HINTS", "OPEN", "BRANCHED", "PRUNED", "SOLVED", "NODE_STATUSES",
     "RELATIVE_GAP_DEFINITION", "relative_gap", "absolute_gap", "gap_closed", "cutoff",
 ]
@@ -42,14 +47,17 @@ TIME_LIMIT = "time_limit"
 NODE_LIMIT = "node_limit"
 INTERRUPTED = "interrupted"
 TREE_EXHAUSTED = "tree_exhausted"
+PRECISION_LIMITED = "precision_limited"
 #: Every status a search (and its certificate) can end with.
-STATUSES = (OPTIMAL, TIME_LIMIT, NODE_LIMIT, INTERRUPTED, TREE_EXHAUSTED)
+STATUSES = (OPTIMAL, TIME_LIMIT, NODE_LIMIT, INTERRUPTED, TREE_EXHAUSTED, PRECISION_LIMITED)
 
 #: What a user can do about each non-optimal status (one phrase each).
 STATUS_HINTS = {
     TIME_LIMIT: "raise time_limit to close the gap",
     NODE_LIMIT: "raise the node limit to close the gap",
     INTERRUPTED: "the search was interrupted",
+    PRECISION_LIMITED: "the rounding errors of the proof keep the provable gap open: "
+                       "standardise X or ask for a larger rel_gap",
     TREE_EXHAUSTED: "every node was closed but the leaves' bounds, computed to the "
                     "relaxation's accuracy, fall short (badly scaled features are a common "
                     "cause: try standardising X)",

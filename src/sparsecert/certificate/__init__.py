@@ -5,7 +5,7 @@ Importing this package loads numpy and the standard library only.
 included): it is an independent implementation of ``docs/certificate-format.md``.
 """
 
-from sparsecert.certificate.document import Certificate, exact_zero_sum
+from sparsecert.certificate.document import Certificate, sidecar_path
 from sparsecert.certificate.schema import FORMAT_NAME, FORMAT_VERSION
 from sparsecert.certificate.verify import VerificationReport, verify_certificate
 
@@ -13,7 +13,7 @@ __all__ = [
     "Certificate",
     "VerificationReport",
     "verify_certificate",
-    "exact_zero_sum",
+    "sidecar_path",
     "FORMAT_NAME",
     "FORMAT_VERSION",
 ]

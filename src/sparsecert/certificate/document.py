@@ -7,11 +7,15 @@ numpy and the standard library only (like the verifier). The format is specified
 from __future__ import annotations
 
 import datetime as _dt
+import io
 import json
 import math
 import os
 import platform
+import re
 import sys
+import uuid
+import zipfile
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -19,15 +23,14 @@ import numpy as np
 
 from sparsecert._version import __version__
 from sparsecert.certificate.schema import (
-    CLASSIFICATION_LOSSES,
     FORMAT_NAME,
     FORMAT_VERSION,
     HASH_DEFINITION,
+    LABEL_RULE,
     LOSS_DEFINITIONS,
     LOSSES,
     NODE_STATUSES,
     OBJECTIVE_DEFINITION,
-    PSD_CHECK_DESCRIPTION,
     RELATIVE_GAP_DEFINITION,
     SIDECAR_ARRAYS,
     SIDECAR_DESCRIPTION,
@@ -39,11 +42,21 @@ from sparsecert.certificate.schema import (
     sha256_bytes,
 )
 
-__all__ = ["Certificate", "exact_zero_sum", "sidecar_path"]
+__all__ = ["Certificate", "sidecar_path", "format_summary"]
+
+#: Member names of every sidecar this package has written (version 2, and version 1): an
+#: existing ``.npz`` with exactly these members may be replaced by ``save``.
+_SIDECAR_MEMBERS = (
+    frozenset(name + ".npy" for name in SIDECAR_ARRAYS),
+    frozenset({"point_offsets.npy", "point_indices.npy", "point_values.npy",
+               "dual_values.npy"}),
+)
+_CERT_PREFIX = re.compile(rb'\A\s*\{\s*"format"\s*:\s*"' + FORMAT_NAME.encode() + rb'"')
 
 
 def sidecar_path(json_path: str | os.PathLike) -> str:
-    """The sidecar written next to a certificate: ``cert.json`` -> ``cert.npz``."""
+    """The sidecar of a certificate: next to it, same name, extension ``.npz``
+    (``cert.json`` -> ``cert.npz``)."""
     path = os.fspath(json_path)
     root, ext = os.path.splitext(path)
     return (root if ext.lower() == ".json" else path) + ".npz"
@@ -54,7 +67,7 @@ def _finite(v: Any, what: str) -> float:
         raise TypeError(f"{what} must be a number, got a bool")
     try:
         f = float(v)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise TypeError(f"{what} must be a number, got {type(v).__name__}") from None
     if not math.isfinite(f):
         raise ValueError(f"{what} must be finite, got {f}")
@@ -87,6 +100,25 @@ def _jsonable(v: Any) -> Any:
     return str(v)
 
 
+def _is_certificate_json(path: str) -> bool:
+    """The file starts like a sparsecert certificate (any format version)."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(4096)
+    except OSError:
+        return False
+    return bool(_CERT_PREFIX.match(head))
+
+
+def _is_sidecar(path: str) -> bool:
+    """The file is a zip whose members are exactly those of a sparsecert sidecar."""
+    try:
+        with zipfile.ZipFile(path) as zf:
+            return frozenset(zf.namelist()) in _SIDECAR_MEMBERS
+    except (OSError, zipfile.BadZipFile, ValueError):
+        return False
+
+
 class Certificate:
     """A branch-and-bound optimality certificate.
 
@@ -95,8 +127,8 @@ class Certificate:
     data : dict
         The JSON document (see ``docs/certificate-format.md``).
     arrays : dict of str to ndarray
-        The sidecar arrays (``point_offsets``, ``point_indices``, ``point_values``,
-        ``dual_values``).
+        The sidecar arrays (``dual_values``, ``shifted_offsets``, ``shifted_indices``,
+        ``shifted_values``).
     """
 
     def __init__(self, data: dict, arrays: dict[str, np.ndarray],
@@ -118,28 +150,33 @@ class Certificate:
         eig_shift: float = 0.0,
         nodes: Sequence[Mapping[str, Any]],
         producer: Mapping[str, Any] | None = None,
+        feature_names: Sequence[str] | None = None,
     ) -> Certificate:
         """Assemble a certificate from a finished (or interrupted) search.
 
         Parameters
         ----------
         X, y : ndarray
-            The data exactly as the user passed it (hashed as float64).
+            The data exactly as the user passed it (hashed as float64; raw labels).
         problem : dict
-            ``loss``, ``k``, ``lambda2``, ``max_abs_coef`` (None = no box), ``fit_intercept``,
-            ``labels`` (None, or [negative_label, positive_label] for classification).
+            ``loss``, ``k``, ``lambda2``, ``max_abs_coef`` (None = no box), ``fit_intercept``.
         incumbent : dict
-            ``coef`` (length p), ``intercept``, ``objective``.
+            ``coef`` (length p), ``intercept``, ``objective`` (the computed value,
+            informational).
         bounds : dict
-            ``lower_bound``, ``upper_bound``, ``status``, ``rel_gap_tol``, ``abs_gap_tol``.
+            ``lower_bound``, ``upper_bound`` (the claims, proven by the tree and the incumbent),
+            ``status``, ``rel_gap_tol``, ``abs_gap_tol``.
         eig_shift : float
-            mu >= 0 used by point witnesses (least-squares shifted relaxation).
+            mu >= 0 used by shifted witnesses (squared loss; the verifier proves it).
         nodes : list of dict
-            ``id``, ``parent``, ``branch_var``, ``branch_value``, ``status``, ``bound``,
-            ``witness`` (None, ("point", b of length p) or ("dual", zeta of length n)).
-            ``fixed_in``/``fixed_out`` are derived from the parent chain.
+            ``id``, ``parent``, ``branch_var``, ``branch_value``, ``status``, ``bound``
+            (informational), ``witness`` (None, ("dual", zeta of length n) or ("shifted", b of
+            length p)) and optionally ``fixings`` (a list of bound fixings (j, v)). The fixings
+            of a node are derived from its parent chain; they are not stored.
         producer : dict, optional
             ``settings``, ``elapsed``, ``n_jobs``, ``executor`` (metadata, not verified).
+        feature_names : list of str, optional
+            Names of the columns of X (informational; not part of the proof).
 
         Returns
         -------
@@ -149,7 +186,7 @@ class Certificate:
         ------
         ValueError, TypeError
             On inputs that cannot be encoded (shapes, non-finite values, unknown names, a
-            parent that does not exist).
+            parent that does not exist, a cycle).
         """
         X = np.asarray(X)
         y = np.asarray(y)
@@ -173,13 +210,11 @@ class Certificate:
         if M is not None and M <= 0:
             raise ValueError(f"problem['max_abs_coef'] = {M} must be > 0")
         fit_intercept = bool(problem.get("fit_intercept", False))
-        labels = problem.get("labels")
-        if labels is not None:
-            if loss not in CLASSIFICATION_LOSSES:
-                raise ValueError(f"problem['labels'] must be None for the {loss} loss")
-            labels = [_finite(v, "problem['labels']") for v in labels]
-            if len(labels) != 2 or labels[0] == labels[1]:
-                raise ValueError("problem['labels'] must be [negative_label, positive_label]")
+        names = None
+        if feature_names is not None:
+            names = [str(s) for s in feature_names]
+            if len(names) != p:
+                raise ValueError(f"feature_names has {len(names)} names for {p} features")
 
         coef = np.asarray(incumbent["coef"], dtype=np.float64)
         if coef.shape != (p,) or not np.isfinite(coef).all():
@@ -197,7 +232,7 @@ class Certificate:
         mu = _finite(eig_shift, "eig_shift")
         if mu < 0:
             raise ValueError(f"eig_shift = {mu} must be >= 0")
-        abs_gap = ub - lb
+        abs_gap = max(0.0, ub - lb)
         rel_gap = abs_gap / max(1.0, abs(ub))
 
         node_docs, arrays = cls._encode_tree(nodes, n, p)
@@ -217,8 +252,9 @@ class Certificate:
                 "X_sha256": array_sha256(X),
                 "y_sha256": array_sha256(y),
                 "hash_definition": HASH_DEFINITION,
-                "labels": labels,
+                "label_rule": LABEL_RULE,
                 "objective_definition": OBJECTIVE_DEFINITION,
+                "feature_names": names,
             },
             "incumbent": {
                 "coef": [float(v) for v in coef],
@@ -236,10 +272,9 @@ class Certificate:
                 "abs_gap_tolerance": abs_tol,
                 "status": status,
             },
-            "relaxation": {"eig_shift": mu, "psd_check": PSD_CHECK_DESCRIPTION},
+            "relaxation": {"eig_shift": mu},
             "tree": {"n_nodes": len(node_docs), "nodes": node_docs},
-            "arrays": {"file": None, "sha256": sha256_bytes(side),
-                       "description": SIDECAR_DESCRIPTION},
+            "arrays": {"sha256": sha256_bytes(side), "description": SIDECAR_DESCRIPTION},
             "producer": cls._producer(producer),
         }
         return cls(data, arrays)
@@ -270,64 +305,66 @@ class Certificate:
                 bound = float(bound)
                 if not math.isfinite(bound):
                     bound = None  # e.g. -inf for a node that was never evaluated
-            recs.append((nid, parent, bvar, bval, status, bound, nd.get("witness")))
+            fixings = []
+            for q, fx in enumerate(nd.get("fixings") or ()):
+                j, v = (_int(x, f"node {nid} fixings[{q}]") for x in fx)
+                if not 0 <= j < p or v not in (0, 1):
+                    raise ValueError(f"node {nid}: fixing ({j}, {v}) needs j in [0, {p}) and v "
+                                     "in {0, 1}")
+                fixings.append([j, v])
+            recs.append((nid, parent, bvar, bval, status, bound, nd.get("witness"), fixings))
         recs.sort(key=lambda r: r[0])
         by_id = {r[0]: r for r in recs}
         if len(by_id) != len(recs):
             raise ValueError("node ids must be unique")
-        fix: dict[int, tuple[frozenset, frozenset]] = {}
-
-        def fixings(nid: int) -> tuple[frozenset, frozenset]:
-            chain, cur = [], nid
-            while cur not in fix:  # walk up to the root or to a node already resolved
+        reached: set[int] = set()
+        for r in recs:  # every parent chain ends at the root (no cycle, no missing parent)
+            chain, cur = [], r[0]
+            while cur is not None and cur not in reached:
                 if len(chain) > len(recs):
-                    raise ValueError(f"node {nid}: the parent chain has a cycle")
+                    raise ValueError(f"node {r[0]}: the parent chain has a cycle")
                 chain.append(cur)
                 parent = by_id[cur][1]
-                if parent is None:
-                    fix[cur] = (frozenset(), frozenset())
-                    chain.pop()
-                    break
-                if parent not in by_id:
+                if parent is not None and parent not in by_id:
                     raise ValueError(f"node {cur}: parent {parent} is not among the nodes")
                 cur = parent
-            for c in reversed(chain):
-                _, parent, bvar, bval, *_ = by_id[c]
-                pin, pout = fix[parent]
-                fix[c] = (pin | {bvar}, pout) if bval == 1 else (pin, pout | {bvar})
-            return fix[nid]
+            reached.update(chain)
 
-        off, idx, val, duals = [0], [], [], []
+        duals, shifted_idx, shifted_val, off = [], [], [], [0]
         docs = []
-        for nid, parent, bvar, bval, status, bound, wit in recs:
-            fin, fout = fixings(nid)
+        for nid, parent, bvar, bval, status, bound, wit, fixings in recs:
             ref = None
             if wit is not None:
                 kind, vec = wit
                 if kind not in WITNESS_KINDS:
-                    raise ValueError(f"node {nid}: witness kind must be one of {WITNESS_KINDS}")
+                    raise ValueError(f"node {nid}: witness kind must be one of {WITNESS_KINDS}, "
+                                     f"got {kind!r}")
                 vec = np.asarray(vec, dtype=np.float64)
-                want = (p,) if kind == "point" else (n,)
+                want = (n,) if kind == "dual" else (p,)
                 if vec.shape != want or not np.isfinite(vec).all():
                     raise ValueError(f"node {nid}: {kind} witness must be {want[0]} finite "
                                      f"numbers, got shape {vec.shape}")
-                if kind == "point":
-                    nzi = np.flatnonzero(vec)
-                    ref = {"kind": "point", "slot": len(off) - 1}
-                    idx.append(nzi)
-                    val.append(vec[nzi])
-                    off.append(off[-1] + nzi.size)
-                else:
+                if kind == "dual":
                     ref = {"kind": "dual", "slot": len(duals)}
                     duals.append(vec)
-            docs.append({"id": nid, "parent": parent, "branch_var": bvar, "branch_value": bval,
-                         "fixed_in": sorted(fin), "fixed_out": sorted(fout), "status": status,
-                         "bound": bound, "witness": ref})
+                else:
+                    nzi = np.flatnonzero(vec)
+                    ref = {"kind": "shifted", "slot": len(off) - 1}
+                    shifted_idx.append(nzi)
+                    shifted_val.append(vec[nzi])
+                    off.append(off[-1] + nzi.size)
+            doc = {"id": nid, "parent": parent, "branch_var": bvar, "branch_value": bval,
+                   "status": status, "bound": bound, "witness": ref}
+            if fixings:
+                doc["fixings"] = fixings
+            docs.append(doc)
         arrays = {
-            "point_offsets": np.asarray(off, dtype="<i8"),
-            "point_indices": (np.concatenate(idx) if idx else np.zeros(0)).astype("<i8"),
-            "point_values": (np.concatenate(val) if val else np.zeros(0)).astype("<f8"),
             "dual_values": (np.stack(duals) if duals else np.zeros((0, n))).astype("<f8"),
+            "shifted_offsets": np.asarray(off, dtype="<i8"),
+            "shifted_indices": (np.concatenate(shifted_idx) if shifted_idx
+                                else np.zeros(0)).astype("<i8"),
+            "shifted_values": (np.concatenate(shifted_val) if shifted_val
+                               else np.zeros(0)).astype("<f8"),
         }
         return docs, arrays
 
@@ -378,7 +415,7 @@ class Certificate:
         return self.bounds["status"]
 
     def witness(self, node_id: int) -> tuple[str, np.ndarray] | None:
-        """The witness of a node as ("point", dense b) or ("dual", zeta), or None."""
+        """The witness of a node as ("dual", zeta) or ("shifted", dense b), or None."""
         nd = next((x for x in self.nodes if x["id"] == node_id), None)
         if nd is None:
             raise KeyError(f"no node with id {node_id}")
@@ -388,11 +425,11 @@ class Certificate:
         s = ref["slot"]
         if ref["kind"] == "dual":
             return "dual", self.arrays["dual_values"][s].copy()
-        off = self.arrays["point_offsets"]
+        off = self.arrays["shifted_offsets"]
         b = np.zeros(self.problem["n_features"])
-        b[self.arrays["point_indices"][off[s]:off[s + 1]]] = (
-            self.arrays["point_values"][off[s]:off[s + 1]])
-        return "point", b
+        b[self.arrays["shifted_indices"][off[s]:off[s + 1]]] = (
+            self.arrays["shifted_values"][off[s]:off[s + 1]])
+        return "shifted", b
 
     # ------------------------------------------------------------------ serialisation
     def to_dict(self) -> dict:
@@ -418,53 +455,93 @@ class Certificate:
             return self._disk_sidecar
         return npz_bytes(self.arrays)
 
-    def save(self, path: str | os.PathLike) -> tuple[str, str]:
-        """Write ``path`` (JSON) and its sidecar (``cert.json`` -> ``cert.npz``).
+    def save(self, path: str | os.PathLike, overwrite: bool = False) -> tuple[str, str]:
+        """Write the certificate to ``path`` (must end in ``.json``) and its sidecar next to it
+        (``cert.json`` -> ``cert.npz``).
+
+        An existing certificate pair is replaced; any other existing file at either path is
+        left untouched (``FileExistsError``) unless ``overwrite=True``. Both files are written
+        to temporary names first and renamed into place, sidecar first, so an interrupted save
+        never leaves a half-written JSON under the certificate's name.
 
         Returns
         -------
         (json_path, sidecar_path)
+
+        Raises
+        ------
+        ValueError
+            ``path`` does not end in ``.json``.
+        FileExistsError
+            A file that is not a sparsecert certificate (or sidecar) would be replaced.
+        OSError
+            The files cannot be written.
         """
         path = os.fspath(path)
+        if not path.lower().endswith(".json") or os.path.basename(path).lower() == ".json":
+            raise ValueError(f"a certificate path must end in .json (its sidecar is the .npz of "
+                             f"the same name), got {path!r}")
         spath = sidecar_path(path)
-        self.data["arrays"]["file"] = os.path.basename(spath)
-        with open(spath, "wb") as fh:
-            fh.write(self.sidecar_bytes())
-        with open(path, "w", encoding="utf-8") as fh:
-            fh.write(self.to_json())
+        if os.path.isdir(path) or os.path.isdir(spath):
+            raise IsADirectoryError(f"{path if os.path.isdir(path) else spath} is a directory")
+        if not overwrite:
+            for f, ours, what in ((path, _is_certificate_json, "a sparsecert certificate"),
+                                  (spath, _is_sidecar, "a sparsecert certificate sidecar")):
+                if os.path.lexists(f) and not ours(f):
+                    raise FileExistsError(f"{f} exists and is not {what}: refusing to replace "
+                                          "it (choose another name, or overwrite=True / "
+                                          "--force)")
+        folder = os.path.dirname(os.path.abspath(path))
+        tag = f"{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp"
+        tmp_side = os.path.join(folder, f".{os.path.basename(spath)}.{tag}")
+        tmp_json = os.path.join(folder, f".{os.path.basename(path)}.{tag}")
+        try:
+            with open(tmp_side, "xb") as fh:
+                fh.write(self.sidecar_bytes())
+            with open(tmp_json, "x", encoding="utf-8") as fh:
+                fh.write(self.to_json())
+            os.replace(tmp_side, spath)
+            os.replace(tmp_json, path)
+        finally:
+            for tmp in (tmp_side, tmp_json):
+                if os.path.exists(tmp):
+                    os.remove(tmp)
         return path, spath
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> Certificate:
         """Read a certificate and its sidecar (no verification: use ``verify_certificate``).
 
+        The sidecar is the file next to ``path`` with the same name and extension ``.npz``
+        (its SHA-256, recorded in the JSON, binds it: a pair renamed together stays valid).
+
         Raises
         ------
         OSError
             A file cannot be read.
         ValueError
-            The JSON is invalid, not a sparsecert certificate, or the sidecar is unreadable.
+            The JSON is invalid, not a version-2 sparsecert certificate, or the sidecar is
+            unreadable.
         """
         path = os.fspath(path)
         with open(path, encoding="utf-8") as fh:
             text = fh.read()
         try:
             data = json.loads(text, parse_constant=_reject)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             raise ValueError(f"{path} is not valid JSON: {exc}") from None
         if not isinstance(data, dict) or data.get("format") != FORMAT_NAME:
             raise ValueError(f"{path} is not a {FORMAT_NAME} file")
-        if data.get("format_version") not in SUPPORTED_FORMAT_VERSIONS:
-            raise ValueError(f"{path}: unsupported format_version {data.get('format_version')!r}")
-        fname = (data.get("arrays") or {}).get("file")
-        if not isinstance(fname, str) or os.path.basename(fname) != fname or not fname:
-            raise ValueError(f"{path}: arrays.file must name the sidecar file next to it")
-        spath = os.path.join(os.path.dirname(os.path.abspath(path)), fname)
+        version = data.get("format_version")
+        if version == 1:
+            raise ValueError(f"{path}: format version 1 is not supported (its bounds were not "
+                             "rigorous): re-run sparsecert certify")
+        if version not in SUPPORTED_FORMAT_VERSIONS:
+            raise ValueError(f"{path}: unsupported format_version {version!r}")
+        spath = sidecar_path(path)
         with open(spath, "rb") as fh:
             side = fh.read()
         try:
-            import io
-
             with np.load(io.BytesIO(side), allow_pickle=False) as z:
                 arrays = {name: z[name] for name in z.files}
         except Exception as exc:  # untrusted bytes: any decoding failure is a ValueError
@@ -474,15 +551,16 @@ class Certificate:
             raise ValueError(f"{spath} lacks the arrays {missing}")
         return cls(data, arrays, sidecar=side)  # the verifier checks the bytes on disk
 
-    def verify(self, X: np.ndarray, y: np.ndarray, rel_gap: float | None = None):
-        """Verify this certificate against the data (see ``verify_certificate``)."""
+    def verify(self, X: np.ndarray, y: np.ndarray, **kwargs):
+        """Verify this certificate against the data (see ``verify_certificate``; the keyword
+        arguments fix the problem and the tolerance)."""
         from sparsecert.certificate.verify import verify_certificate
 
-        return verify_certificate(self, X, y, rel_gap=rel_gap)
+        return verify_certificate(self, X, y, **kwargs)
 
     def summary(self) -> str:
         """A human-readable summary (what ``sparsecert show`` prints)."""
-        return format_summary(self.data, self.arrays)
+        return format_summary(self.data)
 
     def __repr__(self) -> str:
         pr, bd = self.problem, self.bounds
@@ -495,7 +573,22 @@ def _reject(name: str):
     raise ValueError(f"non-standard JSON constant {name}")
 
 
-def format_summary(data: dict, arrays: dict | None = None) -> str:
+def _depths(nodes: list[dict]) -> dict:
+    """Depth of every node from the parent chain (cycles and orphans get depth 0)."""
+    parent = {nd.get("id"): nd.get("parent") for nd in nodes}
+    depth: dict = {}
+    for nid in parent:
+        chain, cur = [], nid
+        while cur in parent and cur not in depth and len(chain) <= len(parent):
+            chain.append(cur)
+            cur = parent[cur]
+        base = depth.get(cur, -1) if cur in parent else -1
+        for i, c in enumerate(reversed(chain)):
+            depth[c] = base + 1 + i
+    return depth
+
+
+def format_summary(data: dict) -> str:
     """Human summary of a certificate document (tolerant of missing optional fields)."""
     pr, inc, bd = data.get("problem", {}), data.get("incumbent", {}), data.get("bounds", {})
     nodes = data.get("tree", {}).get("nodes", [])
@@ -505,80 +598,42 @@ def format_summary(data: dict, arrays: dict | None = None) -> str:
     for nd in leaves:
         by_status[nd.get("status")] = by_status.get(nd.get("status"), 0) + 1
     kinds: dict[str, int] = {}
+    n_fix = 0
     for nd in nodes:
         if nd.get("witness"):
             kinds[nd["witness"]["kind"]] = kinds.get(nd["witness"]["kind"], 0) + 1
-    depth = max((len(nd.get("fixed_in", [])) + len(nd.get("fixed_out", [])) for nd in nodes),
-                default=0)
+        n_fix += len(nd.get("fixings") or ())
+    depth = max(_depths(nodes).values(), default=0)
     coef = inc.get("coef", [])
     supp = inc.get("support", [])
+    names = pr.get("feature_names") or None
     M = pr.get("max_abs_coef")
     prod = data.get("producer", {})
+    elapsed = prod.get("elapsed")
+    elapsed = f"{elapsed:.2f} s" if isinstance(elapsed, (int, float)) else "?"
+
+    def label(j: int) -> str:
+        return names[j] if names and j < len(names) else f"b[{j}]"
+
     lines = [
         f"sparsecert certificate (format {data.get('format')} v{data.get('format_version')})",
         f"  problem   : {pr.get('loss')} loss, n={pr.get('n_samples')}, "
         f"p={pr.get('n_features')}, k={pr.get('k')}, lambda2={pr.get('lambda2')}, "
-        f"max_abs_coef={'inf' if M is None else M}, fit_intercept={pr.get('fit_intercept')}",
+        f"max_abs_coef={'None' if M is None else M}, fit_intercept={pr.get('fit_intercept')}",
         f"  status    : {bd.get('status')}",
         f"  objective : {bd.get('upper_bound')!r} (upper bound)",
         f"  lower bd  : {bd.get('lower_bound')!r}",
         f"  gap       : absolute {bd.get('absolute_gap')!r}, relative {bd.get('relative_gap')!r} "
         f"= {bd.get('relative_gap_definition')} (tolerance {bd.get('rel_gap_tolerance')})",
         f"  support   : {supp} ({len(supp)} of {len(coef)} features)",
-        "  coef      : " + ", ".join(f"b[{j}]={coef[j]:.6g}" for j in supp if j < len(coef)),
+        "  coef      : " + ", ".join(f"{label(j)}={coef[j]:.6g}" for j in supp
+                                     if j < len(coef)),
         f"  intercept : {inc.get('intercept')!r}",
         f"  tree      : {len(nodes)} nodes, {len(leaves)} leaves "
         f"({', '.join(f'{v} {k}' for k, v in sorted(by_status.items()))}), depth {depth}, "
-        f"witnesses {kinds or 'none'}",
+        f"witnesses {kinds or 'none'}, {n_fix} bound fixings",
         f"  eig shift : {data.get('relaxation', {}).get('eig_shift')}",
         f"  producer  : sparsecert {prod.get('version')}, python {prod.get('python')}, "
-        f"numpy {prod.get('numpy')}, {prod.get('time_utc')}, elapsed {prod.get('elapsed')} s",
+        f"numpy {prod.get('numpy')}, {prod.get('time_utc')}, elapsed {elapsed}",
     ]
     return "\n".join(lines)
-
-
-def exact_zero_sum(
-    zeta: np.ndarray, lower: np.ndarray | None = None, upper: np.ndarray | None = None
-) -> np.ndarray:
-    """A vector close to ``zeta`` whose exact sum is zero (``math.fsum(out) == 0.0``).
-
-    Dual witnesses with an unpenalised intercept (non-squared losses) must sum to zero exactly.
-    The entries are moved to a common power-of-two grid ``q`` fine enough that all partial sums
-    are exact, the mean is removed, and the remaining integer number of grid units is spread over
-    the entries with room inside ``[lower, upper]`` (the conjugate's domain, e.g. from
-    :func:`sparsecert.certificate.verify.dual_domain_bounds`).
-
-    Raises
-    ------
-    ValueError
-        If the box leaves no room to reach a zero sum.
-    """
-    z = np.asarray(zeta, dtype=np.float64)
-    n = z.size
-    lo = np.full(n, -np.inf) if lower is None else np.asarray(lower, dtype=np.float64)
-    hi = np.full(n, np.inf) if upper is None else np.asarray(upper, dtype=np.float64)
-    z = np.clip(z - z.mean(), lo, hi)
-    scale = max(float(np.abs(z).max(initial=0.0)),
-                float(np.abs(lo[np.isfinite(lo)]).max(initial=0.0)),
-                float(np.abs(hi[np.isfinite(hi)]).max(initial=0.0)), 1e-300)
-    e = math.frexp(scale)[1]  # scale < 2**e
-    q = math.ldexp(1.0, e + math.ceil(math.log2(n + 1)) + 1 - 52)
-    big = float(2**52)
-    lo_u = np.ceil(np.clip(lo / q, -big, big)).astype(np.int64)
-    hi_u = np.floor(np.clip(hi / q, -big, big)).astype(np.int64)
-    units = np.clip(np.rint(z / q).astype(np.int64), lo_u, hi_u)
-    r = int(units.sum())  # entries are < 2**(52 - log2 n): the int64 sum is exact
-    if r != 0:
-        room = (units - lo_u) if r > 0 else (hi_u - units)
-        order = np.argsort(-room, kind="stable")
-        need = abs(r)
-        take = np.minimum(room[order], need)
-        cum = np.cumsum(take)
-        take = np.where(cum <= need, take, np.maximum(0, need - (cum - take)))
-        if int(take.sum()) != need:
-            raise ValueError("the box [lower, upper] leaves no room for an exact zero sum")
-        units[order] -= np.sign(r) * take
-    out = units.astype(np.float64) * q
-    if math.fsum(out.tolist()) != 0.0:  # cannot happen: all entries lie on the grid q
-        raise RuntimeError("exact_zero_sum: internal error, the sum is not exactly zero")
-    return out

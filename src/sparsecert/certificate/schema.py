@@ -1,9 +1,11 @@
-"""Constants and small primitives of the sparsecert certificate format (version 1).
+"""Constants and small primitives of the sparsecert certificate format (version 2).
 
 Everything here depends on numpy and the standard library only (the loss names come from the
 loss registry :mod:`sparsecert.solvers.losses`, the statuses and the gap definition from
 :mod:`sparsecert.statuses`; both are light). The format is specified in
-``docs/certificate-format.md``.
+``docs/certificate-format.md``; the standalone verifier (:mod:`sparsecert.certificate.verify`)
+restates these constants on purpose (it shares no code with the writer) and a test checks that
+the two agree.
 """
 
 from __future__ import annotations
@@ -24,46 +26,35 @@ from sparsecert.statuses import RELATIVE_GAP_DEFINITION as RELATIVE_GAP_DEFINITI
 from sparsecert.statuses import STATUSES as STATUSES
 
 FORMAT_NAME = "sparsecert-certificate"
-FORMAT_VERSION = 1
-SUPPORTED_FORMAT_VERSIONS = (1,)
+FORMAT_VERSION = 2
+SUPPORTED_FORMAT_VERSIONS = (2,)
 
 LOSSES = LOSS_NAMES
-WITNESS_KINDS = ("point", "dual")
-
+WITNESS_KINDS = ("dual", "shifted")
+LABEL_RULE = ("classification losses: y has exactly two distinct values; the smaller maps to -1, "
+              "the larger to +1")
 OBJECTIVE_DEFINITION = (
     "F(b, c) = sum_i f(x_i^T b + c, y_i) + lambda2 * ||b||_2^2 subject to ||b||_0 <= k and "
     "|b_j| <= max_abs_coef (null = no bound); c = 0 unless fit_intercept (c is not penalised "
-    "and not counted in k); classification labels are mapped to -1/+1 by problem.labels"
-)
-PSD_CHECK_DESCRIPTION = (
-    "if eig_shift mu > 0: loss is squared and numpy.linalg.cholesky(Xc^T Xc - mu I) succeeds, "
-    "Xc = X minus its column means if fit_intercept else X; then sum_i f(x_i^T b) - mu ||b||^2 is "
-    "convex and point witnesses are evaluated with lambda2 + mu"
+    "and not counted in k)"
 )
 HASH_DEFINITION = (
     "sha256 of the ASCII header '<f8 ' + 'x'.join(shape) + '\\n' followed by the C-contiguous "
     "little-endian float64 bytes of the array"
 )
 
-#: Relative floating-point margin: the certified lower bound must be >= claimed lower bound
-#: minus ``BOUND_MARGIN_REL * max(1, |UB|)``.
-BOUND_MARGIN_REL = 1e-9
-#: The recomputed incumbent objective must match the claimed one within this relative margin.
-OBJECTIVE_REL_TOL = 1e-9
-#: absolute_gap / relative_gap must match their definitions within this relative margin.
-ARITHMETIC_REL_TOL = 1e-12
-
 #: Arrays of the sidecar (.npz) and their dtypes.
 SIDECAR_ARRAYS = {
-    "point_offsets": "<i8",
-    "point_indices": "<i8",
-    "point_values": "<f8",
     "dual_values": "<f8",
+    "shifted_offsets": "<i8",
+    "shifted_indices": "<i8",
+    "shifted_values": "<f8",
 }
 SIDECAR_DESCRIPTION = (
-    "npz (zip, stored) of .npy arrays: point witness s has indices "
-    "point_indices[point_offsets[s]:point_offsets[s+1]] and values point_values[same]; "
-    "dual witness s is the row dual_values[s] (length n_samples)"
+    "npz (zip, stored) of .npy arrays, found next to the certificate under the same name with "
+    "extension .npz: dual witness s is the row dual_values[s] (length n_samples); shifted "
+    "witness s has indices shifted_indices[shifted_offsets[s]:shifted_offsets[s+1]] and values "
+    "shifted_values[same] (length n_features, zeros elsewhere)"
 )
 
 
@@ -84,7 +75,7 @@ def array_sha256(a: np.ndarray) -> str:
     arr = np.ascontiguousarray(np.asarray(a, dtype=np.float64), dtype="<f8")
     h = hashlib.sha256()
     h.update(("<f8 " + "x".join(str(d) for d in arr.shape) + "\n").encode("ascii"))
-    h.update(arr.tobytes(order="C"))
+    h.update(memoryview(arr).cast("B"))
     return h.hexdigest()
 
 

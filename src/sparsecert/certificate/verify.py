@@ -1,13 +1,15 @@
-"""Standalone verifier of sparsecert certificates.
+"""Standalone verifier of sparsecert certificates (format version 2).
 
 This file imports **only numpy and the Python standard library**: not the solvers, not the
 branch-and-bound engine, not even the rest of sparsecert (the certificate writer included). It is
-an independent implementation of the checks specified in ``docs/certificate-format.md``: every
-number it accepts it recomputes with its own code from the certificate, the sidecar arrays and
-the data. The file can be copied and run on its own::
+an independent implementation of ``docs/certificate-format.md``. Every number that enters a bound
+is recomputed here from the certificate, the sidecar arrays and the data, together with a
+rigorous bound on its floating-point error, so that a verified certificate is true in exact
+arithmetic (see "Why a verified certificate is true" in the format document). The file can be
+copied and run on its own::
 
     python verify.py cert.json data.npz          # data.npz holds arrays X and y
-    python -m sparsecert.certificate.verify cert.json data.npz
+    python -m sparsecert.certificate.verify cert.json data.npz --k 5
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import os
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -27,22 +30,36 @@ import numpy as np
 # The format's constants, restated here on purpose (the verifier shares no code with the writer;
 # tests/test_certificate_format.py checks that they agree with sparsecert.certificate.schema).
 FORMAT_NAME = "sparsecert-certificate"
-SUPPORTED_FORMAT_VERSIONS = (1,)
+FORMAT_VERSION = 2
 LOSSES = ("squared", "logistic", "squared_hinge", "poisson")
 CLASSIFICATION_LOSSES = ("logistic", "squared_hinge")
-STATUSES = ("optimal", "time_limit", "node_limit", "interrupted", "tree_exhausted")
+STATUSES = ("optimal", "time_limit", "node_limit", "interrupted", "tree_exhausted",
+            "precision_limited")
 NODE_STATUSES = ("branched", "pruned", "solved", "open")
-WITNESS_KINDS = ("point", "dual")
+WITNESS_KINDS = ("dual", "shifted")
 RELATIVE_GAP_DEFINITION = "(UB - LB) / max(1, |UB|)"
-BOUND_MARGIN_REL = 1e-9  # certified LB >= claimed LB - BOUND_MARGIN_REL * max(1, |UB|)
-OBJECTIVE_REL_TOL = 1e-9  # recomputed incumbent objective vs claimed, relative
-ARITHMETIC_REL_TOL = 1e-12  # absolute_gap / relative_gap vs their definitions, relative
 SIDECAR_ARRAYS = {
-    "point_offsets": "<i8",
-    "point_indices": "<i8",
-    "point_values": "<f8",
     "dual_values": "<f8",
+    "shifted_offsets": "<i8",
+    "shifted_indices": "<i8",
+    "shifted_values": "<f8",
 }
+#: The relative-gap tolerance a verification is judged against unless the user gives one.
+DEFAULT_REL_GAP = 1e-4
+
+# ----------------------------------------------------------------------------------------------
+# The error model. IEEE 754 binary64, round to nearest: for one operation with a finite result
+# r = fl(a op b), the exact value lies in [prev(r), next(r)]; |r - exact| <= U |r| + ETA (ETA
+# covers underflow of a product or quotient). A floating-point dot product of length m (BLAS, any
+# order, with or without FMA) is within GAMMA(m) sum |a_i b_i| + m ETA of the exact one.
+# ----------------------------------------------------------------------------------------------
+U = 2.0 ** -53
+ETA = 2.0 ** -1074
+#: Assumed relative accuracy of numpy's exp, log and log1p (checked at start-up, see
+#: :func:`elementary_functions_check`): |f_numpy(x) - f(x)| <= EPS_ELEM |f(x)| + ETA.
+EPS_ELEM = 2.0 ** -40
+_TINY = 2.0 ** -968  # below this a product's rounding error may not be representable (Dekker)
+_SPLIT_MAX = 2.0 ** 995  # Veltkamp splitting overflows above this
 
 
 def array_sha256(a: np.ndarray) -> str:
@@ -50,7 +67,9 @@ def array_sha256(a: np.ndarray) -> str:
     float64 bytes of ``a``."""
     arr = np.ascontiguousarray(np.asarray(a, dtype=np.float64), dtype="<f8")
     header = "<f8 " + "x".join(str(d) for d in arr.shape) + "\n"
-    return hashlib.sha256(header.encode("ascii") + arr.tobytes(order="C")).hexdigest()
+    h = hashlib.sha256(header.encode("ascii"))
+    h.update(memoryview(arr).cast("B"))
+    return h.hexdigest()
 
 
 def sha256_bytes(data: bytes) -> str:
@@ -62,83 +81,272 @@ __all__ = [
     "VerificationReport",
     "verify_certificate",
     "node_lower_bound",
-    "prepare_data",
-    "loss_value",
-    "loss_derivative",
-    "loss_conjugate",
+    "objective_upper_bound",
+    "proves_eig_shift",
+    "elementary_functions_check",
+    "binary_labels",
     "dual_domain_bounds",
-    "huber",
-    "g_star_node",
+    "DEFAULT_REL_GAP",
 ]
 
 _MAX_LISTED = 5  # how many offending items a failure message names
+_NOT_GIVEN: Any = object()
 
 
 # ----------------------------------------------------------------------------------------------
-# Loss functions, conjugates, Huber and the node conjugate g*_node (the verifier's own code)
+# Directed rounding helpers (the radius arithmetic is itself rounded outward)
 # ----------------------------------------------------------------------------------------------
 
 
-def _xlogx(t: np.ndarray) -> np.ndarray:
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(t > 0, t * np.log(np.where(t > 0, t, 1.0)), 0.0)
+def _up(x):
+    """The next float above: an upper bound of the exact result of the one operation that
+    produced ``x`` (finite ``x``)."""
+    return np.nextafter(x, np.inf)
 
 
-def loss_value(loss: str, u: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Per-sample loss f(u_i, y_i) (labels already in {-1, +1} for classification)."""
-    if loss == "squared":
-        r = y - u
-        return r * r
-    if loss == "logistic":
-        return np.logaddexp(0.0, -y * u)
-    if loss == "squared_hinge":
-        m = np.maximum(0.0, 1.0 - y * u)
-        return m * m
-    if loss == "poisson":
-        return np.exp(u) - y * u
-    raise ValueError(f"unknown loss {loss!r}")
+def _dn(x):
+    """The next float below: a lower bound of the exact result of the operation."""
+    return np.nextafter(x, -np.inf)
 
 
-def loss_derivative(loss: str, u: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Per-sample derivative df/du (u_i, y_i)."""
-    if loss == "squared":
-        return 2.0 * (u - y)
-    if loss == "logistic":
-        # -y * sigmoid(-y u), computed stably as -y * exp(-log(1 + exp(y u)))
-        return -y * np.exp(-np.logaddexp(0.0, y * u))
-    if loss == "squared_hinge":
-        return -2.0 * y * np.maximum(0.0, 1.0 - y * u)
-    if loss == "poisson":
-        return np.exp(u) - y
-    raise ValueError(f"unknown loss {loss!r}")
+def _float_up(q: Fraction) -> float:
+    f = float(q)
+    return f if Fraction(f) >= q else float(np.nextafter(f, np.inf))
 
 
-def loss_conjugate(loss: str, z: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per-sample convex conjugate f*(z_i; y_i) and the mask of samples inside its domain.
+def _float_dn(q: Fraction) -> float:
+    f = float(q)
+    return f if Fraction(f) <= q else float(np.nextafter(f, -np.inf))
 
-    Outside the domain the conjugate is +inf; the returned values there are meaningless and the
-    caller must use the mask.
+
+_GAMMA_CACHE: dict[int, float] = {}
+
+
+def _gamma(m: int) -> float:
+    """A float >= gamma_m = m U / (1 - m U) (exact rational arithmetic, rounded up)."""
+    m = max(int(m), 0)
+    if m not in _GAMMA_CACHE:
+        mu = Fraction(m, 2 ** 53)
+        if mu >= Fraction(1, 2):
+            raise ValueError(f"problem too large for the error bounds (m = {m})")
+        _GAMMA_CACHE[m] = _float_up(mu / (1 - mu))
+    return _GAMMA_CACHE[m]
+
+
+def _sum_up_factor(m: int) -> float:
+    """A float >= 1 / (1 - gamma_{m-1}): exact sum of m nonnegatives <= fl(sum) * factor."""
+    g = Fraction(_gamma(max(m - 1, 0)))
+    return _float_up(1 / (1 - g))
+
+
+def _sum_dn_factor(m: int) -> float:
+    """A float <= 1 / (1 + gamma_{m-1}): exact sum of m nonnegatives >= fl(sum) * factor."""
+    g = Fraction(_gamma(max(m - 1, 0)))
+    return _float_dn(1 / (1 + g))
+
+
+def _sum_up(v: np.ndarray, axis=None):
+    """Upper bound of the exact sum of a nonnegative array (along ``axis``)."""
+    v = np.asarray(v, dtype=np.float64)
+    m = v.size if axis is None else v.shape[axis]
+    return _up(v.sum(axis=axis) * _sum_up_factor(m))
+
+
+def _sum_dn(v: np.ndarray, axis=None):
+    """Lower bound (>= 0) of the exact sum of a nonnegative array."""
+    v = np.asarray(v, dtype=np.float64)
+    m = v.size if axis is None else v.shape[axis]
+    return np.maximum(_dn(v.sum(axis=axis) * _sum_dn_factor(m)), 0.0)
+
+
+def _signed_sum_up(v: np.ndarray) -> float:
+    """Upper bound of the exact sum of an array of any signs."""
+    v = np.asarray(v, dtype=np.float64)
+    s = float(v.sum())
+    err = float(_up(_gamma(max(v.size - 1, 0)) * _sum_up(np.abs(v))))
+    return float(_up(s + err))
+
+
+def _dot_self_up(s: np.ndarray, m: int) -> np.ndarray:
+    """Upper bound of sum_i x_i^2 (m terms) from its floating-point value s (products and sums
+    rounded, any order): exact <= (s + m ETA) / (1 - gamma_m)."""
+    k = _float_up(1 / (1 - Fraction(_gamma(m))))
+    return _up(_up(s + m * ETA) * k)
+
+
+def _sq_up(v):
+    """Elementwise upper bound of v^2."""
+    return _up(v * v)
+
+
+def _sq_dn(v):
+    """Elementwise lower bound (>= 0) of v^2."""
+    return np.maximum(_dn(v * v), 0.0)
+
+
+def _norm_up(v: np.ndarray, axis=None):
+    """Upper bound of the Euclidean norm."""
+    return _up(np.sqrt(_sum_up(_sq_up(np.abs(v)), axis=axis)))
+
+
+def _elem_radius(c):
+    """Error bound of numpy's exp/log/log1p result ``c`` at an exact float argument:
+    |f(x) - c| <= EPS2 |c| + 2 ETA with EPS2 >= EPS_ELEM / (1 - EPS_ELEM)."""
+    return _up(_up(_EPS2 * np.abs(c)) + 2 * ETA)
+
+
+_EPS2 = _float_up(Fraction(EPS_ELEM) / (1 - Fraction(EPS_ELEM)))
+_CENTRE_ERR = _float_up(Fraction(1, 2 ** 53) / (1 - Fraction(1, 2 ** 53)))  # u / (1 - u)
+
+
+# ----------------------------------------------------------------------------------------------
+# The elementary-function assumption, checked against exact rational enclosures
+# ----------------------------------------------------------------------------------------------
+
+# Fixed-point integers: v represents v / 2^_W. Every floor division or shift errs by less than
+# one unit; the series below need at most a few hundred terms, so their accumulated error is far
+# below _ERR units (a generous budget: 2^32 units = 2^-1168).
+_W = 1200
+_ONE = 1 << _W
+_ERR = 1 << 32
+
+
+def _atanh2_fx(zf: int) -> int:
+    """2 atanh(z) = log((1 + z) / (1 - z)) for z = zf / 2^_W, |z| <= 1/3 (error < 2^20 units:
+    the term errors grow by at most one unit per step and the series stops within 800 terms)."""
+    z2 = (zf * zf) >> _W
+    term, total, j = zf, 0, 0
+    while term != 0 and j < 800:
+        total += term // (2 * j + 1)
+        term = (term * z2) >> _W
+        j += 1
+    return 2 * total
+
+
+_LN2_FX: int | None = None
+
+
+def _ln2_fx() -> int:
+    global _LN2_FX
+    if _LN2_FX is None:
+        _LN2_FX = _atanh2_fx(_ONE // 3)  # log 2 = 2 atanh(1/3)
+    return _LN2_FX
+
+
+def _fx_div(num: int, den: int) -> int:
+    """floor(num / den * 2^_W)."""
+    return (num << _W) // den
+
+
+def _log_enclosure(a: Fraction) -> tuple[Fraction, Fraction]:
+    """[lo, hi] containing log(a), a > 0 rational."""
+    e = a.numerator.bit_length() - a.denominator.bit_length()
+    m = a / Fraction(2) ** e  # in (1/2, 2)
+    if m >= Fraction(4, 3):
+        m, e = m / 2, e + 1
+    elif m < Fraction(2, 3):
+        m, e = m * 2, e - 1
+    z = (m - 1) / (m + 1)  # |z| <= 1/5
+    v = _atanh2_fx(_fx_div(z.numerator, z.denominator)) + e * _ln2_fx()
+    return Fraction(v - _ERR, _ONE), Fraction(v + _ERR, _ONE)
+
+
+def _log1p_enclosure(x: Fraction) -> tuple[Fraction, Fraction]:
+    """[lo, hi] containing log(1 + x), x > -1 rational (relative accuracy near x = 0)."""
+    if -Fraction(1, 2) <= x <= 1:
+        z = x / (2 + x)
+        v = _atanh2_fx(_fx_div(z.numerator, z.denominator))
+        return Fraction(v - _ERR, _ONE), Fraction(v + _ERR, _ONE)
+    return _log_enclosure(1 + x)
+
+
+def _exp_enclosure(x: Fraction) -> tuple[Fraction, Fraction]:
+    """[lo, hi] containing exp(x), x rational with |x| <= 800 (x = k log 2 + r, |r| < 0.4)."""
+    k = round(float(x) / math.log(2.0))
+    r = _fx_div(x.numerator, x.denominator) - k * _ln2_fx()  # error < 1100 * 2^20 units
+    term, total, j = _ONE, 0, 0
+    while term != 0 and j < 800:
+        total += term
+        j += 1
+        term = ((term * r) >> _W) // j
+    scale = Fraction(2) ** k
+    return Fraction(total - _ERR, _ONE) * scale, Fraction(total + _ERR, _ONE) * scale
+
+
+_ELEM_OK: tuple[bool, str] | None = None
+
+
+def elementary_functions_check() -> tuple[bool, str]:
+    """Check numpy's exp, log and log1p against exact rational enclosures on fixed points.
+
+    The verifier's bounds assume ``|f_numpy(x) - f(x)| <= EPS_ELEM |f(x)| + ETA`` (EPS_ELEM =
+    2^-40, thousands of ulps above the documented error of any libm). This start-up check makes
+    a grossly inaccurate platform refuse to verify instead of accepting false bounds.
+
+    Returns
+    -------
+    (ok, message)
     """
-    if loss == "squared":
-        return 0.25 * z * z + y * z, np.ones(z.shape, dtype=bool)
-    if loss == "logistic":
-        t = -y * z
-        dom = (t >= 0.0) & (t <= 1.0)
-        tc = np.clip(t, 0.0, 1.0)
-        return _xlogx(tc) + _xlogx(1.0 - tc), dom
-    if loss == "squared_hinge":
-        yz = y * z
-        return yz + 0.25 * z * z, yz <= 0.0
-    if loss == "poisson":
-        w = z + y
-        dom = w >= 0.0
-        wc = np.maximum(w, 0.0)
-        return _xlogx(wc) - wc, dom
-    raise ValueError(f"unknown loss {loss!r}")
+    global _ELEM_OK
+    if _ELEM_OK is not None:
+        return _ELEM_OK
+    cases: list[tuple[str, float]] = []
+    cases += [("exp", x) for x in (-744.0, -700.5, -30.25, -1.0, -1e-8, 0.0, 1e-12, 0.5, 1.0,
+                                   2.75, 10.0, 88.0, 300.5, 709.0)]
+    cases += [("log", x) for x in (5e-324, 1e-300, 1e-20, 1e-5, 0.3, 0.5, 0.999999, 1.0,
+                                   1.0 + 2.0 ** -52, 1.5, 2.0, 10.0, 1e5, 1e300)]
+    cases += [("log1p", x) for x in (-0.9999, -0.5, -1e-10, -2.0 ** -60, 0.0, 1e-300,
+                                     2.0 ** -60, 1e-10, 0.5, 1.0, 3.0, 1e10, 1e300)]
+    worst, bad = 0.0, []
+    for name, x in cases:
+        qx = Fraction(x)
+        if name == "exp":
+            lo, hi = _exp_enclosure(qx)
+            got = float(np.exp(np.float64(x)))
+        elif name == "log":
+            lo, hi = _log_enclosure(qx)
+            got = float(np.log(np.float64(x)))
+        else:
+            lo, hi = _log1p_enclosure(qx)
+            got = float(np.log1p(np.float64(x)))
+        if not math.isfinite(got):
+            bad.append(f"{name}({x!r}) = {got!r}")
+            continue
+        g = Fraction(got)
+        err = max(abs(g - lo), abs(g - hi))
+        allowed = Fraction(EPS_ELEM) * min(abs(lo), abs(hi)) + Fraction(ETA)
+        if lo <= 0 <= hi and lo != hi:  # sign-straddling enclosure cannot happen here
+            allowed = Fraction(ETA)
+        if err > allowed:
+            bad.append(f"{name}({x!r}) = {got!r}")
+        elif min(abs(lo), abs(hi)) > 2 ** -1000:
+            worst = max(worst, float(err / min(abs(lo), abs(hi))))
+    if bad:
+        _ELEM_OK = (False, "numpy's exp/log/log1p are less accurate than the assumed relative "
+                           f"error 2^-40 on this platform: {', '.join(bad[:_MAX_LISTED])}")
+    else:
+        _ELEM_OK = (True, f"numpy's exp, log, log1p within 2^-40 relative error on "
+                          f"{len(cases)} reference points (worst {worst:.1e})")
+    return _ELEM_OK
+
+
+# ----------------------------------------------------------------------------------------------
+# Labels and the design used by the bounds
+# ----------------------------------------------------------------------------------------------
+
+
+def binary_labels(y: np.ndarray) -> np.ndarray:
+    """The package's one label rule: y has exactly two distinct values; the smaller maps to -1
+    and the larger to +1. Raises ValueError otherwise."""
+    vals = np.unique(y)
+    if vals.size != 2:
+        raise ValueError(f"a classification loss needs exactly two distinct label values; y has "
+                         f"{vals.size}")
+    return np.where(y == vals[1], 1.0, -1.0)
 
 
 def dual_domain_bounds(loss: str, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per-sample interval [lower, upper] equal to dom f*(.; y_i) (may contain infinities)."""
+    """Per-sample interval [lower, upper] equal to dom f*(.; y_i) (labels already -1/+1)."""
     y = np.asarray(y, dtype=np.float64)
     inf = np.full(y.shape, np.inf)
     if loss == "squared":
@@ -152,135 +360,509 @@ def dual_domain_bounds(loss: str, y: np.ndarray) -> tuple[np.ndarray, np.ndarray
     raise ValueError(f"unknown loss {loss!r}")
 
 
-def huber(a: np.ndarray, M: float | None) -> np.ndarray:
-    """H_M(t) = t^2/2 if |t| <= M else M|t| - M^2/2 (M = None means +inf)."""
-    if M is None:
-        return 0.5 * a * a
-    aa = np.abs(a)
-    return np.where(aa <= M, 0.5 * a * a, M * aa - 0.5 * M * M)
+class _Design:
+    """The data as the bounds use them, with the error bounds of their preparation.
 
-
-def g_star_node(
-    a: np.ndarray, fixed_in: np.ndarray, fixed_out: np.ndarray, budget: int, M: float | None
-) -> float:
-    """g*_node(a) = sum_{j in S1} H_M(a_j) + sum of the ``budget`` largest H_M(a_j), j free."""
-    h = huber(a, M)
-    total = float(h[fixed_in].sum()) if len(fixed_in) else 0.0
-    free = np.ones(h.shape[0], dtype=bool)
-    free[fixed_in] = False
-    free[fixed_out] = False
-    hf = h[free]
-    if budget <= 0 or hf.size == 0:
-        return total
-    if budget >= hf.size:
-        return total + float(hf.sum())
-    return total + float(np.partition(hf, hf.size - budget)[hf.size - budget :].sum())
-
-
-def prepare_data(
-    X: np.ndarray, y: np.ndarray, loss: str, labels: list | None, fit_intercept: bool
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Map labels and build the design used by the node bounds.
-
-    Returns
-    -------
-    X, y_mapped : the raw design and the labels mapped to -1/+1 (classification) -- used for the
-        incumbent objective.
-    Xd, yd : the design of the bound computations: column-centred X and centred y when the loss
-        is squared and ``fit_intercept`` (the intercept is then minimised out exactly), else
-        ``X`` and ``y_mapped``.
+    With an intercept the columns are centred with the verifier's own mean m: Xd = fl(X - 1 m^T)
+    and |Xd - (X - 1 m^T)| <= e |Xd| entrywise, e = u / (1 - u). Because every dual witness sums
+    to exactly zero, X^T zeta = (X - 1 m^T)^T zeta for any m, so the centring costs nothing but
+    this rounding, which enters every bound below.
     """
-    X = np.asarray(X, dtype=np.float64)
-    y = np.asarray(y, dtype=np.float64)
-    if loss in CLASSIFICATION_LOSSES:
-        if labels is None:
-            neg, pos = -1.0, 1.0
+
+    def __init__(self, X: np.ndarray, y: np.ndarray, loss: str, fit_intercept: bool):
+        self.X = X
+        self.n, self.p = X.shape
+        self.loss = loss
+        self.centred = bool(fit_intercept)
+        if self.centred:
+            self.Xd = X - X.mean(axis=0)
+            self.e = _CENTRE_ERR
         else:
-            neg, pos = float(labels[0]), float(labels[1])
-        bad = ~((y == neg) | (y == pos))
-        if bad.any():
-            i = int(np.flatnonzero(bad)[0])
-            raise ValueError(
-                f"label y[{i}] = {y[i]!r} is neither negative label {neg!r} nor positive "
-                f"label {pos!r}"
-            )
-        ym = np.where(y == pos, 1.0, -1.0)
+            self.Xd = X
+            self.e = 0.0
+        self.y = y
+        if loss == "squared" and self.centred:  # y enters linearly: centre it too
+            self.yd = y - y.mean()
+            self.yr = _up(self.e * np.abs(self.yd))
+        else:
+            self.yd, self.yr = y, np.zeros(self.n)
+        self._coln = None
+        self._rown = None
+
+    @property
+    def coln(self) -> np.ndarray:
+        """Upper bounds of the column norms of Xd."""
+        if self._coln is None:
+            sq = np.einsum("ij,ij->j", self.Xd, self.Xd)
+            self._coln = _up(np.sqrt(_dot_self_up(sq, self.n)))
+        return self._coln
+
+    @property
+    def rown(self) -> np.ndarray:
+        """Upper bounds of the row norms of Xd."""
+        if self._rown is None:
+            sq = np.einsum("ij,ij->i", self.Xd, self.Xd)
+            self._rown = _up(np.sqrt(_dot_self_up(sq, self.p)))
+        return self._rown
+
+    def xt_ball_radius(self, nzc: np.ndarray, nzr: np.ndarray | float) -> np.ndarray:
+        """Radius of (X - 1m^T)^T z around fl(Xd^T zc), for z in the ball (zc, zr), given
+        upper bounds nzc >= ||zc|| and nzr >= ||zr|| (arrays of shape (m,)): one row per z.
+
+        |(Xe^T z)_j - fl(Xd^T zc)_j| <= ||Xd_j|| ((gamma_n + e) ||zc|| + (1 + e) ||zr||) + n ETA
+        (Cauchy-Schwarz on the a priori bound gamma_n |Xd|^T |zc|, plus the centring error).
+        """
+        ge = _up(_gamma(self.n) + self.e)
+        oe = _up(1.0 + self.e)
+        a = _up(_up(ge * np.asarray(nzc)) + _up(oe * np.asarray(nzr)))
+        return _up(_up(self.coln[None, :] * a[:, None]) + self.n * ETA)
+
+
+# ----------------------------------------------------------------------------------------------
+# Witness terms: bound(region) = K - 2 lam * g*_region(a), with K_low, lam and H_up(|a|) safe
+# ----------------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Terms:
+    k_low: float  # lower bound of the constant part (-sum f* for a dual witness)
+    lam: float  # the weight lambda' (a float <= the exact weight)
+    h_up: np.ndarray  # upper bounds of H_M(a_j), a = -grad / (2 lambda')
+
+
+def _huber_up(t: np.ndarray, M: float | None) -> np.ndarray:
+    """Upper bound of H_M(t) for t >= 0 (exact floats; H is nondecreasing in t)."""
+    quad = _up(0.5 * _sq_up(t))
+    if M is None:
+        return quad
+    half_m2 = max(float(_dn(0.5 * float(_dn(M * M)))), 0.0)
+    lin = _up(_up(M * t) - half_m2)
+    return np.where(t <= M, quad, lin)
+
+
+def _abs_a_up(gc: np.ndarray, gr: np.ndarray, lam: float) -> np.ndarray:
+    """Upper bound of |g| / (2 lam) for g in the ball (gc, gr)."""
+    return _up(_up(np.abs(gc) + gr) / (2.0 * lam))
+
+
+def _conjugate_sum_up(loss: str, Z: np.ndarray, des: _Design) -> np.ndarray:
+    """Upper bound of sum_i f*(zeta_i; y_i) for each row zeta of Z (inside the domain)."""
+    n = Z.shape[1]
+    y = des.yd
+    if loss in ("squared", "squared_hinge"):
+        q4 = _up(0.25 * _sum_up(_sq_up(Z), axis=1))
+        # linear part sum_i y_i zeta_i (centred y for the squared loss with an intercept)
+        lin_c = Z @ y
+        s_abs = _sum_up(_up(np.abs(Z) * np.abs(y)[None, :]), axis=1)
+        lin_r = _up(_up(_up(_gamma(n) * s_abs) + n * ETA)
+                    + _sum_up(_up(np.abs(Z) * des.yr[None, :]), axis=1))
+        return _up(q4 + _up(lin_c + lin_r))
+    out = np.empty(Z.shape[0])
+    for r in range(Z.shape[0]):
+        z = Z[r]
+        if loss == "logistic":
+            t = -y * z  # exact; in [0, 1] (domain checked)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                lt = np.log(t)
+                l1 = np.log1p(-t)
+            a = np.where(t > 0, _up(t * _up(lt + _elem_radius(lt))), 0.0)
+            w = 1.0 - t
+            w_lo, w_hi = np.maximum(_dn(w), 0.0), _up(w)
+            l1_hi = _up(l1 + _elem_radius(l1))
+            b = np.where(t < 1, np.maximum(_up(w_lo * l1_hi), _up(w_hi * l1_hi)), 0.0)
+            v = _up(a + b)
+        else:  # poisson: phi(w) = w log w - w, w = zeta + y >= 0 (checked), convex
+            w = z + y
+            ends = (np.maximum(_dn(w), 0.0), _up(w))
+            v = np.maximum(_xlogx_minus_x_up(ends[0]), _xlogx_minus_x_up(ends[1]))
+        out[r] = _signed_sum_up(v)
+    return out
+
+
+def _xlogx_minus_x_up(x: np.ndarray) -> np.ndarray:
+    """Upper bound of x log x - x at exact floats x >= 0 (0 at x = 0)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lx = np.log(x)
+        v = _up(_up(x * _up(lx + _elem_radius(lx))) - x)
+    return np.where(x > 0, v, 0.0)
+
+
+def _dual_terms(des: _Design, Z: np.ndarray, lam: float, M: float | None) -> list[_Terms]:
+    """Terms of dual witnesses (rows of Z; domain and zero sum already checked)."""
+    C = _conjugate_sum_up(des.loss, Z, des)
+    G = Z @ des.Xd  # fl(Xd^T zeta), one row per witness
+    R = des.xt_ball_radius(_norm_up(Z, axis=1), np.zeros(Z.shape[0]))
+    out = []
+    for r in range(Z.shape[0]):
+        h = _huber_up(_abs_a_up(G[r], R[r], lam), M)
+        out.append(_Terms(k_low=float(-C[r]), lam=lam, h_up=h))
+    return out
+
+
+def _shifted_terms(des: _Design, B: np.ndarray, lam2: float, mu: float,
+                   M: float | None) -> list[_Terms]:
+    """Terms of shifted witnesses b~ (rows of B), squared loss, proven shift mu > 0.
+
+    With Q = X^T P X - mu I PSD (P = I, or the centring projector with an intercept), for all b:
+    ||P(y - Xb)||^2 - mu ||b||^2 >= ||Py||^2 - ||u~||^2 + mu ||b~||^2 + s.b with u~ = P X b~,
+    s = 2 X^T P (X b~ - y) - 2 mu b~; the bound uses the weight lambda' = lambda2 + mu rounded
+    down (a smaller weight only weakens the bound).
+    """
+    n, p = des.n, des.p
+    lamp = float(_dn(lam2 + mu))
+    out = []
+    V = B @ des.Xd.T  # fl(Xd b~), one row per witness
+    bn = _norm_up(B, axis=1)
+    gpe = _up(_gamma(p) + des.e)
+    yc, yr = des.yd, des.yr
+    # ||P y||^2 (lower bound)
+    if des.centred:
+        sy = _up(_up(abs(float(yc.sum())) + _up(_gamma(n - 1) * _sum_up(np.abs(yc))))
+                 + _sum_up(yr))
+        py2_low = float(_dn(_sum_dn(_sq_dn(np.maximum(np.abs(yc) - yr, 0.0)))
+                            - _up(_sq_up(sy) / n)))
     else:
-        ym = y
-        if loss == "poisson" and (y < 0).any():
-            i = int(np.flatnonzero(y < 0)[0])
-            raise ValueError(f"Poisson needs y >= 0 but y[{i}] = {y[i]!r}")
-    if loss == "squared" and fit_intercept:
-        return X, ym, X - X.mean(axis=0), ym - ym.mean()
-    return X, ym, X, ym
+        py2_low = float(_sum_dn(_sq_dn(yc)))
+    Wc, Wr = np.empty((B.shape[0], n)), np.empty((B.shape[0], n))
+    pv2_up = np.empty(B.shape[0])
+    for r in range(B.shape[0]):
+        vc = V[r]
+        vr = _up(_up(des.rown * _up(gpe * bn[r])) + p * ETA)
+        vv_up = _sum_up(_sq_up(_up(np.abs(vc) + vr)))
+        if des.centred:
+            s_c = float(vc.sum())
+            s_r = float(_up(_sum_up(vr) + _up(_gamma(n - 1) * _sum_up(np.abs(vc)))))
+            s_lo = max(float(_dn(abs(s_c) - s_r)), 0.0)
+            pv2_up[r] = _up(vv_up - max(float(_dn(_sq_dn(s_lo) / n)), 0.0))
+        else:
+            pv2_up[r] = vv_up
+        dc = vc - yc
+        dr = _up(_up(vr + yr) + _up(U * np.abs(dc)))
+        if des.centred:
+            sdc = float(dc.sum())
+            sdr = float(_up(_sum_up(dr) + _up(_gamma(n - 1) * _sum_up(np.abs(dc)))))
+            mdc = sdc / n
+            mdr = float(_up(_up(sdr / n) + _up(_up(U * abs(mdc)) + ETA)))
+            wc = dc - mdc
+            wr = _up(_up(dr + mdr) + _up(U * np.abs(wc)))
+        else:
+            wc, wr = dc, dr
+        Wc[r], Wr[r] = wc, wr
+    Gc = Wc @ des.Xd  # fl(Xd^T w)
+    Gr = des.xt_ball_radius(_norm_up(Wc, axis=1), _norm_up(Wr, axis=1))
+    for r in range(B.shape[0]):
+        b = B[r]
+        t2 = (2.0 * mu) * b
+        sc = 2.0 * Gc[r] - t2
+        sr = _up(_up(2.0 * Gr[r]) + _up(_up(_up(U * np.abs(t2)) + ETA) + _up(U * np.abs(sc))))
+        h = _huber_up(_abs_a_up(sc, sr, lamp), M)
+        mb_low = float(np.maximum(_dn(mu * _sum_dn(_sq_dn(b))), 0.0))
+        k_low = float(_dn(_dn(py2_low - pv2_up[r]) + mb_low))
+        out.append(_Terms(k_low=k_low, lam=lamp, h_up=h))
+    return out
 
 
-def node_lower_bound(
-    Xd: np.ndarray,
-    yd: np.ndarray,
-    loss: str,
-    k: int,
-    lambda2: float,
-    max_abs_coef: float | None,
-    fixed_in: Iterable[int],
-    fixed_out: Iterable[int],
-    witness: tuple[str, np.ndarray],
-    eig_shift: float = 0.0,
-    zero_sum: bool = False,
-) -> float:
-    """Lower bound on the node's optimum recomputed from a witness (the verifier's formula).
+def _g_star_up(h: np.ndarray, state: np.ndarray, k: int) -> float:
+    """Upper bound of g*_node = sum_{S1} H + (sum of the budget largest H over the free set).
+
+    ``state``: 0 free, 1 fixed in (S1), 2 fixed out (S0)."""
+    s1 = state == 1
+    free = state == 0
+    budget = k - int(s1.sum())
+    total = float(_sum_up(h[s1])) if s1.any() else 0.0
+    hf = h[free]
+    if budget > 0 and hf.size:
+        if budget < hf.size:
+            hf = np.partition(hf, hf.size - budget)[hf.size - budget:]
+        total = float(_up(total + float(_sum_up(hf))))
+    return total
+
+
+def _region_bound(t: _Terms, g_up: float) -> float:
+    """Lower bound K - 2 lam g* of one region (-inf if anything is not finite)."""
+    v = float(_dn(t.k_low - float(_up(2.0 * t.lam * g_up))))
+    return v if math.isfinite(v) else -math.inf
+
+
+def _fixing_bounds(t: _Terms, state: np.ndarray, k: int,
+                   fixings: list[tuple[int, int]]) -> list[float]:
+    """Bounds of the regions {z_j = 1 - v} cut off by the bound fixings (j, v), each computed
+    with the node's own fixings plus {j} (one sort of the free H terms for all of them)."""
+    h = t.h_up
+    s1 = state == 1
+    free_idx = np.flatnonzero(state == 0)
+    budget = k - int(s1.sum())
+    hs1 = float(_sum_up(h[s1])) if s1.any() else 0.0
+    hf = h[free_idx]
+    order = np.argsort(-hf, kind="stable")
+    rank = np.empty(hf.size, dtype=np.int64)
+    rank[order] = np.arange(hf.size)
+    pos = {int(j): i for i, j in enumerate(free_idx)}
+    csum = np.concatenate([[0.0], np.cumsum(hf[order])])
+    top = _up(csum * _sum_up_factor(hf.size))  # top[m] >= exact sum of the m largest
+
+    def top_up(m: int) -> float:
+        return float(top[min(max(m, 0), hf.size)])
+
+    out = []
+    for j, v in fixings:
+        i = pos[j]
+        if v == 0:  # region z_j = 1: j joins S1, the other free share budget - 1
+            if budget < 1:
+                out.append(math.inf)  # empty region: more than k variables in S1
+                continue
+            if rank[i] <= budget - 2:  # H_j + top_{b-1}(others) = top_b
+                rest = top_up(budget)
+            else:
+                rest = float(_up(hf[i] + top_up(budget - 1)))
+        else:  # region z_j = 0: j leaves the free set
+            if rank[i] <= budget - 1:
+                rest = float(_up(top_up(budget + 1) - hf[i]))
+            else:
+                rest = top_up(budget)
+        g = float(_up(hs1 + rest))
+        out.append(_region_bound(t, g))
+    return out
+
+
+def node_lower_bound(X: np.ndarray, y: np.ndarray, loss: str, k: int, lambda2: float,
+                     max_abs_coef: float | None, fixed_in: Iterable[int],
+                     fixed_out: Iterable[int], witness: tuple[str, np.ndarray],
+                     eig_shift: float = 0.0, fit_intercept: bool = False) -> float:
+    """Rigorous lower bound of a node's optimum from one witness (the verifier's formula).
 
     Parameters
     ----------
-    Xd, yd : design and labels of the bound computations (see :func:`prepare_data`).
-    witness : ("point", b) with b of length p, or ("dual", zeta) with zeta of length n.
-    eig_shift : mu >= 0 (point witnesses only; X^T X - mu I must be PSD for validity).
-    zero_sum : require math.fsum(zeta) == 0.0 (unpenalised intercept, non-squared loss).
+    X, y : the raw data (labels of classification losses already -1/+1).
+    witness : ("dual", zeta) with zeta of length n, or ("shifted", b) with b of length p.
+    eig_shift : mu (shifted witnesses only; the caller must have proven X^T P X - mu I PSD).
 
     Returns
     -------
     float
-        The bound; ``-inf`` when a dual witness is outside dom f* or violates the zero sum.
+        A lower bound, valid in exact arithmetic, of min F over the node's supports; ``-inf``
+        when the witness is outside the domain, breaks the zero sum, or overflows.
     """
-    p = Xd.shape[1]
-    fin = np.asarray(sorted(set(int(j) for j in fixed_in)), dtype=np.int64)
-    fout = np.asarray(sorted(set(int(j) for j in fixed_out)), dtype=np.int64)
-    budget = k - fin.size
+    X = np.asarray(X, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    des = _Design(X, y, loss, fit_intercept)
+    state = np.zeros(des.p, dtype=np.int8)
+    state[list(fixed_out)] = 2
+    state[list(fixed_in)] = 1
     kind, vec = witness
-    vec = np.asarray(vec, dtype=np.float64)
-    if kind == "point":
-        if vec.shape != (p,):
-            raise ValueError(f"point witness has shape {vec.shape}, expected ({p},)")
-        F, grad, gb = _point_terms(Xd, yd, loss, eig_shift, vec[None, :])
-        lamp = lambda2 + eig_shift
-        return float(F[0] - gb[0] - 2.0 * lamp * g_star_node(
-            -grad[0] / (2.0 * lamp), fin, fout, budget, max_abs_coef))
-    if kind == "dual":
-        if vec.shape != (Xd.shape[0],):
-            raise ValueError(f"dual witness has shape {vec.shape}, expected ({Xd.shape[0]},)")
-        C, ok, a = _dual_terms(Xd, yd, loss, lambda2, vec[None, :])
-        if not ok[0] or (zero_sum and math.fsum(vec.tolist()) != 0.0):
-            return -math.inf
-        return float(-C[0] - 2.0 * lambda2 * g_star_node(a[0], fin, fout, budget, max_abs_coef))
-    raise ValueError(f"unknown witness kind {kind!r}")
+    vec = np.asarray(vec, dtype=np.float64)[None, :]
+    M = None if max_abs_coef is None or math.isinf(max_abs_coef) else float(max_abs_coef)
+    with np.errstate(all="ignore"):
+        if kind == "dual":
+            problem = _dual_problem(loss, vec[0], y, fit_intercept)
+            if problem is not None:
+                return -math.inf
+            terms = _dual_terms(des, vec, float(lambda2), M)[0]
+        elif kind == "shifted":
+            terms = _shifted_terms(des, vec, float(lambda2), float(eig_shift), M)[0]
+        else:
+            raise ValueError(f"unknown witness kind {kind!r}")
+        return _region_bound(terms, _g_star_up(terms.h_up, state, int(k)))
 
 
-def _point_terms(Xd, yd, loss, mu, B):
-    """For points B (m, p): shifted loss value F, gradient (m, p) and grad . b."""
-    U = B @ Xd.T
-    F = loss_value(loss, U, yd).sum(axis=1) - mu * np.einsum("ij,ij->i", B, B)
-    G = loss_derivative(loss, U, yd) @ Xd - 2.0 * mu * B
-    gb = np.einsum("ij,ij->i", G, B)
-    return F, G, gb
+def _dual_problem(loss: str, z: np.ndarray, y: np.ndarray, zero_sum: bool) -> str | None:
+    """None if zeta is in dom f* (exact comparisons) and, when required, sums to exactly 0."""
+    if not np.isfinite(z).all():
+        return "is not finite"
+    lo, hi = dual_domain_bounds(loss, y)
+    bad = np.flatnonzero(~((z >= lo) & (z <= hi)))
+    if bad.size:
+        i = int(bad[0])
+        return f"has zeta[{i}] = {z[i]!r} outside the domain of the {loss} conjugate"
+    if zero_sum:
+        s = math.fsum(z.tolist())
+        if s != 0.0:
+            return (f"sums to {s!r}, not exactly 0 (math.fsum), as the unpenalised intercept "
+                    "requires")
+    return None
 
 
-def _dual_terms(Xd, yd, loss, lambda2, Z):
-    """For duals Z (m, n): sum of conjugates, in-domain flags, and a = -X^T zeta / (2 lambda2)."""
-    vals, dom = loss_conjugate(loss, Z, yd)
-    ok = dom.all(axis=1)
-    C = np.where(ok, np.where(dom, vals, 0.0).sum(axis=1), np.inf)
-    A = -(Z @ Xd) / (2.0 * lambda2)
-    return C, ok, A
+# ----------------------------------------------------------------------------------------------
+# The eigenvalue shift: a positive-definiteness proof valid in floating point
+# ----------------------------------------------------------------------------------------------
+
+
+def proves_eig_shift(X: np.ndarray, mu: float, fit_intercept: bool) -> tuple[bool, str]:
+    """Prove that X^T P X - mu I is positive definite (P = I, or I - 11^T/n with an intercept).
+
+    A = X^T P X - mu I >= G - tau I, where G = fl(Xd^T Xd) is the computed Gram matrix of the
+    (centred) design and tau = mu + gamma_n ||Xd||_F^2 + n p ETA (Gram rounding) + (2e + e^2)
+    ||Xd||_F^2 (centring rounding) + sum_j s_j^2 / n (the rank-one term n m' m'^T, m' the exact
+    column means of X - 1m^T). Then S. M. Rump, "Verification of positive definiteness", BIT 46
+    (2006), Corollary 2.4: for a symmetric floating-point A' with nonnegative diagonal, if the
+    floating-point Cholesky factorisation of A~ (A~_ij = A'_ij off the diagonal, A~_ii <= A'_ii -
+    c) runs to completion, where c >= gamma_{2(N+1)} tr(A') / 2 + 4 ETA N (2(N+1) + max_i A'_ii),
+    then A' is positive definite. Here A' has off-diagonal G and diagonal <= G_ii - tau.
+    """
+    n, p = X.shape
+    if not (mu > 0 and math.isfinite(mu)):
+        return False, f"eig_shift = {mu!r} is not a positive finite number"
+    if 4 * (p + 2) * U >= 1 or (n + 2) * U >= 0.25:
+        return False, "problem too large for the floating-point error bounds"
+    with np.errstate(all="ignore"):
+        Xd = X - X.mean(axis=0) if fit_intercept else X
+        e = _CENTRE_ERR if fit_intercept else 0.0
+        fro2 = float(_sum_up(_dot_self_up(np.einsum("ij,ij->j", Xd, Xd), n)))
+        gram_err = _up(_up(_gamma(n) * fro2) + float(n) * float(p) * ETA)
+        cen_err = _up(_up(2.0 * e + e * e) * fro2)
+        tau = _up(_up(mu + gram_err) + cen_err)
+        if fit_intercept:
+            colsum = np.abs(Xd.sum(axis=0))
+            colabs = _sum_up(np.abs(Xd), axis=0)
+            s = _up(_up(colsum + _up(_gamma(n - 1) * colabs)) + _up(e * colabs))
+            tau = _up(tau + _up(_sum_up(_sq_up(s)) / n))
+        G = Xd.T @ Xd
+        G = np.triu(G) + np.triu(G, 1).T  # exactly symmetric; entrywise bound unchanged
+        if not np.isfinite(G).all() or not math.isfinite(float(tau)):
+            return False, "the Gram matrix overflows"
+        diag = np.diag(G).copy()
+        d1 = _dn(diag - tau)  # diagonal of A' (<= G_ii - tau)
+        if (d1 < 0).any():
+            return False, (f"a diagonal entry of X^T P X - eig_shift I is negative: eig_shift = "
+                           f"{mu!r} exceeds a column's squared norm")
+        N = p
+        tr = float(_sum_up(d1))
+        c = _up(_up(0.5 * _up(_gamma(2 * (N + 1)) * tr))
+                + _up(4.0 * ETA * N * _up(2.0 * (N + 1) + float(d1.max()))))
+        np.fill_diagonal(G, _dn(d1 - c))
+        try:
+            np.linalg.cholesky(G)
+        except np.linalg.LinAlgError:
+            return False, (f"X^T P X - {mu!r} I is not proven positive definite (the "
+                           f"floating-point Cholesky test with shift {float(_up(tau + c)):.3e} "
+                           "fails): eig_shift is at or above the smallest eigenvalue, or too "
+                           "close to it")
+    return True, (f"X^T P X - {mu:.6g} I proven positive definite (Rump's Cholesky test, total "
+                  f"shift {float(_up(tau + c)):.3e})")
+
+
+# ----------------------------------------------------------------------------------------------
+# The incumbent's objective, an upper estimate (error-free transformations)
+# ----------------------------------------------------------------------------------------------
+
+
+def _two_sum(a, b):
+    s = a + b
+    bb = s - a
+    return s, (a - (s - bb)) + (b - bb)
+
+
+def _split(a):
+    c = 134217729.0 * a  # 2^27 + 1 (Veltkamp)
+    hi = c - (c - a)
+    return hi, a - hi
+
+
+def _two_prod(a, b):
+    """p + e == a b exactly (Dekker) unless |p| < 2^-968 (then e may be inexact)."""
+    p = a * b
+    ah, al = _split(a)
+    bh, bl = _split(b)
+    e = al * bl - (((p - ah * bh) - al * bh) - ah * bl)
+    return p, e
+
+
+def _accurate_rows(cols: np.ndarray, coefs: np.ndarray, extra: list[np.ndarray]
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """Per row i: sum_j cols[i, j] coefs[j] + sum of the ``extra`` vectors, as (value, radius).
+
+    The products are split exactly (Dekker's TwoProduct) and the 2q + len(extra) terms summed
+    with Ogita-Rump-Oishi's Sum2: |res - s| <= u |s| + gamma_m^2 sum |t_i| (no underflow needed
+    for additions); a product below 2^-968 contributes 2^-1020 to the radius instead.
+    """
+    n = cols.shape[0]
+    terms: list[np.ndarray] = []
+    tiny = np.zeros(n)
+    for j in range(cols.shape[1]):
+        a, b = cols[:, j], coefs[j]
+        p, e = _two_prod(a, b)
+        small = (np.abs(p) < _TINY) & (a != 0)
+        tiny += small
+        terms += [p, np.where(small, 0.0, e)]
+    terms += list(extra)
+    m = len(terms)
+    if m == 0:
+        return np.zeros(n), np.zeros(n)
+    s = terms[0].copy()
+    sig = np.zeros(n)
+    for t in terms[1:]:
+        s, q = _two_sum(s, t)
+        sig = sig + q
+    res = s + sig
+    g2 = float(_up(_gamma(m) * _gamma(m)))
+    abs_sum = _sum_up(np.abs(np.stack(terms)), axis=0)
+    ku = _float_up(1 / (1 - Fraction(1, 2 ** 53)))
+    rad = _up(_up(_up(_up(U * np.abs(res)) + _up(g2 * abs_sum)) * ku) + tiny * 2.0 ** -1020)
+    return res, rad
+
+
+def objective_upper_bound(X: np.ndarray, y: np.ndarray, loss: str, lambda2: float,
+                          coef: np.ndarray, intercept: float) -> tuple[float, float]:
+    """(value, upper bound) of F(coef, intercept) = sum_i f(x_i^T coef + c, y_i) + lambda2
+    ||coef||^2 on the raw data (classification labels already -1/+1); the bound is valid in
+    exact arithmetic (inf when it cannot be established)."""
+    X = np.asarray(X, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    coef = np.asarray(coef, dtype=np.float64)
+    S = np.flatnonzero(coef)
+    cols, cs = X[:, S], coef[S]
+    n = X.shape[0]
+    with np.errstate(all="ignore"):
+        if (cols.size and np.abs(cols).max() >= _SPLIT_MAX) or (
+                cs.size and np.abs(cs).max() >= _SPLIT_MAX):
+            return math.nan, math.inf
+        c = np.full(n, float(intercept))
+        if loss == "squared":  # the residual y - Xb - c in one error-free sum
+            r, rr = _accurate_rows(cols, -cs, [y, -c])
+            per = _sq_up(_up(np.abs(r) + rr))
+            nominal = r * r
+            up_loss = float(_sum_up(per))
+        else:
+            u, ur = _accurate_rows(cols, cs, [c])
+            nominal = _loss_nominal(loss, u, y)
+            up_loss = _loss_sum_up(loss, u, ur, y)
+        ridge = float(_up(lambda2 * float(_sum_up(_sq_up(coef)))))
+        total = float(_up(up_loss + ridge))
+        value = float(nominal.sum() + lambda2 * float(coef @ coef))
+    if not math.isfinite(total):
+        return value, math.inf
+    return value, total
+
+
+def _loss_nominal(loss: str, u: np.ndarray, y: np.ndarray) -> np.ndarray:
+    if loss == "logistic":
+        return np.logaddexp(0.0, -y * u)
+    if loss == "squared_hinge":
+        m = np.maximum(0.0, 1.0 - y * u)
+        return m * m
+    return np.exp(u) - y * u
+
+
+def _loss_sum_up(loss: str, uc: np.ndarray, ur: np.ndarray, y: np.ndarray) -> float:
+    """Upper bound of sum_i f(u_i, y_i) for u_i in [uc - ur, uc + ur]."""
+    if loss == "logistic":  # softplus(-y u), nondecreasing in -y u
+        zh = _up(-y * uc + ur)
+        e = np.exp(-np.abs(zh))
+        e_up = _up(e + _elem_radius(e))
+        lg = np.log1p(e_up)
+        v = _up(np.maximum(zh, 0.0) + _up(lg + _elem_radius(lg)))
+        return float(_sum_up(v))
+    if loss == "squared_hinge":  # max(0, 1 - y u)^2, nondecreasing in 1 - y u
+        mc = 1.0 - y * uc
+        mh = np.maximum(_up(_up(mc + ur) + _up(U * np.abs(mc))), 0.0)
+        return float(_sum_up(_sq_up(mh)))
+    # poisson: exp(u) - y u is convex in u: its maximum over the interval is at an end
+    ends = (_dn(uc - ur), _up(uc + ur))
+    vals = []
+    for v in ends:
+        ex = np.exp(v)
+        vals.append(_up(_up(ex + _elem_radius(ex)) + _up(-y * v)))
+    return _signed_sum_up(np.maximum(vals[0], vals[1]))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -295,24 +877,36 @@ class VerificationReport:
     Attributes
     ----------
     checks : list of (name, passed, message), in the order they ran.
-    certified_lower_bound : min over leaves of the recomputed bounds (nan if not reached).
-    margin : the floating-point margin ``BOUND_MARGIN_REL * max(1, |UB|)`` (nan if not reached).
-    gap_within_tolerance : the claimed gap is within the tolerance asked for.
-    rel_gap_tolerance : the relative-gap tolerance used for ``gap_within_tolerance``.
+    certified_lower_bound : min over the tree's regions of the recomputed safe bounds.
+    objective_upper : the recomputed upper estimate of the incumbent's objective.
+    relative_gap : (UB - LB) / max(1, |UB|) of the claimed (and proven) bounds, rounded up.
+    gap_within_tolerance : relative_gap <= rel_gap_tolerance.
+    rel_gap_tolerance : the tolerance the verification was judged against.
+    parameters : {name: (value, "user" or "certificate")} of the problem verified.
+    input_error : the certificate could not be read (exit code 2).
     summary : a few facts about the certificate for printing.
     """
 
     checks: list[tuple[str, bool, str]] = field(default_factory=list)
     certified_lower_bound: float = math.nan
-    margin: float = math.nan
+    objective_upper: float = math.nan
+    relative_gap: float = math.nan
     gap_within_tolerance: bool = False
-    rel_gap_tolerance: float | None = None
+    rel_gap_tolerance: float = DEFAULT_REL_GAP
+    parameters: dict[str, tuple[Any, str]] = field(default_factory=dict)
+    input_error: bool = False
     summary: dict[str, Any] = field(default_factory=dict)
     complete: bool = False
 
     def add(self, name: str, passed: bool, message: str) -> bool:
         self.checks.append((name, bool(passed), message))
         return bool(passed)
+
+    def fail_input(self, name: str, message: str) -> VerificationReport:
+        """Record an unreadable or malformed certificate (exit code 2)."""
+        self.input_error = True
+        self.add(name, False, message)
+        return self
 
     @property
     def ok(self) -> bool:
@@ -331,48 +925,61 @@ class VerificationReport:
 
     @property
     def exit_code(self) -> int:
-        """0 verified, 1 failed, 3 verified but the gap is above the tolerance asked for."""
+        """0 verified, 1 failed, 2 unreadable/malformed certificate, 3 verified but the gap is
+        above the tolerance."""
+        if self.input_error:
+            return 2
         if not self.ok:
             return 1
         return 0 if self.gap_within_tolerance else 3
 
+    @property
+    def error_line(self) -> str:
+        """One line describing why the certificate could not be read (input errors)."""
+        return "; ".join(msg for _, msg in self.failures)
+
     def __str__(self) -> str:
         s = self.summary
+        if self.input_error:
+            return f"certificate verification: cannot read the certificate: {self.error_line}"
         if self.ok:
             verdict = "VERIFIED" if self.gap_within_tolerance else "VERIFIED (gap above tolerance)"
         else:
             verdict = "FAILED: " + ", ".join(self.failed_checks or ["incomplete"])
         lines = [f"certificate verification: {verdict} (exit code {self.exit_code})"]
-        if "loss" in s:
-            lines.append(
-                f"  problem     : {s['loss']} loss, n={s['n']}, p={s['p']}, k={s['k']}, "
-                f"lambda2={s['lambda2']:.6g}, max_abs_coef={s['max_abs_coef']}, "
-                f"fit_intercept={s['fit_intercept']}"
-            )
+        if self.parameters:
+            lines.append("  problem     : " + ", ".join(
+                f"{k}={_fmt_param(v)} ({src})" for k, (v, src) in self.parameters.items()))
+            lines.append(f"  data        : n={s.get('n')}, p={s.get('p')}")
         if "upper_bound" in s:
             lines.append(
-                f"  bounds      : upper {s['upper_bound']:.12g}, claimed lower "
-                f"{s['lower_bound']:.12g}, relative gap {s['relative_gap']:.3e} "
-                f"({RELATIVE_GAP_DEFINITION}), status {s['status']}"
-            )
+                f"  claims      : upper bound {s['upper_bound']:.12g}, lower bound "
+                f"{s['lower_bound']:.12g}, status {s['status']}")
         if not math.isnan(self.certified_lower_bound):
             lines.append(
-                f"  recomputed  : certified lower bound {self.certified_lower_bound:.12g} over "
-                f"{s.get('n_leaves', '?')} leaves of {s.get('n_nodes', '?')} nodes "
-                f"(floating-point margin {self.margin:.3e})"
-            )
-        if self.rel_gap_tolerance is not None:
+                f"  recomputed  : safe lower bound {self.certified_lower_bound:.12g} (min over "
+                f"{s.get('n_regions', '?')} regions of {s.get('n_nodes', '?')} nodes), "
+                f"incumbent objective <= {self.objective_upper:.12g}")
+        if not math.isnan(self.relative_gap):
             lines.append(
-                f"  tolerance   : relative gap {self.rel_gap_tolerance:.3e} -> "
-                f"{'within' if self.gap_within_tolerance else 'NOT within'}"
-            )
+                f"  tolerance   : relative gap {self.relative_gap:.3e} ({RELATIVE_GAP_DEFINITION},"
+                f" rounded up) vs {self.rel_gap_tolerance:.3e} (user) -> "
+                f"{'within' if self.gap_within_tolerance else 'NOT within'}")
         for name, passed, msg in self.checks:
             lines.append(f"  [{'ok' if passed else 'FAIL'}] {name}: {msg}")
         return "\n".join(lines)
 
 
+def _fmt_param(v: Any) -> str:
+    if isinstance(v, float):
+        return f"{v:.6g}"
+    if v is None:
+        return "inf"
+    return str(v)
+
+
 # ----------------------------------------------------------------------------------------------
-# Parsing (check 1)
+# Parsing (every malformed value is one clear line, never a traceback)
 # ----------------------------------------------------------------------------------------------
 
 
@@ -396,36 +1003,45 @@ def _as_int(v: Any, where: str, none_ok: bool = False) -> int | None:
     if v is None and none_ok:
         return None
     if isinstance(v, bool) or not isinstance(v, int):
-        raise _Malformed(f"{where} must be an integer, got {v!r}")
+        raise _Malformed(f"{where} must be an integer, got {_short(v)}")
+    if abs(v) > 2 ** 62:
+        raise _Malformed(f"{where} is out of range")
     return v
 
 
 def _as_num(v: Any, where: str, none_ok: bool = False) -> float | None:
     if v is None and none_ok:
         return None
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-        raise _Malformed(f"{where} must be a finite number, got {v!r}")
-    return float(v)
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise _Malformed(f"{where} must be a finite number, got {_short(v)}")
+    try:
+        f = float(v)
+    except OverflowError:
+        raise _Malformed(f"{where} overflows a float64") from None
+    if not math.isfinite(f):
+        raise _Malformed(f"{where} must be a finite number, got {_short(v)}")
+    if isinstance(v, int) and Fraction(f) != v:
+        raise _Malformed(f"{where} = {_short(v)} is not exactly representable as a float64")
+    return f
 
 
 def _as_str(v: Any, where: str, choices: Iterable[str] | None = None) -> str:
     if not isinstance(v, str):
-        raise _Malformed(f"{where} must be a string, got {v!r}")
+        raise _Malformed(f"{where} must be a string, got {_short(v)}")
     if choices is not None and v not in choices:
-        raise _Malformed(f"{where} = {v!r} is not one of {list(choices)}")
+        raise _Malformed(f"{where} = {_short(v)} is not one of {list(choices)}")
     return v
 
 
 def _as_bool(v: Any, where: str) -> bool:
     if not isinstance(v, bool):
-        raise _Malformed(f"{where} must be true or false, got {v!r}")
+        raise _Malformed(f"{where} must be true or false, got {_short(v)}")
     return v
 
 
-def _as_int_list(v: Any, where: str) -> list[int]:
-    if not isinstance(v, list):
-        raise _Malformed(f"{where} must be a list of integers")
-    return [_as_int(x, f"{where}[{i}]") for i, x in enumerate(v)]
+def _short(v: Any) -> str:
+    text = repr(v)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 @dataclass
@@ -434,11 +1050,9 @@ class _Node:
     parent: int | None
     branch_var: int | None
     branch_value: int | None
-    fixed_in: list[int]
-    fixed_out: list[int]
     status: str
-    bound: float | None
     witness: tuple[str, int] | None
+    fixings: list[tuple[int, int]]
 
 
 @dataclass
@@ -452,34 +1066,32 @@ class _Parsed:
     p: int
     X_sha256: str
     y_sha256: str
-    labels: list[float] | None
     coef: np.ndarray
     intercept: float
     support: list[int]
     objective: float
     lb: float
     ub: float
-    abs_gap: float
-    rel_gap: float
     rel_tol: float
     abs_tol: float
     status: str
     mu: float
     nodes: list[_Node]
-    sidecar_file: str | None
     sidecar_sha256: str
 
 
 def _parse(doc: Any) -> _Parsed:
     fmt = _field(doc, "format", "certificate")
     if fmt != FORMAT_NAME:
-        raise _Malformed(f"format is {fmt!r}, expected {FORMAT_NAME!r}")
+        raise _Malformed(f"format is {_short(fmt)}, expected {FORMAT_NAME!r}")
     ver = _field(doc, "format_version", "certificate")
-    if isinstance(ver, bool) or ver not in SUPPORTED_FORMAT_VERSIONS:
-        raise _Malformed(
-            f"format_version {ver!r} is not supported "
-            f"(supported: {list(SUPPORTED_FORMAT_VERSIONS)})"
-        )
+    if ver == 1 and not isinstance(ver, bool):
+        raise _Malformed("format version 1 is not supported by this verifier (its bounds were "
+                         "not rigorous): re-run sparsecert certify to write a version 2 "
+                         "certificate")
+    if isinstance(ver, bool) or ver != FORMAT_VERSION:
+        raise _Malformed(f"format_version {_short(ver)} is not supported (this verifier reads "
+                         f"version {FORMAT_VERSION})")
     pr = _field(doc, "problem", "certificate")
     loss = _as_str(_field(pr, "loss", "problem"), "problem.loss", LOSSES)
     k = _as_int(_field(pr, "k", "problem"), "problem.k")
@@ -490,7 +1102,6 @@ def _parse(doc: Any) -> _Parsed:
     p = _as_int(_field(pr, "n_features", "problem"), "problem.n_features")
     xh = _as_str(_field(pr, "X_sha256", "problem"), "problem.X_sha256")
     yh = _as_str(_field(pr, "y_sha256", "problem"), "problem.y_sha256")
-    labels_raw = _field(pr, "labels", "problem")
     if n < 1 or p < 1:
         raise _Malformed(f"problem.n_samples = {n} and problem.n_features = {p} must be >= 1")
     if k < 0:
@@ -499,15 +1110,6 @@ def _parse(doc: Any) -> _Parsed:
         raise _Malformed(f"problem.lambda2 = {lambda2} must be > 0")
     if M is not None and M <= 0:
         raise _Malformed(f"problem.max_abs_coef = {M} must be > 0 or null")
-    labels = None
-    if labels_raw is not None:
-        if loss not in CLASSIFICATION_LOSSES:
-            raise _Malformed(f"problem.labels must be null for the {loss} loss")
-        if not isinstance(labels_raw, list) or len(labels_raw) != 2:
-            raise _Malformed("problem.labels must be null or [negative_label, positive_label]")
-        labels = [_as_num(v, f"problem.labels[{i}]") for i, v in enumerate(labels_raw)]
-        if labels[0] == labels[1]:
-            raise _Malformed("problem.labels must be two different values")
 
     inc = _field(doc, "incumbent", "certificate")
     coef_raw = _field(inc, "coef", "incumbent")
@@ -516,19 +1118,15 @@ def _parse(doc: Any) -> _Parsed:
     coef = np.array([_as_num(v, f"incumbent.coef[{j}]") for j, v in enumerate(coef_raw)],
                     dtype=np.float64)
     intercept = _as_num(_field(inc, "intercept", "incumbent"), "incumbent.intercept")
-    support = _as_int_list(_field(inc, "support", "incumbent"), "incumbent.support")
+    sup_raw = _field(inc, "support", "incumbent")
+    if not isinstance(sup_raw, list):
+        raise _Malformed("incumbent.support must be a list of integers")
+    support = [_as_int(x, f"incumbent.support[{i}]") for i, x in enumerate(sup_raw)]
     objective = _as_num(_field(inc, "objective", "incumbent"), "incumbent.objective")
 
     bd = _field(doc, "bounds", "certificate")
     lb = _as_num(_field(bd, "lower_bound", "bounds"), "bounds.lower_bound")
     ub = _as_num(_field(bd, "upper_bound", "bounds"), "bounds.upper_bound")
-    abs_gap = _as_num(_field(bd, "absolute_gap", "bounds"), "bounds.absolute_gap")
-    rel_gap = _as_num(_field(bd, "relative_gap", "bounds"), "bounds.relative_gap")
-    rdef = _field(bd, "relative_gap_definition", "bounds")
-    if rdef != RELATIVE_GAP_DEFINITION:
-        raise _Malformed(
-            f"bounds.relative_gap_definition is {rdef!r}, expected {RELATIVE_GAP_DEFINITION!r}"
-        )
     rel_tol = _as_num(_field(bd, "rel_gap_tolerance", "bounds"), "bounds.rel_gap_tolerance")
     abs_tol = _as_num(_field(bd, "abs_gap_tolerance", "bounds"), "bounds.abs_gap_tolerance")
     if rel_tol < 0 or abs_tol < 0:
@@ -559,26 +1157,36 @@ def _parse(doc: Any) -> _Parsed:
         bv = _as_int(_field(nd, "branch_value", w), w + ".branch_value", none_ok=True)
         if bv not in (None, 0, 1):
             raise _Malformed(f"{w}.branch_value must be 0, 1 or null, got {bv!r}")
+        fx_raw = nd.get("fixings", [])
+        if fx_raw is None:
+            fx_raw = []
+        if not isinstance(fx_raw, list):
+            raise _Malformed(f"{w}.fixings must be a list of [j, v] pairs")
+        fixings = []
+        for q, pair in enumerate(fx_raw):
+            if not isinstance(pair, list) or len(pair) != 2:
+                raise _Malformed(f"{w}.fixings[{q}] must be a pair [j, v]")
+            j = _as_int(pair[0], f"{w}.fixings[{q}][0]")
+            v = _as_int(pair[1], f"{w}.fixings[{q}][1]")
+            if not 0 <= j < p or v not in (0, 1):
+                raise _Malformed(f"{w}.fixings[{q}] = {_short(pair)}: j must be in [0, {p}) and "
+                                 "v in {0, 1}")
+            fixings.append((j, v))
         nodes.append(_Node(
             id=_as_int(_field(nd, "id", w), w + ".id"),
             parent=_as_int(_field(nd, "parent", w), w + ".parent", none_ok=True),
             branch_var=_as_int(_field(nd, "branch_var", w), w + ".branch_var", none_ok=True),
             branch_value=bv,
-            fixed_in=_as_int_list(_field(nd, "fixed_in", w), w + ".fixed_in"),
-            fixed_out=_as_int_list(_field(nd, "fixed_out", w), w + ".fixed_out"),
             status=_as_str(_field(nd, "status", w), w + ".status", NODE_STATUSES),
-            bound=_as_num(_field(nd, "bound", w), w + ".bound", none_ok=True),
             witness=wit,
+            fixings=fixings,
         ))
+        _as_num(_field(nd, "bound", w), w + ".bound", none_ok=True)  # informational
 
     arr = _field(doc, "arrays", "certificate")
-    sfile = _field(arr, "file", "arrays")
-    if sfile is not None:
-        sfile = _as_str(sfile, "arrays.file")
     ssha = _as_str(_field(arr, "sha256", "arrays"), "arrays.sha256")
-    return _Parsed(loss, k, lambda2, M, fit_intercept, n, p, xh, yh, labels, coef, intercept,
-                   support, objective, lb, ub, abs_gap, rel_gap, rel_tol, abs_tol, status, mu,
-                   nodes, sfile, ssha)
+    return _Parsed(loss, k, lambda2, M, fit_intercept, n, p, xh, yh, coef, intercept, support,
+                   objective, lb, ub, rel_tol, abs_tol, status, mu, nodes, ssha)
 
 
 def _load_sidecar(data: bytes, c: _Parsed) -> dict[str, np.ndarray]:
@@ -586,82 +1194,73 @@ def _load_sidecar(data: bytes, c: _Parsed) -> dict[str, np.ndarray]:
     try:
         with np.load(io.BytesIO(data), allow_pickle=False) as z:
             arrays = {name: z[name] for name in z.files}
-    except Exception as exc:  # any decoding problem of untrusted bytes is a failed check
-        raise _Malformed(f"sidecar is not a readable .npz file ({exc})") from None
+    except Exception as exc:  # any decoding problem of untrusted bytes
+        raise _Malformed(f"sidecar is not a readable .npz file ({_short(str(exc))})") from None
     for name, dt in SIDECAR_ARRAYS.items():
         if name not in arrays:
             raise _Malformed(f"sidecar has no array {name!r}")
         if arrays[name].dtype != np.dtype(dt):
             raise _Malformed(f"sidecar array {name} has dtype {arrays[name].dtype}, expected {dt}")
-    off, idx, val, dual = (arrays[k] for k in SIDECAR_ARRAYS)
+    dual = arrays["dual_values"]
+    off, idx, val = (arrays[k] for k in ("shifted_offsets", "shifted_indices", "shifted_values"))
+    if dual.ndim != 2 or dual.shape[1] != c.n:
+        raise _Malformed(f"sidecar dual_values has shape {dual.shape}, expected (m, {c.n})")
     if off.ndim != 1 or off.size < 1 or off[0] != 0 or (np.diff(off) < 0).any():
-        raise _Malformed("sidecar point_offsets must be 1-D, start at 0 and be non-decreasing")
+        raise _Malformed("sidecar shifted_offsets must be 1-D, start at 0 and be non-decreasing")
     if idx.ndim != 1 or val.ndim != 1 or idx.size != val.size or off[-1] != idx.size:
-        raise _Malformed("sidecar point_indices/point_values must be 1-D of length "
-                         "point_offsets[-1]")
+        raise _Malformed("sidecar shifted_indices/shifted_values must be 1-D of length "
+                         "shifted_offsets[-1]")
     if idx.size and (idx.min() < 0 or idx.max() >= c.p):
-        raise _Malformed(f"sidecar point_indices must lie in [0, {c.p})")
+        raise _Malformed(f"sidecar shifted_indices must lie in [0, {c.p})")
     for s in range(off.size - 1):
         seg = idx[off[s]:off[s + 1]]
         if seg.size > 1 and (np.diff(seg) <= 0).any():
-            raise _Malformed(f"sidecar point witness {s}: indices are not strictly increasing")
-    if dual.ndim != 2 or dual.shape[1] != c.n:
-        raise _Malformed(f"sidecar dual_values has shape {dual.shape}, expected (m, {c.n})")
+            raise _Malformed(f"sidecar shifted witness {s}: indices are not strictly increasing")
     if not np.isfinite(val).all() or not np.isfinite(dual).all():
         raise _Malformed("sidecar arrays contain NaN or infinity")
-    n_point, n_dual = off.size - 1, dual.shape[0]
+    lim = {"dual": dual.shape[0], "shifted": off.size - 1}
     for nd in c.nodes:
         if nd.witness is not None:
             kind, slot = nd.witness
-            lim = n_point if kind == "point" else n_dual
-            if slot >= lim:
+            if slot >= lim[kind]:
                 raise _Malformed(
-                    f"node {nd.id}: {kind} witness slot {slot} out of range ({lim} stored)"
-                )
+                    f"node {nd.id}: {kind} witness slot {slot} out of range ({lim[kind]} stored)")
     return arrays
 
 
-# ----------------------------------------------------------------------------------------------
-# The verifier
-# ----------------------------------------------------------------------------------------------
+def sidecar_path(json_path: str | os.PathLike) -> str:
+    """Where the sidecar of a certificate lives: next to it, same name, ``.npz``."""
+    root, ext = os.path.splitext(os.fspath(json_path))
+    return (root if ext.lower() == ".json" else os.fspath(json_path)) + ".npz"
 
 
 def _obtain(certificate: Any, sidecar: Any) -> tuple[Any, bytes | None, str]:
-    """Return (json document or parse error string, sidecar bytes or None, sidecar description)."""
-    base = os.getcwd()
+    """(json document or an error string, sidecar bytes or None, sidecar description)."""
+    spath = None
     if isinstance(certificate, (str, os.PathLike)):
         path = os.fspath(certificate)
         with open(path, "rb") as fh:  # OSError propagates: an unreadable file is an input error
             raw = fh.read()
-        base = os.path.dirname(os.path.abspath(path))
         try:
             doc = json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
-        except (ValueError, UnicodeDecodeError) as exc:
-            return f"{path} is not valid JSON ({exc})", None, ""
+        except (ValueError, UnicodeDecodeError, RecursionError) as exc:
+            return f"{path} is not valid JSON ({_short(str(exc))})", None, ""
+        spath = sidecar_path(path)
     elif isinstance(certificate, dict):
         doc = certificate
     elif hasattr(certificate, "to_dict") and hasattr(certificate, "sidecar_bytes"):
-        doc = json.loads(json.dumps(certificate.to_dict(), allow_nan=False))
+        doc = certificate.to_dict()
         if sidecar is None:
             return doc, certificate.sidecar_bytes(), "in-memory sidecar"
     else:
-        raise TypeError(
-            "certificate must be a path, a dict or a Certificate, got "
-            f"{type(certificate).__name__}"
-        )
+        raise TypeError("certificate must be a path, a dict or a Certificate, got "
+                        f"{type(certificate).__name__}")
     if isinstance(sidecar, (bytes, bytearray)):
         return doc, bytes(sidecar), "given sidecar bytes"
     if sidecar is not None:
         spath = os.fspath(sidecar)
-    else:
-        arr = doc.get("arrays") if isinstance(doc, dict) else None
-        fname = arr.get("file") if isinstance(arr, dict) else None
-        if not isinstance(fname, str) or not fname:
-            return doc, None, "no sidecar file named in arrays.file"
-        if os.path.basename(fname) != fname or fname in (".", ".."):
-            return doc, None, (f"arrays.file = {fname!r} must be a plain file name (the sidecar "
-                               "lives next to the certificate)")
-        spath = os.path.join(base, fname)
+    if spath is None:
+        return doc, None, "no sidecar given for an in-memory certificate"
     try:
         with open(spath, "rb") as fh:
             return doc, fh.read(), spath
@@ -674,8 +1273,8 @@ def _check_data(X: Any, y: Any) -> tuple[np.ndarray, np.ndarray]:
     y = np.asarray(y)
     if X.dtype.kind not in "biuf" or y.dtype.kind not in "biuf":
         raise TypeError(f"X and y must be numeric arrays, got dtypes {X.dtype} and {y.dtype}")
-    X = X.astype(np.float64, copy=False)
-    y = y.astype(np.float64, copy=False)
+    X = np.ascontiguousarray(X, dtype=np.float64)
+    y = np.ascontiguousarray(y, dtype=np.float64)
     if X.ndim != 2:
         raise ValueError(f"X must be 2-D, got shape {X.shape}")
     if y.ndim != 1:
@@ -690,28 +1289,77 @@ def _list(items: list, fmt=str) -> str:
     return ", ".join(fmt(x) for x in items[:_MAX_LISTED]) + more
 
 
+def _user_params(loss, k, lambda2, max_abs_coef, fit_intercept, rel_gap) -> dict[str, Any]:
+    """Validate the parameters the user fixes (ValueError/TypeError with one clear line)."""
+    out: dict[str, Any] = {}
+    if loss is not None:
+        if loss not in LOSSES:
+            raise ValueError(f"loss must be one of {list(LOSSES)}, got {loss!r}")
+        out["loss"] = loss
+    if k is not None:
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 0:
+            raise ValueError(f"k must be an integer >= 0, got {k!r}")
+        out["k"] = int(k)
+    if lambda2 is not None:
+        lam = float(lambda2)
+        if not (math.isfinite(lam) and lam > 0):
+            raise ValueError(f"lambda2 must be a finite number > 0, got {lambda2!r}")
+        out["lambda2"] = lam
+    if max_abs_coef is not _NOT_GIVEN:
+        if max_abs_coef is None or math.isinf(float(max_abs_coef)):
+            out["max_abs_coef"] = None
+        else:
+            m = float(max_abs_coef)
+            if not (m > 0 and math.isfinite(m)):
+                raise ValueError(f"max_abs_coef must be > 0 (inf or None: no box), got "
+                                 f"{max_abs_coef!r}")
+            out["max_abs_coef"] = m
+    if fit_intercept is not None:
+        if not isinstance(fit_intercept, (bool, np.bool_)):
+            raise TypeError(f"fit_intercept must be a bool, got {fit_intercept!r}")
+        out["fit_intercept"] = bool(fit_intercept)
+    g = float(rel_gap)
+    if not (g >= 0 and math.isfinite(g)):
+        raise ValueError(f"rel_gap must be a finite number >= 0, got {rel_gap!r}")
+    return out
+
+
+# ----------------------------------------------------------------------------------------------
+# The verifier
+# ----------------------------------------------------------------------------------------------
+
+
 def verify_certificate(
     certificate: Any,
     X: Any,
     y: Any,
-    rel_gap: float | None = None,
     *,
+    loss: str | None = None,
+    k: int | None = None,
+    lambda2: float | None = None,
+    max_abs_coef: float | None = _NOT_GIVEN,
+    fit_intercept: bool | None = None,
+    rel_gap: float = DEFAULT_REL_GAP,
     sidecar: Any = None,
 ) -> VerificationReport:
-    """Verify a certificate against the data, recomputing everything with numpy only.
+    """Verify a certificate against the data, recomputing every bound rigorously.
 
     Parameters
     ----------
     certificate : path to the JSON file, the parsed JSON dict, or a ``Certificate``.
-        A path's sidecar is found next to it (``arrays.file``); a dict's relative to the current
-        directory unless ``sidecar`` is given.
+        A path's sidecar is the file next to it with the same name and extension ``.npz``.
     X : array_like of shape (n_samples, n_features)
         The data exactly as given to the solver.
     y : array_like of shape (n_samples,)
-        The targets / raw labels exactly as given to the solver.
-    rel_gap : float, optional
-        Relative-gap tolerance for ``gap_within_tolerance`` (default: the certificate's own
-        criterion, relative gap <= rel_gap_tolerance or absolute gap <= abs_gap_tolerance).
+        The targets / raw labels exactly as given to the solver (classification labels are
+        mapped by the package's rule: the smaller of the two values -> -1, the larger -> +1).
+    loss, k, lambda2, max_abs_coef, fit_intercept : optional
+        The problem as the user poses it; a value that differs from the certificate's fails the
+        check ``parameters``. Not given: the certificate's value is used (and reported as such).
+        ``max_abs_coef=None`` or ``inf`` means no box.
+    rel_gap : float
+        Relative-gap tolerance the verification is judged against (default 1e-4, never the
+        certificate's own).
     sidecar : path or bytes, optional
         Override where the sidecar arrays come from.
 
@@ -724,38 +1372,34 @@ def verify_certificate(
     OSError
         The certificate file cannot be read.
     ValueError, TypeError
-        X or y is not a finite numeric matrix / vector, or rel_gap is negative.
+        X or y is not a finite numeric matrix / vector, or a parameter is invalid.
     """
-    with np.errstate(all="ignore"):  # overflow etc. become inf/nan and fail the checks
-        return _verify(certificate, X, y, rel_gap, sidecar)
-
-
-def _verify(certificate, X, y, rel_gap, sidecar) -> VerificationReport:
+    user = _user_params(loss, k, lambda2, max_abs_coef, fit_intercept, rel_gap)
     X, y = _check_data(X, y)
-    if rel_gap is not None and not (rel_gap >= 0 and math.isfinite(rel_gap)):
-        raise ValueError(f"rel_gap must be a finite number >= 0, got {rel_gap!r}")
-    rep = VerificationReport()
+    with np.errstate(all="ignore"):  # overflow etc. become inf/nan and fail the checks
+        return _verify(certificate, X, y, user, float(rel_gap), sidecar)
+
+
+def _verify(certificate, X, y, user, rel_gap, sidecar) -> VerificationReport:
+    rep = VerificationReport(rel_gap_tolerance=rel_gap)
     doc, side, side_desc = _obtain(certificate, sidecar)
 
     # 1. format, required fields, types
     if isinstance(doc, str):
-        rep.add("format", False, doc)
-        return rep
+        return rep.fail_input("format", doc)
     try:
         c = _parse(doc)
     except _Malformed as exc:
-        rep.add("format", False, str(exc))
-        return rep
-    rep.add("format", True, f"{FORMAT_NAME} version {doc['format_version']}, all fields present")
-    rep.summary.update(loss=c.loss, n=c.n, p=c.p, k=c.k, lambda2=c.lambda2,
-                       max_abs_coef=c.M, fit_intercept=c.fit_intercept, upper_bound=c.ub,
-                       lower_bound=c.lb, relative_gap=c.rel_gap, status=c.status,
+        return rep.fail_input("format", str(exc))
+    except RecursionError:
+        return rep.fail_input("format", "the JSON document is nested too deeply")
+    rep.add("format", True, f"{FORMAT_NAME} version {FORMAT_VERSION}, all fields present")
+    rep.summary.update(n=c.n, p=c.p, upper_bound=c.ub, lower_bound=c.lb, status=c.status,
                        n_nodes=len(c.nodes))
 
-    # 1b. sidecar
+    # 2. sidecar
     if side is None:
-        rep.add("sidecar", False, side_desc)
-        return rep
+        return rep.fail_input("sidecar", side_desc)
     digest = sha256_bytes(side)
     if digest != c.sidecar_sha256:
         rep.add("sidecar", False, f"SHA-256 of the sidecar ({side_desc}) is {digest}, the "
@@ -764,12 +1408,36 @@ def _verify(certificate, X, y, rel_gap, sidecar) -> VerificationReport:
     try:
         arrays = _load_sidecar(side, c)
     except _Malformed as exc:
-        rep.add("sidecar", False, str(exc))
-        return rep
-    rep.add("sidecar", True, f"SHA-256 matches, {arrays['point_offsets'].size - 1} point and "
-                             f"{arrays['dual_values'].shape[0]} dual witnesses")
+        return rep.fail_input("sidecar", str(exc))
+    rep.add("sidecar", True, f"SHA-256 matches, {arrays['dual_values'].shape[0]} dual and "
+                             f"{arrays['shifted_offsets'].size - 1} shifted witnesses")
 
-    # 2. data
+    # 3. the platform's elementary functions
+    ok, msg = elementary_functions_check()
+    if not ok:
+        return rep.fail_input("elementary_functions", msg)
+    rep.add("elementary_functions", True, msg)
+
+    # 4. the problem: the user's values win; a difference is a failed check
+    cert_vals = {"loss": c.loss, "k": c.k, "lambda2": c.lambda2, "max_abs_coef": c.M,
+                 "fit_intercept": c.fit_intercept}
+    diffs = []
+    for name, cv in cert_vals.items():
+        if name in user:
+            rep.parameters[name] = (user[name], "user")
+            if user[name] != cv:
+                diffs.append(f"{name} = {_fmt_param(user[name])} (user) but "
+                             f"{_fmt_param(cv)} in the certificate")
+        else:
+            rep.parameters[name] = (cv, "certificate")
+    rep.parameters["rel_gap"] = (rel_gap, "user")
+    if diffs:
+        rep.add("parameters", False, "; ".join(diffs))
+        return rep
+    rep.add("parameters", True, ", ".join(f"{k} from the {src}" for k, (_, src) in
+                                          rep.parameters.items() if k != "rel_gap"))
+
+    # 5. data
     if X.shape != (c.n, c.p) or y.shape != (c.n,):
         rep.add("data_shape", False, f"data has X {X.shape}, y {y.shape}; the certificate is for "
                                      f"n_samples={c.n}, n_features={c.p}")
@@ -777,24 +1445,35 @@ def _verify(certificate, X, y, rel_gap, sidecar) -> VerificationReport:
     rep.add("data_shape", True, f"n={c.n}, p={c.p}")
     bad = [name for name, arr, h in (("X", X, c.X_sha256), ("y", y, c.y_sha256))
            if array_sha256(arr) != h]
-    rep.add("data_hash", not bad,
-            "SHA-256 of X and y match" if not bad else
-            f"SHA-256 of {' and '.join(bad)} differ{'s' if len(bad) == 1 else ''} from the "
-            "certificate: the data is not the data that was certified")
+    if bad:
+        rep.add("data_hash", False, f"SHA-256 of {' and '.join(bad)} differ"
+                                    f"{'s' if len(bad) == 1 else ''} from the certificate: the "
+                                    "data is not the data that was certified")
+        return rep
+    rep.add("data_hash", True, "SHA-256 of X and y match")
     try:
-        Xr, yr, Xd, yd = prepare_data(X, y, c.loss, c.labels, c.fit_intercept)
+        if c.loss in CLASSIFICATION_LOSSES:
+            ym = binary_labels(y)
+            vals = np.unique(y)
+            lab_msg = f"labels mapped {vals[0]:g} -> -1, {vals[1]:g} -> +1 (smaller -> -1)"
+        else:
+            ym = y
+            if c.loss == "poisson" and (y < 0).any():
+                i = int(np.flatnonzero(y < 0)[0])
+                raise ValueError(f"Poisson needs y >= 0 but y[{i}] = {y[i]!r}")
+            lab_msg = "targets valid for the loss"
     except ValueError as exc:
         rep.add("labels", False, str(exc))
         return rep
-    rep.add("labels", True, "labels valid for the loss" + (
-        f" (mapped {c.labels[0]:g} -> -1, {c.labels[1]:g} -> +1)" if c.labels else ""))
+    rep.add("labels", True, lab_msg)
 
-    # 3. incumbent
+    # 6. incumbent
     nz = np.flatnonzero(c.coef).tolist()
     rep.add("incumbent_sparsity", len(nz) <= c.k, f"||coef||_0 = {len(nz)}, k = {c.k}")
     rep.add("incumbent_support", c.support == nz,
             "support equals the nonzero coefficients" if c.support == nz else
-            f"support field {c.support} differs from the nonzero coefficients {nz}")
+            f"support field {_short(c.support)} differs from the nonzero coefficients "
+            f"{_short(nz)}")
     if c.M is not None:
         over = np.flatnonzero(np.abs(c.coef) > c.M).tolist()
         rep.add("incumbent_box", not over, f"|coef_j| <= {c.M:g}" if not over else
@@ -803,68 +1482,53 @@ def _verify(certificate, X, y, rel_gap, sidecar) -> VerificationReport:
             "intercept allowed (fit_intercept)" if c.fit_intercept else
             "intercept is 0 (fit_intercept is false)" if c.intercept == 0.0 else
             f"intercept is {c.intercept!r} but fit_intercept is false")
-    u = Xr @ c.coef + (c.intercept if c.fit_intercept else 0.0)
-    obj = float(loss_value(c.loss, u, yr).sum() + c.lambda2 * float(c.coef @ c.coef))
-    tol = OBJECTIVE_REL_TOL * max(1.0, abs(c.objective))
-    rep.add("incumbent_objective", abs(obj - c.objective) <= tol,
-            f"recomputed objective {obj:.15g} vs claimed {c.objective:.15g} "
-            f"(allowed difference {tol:.3e})")
-    tol_ub = OBJECTIVE_REL_TOL * max(1.0, abs(c.ub))
-    rep.add("upper_bound", abs(c.ub - c.objective) <= tol_ub,
-            f"upper_bound {c.ub:.15g} vs incumbent objective {c.objective:.15g}")
+    value, upper = objective_upper_bound(X, ym, c.loss, c.lambda2, c.coef,
+                                         c.intercept if c.fit_intercept else 0.0)
+    rep.objective_upper = upper
+    rep.add("incumbent_objective", upper <= c.ub,
+            f"objective {value:.15g}, proven <= {upper:.15g} <= claimed upper bound "
+            f"{c.ub:.15g}" if upper <= c.ub else
+            f"the incumbent's objective is only proven <= {upper:.15g} (computed {value:.15g}),"
+            f" above the claimed upper bound {c.ub:.15g}")
 
-    # 6. eigenvalue shift
+    # 7. eigenvalue shift
+    shift_ok = True
     if c.mu > 0:
         if c.loss != "squared":
-            rep.add("eig_shift", False, f"eig_shift = {c.mu} > 0 is only valid for the squared "
-                                        f"loss, not {c.loss}")
+            shift_ok = rep.add("eig_shift", False, f"eig_shift = {c.mu!r} > 0 is only defined "
+                                                   f"for the squared loss, not {c.loss}")
         else:
-            G = Xd.T @ Xd - c.mu * np.eye(c.p)
-            try:
-                np.linalg.cholesky(G)
-                rep.add("eig_shift", True, f"cholesky(Xc^T Xc - {c.mu:.6g} I) succeeded")
-            except np.linalg.LinAlgError:
-                rep.add("eig_shift", False, f"cholesky(Xc^T Xc - {c.mu:.6g} I) failed: the "
-                                            "shifted matrix is not positive definite")
+            ok, msg = proves_eig_shift(X, c.mu, c.fit_intercept)
+            shift_ok = rep.add("eig_shift", ok, msg)
     else:
         rep.add("eig_shift", True, "no eigenvalue shift (mu = 0)")
 
-    # 4. tree
+    # 8. tree, 9. witnesses and region bounds
     tree = _check_tree(rep, c)
     if tree is not None:
-        # 5. leaf bounds
-        _check_leaves(rep, c, arrays, Xd, yd, *tree)
+        _check_regions(rep, c, arrays, X, ym, tree, shift_ok)
 
-    # 7. bounds arithmetic and status
-    exp_abs = c.ub - c.lb
-    exp_rel = exp_abs / max(1.0, abs(c.ub))
-    t_abs = ARITHMETIC_REL_TOL * max(1.0, abs(c.ub))
-    ok_abs = abs(c.abs_gap - exp_abs) <= t_abs
-    ok_rel = abs(c.rel_gap - exp_rel) <= ARITHMETIC_REL_TOL * max(1.0, abs(exp_rel))
-    rep.add("gap_arithmetic", ok_abs and ok_rel,
-            f"absolute_gap {c.abs_gap:.6e} (UB - LB = {exp_abs:.6e}), relative_gap "
-            f"{c.rel_gap:.6e} ({RELATIVE_GAP_DEFINITION} = {exp_rel:.6e})")
-    own = c.rel_gap <= c.rel_tol or c.abs_gap <= c.abs_tol
+    # 10. the claims
+    order_ok = c.lb <= c.ub
+    rep.add("bounds_order", order_ok, f"lower bound {c.lb:.15g} <= upper bound {c.ub:.15g}"
+            if order_ok else f"lower bound {c.lb:.15g} > upper bound {c.ub:.15g}")
+    abs_gap = float(_up(c.ub - c.lb)) if order_ok else math.inf
+    rel = float(_up(abs_gap / max(1.0, abs(c.ub))))
+    rep.relative_gap = rel
+    own = rel <= c.rel_tol or abs_gap <= c.abs_tol
     if c.status == "optimal":
-        rep.add("status", own, f"status optimal: relative gap {c.rel_gap:.3e} <= "
-                               f"{c.rel_tol:.3e} or absolute gap {c.abs_gap:.3e} <= "
-                               f"{c.abs_tol:.3e}" + ("" if own else " is FALSE"))
+        rep.add("status", own, f"status optimal: relative gap {rel:.3e} <= {c.rel_tol:.3e} or "
+                               f"absolute gap {abs_gap:.3e} <= {c.abs_tol:.3e} (the "
+                               "certificate's tolerances)" + ("" if own else " is FALSE"))
     else:
         rep.add("status", True, f"status {c.status} (no optimality claimed)")
-    if rel_gap is None:
-        rep.gap_within_tolerance = own
-        rep.rel_gap_tolerance = c.rel_tol
-    else:
-        rep.gap_within_tolerance = c.rel_gap <= rel_gap
-        rep.rel_gap_tolerance = float(rel_gap)
+    rep.gap_within_tolerance = rel <= rel_gap
     rep.complete = True
     return rep
 
 
-def _check_tree(
-    rep: VerificationReport, c: _Parsed
-) -> tuple[list[_Node], dict[int, _Node]] | None:
-    """Checks 4 (structure, fixings). Returns (leaves in id order, nodes by id) or None."""
+def _check_tree(rep: VerificationReport, c: _Parsed):
+    """Structure and fixings. Returns (root id, children, nodes by id, preorder) or None."""
     by_id: dict[int, _Node] = {}
     dup = []
     for nd in c.nodes:
@@ -877,10 +1541,8 @@ def _check_tree(
     roots = [nd for nd in c.nodes if nd.parent is None]
     if len(roots) != 1:
         problems.append(f"{len(roots)} nodes without a parent (exactly one root required)")
-    else:
-        r = roots[0]
-        if r.branch_var is not None or r.branch_value is not None or r.fixed_in or r.fixed_out:
-            problems.append(f"root node {r.id} must have no branching variable and no fixing")
+    elif roots[0].branch_var is not None or roots[0].branch_value is not None:
+        problems.append(f"root node {roots[0].id} must have no branching variable")
     children: dict[int, list[_Node]] = {nd.id: [] for nd in c.nodes}
     for nd in c.nodes:
         if nd.parent is None:
@@ -896,15 +1558,15 @@ def _check_tree(
     if problems:
         rep.add("tree_structure", False, "; ".join(problems[:_MAX_LISTED]))
         return None
-    # connected and acyclic: every node reached from the root exactly once
-    order, seen, stack = [], set(), [roots[0].id]
+    root = roots[0].id
+    order, seen, stack = [], set(), [root]
     while stack:
         i = stack.pop()
         if i in seen:
             continue
         seen.add(i)
         order.append(i)
-        stack.extend(ch.id for ch in children[i])
+        stack.extend(ch.id for ch in reversed(children[i]))
     missing = sorted(set(by_id) - seen)
     if missing:
         rep.add("tree_structure", False, f"nodes not connected to the root (cycle or orphan): "
@@ -920,144 +1582,192 @@ def _check_tree(
             if len(ch) != 2 or len(vars_) != 1 or vals != [0, 1]:
                 problems.append(
                     f"node {i} must have exactly two children fixing the same variable to 0 and "
-                    f"1, has {[(x.id, x.branch_var, x.branch_value) for x in ch]}"
-                )
+                    f"1, has {[(x.id, x.branch_var, x.branch_value) for x in ch]}")
         elif nd.status == "branched":
             problems.append(f"node {i} has status 'branched' but no children (a leaf is missing)")
     if problems:
         rep.add("tree_structure", False, "; ".join(problems[:_MAX_LISTED]))
         return None
-    leaves = sorted((by_id[i] for i in order if not children[i]), key=lambda x: x.id)
-    rep.add("tree_structure", True, f"{len(c.nodes)} nodes, {len(leaves)} leaves, one root, "
+    n_leaves = sum(1 for i in order if not children[i])
+    rep.add("tree_structure", True, f"{len(c.nodes)} nodes, {n_leaves} leaves, one root, "
                                     "every branched node has children z_j = 0 and z_j = 1")
-    # fixings
-    fix: dict[int, tuple[frozenset, frozenset]] = {roots[0].id: (frozenset(), frozenset())}
-    for i in order:
-        nd = by_id[i]
-        if nd.parent is not None:
-            pin, pout = fix[nd.parent]
-            j = nd.branch_var
-            if j in pin or j in pout:
-                problems.append(f"node {i}: branch_var {j} is already fixed at parent {nd.parent}")
-            fix[i] = (pin | {j}, pout) if nd.branch_value == 1 else (pin, pout | {j})
-        fin, fout = fix[i]
-        if nd.fixed_in != sorted(fin) or nd.fixed_out != sorted(fout):
-            problems.append(f"node {i}: recorded fixed_in/fixed_out differ from the parent's "
-                            "fixings plus (branch_var, branch_value)")
-        if len(fin) > c.k:
-            problems.append(f"node {i}: |fixed_in| = {len(fin)} > k = {c.k}")
-    if problems:
-        rep.add("tree_fixings", False, "; ".join(problems[:_MAX_LISTED]))
-        return None
-    rep.add("tree_fixings", True, "fixings follow the branching, |fixed_in| <= k: the leaves "
-                                  "partition {z in {0,1}^p : sum z <= k}")
-    rep.summary["n_leaves"] = len(leaves)
-    return leaves, by_id
+    return root, children, by_id, order
 
 
-def _check_leaves(rep, c: _Parsed, arrays, Xd, yd, leaves: list[_Node],
-                  by_id: dict[int, _Node]) -> None:
-    """Check 5: recompute every leaf's bound from its witness (own or nearest ancestor's)."""
-    zero_sum = c.fit_intercept and c.loss != "squared"
-    problems: list[str] = []
-    jobs: dict[tuple[str, int], list[_Node]] = {}
-    inherited = 0
-    for nd in leaves:
-        cur = nd
-        while cur.witness is None and cur.parent is not None:
-            cur = by_id[cur.parent]
-        if cur.witness is None:
-            problems.append(f"leaf {nd.id} has no witness (nor any ancestor)")
-            continue
-        inherited += cur is not nd
-        if cur.witness[0] == "point" and c.fit_intercept and c.loss != "squared":
-            problems.append(f"leaf {nd.id}: a point witness cannot certify the unpenalised "
-                            f"intercept of the {c.loss} loss (a dual witness with exact zero sum "
-                            "is required)")
-            continue
-        jobs.setdefault(cur.witness, []).append(nd)
-    bounds: dict[int, float] = {}
-    off, idx, val = arrays["point_offsets"], arrays["point_indices"], arrays["point_values"]
+def _check_regions(rep: VerificationReport, c: _Parsed, arrays, X, ym, tree,
+                   shift_ok: bool) -> None:
+    """Walk the tree once (fixings derived from the parent chain), check every fixing, and bound
+    every region of the partition from its witness: the leaves (with their own fixings) and the
+    regions cut off by bound fixings."""
+    root, children, by_id, order = tree
+    des = _Design(X, ym, c.loss, c.fit_intercept)
+    p, k = c.p, c.k
     dual = arrays["dual_values"]
-    lamp = c.lambda2 + c.mu
-    chunk = max(1, min(256, 4_000_000 // max(1, c.n + c.p)))
-    keys = sorted(jobs)
-    for start in range(0, len(keys), chunk):
-        block = keys[start:start + chunk]
-        pts = [s for kind, s in block if kind == "point"]
-        dls = [s for kind, s in block if kind == "dual"]
-        if pts:
-            B = np.zeros((len(pts), c.p))
-            for r, s in enumerate(pts):
-                B[r, idx[off[s]:off[s + 1]]] = val[off[s]:off[s + 1]]
-            F, G, gb = _point_terms(Xd, yd, c.loss, c.mu, B)
-            for r, s in enumerate(pts):
-                a = -G[r] / (2.0 * lamp)
-                for nd in jobs[("point", s)]:
-                    fin = np.asarray(nd.fixed_in, dtype=np.int64)
-                    fout = np.asarray(nd.fixed_out, dtype=np.int64)
-                    bounds[nd.id] = float(F[r] - gb[r] - 2.0 * lamp * g_star_node(
-                        a, fin, fout, c.k - fin.size, c.M))
-        if dls:
-            Z = dual[dls]
-            C, ok, A = _dual_terms(Xd, yd, c.loss, c.lambda2, Z)
-            for r, s in enumerate(dls):
-                if not ok[r]:
-                    _, dom = loss_conjugate(c.loss, Z[r], yd)
-                    i = int(np.flatnonzero(~dom)[0])
-                    users = _list([x.id for x in jobs[("dual", s)]])
-                    problems.append(f"dual witness {s} (leaves {users}): "
-                                    f"zeta[{i}] = {Z[r, i]!r} is outside the domain of the "
-                                    f"{c.loss} conjugate")
-                    continue
-                if zero_sum and math.fsum(Z[r].tolist()) != 0.0:
-                    problems.append(f"dual witness {s}: math.fsum(zeta) = "
-                                    f"{math.fsum(Z[r].tolist())!r} != 0 (required exactly with an "
-                                    "unpenalised intercept)")
-                    continue
-                for nd in jobs[("dual", s)]:
-                    fin = np.asarray(nd.fixed_in, dtype=np.int64)
-                    fout = np.asarray(nd.fixed_out, dtype=np.int64)
-                    bounds[nd.id] = float(-C[r] - 2.0 * c.lambda2 * g_star_node(
-                        A[r], fin, fout, c.k - fin.size, c.M))
+    off, idx, val = (arrays[k] for k in ("shifted_offsets", "shifted_indices", "shifted_values"))
+    # owners of witnesses in preorder (for batched evaluation), and witness problems
+    problems: list[str] = []
+    wit_problem: dict[tuple[str, int], str | None] = {}
+    for i in order:
+        w = by_id[i].witness
+        if w is None or w in wit_problem:
+            continue
+        kind, slot = w
+        if kind == "dual":
+            wit_problem[w] = _dual_problem(c.loss, dual[slot], ym, c.fit_intercept)
+        elif c.loss != "squared" or c.mu <= 0:
+            wit_problem[w] = ("a shifted witness needs the squared loss and a proven eigenvalue "
+                              "shift mu > 0 (use a dual witness)")
+        elif not shift_ok:
+            wit_problem[w] = "the eigenvalue shift is not proven"
+        else:
+            wit_problem[w] = None
+    owners = [by_id[i].witness for i in order if by_id[i].witness is not None]
+    cache: dict[tuple[str, int], _Terms] = {}
+    next_owner = {w: q for q, w in reversed(list(enumerate(owners)))}
+    chunk = max(1, min(64, 2_000_000 // max(1, c.n + c.p)))
+    M, lam = c.M, c.lambda2
+
+    def terms_of(w) -> _Terms:
+        if w not in cache:
+            q = next_owner[w]
+            block = [x for x in dict.fromkeys(owners[q:q + chunk]) if x not in cache
+                     and wit_problem.get(x) is None]
+            if w not in block:
+                block = [w]
+            if len(cache) > 4 * chunk:  # keep memory bounded: drop what is not on the path
+                for key in [key for key in cache if key not in pinned]:
+                    del cache[key]
+            duals = [s for kind, s in block if kind == "dual"]
+            shifted = [s for kind, s in block if kind == "shifted"]
+            if duals:
+                for s, t in zip(duals, _dual_terms(des, dual[duals], lam, M), strict=True):
+                    cache[("dual", s)] = t
+            if shifted:
+                B = np.zeros((len(shifted), p))
+                for r, s in enumerate(shifted):
+                    B[r, idx[off[s]:off[s + 1]]] = val[off[s]:off[s + 1]]
+                for s, t in zip(shifted, _shifted_terms(des, B, lam, c.mu, M), strict=True):
+                    cache[("shifted", s)] = t
+        return cache[w]
+
+    state = np.zeros(p, dtype=np.int8)  # 0 free, 1 in, 2 out
+    n_in = 0
+    pinned: set = set()
+    results: list[tuple[float, str]] = []  # (bound, description) of every region
+    fix_problems: list[str] = []
+    inherited = 0
+
+    def fix(j: int, v: int, undo: list) -> None:
+        nonlocal n_in
+        undo.append((j, int(state[j])))
+        state[j] = 1 if v == 1 else 2
+        n_in += v == 1
+
+    # iterative DFS: ("enter", id, inherited witness) / ("exit", id, (undo, own witness))
+    stack: list[tuple] = [("enter", root, None)]
+    while stack and not fix_problems:
+        op, i, arg = stack.pop()
+        if op == "exit":
+            for j, old in reversed(arg[0]):
+                n_in += int(old == 1) - int(state[j] == 1)
+                state[j] = old
+            if arg[1] is not None:
+                pinned.discard(arg[1])
+            continue
+        nd = by_id[i]
+        undo: list[tuple[int, int]] = []
+        if nd.parent is not None:
+            if state[nd.branch_var] != 0:
+                fix_problems.append(f"node {i}: branch_var {nd.branch_var} is not free at its "
+                                    f"parent {nd.parent}")
+                break
+            fix(nd.branch_var, nd.branch_value, undo)
+        own = nd.witness
+        wit = own if own is not None else arg
+        if own is not None:
+            pinned.add(own)
+        leaf = not children[i]
+        t = None
+        if leaf or nd.fixings:
+            if wit is None:
+                problems.append(f"node {i} has no witness (nor any ancestor)")
+            elif wit_problem[wit] is not None:
+                problems.append(f"{wit[0]} witness {wit[1]} (node {i}) {wit_problem[wit]}")
+            else:
+                t = terms_of(wit)
+        if nd.fixings:
+            js = [j for j, _ in nd.fixings]
+            if len(set(js)) != len(js) or any(state[j] != 0 for j in js):
+                fix_problems.append(f"node {i}: its bound fixings must be distinct variables "
+                                    "free at the node")
+                break
+            if t is not None:
+                for (j, v), b in zip(nd.fixings, _fixing_bounds(t, state, k, nd.fixings),
+                                     strict=True):
+                    results.append((b, f"node {i} fixing [{j}, {v}]"))
+            for j, v in nd.fixings:
+                fix(j, v, undo)
+        if n_in > k:
+            fix_problems.append(f"node {i}: {n_in} variables fixed to 1 > k = {k}")
+            break
+        if leaf and t is not None:
+            inherited += own is None
+            results.append((_region_bound(t, _g_star_up(t.h_up, state, k)), f"leaf {i}"))
+        stack.append(("exit", i, (undo, own)))
+        for ch in reversed(children[i]):
+            stack.append(("enter", ch.id, wit))
+    if fix_problems:
+        rep.add("tree_fixings", False, "; ".join(fix_problems[:_MAX_LISTED]))
+        return
+    rep.add("tree_fixings", True, "every branching and bound fixing is on a variable free at its "
+                                  "node, at most k variables fixed to 1: the leaves and the "
+                                  "fixed-off regions partition {z in {0,1}^p : sum z <= k}")
     rep.add("leaf_witnesses", not problems,
-            f"every leaf has a usable witness ({inherited} inherited from an ancestor)"
+            f"every region has a usable witness ({inherited} leaves use an ancestor's)"
             if not problems else "; ".join(problems[:_MAX_LISTED]))
-    values = [bounds.get(nd.id, -math.inf) for nd in leaves]
-    values = [v if not math.isnan(v) else -math.inf for v in values]  # overflow: no bound
-    certified = min(values)
+    if problems:
+        return
+    values = [b if not math.isnan(b) else -math.inf for b, _ in results]
+    certified = min(values) if values else math.inf
     rep.certified_lower_bound = certified
-    rep.margin = BOUND_MARGIN_REL * max(1.0, abs(c.ub))
-    threshold = c.lb - rep.margin
-    bad = [(nd.id, v) for nd, v in zip(leaves, values, strict=True) if not v >= threshold]
+    rep.summary["n_regions"] = len(values)
+    bad = [(d, v) for (_, d), v in zip(results, values, strict=True) if not v >= c.lb]
     if bad:
-        msg = (f"recomputed bound below the claimed lower bound {c.lb:.15g} - margin "
-               f"{rep.margin:.3e} at leaves " + _list(bad, lambda t: f"{t[0]} ({t[1]:.15g})"))
+        msg = (f"safe bound below the claimed lower bound {c.lb:.15g} at "
+               + _list(bad, lambda t: f"{t[0]} ({t[1]:.15g})"))
     else:
-        msg = (f"min over {len(leaves)} leaves of the recomputed bounds = {certified:.15g} >= "
-               f"claimed lower bound {c.lb:.15g} - margin {rep.margin:.3e}")
+        msg = (f"min over {len(values)} regions of the safe bounds = {certified:.15g} >= "
+               f"claimed lower bound {c.lb:.15g}")
     rep.add("leaf_bounds", not bad, msg)
 
 
 def _main(argv: list[str] | None = None) -> int:
-    """``python -m sparsecert.certificate.verify CERT.json DATA.npz [--rel-gap G]``.
-
-    ``DATA.npz`` holds the arrays ``X`` and ``y``.
-    """
+    """``python -m sparsecert.certificate.verify CERT.json DATA.npz [options]``."""
     import argparse
 
     ap = argparse.ArgumentParser(prog="python -m sparsecert.certificate.verify",
                                  description="Standalone numpy-only certificate verifier.")
     ap.add_argument("certificate")
     ap.add_argument("data", help=".npz file with arrays X and y")
-    ap.add_argument("--rel-gap", type=float, default=None)
+    ap.add_argument("--loss", choices=LOSSES)
+    ap.add_argument("--k", type=int)
+    ap.add_argument("--lambda2", type=float)
+    ap.add_argument("--max-abs-coef", type=float, default=None, help="inf: no box")
+    ap.add_argument("--fit-intercept", action=argparse.BooleanOptionalAction, default=None)
+    ap.add_argument("--rel-gap", type=float, default=DEFAULT_REL_GAP)
     args = ap.parse_args(argv)
     try:
         with np.load(args.data, allow_pickle=False) as z:
             X, y = z["X"], z["y"]
-        report = verify_certificate(args.certificate, X, y, rel_gap=args.rel_gap)
+        report = verify_certificate(
+            args.certificate, X, y, loss=args.loss, k=args.k, lambda2=args.lambda2,
+            max_abs_coef=_NOT_GIVEN if args.max_abs_coef is None else args.max_abs_coef,
+            fit_intercept=args.fit_intercept, rel_gap=args.rel_gap)
     except (OSError, ValueError, KeyError, TypeError) as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if report.input_error:
+        print(f"error: {args.certificate}: {report.error_line}", file=sys.stderr)
         return 2
     print(report)
     return report.exit_code

@@ -1,7 +1,8 @@
 """The ``sparsecert`` command line: ``certify``, ``verify``, ``show``.
 
 Exit codes: 0 verified, 1 verification failed (the failed check is named), 2 usage or input
-error (one line on stderr), 3 verified but the gap is above the tolerance asked for.
+error, including a certificate that cannot be read or parsed (one line on stderr), 3 verified but
+the gap is above the tolerance asked for.
 
 ``sparsecert certify`` without ``--data`` runs the main job: k = 5, lambda2 = 0.1, with an
 intercept, on scikit-learn's bundled diabetes data; it writes ``sparsecert-certificate.json``
@@ -56,6 +57,16 @@ def _arg(convert, check=None):
         return value
 
     return parse
+
+
+def _nonneg_int(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"{v} must be >= 0")
+    return v
 
 
 def _nonneg_float(text: str) -> float:
@@ -119,15 +130,29 @@ def build_parser() -> argparse.ArgumentParser:
                    help="parallel node evaluations (threads; -1: all cores)")
     c.add_argument("--out", default=DEFAULT_OUT, metavar="CERT.json",
                    help=f"certificate path (default {DEFAULT_OUT}; sidecar .npz next to it)")
+    c.add_argument("--force", action="store_true",
+                   help="replace existing files at --out and its sidecar even if they are not "
+                        "a sparsecert certificate pair")
     c.add_argument("--quiet", action="store_true", help="no progress log, one summary line")
 
     v = sub.add_parser("verify", help="verify a certificate against the data",
                        description="Re-check a certificate with the standalone numpy-only "
-                                   "verifier.")
-    v.add_argument("certificate", metavar="CERT.json")
-    _add_data_args(v, "Default: scikit-learn's diabetes data (what the default job certifies).")
-    v.add_argument("--rel-gap", type=_nonneg_float, default=None, metavar="G",
-                   help="relative-gap tolerance for exit code 3 (default: the certificate's)")
+                                   "verifier, on the problem you pose: every parameter given "
+                                   "here must equal the certificate's (the others are taken "
+                                   "from the certificate and reported as such).")
+    v.add_argument("certificate", metavar="CERT.json",
+                   help="the certificate; its sidecar is the .npz of the same name next to it")
+    _add_data_args(v, "Required: the data the certificate is about.")
+    v.add_argument("--loss", choices=LOSS_NAMES, default=None, help="the loss you certify")
+    v.add_argument("--k", type=_nonneg_int, default=None, help="the sparsity budget")
+    v.add_argument("--lambda2", type=_arg(float), default=None, help="the ridge penalty")
+    v.add_argument("--max-abs-coef", type=_arg(float), default=None, metavar="M",
+                   help="the box |b_j| <= M (inf: no box)")
+    v.add_argument("--fit-intercept", action=argparse.BooleanOptionalAction, default=None,
+                   help="whether the model has an unpenalised intercept")
+    v.add_argument("--rel-gap", type=_nonneg_float, default=1e-4, metavar="G",
+                   help="relative-gap tolerance: exit 3 if the proven gap is above it (default "
+                        "1e-4, never the certificate's own)")
     v.add_argument("--quiet", action="store_true", help="print one line only")
 
     s = sub.add_parser("show", help="print a human summary of a certificate")
@@ -182,12 +207,14 @@ def _cmd_certify(args) -> int:
     except NotImplementedError as exc:  # an option combination the solver does not support
         raise _InputError(f"not supported: {exc}") from None
     try:
-        result.save(args.out)
+        result.certificate.save(args.out, overwrite=args.force)
     except OSError as exc:
         raise _InputError(f"cannot write {args.out}: {exc.strerror or exc}") from None
     from sparsecert.certificate.document import sidecar_path
 
-    report = verify_certificate(args.out, X, y, rel_gap=args.rel_gap)
+    report = verify_certificate(args.out, X, y, loss=args.loss, k=k, lambda2=lambda2,
+                                fit_intercept=fit_intercept, rel_gap=args.rel_gap,
+                                max_abs_coef=args.max_abs_coef)
     coef = np.asarray(result.coef)
     support = np.flatnonzero(coef).tolist()
     named = f" ({', '.join(_label(names, j) for j in support)})" if names else ""
@@ -222,12 +249,20 @@ def _label(names: list[str] | None, j: int) -> str:
 def _cmd_verify(args) -> int:
     from sparsecert.certificate.verify import verify_certificate
 
+    if args.data is None:
+        raise _InputError("verify needs --data FILE, the data the certificate is about (.npz "
+                          "with arrays X and y; .npy with --y; .csv with --target)")
     X, y, desc = _load(args)
+    extra = {} if args.max_abs_coef is None else {"max_abs_coef": args.max_abs_coef}
     try:
-        report = verify_certificate(args.certificate, X, y, rel_gap=args.rel_gap)
+        report = verify_certificate(args.certificate, X, y, loss=args.loss, k=args.k,
+                                    lambda2=args.lambda2, fit_intercept=args.fit_intercept,
+                                    rel_gap=args.rel_gap, **extra)
     except OSError as exc:
         raise _InputError(f"cannot read certificate {args.certificate}: "
                           f"{exc.strerror or exc}") from None
+    if report.input_error:
+        raise _InputError(f"{args.certificate}: {report.error_line}")
     if args.quiet:
         state = ("verified" if report.gap_within_tolerance else
                  "verified, gap above tolerance") if report.ok else \
@@ -241,17 +276,21 @@ def _cmd_verify(args) -> int:
 
 def _cmd_show(args) -> int:
     from sparsecert.certificate.document import format_summary
-    from sparsecert.certificate.schema import FORMAT_NAME
+    from sparsecert.certificate.schema import FORMAT_NAME, FORMAT_VERSION
 
     try:
         with open(args.certificate, encoding="utf-8") as fh:
             data = json.load(fh)
     except OSError as exc:
         raise _InputError(f"cannot read {args.certificate}: {exc.strerror or exc}") from None
-    except (ValueError, UnicodeDecodeError) as exc:
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
         raise _InputError(f"{args.certificate} is not valid JSON ({exc})") from None
     if not isinstance(data, dict) or data.get("format") != FORMAT_NAME:
         raise _InputError(f"{args.certificate} is not a {FORMAT_NAME} file")
+    if data.get("format_version") != FORMAT_VERSION:
+        raise _InputError(f"{args.certificate}: format version {data.get('format_version')!r} "
+                          f"is not supported (this sparsecert reads version {FORMAT_VERSION}): "
+                          "re-run sparsecert certify")
     try:
         print(format_summary(data))
     except (AttributeError, TypeError, KeyError, ValueError, IndexError) as exc:

@@ -15,6 +15,7 @@ import scipy.linalg
 from sparsecert._validation import PreparedProblem, prepare_problem
 from sparsecert.solvers.losses import LOSS_IDS, get_loss
 from sparsecert.solvers.perspective._linalg import lanczos_norm_sq, spectral_norm_sq, transpose
+from sparsecert.solvers.rigorous import proves_eig_shift
 
 __all__ = ["RelaxationProblem", "safe_eig_shift", "check_eig_shift"]
 
@@ -26,15 +27,12 @@ def _gram(X: np.ndarray) -> np.ndarray:
     return X.T @ X
 
 
-def check_eig_shift(X: np.ndarray, mu: float) -> bool:
-    """``True`` iff a Cholesky factorisation of ``X^T X - mu I`` succeeds (numpy)."""
-    G = _gram(X)
-    G[np.diag_indices_from(G)] -= mu
-    try:
-        np.linalg.cholesky(G)
-    except np.linalg.LinAlgError:
-        return False
-    return True
+def check_eig_shift(X: np.ndarray, mu: float, centred: bool = False) -> bool:
+    """``True`` iff ``X^T P X - mu I`` is proven positive definite in floating point
+    (:func:`sparsecert.solvers.rigorous.proves_eig_shift`; ``X`` centred by ``X - X.mean(0)``
+    when ``centred``, P the centring projector then), with a little room to spare so that an
+    independent verifier's test passes too."""
+    return proves_eig_shift(X, mu * (1.0 + 2.0 ** -20), centred)
 
 
 def _extreme_eigenvalues(G: np.ndarray, dense_max: int = 2000) -> tuple[float, float]:
@@ -63,8 +61,8 @@ def _extreme_eigenvalues(G: np.ndarray, dense_max: int = 2000) -> tuple[float, f
     return (1.0 / top_inv if top_inv > 0 else 0.0), lam_max
 
 
-def safe_eig_shift(X: np.ndarray) -> float:
-    """A shift slightly below ``lambda_min(X^T X)``, confirmed by a Cholesky factorisation.
+def safe_eig_shift(X: np.ndarray, centred: bool = False) -> float:
+    """A shift slightly below ``lambda_min(X^T P X)``, proven by :func:`check_eig_shift`.
 
     Returns 0.0 when ``p > n`` or when ``X^T X`` is (numerically) singular.
     """
@@ -75,13 +73,9 @@ def safe_eig_shift(X: np.ndarray) -> float:
     lam_min, lam_max = _extreme_eigenvalues(G)
     mu = 0.999 * lam_min - 1e-12 * p * lam_max
     while mu > 1e-12 * lam_max:
-        Gs = G.copy()
-        Gs[np.diag_indices_from(Gs)] -= mu
-        try:
-            np.linalg.cholesky(Gs)
+        if proves_eig_shift(X, mu * (1.0 + 2.0 ** -20), centred, gram=G):
             return float(mu)
-        except np.linalg.LinAlgError:
-            mu *= 0.5
+        mu *= 0.5
     return 0.0
 
 
@@ -212,7 +206,7 @@ class RelaxationProblem:
             # decouples from badly offset columns; a zero-sum dual gives the same X^T zeta
             x_mean = Xc.mean(axis=0)
             Xc = np.ascontiguousarray(Xc - x_mean)
-        mu = _resolve_shift(Xc, loss, eig_shift)
+        mu = _resolve_shift(Xc, loss, eig_shift, fit_intercept)
         XT = transpose(Xc)
         if min(Xc.shape) <= 64:
             norm_sq = spectral_norm_sq(Xc) * LIPSCHITZ_SAFETY
@@ -228,14 +222,15 @@ class RelaxationProblem:
         return out
 
 
-def _resolve_shift(X: np.ndarray, loss: str, eig_shift) -> float:
-    """The shift of an option checked by :func:`sparsecert._validation.check_eig_shift`."""
+def _resolve_shift(X: np.ndarray, loss: str, eig_shift, centred: bool = False) -> float:
+    """The shift of an option checked by :func:`sparsecert._validation.check_eig_shift`
+    (``centred``: ``X`` is the centred design of a model with an intercept)."""
     if eig_shift is None:
         return 0.0
     if eig_shift == "auto":
-        return safe_eig_shift(X)
+        return safe_eig_shift(X, centred)
     mu = float(eig_shift)
-    if mu > 0.0 and not check_eig_shift(X, mu):
+    if mu > 0.0 and not check_eig_shift(X, mu, centred):
         raise ValueError(f"eig_shift = {mu} is not a valid shift: X^T X - eig_shift * I is not "
                          f"positive definite (use eig_shift='auto' for a safe value)")
     return mu

@@ -1,0 +1,136 @@
+"""Saving and loading certificates: nothing of the user's is overwritten, the sidecar is found
+by the JSON's own name, an interrupted save leaves no half-written certificate."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import pytest
+from _certgen import enumeration_certificate, make_data
+
+from sparsecert.certificate import Certificate, sidecar_path, verify_certificate
+from sparsecert.cli.main import main
+
+
+@pytest.fixture(scope="module")
+def cert_data():
+    X, y = make_data("squared", n=20, p=5, seed=0)
+    cert, _ = enumeration_certificate(X, y, "squared", 2, 0.5)
+    return X, y, cert
+
+
+def test_sidecar_is_named_after_the_json():
+    assert sidecar_path("a/b/cert.json") == os.path.join("a", "b", "cert.npz")
+    assert sidecar_path("C.JSON") == "C.npz"
+
+
+def test_path_must_end_in_json(tmp_path, cert_data):
+    _, _, cert = cert_data
+    for name in ("cert.npz", "cert", "cert.txt", ".json"):
+        with pytest.raises(ValueError, match="must end in .json"):
+            cert.save(tmp_path / name)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_foreign_files_are_never_replaced(tmp_path, cert_data):
+    X, y, cert = cert_data
+    np.savez(tmp_path / "d.npz", X=X, y=y)  # the user's data, named like the sidecar
+    before = (tmp_path / "d.npz").read_bytes()
+    with pytest.raises(FileExistsError, match="d.npz exists and is not"):
+        cert.save(tmp_path / "d.json")
+    assert (tmp_path / "d.npz").read_bytes() == before and not (tmp_path / "d.json").exists()
+    (tmp_path / "notes.json").write_text('{"my": "notes"}')  # a JSON that is not ours
+    with pytest.raises(FileExistsError, match="notes.json exists and is not"):
+        cert.save(tmp_path / "notes.json")
+    assert json.loads((tmp_path / "notes.json").read_text()) == {"my": "notes"}
+    assert not (tmp_path / "notes.npz").exists()
+    cert.save(tmp_path / "d.json", overwrite=True)  # the user asked for it
+    assert verify_certificate(tmp_path / "d.json", X, y).ok
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["d.json", "d.npz", "notes.json"]
+
+
+def test_an_existing_certificate_pair_is_replaced(tmp_path, cert_data):
+    X, y, cert = cert_data
+    cert.save(tmp_path / "c.json")
+    other, _ = enumeration_certificate(X, y, "squared", 3, 0.5)
+    other.save(tmp_path / "c.json")  # re-running the same command works
+    assert json.loads((tmp_path / "c.json").read_text())["problem"]["k"] == 3
+    assert verify_certificate(tmp_path / "c.json", X, y).ok
+
+
+def test_renamed_pair_stays_valid_and_loads(tmp_path, cert_data):
+    X, y, cert = cert_data
+    cert.save(tmp_path / "c.json")
+    os.rename(tmp_path / "c.json", tmp_path / "renamed.json")
+    os.rename(tmp_path / "c.npz", tmp_path / "renamed.npz")
+    assert verify_certificate(tmp_path / "renamed.json", X, y).ok
+    loaded = Certificate.load(tmp_path / "renamed.json")
+    assert loaded.to_dict() == cert.to_dict()
+
+
+def test_interrupted_save_leaves_no_half_written_certificate(tmp_path, cert_data, monkeypatch):
+    _, _, cert = cert_data
+    cert.save(tmp_path / "c.json")
+    old_json = (tmp_path / "c.json").read_bytes()
+    real = os.replace
+    calls = []
+
+    def flaky(src, dst):
+        calls.append(dst)
+        if str(dst).endswith(".json"):
+            raise KeyboardInterrupt  # interrupted between the two renames
+        return real(src, dst)
+
+    monkeypatch.setattr(os, "replace", flaky)
+    other = Certificate(dict(cert.data, tree=dict(cert.data["tree"])), cert.arrays)
+    with pytest.raises(KeyboardInterrupt):
+        other.save(tmp_path / "c.json")
+    monkeypatch.setattr(os, "replace", real)
+    assert (tmp_path / "c.json").read_bytes() == old_json  # the old JSON, intact
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.json", "c.npz"]  # no temp files
+
+
+def test_version_1_files_are_refused_with_one_line(tmp_path, cert_data):
+    _, _, cert = cert_data
+    cert.save(tmp_path / "c.json")
+    doc = json.loads((tmp_path / "c.json").read_text())
+    doc["format_version"] = 1
+    (tmp_path / "c.json").write_text(json.dumps(doc))
+    with pytest.raises(ValueError, match="format version 1 is not supported"):
+        Certificate.load(tmp_path / "c.json")
+
+
+def _one_error_line(capsys):
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("sparsecert: error:"), err
+    return lines[0]
+
+
+def test_cli_certify_never_overwrites_the_data(tmp_path, capsys, monkeypatch):
+    """`sparsecert certify --data d.npz --out d.json` must not touch d.npz; with --force the
+    user chooses to replace it; --out d.npz is refused."""
+    X, y = make_data("squared", n=25, p=5, seed=3)
+    np.savez(tmp_path / "d.npz", X=X, y=y)
+    data = (tmp_path / "d.npz").read_bytes()
+    monkeypatch.chdir(tmp_path)
+    args = ["certify", "--data", "d.npz", "--k", "2", "--lambda2", "0.5", "--quiet"]
+    assert main(args + ["--out", "d.json"]) == 2
+    assert "d.npz exists and is not" in _one_error_line(capsys)
+    assert (tmp_path / "d.npz").read_bytes() == data and not (tmp_path / "d.json").exists()
+    assert main(args + ["--out", "d.npz"]) == 2
+    assert "must end in .json" in _one_error_line(capsys)
+    assert (tmp_path / "d.npz").read_bytes() == data
+    assert main(args + ["--out", "cert.json"]) == 0
+    assert main(args + ["--out", "cert.json"]) == 0  # re-running replaces its own pair
+    capsys.readouterr()
+    assert (tmp_path / "d.npz").read_bytes() == data
+    os.rename(tmp_path / "cert.json", tmp_path / "renamed.json")
+    os.rename(tmp_path / "cert.npz", tmp_path / "renamed.npz")
+    assert main(["verify", "renamed.json", "--data", "d.npz", "--quiet"]) == 0
+    assert "renamed.json: verified" in capsys.readouterr().out
+    assert main(args + ["--out", "d.json", "--force"]) == 0  # the user asked for it
+    assert (tmp_path / "d.npz").read_bytes() != data
