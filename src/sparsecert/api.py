@@ -217,12 +217,7 @@ def assemble_result(res, prob, X_raw: np.ndarray, y_raw: np.ndarray, y_used: np.
     (``labels`` is unused: the verifier derives the label coding from the data.)
     """
     from sparsecert.certificate import Certificate
-    from sparsecert.solvers.rigorous import (
-        SafeEvaluator,
-        claim_lower,
-        claim_upper,
-        proves_eig_shift,
-    )
+    from sparsecert.solvers.rigorous import SafeEvaluator, claim_lower, claim_upper
 
     coef = res.coef.copy()
     intercept = float(res.intercept)
@@ -230,9 +225,7 @@ def assemble_result(res, prob, X_raw: np.ndarray, y_raw: np.ndarray, y_used: np.
         intercept = float(prob.y_mean - prob.x_mean @ coef)
     elif fit_intercept:  # the engine works on centred columns
         intercept = float(intercept - prob.x_mean @ coef)
-    mu = float(prob.mu)
-    if mu > 0 and not proves_eig_shift(prob.X, mu, centred=bool(fit_intercept)):
-        mu = 0.0  # not provable here: certify with dual witnesses of the unshifted relaxation
+    mu = float(prob.mu)  # proven by RelaxationProblem.from_data (Rump's test, as the verifier)
     ev = SafeEvaluator(X_raw, y_used, loss, float(lambda2), max_abs_coef, fit_intercept, mu)
     value, upper = ev.objective(coef, intercept if fit_intercept else 0.0)
     ub = claim_upper(value, upper)

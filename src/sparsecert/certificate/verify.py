@@ -879,7 +879,7 @@ class VerificationReport:
     checks : list of (name, passed, message), in the order they ran.
     certified_lower_bound : min over the tree's regions of the recomputed safe bounds.
     objective_upper : the recomputed upper estimate of the incumbent's objective.
-    relative_gap : (UB - LB) / max(1, |UB|) of the claimed (and proven) bounds, rounded up.
+    relative_gap : ``(UB - LB) / max(1, |UB|)`` of the claimed (and proven) bounds, rounded up.
     gap_within_tolerance : relative_gap <= rel_gap_tolerance.
     rel_gap_tolerance : the tolerance the verification was judged against.
     parameters : {name: (value, "user" or "certificate")} of the problem verified.
