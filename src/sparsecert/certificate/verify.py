@@ -86,6 +86,8 @@ __all__ = [
     "elementary_functions_check",
     "binary_labels",
     "dual_domain_bounds",
+    "loss_sum_bounds",
+    "conjugate_sum_upper",
     "DEFAULT_REL_GAP",
 ]
 
@@ -832,6 +834,35 @@ def objective_upper_bound(X: np.ndarray, y: np.ndarray, loss: str, lambda2: floa
     if not math.isfinite(total):
         return value, math.inf
     return value, total
+
+
+def loss_sum_bounds(loss: str, u: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+    """(computed value, rigorous upper bound) of sum_i f(u_i, y_i) at exact floats u (labels
+    of classification losses already -1/+1)."""
+    u = np.asarray(u, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    with np.errstate(all="ignore"):
+        if loss == "squared":
+            r = y - u
+            rr = _up(U * np.abs(r))
+            value, upper = float((r * r).sum()), float(_sum_up(_sq_up(_up(np.abs(r) + rr))))
+        else:
+            value = float(_loss_nominal(loss, u, y).sum())
+            upper = _loss_sum_up(loss, u, np.zeros(u.shape), y)
+    return value, (upper if math.isfinite(upper) else math.inf)
+
+
+def conjugate_sum_upper(loss: str, zeta: np.ndarray, y: np.ndarray) -> float:
+    """Rigorous upper bound of sum_i f*(zeta_i; y_i) (+inf outside the domain; labels of
+    classification losses already -1/+1)."""
+    z = np.asarray(zeta, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    if _dual_problem(loss, z, y, False) is not None:
+        return math.inf
+    des = _Design(np.zeros((y.size, 1)), y, loss, False)
+    with np.errstate(all="ignore"):
+        v = float(_conjugate_sum_up(loss, z[None, :], des)[0])
+    return v if math.isfinite(v) else math.inf
 
 
 def _loss_nominal(loss: str, u: np.ndarray, y: np.ndarray) -> np.ndarray:
