@@ -110,7 +110,7 @@ class SupportRefitter:
             return float(ridge_objective(self._xt(), self.y, np.asarray(support, dtype=np.int64),
                                          self.lambda2, np.asarray(coef, dtype=np.float64)))
         u = self.X[:, list(support)] @ coef + intercept if support else np.full(self.n, intercept)
-        val, _, _ = self._loss.derivatives(u, self.y)
+        val = self._loss.value(u, self.y)
         return val + self.lambda2 * float(coef @ coef)
 
     # -- refits ------------------------------------------------------------------------------

@@ -128,6 +128,12 @@ class Loss:
         """
         raise NotImplementedError  # pragma: no cover - interface
 
+    def _value(self, u: np.ndarray, y: np.ndarray) -> float:
+        raise NotImplementedError  # pragma: no cover - interface
+
+    def _hessian(self, u: np.ndarray, y: np.ndarray) -> np.ndarray:
+        raise NotImplementedError  # pragma: no cover - interface
+
     def conjugate(self, z, y) -> np.ndarray:
         """Per-sample conjugates ``f*(z_i; y_i)`` (``+inf`` outside the domain)."""
         z, y = _as_pair(z, y)
@@ -160,7 +166,7 @@ class Loss:
     # -- derived quantities ---------------------------------------------------------------------
     def value(self, u, y) -> float:
         """``sum_i f(u_i; y_i)``."""
-        return self.derivatives(*_as_pair(u, y))[0]
+        return self._value(*_as_pair(u, y))
 
     def gradient(self, u, y) -> np.ndarray:
         """Per-sample derivatives ``f'(u_i; y_i)`` (the gradient of the sum w.r.t. ``u``)."""
@@ -168,7 +174,7 @@ class Loss:
 
     def hessian(self, u, y) -> np.ndarray:
         """Per-sample (generalised) second derivatives ``f''(u_i; y_i)``."""
-        return self.derivatives(*_as_pair(u, y))[2]
+        return self._hessian(*_as_pair(u, y))
 
     def conjugate_sum(self, z, y) -> float:
         """``sum_i f*(z_i; y_i)`` (``+inf`` if any ``z_i`` is outside the domain)."""
@@ -188,9 +194,16 @@ class SquaredLoss(Loss):
     name, loss_id, curvature, target = "squared", SQUARED, 2.0, "real"
     definition = "f(u, y) = (y - u)^2"
 
+    def _value(self, u, y):
+        r = u - y
+        return float(r @ r)
+
+    def _hessian(self, u, y):
+        return np.full_like(u, 2.0)
+
     def derivatives(self, u, y):
         r = u - y
-        return float(r @ r), 2.0 * r, np.full_like(u, 2.0)
+        return float(r @ r), 2.0 * r, self._hessian(u, y)
 
     def _conjugate_inside(self, z, y):
         return 0.25 * z * z + y * z
@@ -214,6 +227,13 @@ class LogisticLoss(_BinaryLoss):
     name, loss_id, curvature = "logistic", LOGISTIC, 0.25
     definition = "f(u, y) = log(1 + exp(-y u)), y in {-1, +1}"
 
+    def _value(self, u, y):
+        return float(np.sum(np.logaddexp(0.0, -y * u)))
+
+    def _hessian(self, u, y):
+        s = _sigmoid(-y * u)
+        return s * (1.0 - s)
+
     def derivatives(self, u, y):
         m = -y * u
         s = _sigmoid(m)
@@ -232,6 +252,13 @@ class SquaredHingeLoss(_BinaryLoss):
     name, loss_id, curvature = "squared_hinge", SQUARED_HINGE, 2.0
     definition = "f(u, y) = max(0, 1 - y u)^2, y in {-1, +1}"
 
+    def _value(self, u, y):
+        r = np.maximum(0.0, 1.0 - y * u)
+        return float(r @ r)
+
+    def _hessian(self, u, y):
+        return 2.0 * (1.0 - y * u > 0.0)
+
     def derivatives(self, u, y):
         r = np.maximum(0.0, 1.0 - y * u)
         return float(r @ r), -2.0 * y * r, 2.0 * (r > 0)
@@ -247,10 +274,16 @@ class PoissonLoss(Loss):
     name, loss_id, curvature, target = "poisson", POISSON, None, "counts"
     definition = "f(u, y) = exp(u) - y u, y >= 0"
 
+    def _value(self, u, y):
+        return float(np.sum(np.exp(u) - y * u))
+
+    def _hessian(self, u, y):
+        # f'' = exp(u), capped where exp overflows (the value is +inf there anyway)
+        return np.exp(np.minimum(u, 700.0))
+
     def derivatives(self, u, y):
         e = np.exp(u)
-        # f'' = exp(u), capped where exp overflows (the value is +inf there anyway)
-        return float(np.sum(e - y * u)), e - y, np.exp(np.minimum(u, 700.0))
+        return float(np.sum(e - y * u)), e - y, self._hessian(u, y)
 
     def _conjugate_inside(self, z, y):
         w = np.maximum(z + y, 0.0)
@@ -302,5 +335,6 @@ def get_loss(name: str) -> Loss:
 
 
 def loss_hessian_diag(loss_id: int, u: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Per-sample second derivatives ``f''(u_i; y_i)`` of the loss with kernel id ``loss_id``."""
-    return _BY_ID[loss_id].derivatives(u, y)[2]
+    """Per-sample second derivatives ``f''(u_i; y_i)`` of the loss with kernel id ``loss_id``
+    (``u``, ``y``: float64 arrays of one shape; no copy, no check: a hot path)."""
+    return _BY_ID[loss_id]._hessian(u, y)
