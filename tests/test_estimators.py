@@ -170,6 +170,10 @@ def test_pandas_feature_names(reg_data):
     np.testing.assert_allclose(est.coef_, ref.coef_, rtol=1e-12)
     np.testing.assert_allclose(est.predict(df), ref.predict(X), rtol=1e-12)
     assert not hasattr(ref, "feature_names_in_")
+    # the names reach the certifier: the result names the selected features
+    assert est.result_.feature_names == tuple(cols)
+    assert ref.result_.feature_names is None
+    assert all(f"gene_{j}" in est.result_.summary() for j in est.support_)
     with pytest.warns(UserWarning, match="feature names"):
         est.predict(X)  # fitted with names, predicting without
     with pytest.raises(ValueError, match="feature names"):

@@ -207,6 +207,11 @@ def test_cv_pandas_names(data):
     df = pd.DataFrame(X, columns=[f"f{j}" for j in range(X.shape[1])])
     est = KSparseLinearRegressionCV(ks=[1, 2], cv=3).fit(df, y)
     assert list(est.feature_names_in_) == list(df.columns)
+    # the refit sees the names, so its certified result names the selected features
+    assert list(est.best_estimator_.feature_names_in_) == list(df.columns)
+    assert est.result_.feature_names == tuple(df.columns)
     with pytest.warns(UserWarning, match="feature names"):
         plain = est.predict(X)
     np.testing.assert_allclose(est.predict(df), plain)
+    with pytest.raises(ValueError, match="same order"):
+        est.predict(df[df.columns[::-1]])

@@ -98,7 +98,8 @@ _ATTRS_DOC = """
         Number of features seen during fit.
     feature_names_in_ : ndarray of str
         Feature names seen during fit (only when ``X`` has string column names, e.g. a
-        pandas DataFrame).
+        pandas DataFrame); passed on to the certifier (``result_.feature_names``, for display
+        only).
 """
 
 
@@ -139,7 +140,8 @@ class _KSparseBase(BaseEstimator):
                       else float(self.max_abs_coef),
                       fit_intercept=bool(self.fit_intercept), rel_gap=float(self.rel_gap),
                       time_limit=None if self.time_limit is None else float(self.time_limit),
-                      n_jobs=int(self.n_jobs), verbose=int(self.verbose))
+                      n_jobs=int(self.n_jobs), verbose=int(self.verbose),
+                      feature_names=getattr(self, "feature_names_in_", None))
         return self._set_result(res)
 
     def _set_result(self, res, n_features: int | None = None, classes=None):

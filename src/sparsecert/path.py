@@ -340,6 +340,7 @@ class KSparseCV(MetaEstimatorMixin, BaseEstimator):
         base = clone(self._base())
         check_hyperparameters(base)
         classifier = is_classifier(base)
+        X_given, y_given = X, y  # the refit sees them as given (feature names included)
         X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=not classifier,
                              ensure_min_samples=2)
         if classifier:
@@ -356,7 +357,7 @@ class KSparseCV(MetaEstimatorMixin, BaseEstimator):
         self.cv_scores_ = scores
         self.mean_scores_ = mean
         self.k_ = int(ks_arr[best])
-        self.best_estimator_ = clone(base).set_params(k=self.k_).fit(X, y)
+        self.best_estimator_ = clone(base).set_params(k=self.k_).fit(X_given, y_given)
         b = self.best_estimator_
         for name in ("coef_", "intercept_", "support_", "objective_", "lower_bound_", "gap_",
                      "status_", "certificate_", "result_"):
@@ -366,8 +367,9 @@ class KSparseCV(MetaEstimatorMixin, BaseEstimator):
         return self
 
     def _delegate(self, method: str, X):
+        # as scikit-learn's search estimators do: the refitted estimator checks X (number of
+        # features, feature names) against what it was fitted on, which is what we saw
         check_is_fitted(self)
-        X = validate_data(self, X, reset=False, dtype=np.float64)
         return getattr(self.best_estimator_, method)(X)
 
     def predict(self, X) -> np.ndarray:
@@ -392,7 +394,6 @@ class KSparseCV(MetaEstimatorMixin, BaseEstimator):
     def score(self, X, y, sample_weight=None) -> float:
         """``best_estimator_.score`` on ``(X, y)``."""
         check_is_fitted(self)
-        X = validate_data(self, X, reset=False, dtype=np.float64)
         return self.best_estimator_.score(X, y, sample_weight=sample_weight)
 
 
