@@ -17,15 +17,15 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from sparsecert.solvers.loss_kernels import conjugate_sum, loss_value, loss_value_grad
+from sparsecert.solvers.loss_kernels import conjugate_sum, loss_value_grad
 from sparsecert.solvers.losses import POISSON
-from sparsecert.solvers.perspective._gfun import g_node, gstar_node
+from sparsecert.solvers.perspective._gfun import g_node, gstar_node, relaxed_z_into
 from sparsecert.solvers.perspective._linalg import xt_dot
 
-__all__ = ["sq_norm", "bound_at", "icpt_grad_dual", "dual_value", "primal_value"]
+__all__ = ["sq_norm", "point_values", "icpt_grad_dual", "dual_value"]
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def sq_norm(v):
     """``||v||^2`` (fixed-order sum)."""
     s = 0.0
@@ -35,25 +35,39 @@ def sq_norm(v):
 
 
 @njit(cache=True, nogil=True)
-def bound_at(X, y, loss_id, lam, mu, M, state, budget, b, ub, zeta):
-    """Bound ``LB(b)`` (``ub = X b`` given); writes ``zeta = f'(X b)``. Returns ``(LB, F(b))``."""
-    Fb = loss_value_grad(loss_id, ub, y, zeta)
-    grad = np.empty(X.shape[1])
-    xt_dot(X, zeta, grad)
+def point_values(data, state, budget, b, ub, zeta, z, bound, want_z):
+    """``(P(b), LB(b))`` for ``data`` (a ``FistaData``) with ``ub = X b`` given.
+
+    Writes ``zeta = f'(X b)``; ``LB`` is the valid bound at ``b`` when ``bound`` (one mat-vec
+    ``X^T zeta``), ``-inf`` otherwise; with ``want_z`` writes the relaxed indicators at ``b``
+    into ``z``. (No intercept: see ``icpt_grad_dual``.)
+    """
+    mu = data.mu
+    lam = data.lam
+    F = loss_value_grad(data.loss_id, ub, data.y, zeta)
     if mu != 0.0:
-        Fb -= mu * sq_norm(b)
-        grad -= 2.0 * mu * b
-    twolam = 2.0 * lam
-    m = b.shape[0]
-    a = np.empty(m)
-    gb = 0.0
-    for j in range(m):
-        if state[j] != 0:
-            a[j] = -grad[j] / twolam
-            gb += grad[j] * b[j]
-        else:
-            a[j] = 0.0
-    return Fb - gb - twolam * gstar_node(a, state, budget, M), Fb
+        F -= mu * sq_norm(b)
+    P = F + 2.0 * lam * g_node(b, state, budget, data.M)
+    lb = -np.inf
+    if bound:
+        X = data.X
+        grad = np.empty(X.shape[1])
+        xt_dot(X, zeta, grad)
+        twolam = 2.0 * lam
+        m = b.shape[0]
+        a = np.empty(m)
+        gb = 0.0
+        for j in range(m):
+            gj = grad[j] - 2.0 * mu * b[j]
+            if state[j] != 0:
+                a[j] = -gj / twolam
+                gb += gj * b[j]
+            else:
+                a[j] = 0.0
+        lb = F - gb - twolam * gstar_node(a, state, budget, data.M)
+    if want_z:
+        relaxed_z_into(b, state, budget, z)
+    return P, lb
 
 
 @njit(cache=True, nogil=True)
@@ -126,12 +140,3 @@ def dual_value(X, y, loss_id, lam, M, state, budget, zeta):
     for j in range(p):
         a[j] = -g[j] / (2.0 * lam) if state[j] != 0 else 0.0
     return -conjugate_sum(loss_id, zeta, y) - 2.0 * lam * gstar_node(a, state, budget, M)
-
-
-@njit(cache=True, nogil=True)
-def primal_value(y, loss_id, lam, mu, M, state, budget, b, ub):
-    """``P(b) = F(b) + 2 lam' g_node(b)`` with ``ub = X b``."""
-    F = loss_value(loss_id, ub, y)
-    if mu != 0.0:
-        F -= mu * sq_norm(b)
-    return F + 2.0 * lam * g_node(b, state, budget, M)

@@ -27,9 +27,9 @@ import numpy as np
 from numba import njit
 
 from sparsecert.solvers.loss_kernels import conjugate_sum, loss_value, loss_value_grad
-from sparsecert.solvers.perspective._bound import icpt_grad_dual, primal_value, sq_norm
+from sparsecert.solvers.perspective._bound import icpt_grad_dual, sq_norm
 from sparsecert.solvers.perspective._gfun import g_node, gstar_node
-from sparsecert.solvers.perspective._linalg import x_dot, xt_dot
+from sparsecert.solvers.perspective._linalg import copy_into, x_dot, xt_dot
 from sparsecert.solvers.perspective._prox import prox_node
 
 __all__ = ["FistaData", "FistaIterate", "SCALARS", "fista_data", "new_iterate", "fista_chunk",
@@ -197,8 +197,8 @@ def fista_chunk(data, state, budget, it, rel_tol, max_iter, restart, cutoff, l_d
             lb = -conjugate_sum(loss_id, zproj, y) - twolam * gstar_node(a, state, budget, M)
             if lb > best:
                 best = lb
-                bound_point[:] = yv
-                dual[:] = zproj
+                copy_into(bound_point, yv)
+                copy_into(dual, zproj)
                 c_bp = cy
         else:
             xt_dot(X, zeta, grad)
@@ -217,8 +217,8 @@ def fista_chunk(data, state, budget, it, rel_tol, max_iter, restart, cutoff, l_d
             lb = Fy - gy - twolam * gstar_node(a, state, budget, M)
             if lb > best:
                 best = lb
-                bound_point[:] = yv
-                dual[:] = zeta
+                copy_into(bound_point, yv)
+                copy_into(dual, zeta)
         n_it += 1
         if best >= cutoff:
             status = ST_CUTOFF
@@ -253,10 +253,10 @@ def fista_chunk(data, state, budget, it, rel_tol, max_iter, restart, cutoff, l_d
             L *= 2.0
             nback += 1
         Pn = Fn + twolam * g_node(xn, state, budget, M)
-        x_prev[:] = x
-        x[:] = xn
-        ux_prev[:] = ux
-        ux[:] = uxn
+        copy_into(x_prev, x)
+        copy_into(x, xn)
+        copy_into(ux_prev, ux)
+        copy_into(ux, uxn)
         c_prev = c
         c = cn
         gap = Pn - best
@@ -273,8 +273,8 @@ def fista_chunk(data, state, budget, it, rel_tol, max_iter, restart, cutoff, l_d
             t = 1.0
             nrest += 1
             gap_ref = gap
-            x_prev[:] = x
-            ux_prev[:] = ux
+            copy_into(x_prev, x)
+            copy_into(ux_prev, ux)
             c_prev = c
         else:
             t = t_next
@@ -302,13 +302,12 @@ def prox_grad_step(data, state, budget, b, L):
     (No intercept: used by polishing only.)
     """
     X = data.X
-    y = data.y
     n = X.shape[0]
     p = X.shape[1]
     u = np.empty(n)
     x_dot(data.XT, b, u)
     zeta = np.empty(n)
-    loss_value_grad(data.loss_id, u, y, zeta)
+    loss_value_grad(data.loss_id, u, data.y, zeta)
     grad = np.empty(p)
     xt_dot(X, zeta, grad)
     v = np.empty(p)
@@ -317,5 +316,7 @@ def prox_grad_step(data, state, budget, b, L):
     xn = prox_node(v, state, budget, 2.0 * data.lam / L, data.M)
     un = np.empty(n)
     x_dot(data.XT, xn, un)
-    return xn, un, primal_value(y, data.loss_id, data.lam, data.mu, data.M, state, budget, xn,
-                                un)
+    F = loss_value(data.loss_id, un, data.y)
+    if data.mu != 0.0:
+        F -= data.mu * sq_norm(xn)
+    return xn, un, F + 2.0 * data.lam * g_node(xn, state, budget, data.M)

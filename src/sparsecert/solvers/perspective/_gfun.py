@@ -19,12 +19,14 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from sparsecert.solvers.perspective._order import argsort_desc, heap_sort_desc, top_heap, topk_sum
+
 OUT, IN, FREE = 0, 1, 2
 #: relative tolerance on the boundary of dom g (||b||_inf <= M, ||b||_1 <= k M)
 DOMAIN_RTOL = 1e-9
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def huber(t, M):
     """``H_M(t) = t^2/2`` if ``|t| <= M`` else ``M |t| - M^2/2`` (``M = inf`` allowed)."""
     a = abs(t)
@@ -34,25 +36,13 @@ def huber(t, M):
 
 
 @njit(cache=True, nogil=True)
-def topk_sum(h, k):
-    """Sum of the ``k`` largest entries of ``h`` (all of them if ``k >= len(h)``)."""
-    m = h.shape[0]
-    if k <= 0 or m == 0:
-        return 0.0
-    if k >= m:
-        return np.sum(h)
-    part = np.partition(h, m - k)
-    return np.sum(part[m - k:])
-
-
-@njit(cache=True, nogil=True)
 def gstar(a, k, M):
     """``g*(a)``: sum of the ``k`` largest ``H_M(a_j)``."""
     m = a.shape[0]
     h = np.empty(m)
     for j in range(m):
         h[j] = huber(a[j], M)
-    return topk_sum(h, k)
+    return topk_sum(h, k, m)
 
 
 @njit(cache=True, nogil=True)
@@ -60,7 +50,7 @@ def gstar_node(a, state, budget, M):
     """``g*_node(a) = sum_{S1} H_M(a_j) + TopSum_budget(H_M(a_free))`` (S0 entries ignored)."""
     m = a.shape[0]
     h = np.empty(m)
-    nf = 0
+    nf = np.int64(0)  # not the literal 0 (see _order)
     s_in = 0.0
     for j in range(m):
         st = state[j]
@@ -69,41 +59,59 @@ def gstar_node(a, state, budget, M):
         elif st == FREE:
             h[nf] = huber(a[j], M)
             nf += 1
-    return s_in + topk_sum(h[:nf], budget)
+    return s_in + topk_sum(h, budget, nf)
 
 
 @njit(cache=True, nogil=True)
-def g_value(b, k, M):
-    """``g(b)`` (half the squared k-support norm with the box); ``+inf`` outside the domain."""
+def g_node(b, state, budget, M):
+    """``g_node(b)``; ``+inf`` if ``b`` violates the node (S0 nonzero, box, budget domain).
+
+    The free part is ``g`` with budget ``k' = budget``: with ``a = |b_free|`` sorted
+    decreasingly and ``T_r = sum_{i>r} a_i``, ``g = min`` over the feasible
+    ``r in {0..k'-1}`` (``T_r / (k'-r) >= a_{r+1}``) of ``1/2 (sum_{i<=r} a_i^2 +
+    T_r^2 / (k'-r))``; only the ``k'+1`` largest magnitudes are sorted (a heap).
+    """
     m = b.shape[0]
-    a = np.abs(b)
+    a = np.empty(m)
+    nf = np.int64(0)  # not the literal 0 (see _order)
+    s_in = 0.0
+    lim = M * (1.0 + DOMAIN_RTOL)
     s1 = 0.0
     s2 = 0.0
     amax = 0.0
     nnz = 0
     for j in range(m):
-        s1 += a[j]
-        s2 += a[j] * a[j]
-        if a[j] > amax:
-            amax = a[j]
-        if a[j] > 0.0:
-            nnz += 1
+        st = state[j]
+        if st == OUT:
+            if b[j] != 0.0:
+                return np.inf
+        elif st == IN:
+            if abs(b[j]) > lim:
+                return np.inf
+            s_in += 0.5 * b[j] * b[j]
+        else:
+            aj = abs(b[j])
+            a[nf] = aj
+            nf += 1
+            s1 += aj
+            s2 += aj * aj
+            if aj > amax:
+                amax = aj
+            if aj > 0.0:
+                nnz += 1
+    k = budget
     if k <= 0:
-        return 0.0 if nnz == 0 else np.inf
+        return s_in if nnz == 0 else np.inf
     if M < np.inf:
         if amax > M * (1.0 + DOMAIN_RTOL) or s1 > k * M * (1.0 + DOMAIN_RTOL):
             return np.inf
     if nnz <= k:
-        return 0.5 * s2
-    # the k+1 largest magnitudes, in decreasing order
-    kk = k + 1
-    if kk < m:
-        top = -np.partition(-a, kk - 1)[:kk]
-    else:
-        top = a.copy()
-    top = -np.sort(-top)
-    # g = min over feasible r of 1/2 (sum_{i<=r} a_i^2 + T_r^2 / (k - r)),
-    # feasible: theta_r = T_r / (k - r) >= a_{r+1} (then z_i = a_i / theta_r <= 1 for i > r).
+        return s_in + 0.5 * s2
+    if s1 != s1:
+        return np.nan
+    # the k+1 largest magnitudes, in decreasing order (nnz > k, so nf >= k + 1)
+    top = top_heap(a, k + 1, nf)
+    heap_sort_desc(top)
     best = np.inf
     pre = 0.0
     pre2 = 0.0
@@ -118,39 +126,32 @@ def g_value(b, k, M):
                 best = val
         pre += top[r]
         pre2 += top[r] * top[r]
-    return best
+    return s_in + best
 
 
 @njit(cache=True, nogil=True)
-def g_node(b, state, budget, M):
-    """``g_node(b)``; ``+inf`` if ``b`` violates the node (S0 nonzero, box, budget domain)."""
-    m = b.shape[0]
-    bf = np.empty(m)
-    nf = 0
-    s_in = 0.0
-    lim = M * (1.0 + DOMAIN_RTOL)
-    for j in range(m):
-        st = state[j]
-        if st == OUT:
-            if b[j] != 0.0:
-                return np.inf
-        elif st == IN:
-            if abs(b[j]) > lim:
-                return np.inf
-            s_in += 0.5 * b[j] * b[j]
-        else:
-            bf[nf] = b[j]
-            nf += 1
-    return s_in + g_value(bf[:nf], budget, M)
+def g_value(b, k, M):
+    """``g(b)`` (half the squared k-support norm with the box); ``+inf`` outside the domain."""
+    state = np.full(b.shape[0], FREE, dtype=np.int8)
+    return g_node(b, state, k, M)
 
 
 @njit(cache=True, nogil=True)
 def relaxed_z(b, state, budget):
     """The minimising ``z`` of ``g_node`` at ``b`` (1 on S1, 0 on S0)."""
+    z = np.empty(b.shape[0])
+    relaxed_z_into(b, state, budget, z)
+    return z
+
+
+@njit(cache=True, nogil=True)
+def relaxed_z_into(b, state, budget, z):
+    """Writes the minimising ``z`` of ``g_node`` at ``b`` into ``z``."""
     m = b.shape[0]
-    z = np.zeros(m)
+    for j in range(m):
+        z[j] = 0.0
     idx = np.empty(m, dtype=np.int64)
-    nf = 0
+    nf = np.int64(0)  # not the literal 0 (see _order)
     for j in range(m):
         if state[j] == IN:
             z[j] = 1.0
@@ -158,7 +159,7 @@ def relaxed_z(b, state, budget):
             idx[nf] = j
             nf += 1
     if nf == 0 or budget <= 0:
-        return z
+        return
     a = np.empty(nf)
     nnz = 0
     for i in range(nf):
@@ -168,8 +169,8 @@ def relaxed_z(b, state, budget):
     if nnz <= budget:
         for i in range(nf):
             z[idx[i]] = 1.0 if a[i] > 0.0 else 0.0
-        return z
-    order = np.argsort(-a)
+        return
+    order = argsort_desc(a)
     total = 0.0
     for i in range(nf):
         total += a[i]
@@ -201,4 +202,3 @@ def relaxed_z(b, state, budget):
             z[j] = 1.0
         elif theta > 0.0:
             z[j] = min(1.0, a[order[i]] / theta)
-    return z

@@ -18,6 +18,13 @@ import numpy as np
 from numba import njit
 
 
+@njit(cache=True, nogil=True, inline="always")
+def copy_into(dst, src):
+    """``dst[:] = src`` as a loop (numba's slice assignment drags in shape-error formatting)."""
+    for i in range(src.shape[0]):
+        dst[i] = src[i]
+
+
 @njit(cache=True, nogil=True)
 def xt_dot(X, z, out):
     """``out = X^T z`` (``X`` C-contiguous, shape (n, p))."""

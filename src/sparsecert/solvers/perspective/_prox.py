@@ -17,9 +17,10 @@ import numpy as np
 from numba import njit
 
 from sparsecert.solvers.perspective._gfun import FREE, IN
+from sparsecert.solvers.perspective._order import argsort_desc
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _phi(w, lam, M):
     """Prox of ``lam * H_M`` at ``w >= 0``."""
     if w <= M * (1.0 + lam):
@@ -60,9 +61,13 @@ def prox_gstar_sorted(w, k, rho, M, out):
 def prox_gstar(mu, k, rho, M):
     """``prox_{rho g*}(mu)`` for ``g*(a) = TopSum_k H_M(a)``."""
     m = mu.shape[0]
-    w = np.abs(mu)
-    order = np.argsort(-w)
-    ws = w[order]
+    w = np.empty(m)
+    for i in range(m):
+        w[i] = abs(mu[i])
+    order = argsort_desc(w)
+    ws = np.empty(m)
+    for i in range(m):
+        ws[i] = w[order[i]]
     a_sorted = np.empty(m)
     prox_gstar_sorted(ws, k, rho, M, a_sorted)
     out = np.empty(m)
@@ -73,35 +78,14 @@ def prox_gstar(mu, k, rho, M):
 
 
 @njit(cache=True, nogil=True)
-def prox_g(v, k, tau, M):
-    """``prox_{tau g}(v)`` with budget ``k`` (``k = 0``: the zero vector)."""
-    m = v.shape[0]
-    out = np.zeros(m)
-    if k <= 0 or m == 0:
-        return out
-    w = np.abs(v) / tau
-    order = np.argsort(-w)
-    ws = w[order]
-    a_sorted = np.empty(m)
-    prox_gstar_sorted(ws, k, 1.0 / tau, M, a_sorted)
-    for i in range(m):
-        j = order[i]
-        mag = abs(v[j]) - tau * a_sorted[i]
-        if mag < 0.0:
-            mag = 0.0
-        if mag > M:
-            mag = M
-        out[j] = mag if v[j] >= 0.0 else -mag
-    return out
-
-
-@njit(cache=True, nogil=True)
 def prox_node(v, state, budget, tau, M):
-    """``prox_{tau g_node}(v)``: S0 -> 0, S1 -> clip(v/(1+tau), -M, M), free -> prox of g."""
+    """``prox_{tau g_node}(v)``: S0 -> 0, S1 -> clip(v/(1+tau), -M, M), free -> prox of
+    ``tau g`` with the budget (by Moreau: ``|v_j| - tau a_j`` with ``a = prox_{g*/tau}``,
+    clipped to ``[0, M]``, signs of ``v``)."""
     m = v.shape[0]
     out = np.zeros(m)
     idx = np.empty(m, dtype=np.int64)
-    nf = 0
+    nf = np.int64(0)  # not the literal 0 (see _order)
     for j in range(m):
         st = state[j]
         if st == IN:
@@ -114,11 +98,30 @@ def prox_node(v, state, budget, tau, M):
         elif st == FREE:
             idx[nf] = j
             nf += 1
-    if nf > 0 and budget > 0:
-        vf = np.empty(nf)
-        for i in range(nf):
-            vf[i] = v[idx[i]]
-        xf = prox_g(vf, budget, tau, M)
-        for i in range(nf):
-            out[idx[i]] = xf[i]
+    if nf == 0 or budget <= 0:
+        return out
+    w = np.empty(nf)
+    for i in range(nf):
+        w[i] = abs(v[idx[i]]) / tau
+    order = argsort_desc(w)
+    ws = np.empty(nf)
+    for i in range(nf):
+        ws[i] = w[order[i]]
+    a_sorted = np.empty(nf)
+    prox_gstar_sorted(ws, budget, 1.0 / tau, M, a_sorted)
+    for i in range(nf):
+        j = idx[order[i]]
+        mag = abs(v[j]) - tau * a_sorted[i]
+        if mag < 0.0:
+            mag = 0.0
+        if mag > M:
+            mag = M
+        out[j] = mag if v[j] >= 0.0 else -mag
     return out
+
+
+@njit(cache=True, nogil=True)
+def prox_g(v, k, tau, M):
+    """``prox_{tau g}(v)`` with budget ``k`` (``k = 0``: the zero vector)."""
+    state = np.full(v.shape[0], FREE, dtype=np.int8)
+    return prox_node(v, state, k, tau, M)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from sparsecert.solvers.perspective._order import argsort_desc
+
 __all__ = ["project_capped"]
 
 
@@ -28,10 +30,13 @@ def project_capped(v: np.ndarray, k: float) -> np.ndarray:
     if total <= k:
         return z
     bp = np.empty(2 * p)
+    neg = np.empty(2 * p)
     for i in range(p):
         bp[i] = v[i] - 1.0
         bp[p + i] = v[i]
-    order = np.argsort(bp, kind="mergesort")
+    for i in range(2 * p):
+        neg[i] = -bp[i]
+    order = argsort_desc(neg)  # the breakpoints in increasing order (stable)
     # slope magnitude at tau = 0+: coordinates strictly inside (0, 1) after the shift
     m = 0
     for i in range(p):

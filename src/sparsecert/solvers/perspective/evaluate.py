@@ -14,8 +14,9 @@ import time
 import numpy as np
 
 from sparsecert.solvers.losses import SQUARED
-from sparsecert.solvers.perspective._bound import bound_at, dual_value, primal_value
-from sparsecert.solvers.perspective._gfun import OUT, relaxed_z
+from sparsecert.solvers.perspective._bound import dual_value, point_values
+from sparsecert.solvers.perspective._fista import fista_data
+from sparsecert.solvers.perspective._gfun import OUT
 from sparsecert.solvers.perspective._linalg import xb
 from sparsecert.solvers.perspective.result import RelaxationResult
 from sparsecert.solvers.perspective.zero_sum import dyadic_zero_sum, icpt_bound
@@ -25,16 +26,16 @@ __all__ = ["objective", "full_bound", "finish"]
 
 def objective(prob, state: np.ndarray, budget: int, b: np.ndarray, ub: np.ndarray) -> float:
     """``P(b)`` with ``ub = X b`` (plus the intercept)."""
-    return float(primal_value(prob.y, prob.loss_id, prob.lam_eff, prob.mu, prob.M, state,
-                              budget, b, ub))
+    zeta = np.empty(ub.shape[0])
+    P, _ = point_values(fista_data(prob), state, budget, b, ub, zeta, b, False, False)
+    return float(P)
 
 
 def full_bound(prob, state: np.ndarray, budget: int, b: np.ndarray, ub: np.ndarray
                ) -> tuple[float, np.ndarray]:
     """The valid bound ``LB(b)`` over all active columns and its ``zeta = f'(X b)``."""
     zeta = np.empty(prob.n_samples)
-    lb, _ = bound_at(prob.X, prob.y, prob.loss_id, prob.lam_eff, prob.mu, prob.M, state, budget,
-                     b, ub, zeta)
+    _, lb = point_values(fista_data(prob), state, budget, b, ub, zeta, b, True, False)
     return float(lb), zeta
 
 
@@ -49,11 +50,13 @@ def finish(prob, state, budget, coef, best, bp, dual, n_iter, n_rest, status, t0
     ux = xb(prob.XT, coef)
     if prob.icpt:
         ux += c
-    obj = objective(prob, state, budget, coef, ux)
+    zeta_end = np.empty(prob.n_samples)
+    z = np.empty(prob.n_features)
+    obj, lb_end = point_values(fista_data(prob), state, budget, coef, ux, zeta_end, z,
+                               not prob.icpt, True)
+    obj = float(obj)
     if prob.icpt:
         lb_end, zeta_end = icpt_bound(prob, state, budget, ux)
-    else:
-        lb_end, zeta_end = full_bound(prob, state, budget, coef, ux)
     if bp is None or not lb_end <= best:
         best, bp, dual = lb_end, coef.copy(), zeta_end
     if prob.icpt:
@@ -74,6 +77,6 @@ def finish(prob, state, budget, coef, best, bp, dual, n_iter, n_rest, status, t0
         intercept = float(c - prob.x_mean @ coef)
     return RelaxationResult(
         coef=coef, intercept=intercept, objective=obj, lower_bound=float(best), dual=dual,
-        bound_point=np.where(state == OUT, 0.0, bp), z=relaxed_z(coef, state, budget),
+        bound_point=np.where(state == OUT, 0.0, bp), z=z,
         n_iter=int(n_iter), n_restarts=int(n_rest), status=status,
         time=time.perf_counter() - t0, eig_shift=float(prob.mu), gap=float(gap))
