@@ -8,6 +8,7 @@ from sparsecert.solvers.perspective._fista import (
     RESTART_BOTH,
     fista_chunk,
     fista_data,
+    intercept,
     new_iterate,
 )
 from sparsecert.solvers.perspective._linalg import xb
@@ -34,6 +35,8 @@ def test_chunks_of_one_iteration_equal_one_long_run(loss, icpt):
     s0[[5, 7]] = True
     state, budget = node_state(p, k, s1, s0)
     data = fista_data(prob)
+    icpt_arg = intercept(prob)
+    assert (icpt_arg is None) == (not icpt)
     x0 = np.zeros(p)
     c0 = 0.2 if icpt else 0.0
     ux0 = xb(prob.XT, x0) + c0
@@ -44,11 +47,13 @@ def test_chunks_of_one_iteration_equal_one_long_run(loss, icpt):
 
     n_iter = 60
     a = fresh()
-    st_a, done_a = fista_chunk(data, state, budget, a, 0.0, n_iter, RESTART_BOTH, np.inf, 0.9)
+    st_a, done_a = fista_chunk(data, icpt_arg, state, budget, a, 0.0, n_iter, RESTART_BOTH,
+                               np.inf, 0.9)
     b = fresh()
     done_b = 0
     for _ in range(n_iter):
-        st_b, d = fista_chunk(data, state, budget, b, 0.0, 1, RESTART_BOTH, np.inf, 0.9)
+        st_b, d = fista_chunk(data, icpt_arg, state, budget, b, 0.0, 1, RESTART_BOTH, np.inf,
+                              0.9)
         done_b += d
     assert done_a == done_b == n_iter
     assert st_a == st_b == 0

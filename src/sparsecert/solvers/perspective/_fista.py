@@ -32,9 +32,9 @@ from sparsecert.solvers.perspective._gfun import g_node, gstar_node
 from sparsecert.solvers.perspective._linalg import copy_into, x_dot, xt_dot
 from sparsecert.solvers.perspective._prox import prox_node
 
-__all__ = ["FistaData", "FistaIterate", "SCALARS", "fista_data", "new_iterate", "fista_chunk",
-           "prox_grad_step", "ST_RUNNING", "ST_CONVERGED", "ST_CUTOFF", "RESTART_NONE",
-           "RESTART_FUNCTION", "RESTART_GAP", "RESTART_BOTH"]
+__all__ = ["FistaData", "Intercept", "intercept", "FistaIterate", "SCALARS", "fista_data",
+           "new_iterate", "fista_chunk", "prox_grad_step", "ST_RUNNING", "ST_CONVERGED",
+           "ST_CUTOFF", "RESTART_NONE", "RESTART_FUNCTION", "RESTART_GAP", "RESTART_BOTH"]
 
 ST_RUNNING, ST_CONVERGED, ST_CUTOFF = 0, 1, 2
 
@@ -52,16 +52,13 @@ SCALARS = np.dtype([
     ("c", np.float64),            # intercept: current, previous, at the bound point
     ("c_prev", np.float64),
     ("c_bp", np.float64),
-])
+], align=True)
 
 
 class FistaData(NamedTuple):
     """What the kernel reads: the (possibly working-set) design and the problem's scalars.
 
-    ``X`` (n, p) and ``XT = X^T`` (p, n) are both C-contiguous (see ``_linalg``). ``icpt``: an
-    unpenalised intercept carried as an extra variable (non-squared losses; ``mu`` is 0 then),
-    with the class indicator ``cls`` and ``Xty = X^T y`` (Poisson) used by the zero-sum dual
-    (only on the full design: the working set is not used with this intercept).
+    ``X`` (n, p) and ``XT = X^T`` (p, n) are both C-contiguous (see ``_linalg``).
     """
 
     X: np.ndarray
@@ -71,7 +68,17 @@ class FistaData(NamedTuple):
     lam: float
     mu: float
     M: float
-    icpt: bool
+
+
+class Intercept(NamedTuple):
+    """An unpenalised intercept carried as an extra variable (non-squared losses; ``mu`` is 0
+    then): the class indicator ``cls`` and ``Xty = X^T y`` (Poisson) used by the zero-sum dual
+    (only on the full design: the working set is not used with this intercept).
+
+    The kernels take it as an argument that is ``None`` without an intercept, so that the
+    intercept's code is not even compiled for a run that does not need it.
+    """
+
     cls: np.ndarray
     Xty: np.ndarray
 
@@ -107,8 +114,12 @@ def fista_data(prob, X: np.ndarray | None = None, XT: np.ndarray | None = None) 
     Every scalar is converted to one fixed type, so the kernel is compiled once.
     """
     return FistaData(prob.X if X is None else X, prob.XT if XT is None else XT, prob.y,
-                     int(prob.loss_id), float(prob.lam_eff), float(prob.mu), float(prob.M),
-                     bool(prob.icpt), prob.cls, prob.Xty)
+                     int(prob.loss_id), float(prob.lam_eff), float(prob.mu), float(prob.M))
+
+
+def intercept(prob) -> Intercept | None:
+    """The kernels' intercept argument for ``prob`` (``None`` when none is carried)."""
+    return Intercept(prob.cls, prob.Xty) if prob.icpt else None
 
 
 def new_iterate(x0: np.ndarray, ux0: np.ndarray, L: float, px: float, c0: float = 0.0,
@@ -129,16 +140,17 @@ def new_iterate(x0: np.ndarray, ux0: np.ndarray, L: float, px: float, c0: float 
 
 
 @njit(cache=True, nogil=True)
-def fista_chunk(data, state, budget, it, rel_tol, max_iter, restart, cutoff, l_down):
+def fista_chunk(data, icpt, state, budget, it, rel_tol, max_iter, restart, cutoff, l_down):
     """Run at most ``max_iter`` FISTA iterations; returns ``(status, n_iter_done)``.
 
-    ``data`` (:class:`FistaData`) is read, ``it`` (:class:`FistaIterate`) advanced in place.
+    ``data`` (:class:`FistaData`) is read, ``it`` (:class:`FistaIterate`) advanced in place,
+    ``icpt`` is an :class:`Intercept` or ``None``.
     ``state`` / ``budget``: the node (0 out / 1 in / 2 free, budget of the free coordinates).
     Stops on ``(P - best) <= rel_tol * max(1, |P|)`` (status 1), ``best >= cutoff`` (status 2)
     or after ``max_iter`` iterations (status 0). ``l_down``: ``L`` is multiplied by it before
     each step (then backtracked).
 
-    With an intercept (``data.icpt``), ``ux`` holds ``X x + c`` and the bound is the Fenchel
+    With an intercept, ``ux`` holds ``X x + c`` and the bound is the Fenchel
     dual at the zero-sum projection of ``zeta`` (``icpt_grad_dual``), valid whatever ``c``.
     """
     X = data.X
@@ -148,7 +160,6 @@ def fista_chunk(data, state, budget, it, rel_tol, max_iter, restart, cutoff, l_d
     lam = data.lam
     mu = data.mu
     M = data.M
-    icpt = data.icpt
     x = it.x
     x_prev = it.x_prev
     ux = it.ux
@@ -190,8 +201,8 @@ def fista_chunk(data, state, budget, it, rel_tol, max_iter, restart, cutoff, l_d
         Fy = loss_value_grad(loss_id, uy, y, zeta)
         cy = c + beta * (c - c_prev)
         gc = 0.0
-        if icpt:
-            gc = icpt_grad_dual(X, y, loss_id, zeta, data.cls, data.Xty, grad, zproj, gproj)
+        if icpt is not None:
+            gc = icpt_grad_dual(X, y, loss_id, zeta, icpt.cls, icpt.Xty, grad, zproj, gproj)
             for j in range(p):
                 a[j] = -gproj[j] / twolam if state[j] != 0 else 0.0
             lb = -conjugate_sum(loss_id, zproj, y) - twolam * gstar_node(a, state, budget, M)
@@ -232,7 +243,7 @@ def fista_chunk(data, state, budget, it, rel_tol, max_iter, restart, cutoff, l_d
             xn = prox_node(v, state, budget, twolam * inv, M)
             x_dot(XT, xn, uxn)
             cn = cy - inv * gc
-            if icpt:
+            if icpt is not None:
                 for i in range(n):
                     uxn[i] += cn
             Fn = loss_value(loss_id, uxn, y)
@@ -244,7 +255,7 @@ def fista_chunk(data, state, budget, it, rel_tol, max_iter, restart, cutoff, l_d
                 d = xn[j] - yv[j]
                 lin += grad[j] * d
                 dd += d * d
-            if icpt:
+            if icpt is not None:
                 lin += gc * (cn - cy)
                 dd += (cn - cy) * (cn - cy)
             q = Fy + lin + 0.5 * L * dd

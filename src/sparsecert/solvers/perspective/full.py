@@ -20,6 +20,7 @@ from sparsecert.solvers.perspective._fista import (
     ST_CUTOFF,
     fista_chunk,
     fista_data,
+    intercept,
     new_iterate,
 )
 from sparsecert.solvers.perspective._gfun import OUT
@@ -52,7 +53,7 @@ class Runner:
         self.restart = restart
         self.timed_out = False
 
-    def run(self, data, state, budget, it, tol, n_max, cutoff, polisher=None):
+    def run(self, data, icpt, state, budget, it, tol, n_max, cutoff, polisher=None):
         """Advance ``it`` by at most ``n_max`` iterations; returns ``(status, n_done)``."""
         done = 0
         status = 0
@@ -62,8 +63,8 @@ class Runner:
         while done < n_max:
             m = min(chunk, n_max - done)
             t_start = time.perf_counter()
-            status, n_it = fista_chunk(data, state, budget, it, tol, m, self.restart, cutoff,
-                                       L_DOWN)
+            status, n_it = fista_chunk(data, icpt, state, budget, it, tol, m, self.restart,
+                                       cutoff, L_DOWN)
             done += n_it
             if status != 0:
                 break
@@ -108,8 +109,8 @@ def solve_full(prob, state, budget, x0, rel_tol, max_iter, cut, runner, t0, best
     polisher = None
     if POLISH and not prob.icpt and int(np.sum(state != OUT)) >= POLISH_MIN_COLUMNS:
         polisher = Polisher(prob, state, budget)
-    status, n_it = runner.run(fista_data(prob), state, budget, it, rel_tol, max_iter - n_done,
-                              cut, polisher)
+    status, n_it = runner.run(fista_data(prob), intercept(prob), state, budget, it, rel_tol,
+                              max_iter - n_done, cut, polisher)
     best = it.get("best")
     bp, dual = (it.bound_point, it.dual) if np.isfinite(best) else (None, None)
     return finish(prob, state, budget, it.x, best, bp, dual, n_it + n_done,

@@ -69,7 +69,7 @@ def solve_ws(prob, state, budget, x0, rel_tol, max_iter, cut, runner, t0):
         nsW = spectral_norm_sq(XW, tol=1e-6, XT=XWT) * LIPSCHITZ_SAFETY
         it = new_iterate(xW, uxW, initial_L(prob, nsW, uxW),
                          objective(prob, stW, budget, xW, uxW))
-        _, n_sub = runner.run(fista_data(prob, XW, XWT), stW, budget, it, inner_tol,
+        _, n_sub = runner.run(fista_data(prob, XW, XWT), None, stW, budget, it, inner_tol,
                               max_iter - n_it, np.inf)
         n_it += n_sub
         n_rest += it.get("n_restart")
