@@ -60,6 +60,7 @@ from sparsecert.bnb.node import Node, Witness
 from sparsecert.bnb.progress import ProgressLog
 from sparsecert.bnb.queues import QUEUE_STRATEGIES, make_queue
 from sparsecert.bnb.results import HistoryRecord, SearchResult
+from sparsecert.bnb.warmup import needs_compiling, warm_up
 from sparsecert.solvers.heuristics import SubsetModel, SupportRefitter, beam_search, swap_search
 from sparsecert.solvers.perspective import RelaxationProblem, RelaxationResult
 from sparsecert.statuses import (
@@ -410,8 +411,22 @@ class BranchAndBound:
             f"loss={pr.loss} lambda2={pr.lambda2:g} eig_shift={pr.mu:.6g} "
             f"rel_gap={self.settings.rel_gap:g}")
 
+    def _compile_first_run(self) -> None:
+        """On a first run (nothing in numba's cache for this configuration), say so and compile
+        the kernels on a tiny problem, with the log ticking (see :mod:`sparsecert.bnb.warmup`)."""
+        if self.progress.verbose < 1 or not needs_compiling(self.problem):
+            return
+        self.progress.message("compiling the numerical kernels (first run only: numba caches "
+                              "them for later runs) ...")
+        t0 = time.perf_counter()
+        with self.progress.ticking(t0), self.progress.phase("compiling"):
+            seconds = warm_up(self.problem)
+        self.progress.message(f"kernels compiled in {seconds:.1f} s")
+
     def run(self) -> SearchResult:
         """Search until the gap closes or a limit is hit; Ctrl-C returns the best so far."""
+        self._announce()
+        self._compile_first_run()
         self._reset()
         if self.user_executor is not None:
             executor, token, own = self.user_executor, None, False
@@ -419,22 +434,23 @@ class BranchAndBound:
             executor, token = make_executor(self.n_jobs, self.backend, self._context)
             own = executor is not None
         evaluator = BatchEvaluator(executor)
-        self._announce()
         stopped: str | None = None
         # the engine's threads: one busy worker per core, so BLAS gets one thread while they run
         blas = blas_single_thread(own and self.backend == "threads")
         blas.__enter__()
         try:
-            self._start_incumbents()
-            self._log(force=True)
-            while len(self.queue):
-                stopped = self._limit_reached()
-                if stopped is not None:
-                    break
-                batch = self._next_batch()
-                if batch:
-                    self._evaluate(batch, evaluator, token)
-                    self._log()
+            with self.progress.ticking(self._t0):
+                with self.progress.phase("heuristics"):
+                    self._start_incumbents()
+                self._log(force=True)
+                while len(self.queue):
+                    stopped = self._limit_reached()
+                    if stopped is not None:
+                        break
+                    batch = self._next_batch()
+                    if batch:
+                        self._evaluate(batch, evaluator, token)
+                        self._log()
         except KeyboardInterrupt:
             stopped = INTERRUPTED
         finally:

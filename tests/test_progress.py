@@ -1,0 +1,91 @@
+"""The progress log keeps ticking through long phases; the first run says it compiles."""
+
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import numpy as np
+
+from sparsecert.bnb import BnBSettings, BranchAndBound
+from sparsecert.bnb import search as search_module
+from sparsecert.bnb.progress import ProgressLog
+from sparsecert.solvers.perspective import RelaxationProblem
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+
+
+def test_ticker_writes_through_a_long_phase():
+    lines = []
+    log = ProgressLog(verbose=1, interval=0.05, write=lines.append)
+    t0 = time.perf_counter()
+    with log.ticking(t0):
+        with log.phase("heuristics"):
+            time.sleep(0.4)
+        log.update(0.5, 3, 2, 10.0, 5.0, 0.5, force=True)
+        n_before = len(lines)
+        time.sleep(0.3)
+    assert sum("heuristics ..." in s for s in lines) >= 3  # short lines before the table
+    assert lines[n_before - 2] == ProgressLog.HEADER
+    rows = lines[n_before:]
+    assert len(rows) >= 2 and all(r.split()[1:3] == ["3", "2"] for r in rows)
+    n_end = len(lines)
+    time.sleep(0.2)
+    assert len(lines) == n_end  # the ticker stopped with the block
+
+
+def test_ticker_is_silent_at_verbose_0():
+    lines = []
+    log = ProgressLog(verbose=0, interval=0.01, write=lines.append)
+    with log.ticking(time.perf_counter()), log.phase("compiling"):
+        time.sleep(0.1)
+    assert lines == []
+
+
+def _problem():
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((20, 6))
+    return RelaxationProblem.from_data(X, X[:, 0] + rng.standard_normal(20), 1.0)
+
+
+def test_first_run_announces_compilation_once(monkeypatch):
+    calls = []
+    monkeypatch.setattr(search_module, "needs_compiling", lambda prob: True)
+    monkeypatch.setattr(search_module, "warm_up", lambda prob: calls.append(prob) or 1.25)
+    lines = []
+    BranchAndBound(_problem(), 2, BnBSettings(), verbose=1, log=lines.append).run()
+    assert len(calls) == 1
+    i = next(i for i, s in enumerate(lines) if s.startswith("compiling the numerical kernels"))
+    assert "first run only" in lines[i] and lines[i + 1] == "kernels compiled in 1.2 s"
+    assert lines[i - 1].startswith("sparsecert branch and bound")
+    monkeypatch.setattr(search_module, "needs_compiling", lambda prob: False)
+    lines.clear()
+    BranchAndBound(_problem(), 2, BnBSettings(), verbose=1, log=lines.append).run()
+    assert not any("compil" in s for s in lines) and len(calls) == 1
+
+
+def test_is_cached_reads_numbas_cache(tmp_path):
+    (tmp_path / "kmod.py").write_text(textwrap.dedent("""
+        from numba import njit
+
+        @njit(cache=True)
+        def f(x):
+            return x + 1
+    """))
+    script = textwrap.dedent("""
+        import sys
+        import numpy as np
+        from kmod import f
+        from sparsecert.solvers.perspective.compiled import is_cached
+        before = is_cached(f, (np.ones(2),))
+        f(np.ones(2))
+        print(before, is_cached(f, (np.ones(2),)), is_cached(f, (np.ones((2, 2)),)))
+    """)
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"),
+               PYTHONPATH=os.pathsep.join([str(tmp_path), str(SRC)]))
+    outs = [subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
+                           text=True, timeout=120, cwd=tmp_path) for _ in range(2)]
+    assert [o.stdout.split() for o in outs] == [["False", "True", "False"],
+                                                ["True", "True", "False"]], outs[0].stderr
