@@ -385,3 +385,22 @@ def test_each_rank_reads_only_its_shards_and_matches_simcomm(tmp_path, mpiexec):
     assert 0 < a["productive"].sum() < a["productive"].size
     for key in ("iterates", "objective", "violation", "up", "down", "productive"):
         np.testing.assert_array_equal(a[key], b[key], err_msg=key)
+
+
+@pytest.mark.mpi
+def test_fair_federated_example_under_mpiexec_matches_one_process(tmp_path):
+    """The Safe-EF example prints the same table under mpiexec -n 3 as in one process."""
+    script = str(Path(__file__).resolve().parents[1] / "examples" / "fair_federated_logistic.py")
+    mpi = _run_mpi([script, "--quick", "--mpi", "--out", str(tmp_path / "mpi")], n=3,
+                   timeout=300)
+    env = dict(os.environ, PYTHONPATH=str(SRC) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    sim = subprocess.run([sys.executable, script, "--quick", "--out", str(tmp_path / "sim")],
+                         capture_output=True, text=True, env=env, timeout=300, check=True)
+
+    def table(out):
+        return [ln for ln in out.splitlines() if ln.startswith(("Safe-EF", "uncompressed"))]
+
+    assert len(table(sim.stdout)) == 3
+    assert table(mpi.stdout) == table(sim.stdout)
+    assert "3 MPI processes" in mpi.stdout
+    assert (tmp_path / "mpi" / "fair_federated_logistic.png").exists()

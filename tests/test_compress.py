@@ -252,3 +252,43 @@ def test_roundtrip_equals_compress_then_decode(d, k):
         msg, out = comp.roundtrip(v, np.random.default_rng(1))
         assert msg == comp.encode(v, np.random.default_rng(1))
         np.testing.assert_array_equal(out, comp.decode(msg))
+
+
+def test_float16_values_halve_the_value_bits_and_refuse_overflow():
+    v = np.array([0.0, -3.25, 1e-3, 0.0, 2.5])
+    top = TopK(5, 2, value_dtype="float16")
+    assert top.message_bits == 2 * (16 + 3)
+    msg, dec = top.roundtrip(v)
+    np.testing.assert_array_equal(top.decode(msg), dec)
+    np.testing.assert_array_equal(dec, [0, -3.25, 0, 0, 2.5])
+    dense = Identity(5, "float16")
+    assert dense.encode(v).n_bits == 80
+    np.testing.assert_allclose(dense.decode(dense.encode(v)), v, rtol=1e-3)
+    with pytest.raises(ValueError, match="float16"):
+        top.encode(np.array([0.0, 1e5, 0, 0, 0]))
+    with pytest.raises(ValueError, match="float16"):
+        dense.encode(np.full(5, -7e4))
+
+
+def test_topk_ternary_encoding_bits_and_contraction():
+    from sparsecert.distributed.compress import TopKTernary
+
+    v = np.array([0.5, -3.0, 0.0, 2.0, -0.25, 1.0])
+    c = TopKTernary(6, 3)
+    assert c.message_bits == 32 + 3 * (1 + 3)
+    msg = c.encode(v)
+    assert msg.n_bits == 44
+    mu = (3.0 + 2.0 + 1.0) / 3
+    np.testing.assert_array_equal(c.decode(msg), [0, -mu, 0, mu, 0, mu])
+    rng = np.random.default_rng(0)
+    for _ in range(50):  # ||C(v) - v||^2 = ||v||^2 - ||v_S||_1^2 / k <= (1 - 1/(d k)) ||v||^2
+        u = rng.standard_t(2, size=6)
+        err = np.sum((c.decode(c.encode(u)) - u) ** 2)
+        top = np.sort(np.abs(u))[-3:]
+        assert err == pytest.approx(np.sum(u**2) - top.sum() ** 2 / 3, rel=1e-6, abs=1e-9)
+        assert err <= (1 - c.delta) * np.sum(u**2) + 1e-12
+    flipped = bytearray(msg.payload)
+    flipped[4] ^= 0x80  # the first sign bit
+    assert c.decode(Message(bytes(flipped), 44))[1] == pytest.approx(mu)
+    with pytest.raises(ValueError, match="44 bits"):
+        c.decode(Message(msg.payload, 40))

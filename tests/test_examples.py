@@ -23,6 +23,7 @@ EXPECTED = {
     "compare_cvxpy_logistic.py": ["compare_cvxpy_logistic.png"],
     "federated_hyperparameter_tuning.py": ["federated_hyperparameter_tuning.png"],
     "qoda_wgan.py": ["qoda_wgan.png"],
+    "fair_federated_logistic.py": ["fair_federated_logistic.png"],
 }
 
 

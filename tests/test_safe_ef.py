@@ -596,3 +596,17 @@ def test_safe_ef_on_the_parity_constraint_converges_and_counts_bits():
                           constraint=p.constraint)
     assert np.isfinite(lag.objective[-1])
     assert lag.bits_down[-1] == 200 * (4 * 32 + 64 * 4)  # lambda * G'(qbar), exact model
+
+
+def test_float16_scalars_and_values():
+    workers, *_ = _tiny_np()
+    d, T = 4, 10
+    res = safe_ef(workers, np.zeros(d), TopK(d, 1, value_dtype="float16"), 0.1, T,
+                  downlink=TopK(d, 2, value_dtype="float16"),
+                  options=RunOptions(scalar_dtype="float16"))
+    assert res.bits_up[-1] == T * (16 + 16 + 2)
+    assert res.bits_down[-1] == T * (1 + 2 * (16 + 2))
+    big = FunctionWorker(lambda x: 0.0, lambda x: 0 * x, lambda x: 1e6, lambda x: 0 * x)
+    with pytest.raises(ValueError, match="scalar_dtype"):
+        safe_ef([big] * 2, np.zeros(d), TopK(d, 1), 0.1, 3,
+                options=RunOptions(scalar_dtype="float16"))

@@ -8,10 +8,12 @@ what a receiver could reconstruct from the bits counted.
 
 Encodings (no headers: ``d``, ``k`` and the value type are agreed in advance):
 
-* :class:`TopK` and :class:`RandK`: ``k`` values (float32 by default) followed by the ``k``
+* :class:`TopK` and :class:`RandK`: ``k`` values (float32 by default; float16 and float64 on
+  request; a value outside the type's range raises) followed by the ``k``
   indices in increasing order, each bit-packed with ``ceil(log2 d)`` bits:
   ``k * (32 + ceil(log2 d))`` bits.
-* :class:`Identity`: the dense vector, ``32 d`` bits (float32) or ``64 d`` (float64).
+* :class:`Identity`: the dense vector, ``32 d`` bits (float32), ``16 d`` (float16) or ``64 d``
+  (float64).
 * :class:`~sparsecert.distributed.quantize.RandomQuantizer` (QSGD, ``s`` levels; defined with the
   other quantizers and re-exported here): the norm as float32, then for every coordinate a sign
   bit and the level in ``ceil(log2(s + 1))`` bits: ``32 + d * (1 + ceil(log2(s + 1)))`` bits.
@@ -32,6 +34,7 @@ __all__ = [
     "Compressor",
     "Encoder",
     "TopK",
+    "TopKTernary",
     "RandK",
     "RandomQuantizer",
     "Identity",
@@ -43,7 +46,15 @@ __all__ = [
 
 Compressor = Encoder
 
-_VALUE_DTYPES = {"float32": 32, "float64": 64}
+_VALUE_DTYPES = {"float16": 16, "float32": 32, "float64": 64}
+
+
+def _cast(values: np.ndarray, dt: np.dtype) -> np.ndarray:
+    """``values`` in the wire type ``dt``; a value outside its range is an error, not an inf."""
+    if dt.itemsize < 8 and np.abs(values).max(initial=0.0) > np.finfo(dt).max:
+        raise ValueError(f"a value of magnitude {np.abs(values).max():.3g} does not fit in "
+                         f"{dt.name}; use a wider value_dtype")
+    return np.ascontiguousarray(values, dtype=dt)
 
 
 def index_bits(d: int) -> int:
@@ -96,14 +107,14 @@ class _SparseCompressor(Encoder):
         return self.k * (self._vbits + self._ibits)
 
     def _encode(self, idx: np.ndarray, values: np.ndarray) -> Message:
-        vals = np.ascontiguousarray(values, dtype=self._dt).tobytes()
+        vals = _cast(values, self._dt).tobytes()
         payload = vals + pack_uints(idx, self._ibits)
         return Message(payload, self.message_bits)
 
     def _roundtrip_sparse(self, idx: np.ndarray, values: np.ndarray) -> tuple[Message, np.ndarray]:
         """Message and decoded vector without re-parsing the bytes just written (the decoded
         vector is what :meth:`decode` returns on the message; tested)."""
-        vals = np.ascontiguousarray(values, dtype=self._dt)
+        vals = _cast(values, self._dt)
         msg = Message(vals.tobytes() + pack_uints(idx, self._ibits), self.message_bits)
         out = np.zeros(self.dim)
         out[idx] = vals
@@ -136,8 +147,9 @@ class TopK(_SparseCompressor):
         Vector dimension ``d``.
     k : int
         Number of entries kept, ``1 <= k <= d``.
-    value_dtype : {"float32", "float64"}
-        Encoding of the kept values (float64 makes ``k = d`` lossless).
+    value_dtype : {"float32", "float16", "float64"}
+        Encoding of the kept values (float64 makes ``k = d`` lossless; float16 halves the
+        value bits, its rounding is fed back by error feedback).
     """
 
     def __init__(self, dim: int, k: int, value_dtype: str = "float32") -> None:
@@ -155,6 +167,66 @@ class TopK(_SparseCompressor):
         v = check_vector(v, self.dim)
         idx = topk_indices(v, self.k)
         return self._roundtrip_sparse(idx, v[idx])
+
+
+class TopKTernary(Encoder):
+    """Sparse ternary compression: the top-k entries replaced by ``mu * sign`` with
+    ``mu = mean_{j in top-k} |v_j|`` (Sattler et al., 2019).
+
+    Message: ``mu`` as float32, then ``k`` sign bits, then the ``k`` increasing indices in
+    ``ceil(log2 d)`` bits each: ``32 + k (1 + ceil(log2 d))`` bits. Deterministic and
+    contractive: ``||C(v) - v||^2 = ||v||^2 - ||v_S||_1^2 / k <= (1 - 1/(d k)) ||v||^2``.
+
+    Parameters
+    ----------
+    dim : int
+        Vector dimension ``d``.
+    k : int
+        Number of entries kept, ``1 <= k <= d``.
+    """
+
+    def __init__(self, dim: int, k: int) -> None:
+        super().__init__(dim)
+        if isinstance(k, bool) or int(k) != k or not 1 <= k <= self.dim:
+            raise ValueError(f"k must be an integer in [1, dim={self.dim}], got {k!r}")
+        self.k = int(k)
+        self._ibits = index_bits(self.dim)
+        self.delta = 1.0 / (self.dim * self.k)
+
+    @property
+    def message_bits(self) -> int:
+        return 32 + self.k * (1 + self._ibits)
+
+    def _parts(self, v: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.float32]:
+        v = check_vector(v, self.dim)
+        idx = topk_indices(v, self.k)
+        mu = np.float32(np.abs(v[idx]).mean())
+        if not np.isfinite(mu):
+            raise ValueError("the top-k mean magnitude does not fit in float32")
+        return idx, (v[idx] < 0).astype(np.int64), mu
+
+    def encode(self, v: np.ndarray, rng: np.random.Generator | None = None) -> Message:
+        idx, neg, mu = self._parts(v)
+        # mu, the sign bits and the indices; each part starts on a byte (padding not counted)
+        payload = (np.array([mu], dtype="<f4").tobytes() + pack_uints(neg, 1)
+                   + pack_uints(idx, self._ibits))
+        return Message(payload, self.message_bits)
+
+    def decode(self, msg: Message) -> np.ndarray:
+        if not isinstance(msg, Message) or msg.n_bits != self.message_bits:
+            raise ValueError(f"TopKTernary message must carry {self.message_bits} bits")
+        mu = float(np.frombuffer(msg.payload[:4], dtype="<f4")[0])
+        nsign = -(-self.k // 8)
+        neg = unpack_uints(msg.payload[4:4 + nsign], self.k, 1)
+        idx = unpack_uints(msg.payload[4 + nsign:], self.k, self._ibits)
+        if idx[-1] >= self.dim or (self.k > 1 and not (idx[1:] > idx[:-1]).all()):
+            raise ValueError("corrupt sparse message: indices out of range or not increasing")
+        out = np.zeros(self.dim)
+        out[idx] = np.where(neg == 1, -mu, mu)
+        return out
+
+    def __repr__(self) -> str:
+        return f"TopKTernary(dim={self.dim}, k={self.k})"
 
 
 class RandK(_SparseCompressor):
@@ -215,7 +287,7 @@ class Identity(Encoder):
 
     def encode(self, v: np.ndarray, rng: np.random.Generator | None = None) -> Message:
         v = check_vector(v, self.dim)
-        data = np.ascontiguousarray(v, dtype=self._dt).tobytes()
+        data = _cast(v, self._dt).tobytes()
         return Message(data, 8 * len(data))
 
     def decode(self, msg: Message) -> np.ndarray:

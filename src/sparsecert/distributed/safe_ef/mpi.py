@@ -26,18 +26,20 @@ from sparsecert.distributed.safe_ef.problems import PROBLEMS, SafeEFProblem
 __all__ = ["make_compressor", "build_problem", "run_method", "main"]
 
 
-def make_compressor(kind: str, dim: int, k: int | None = None, levels: int = 1) -> Compressor:
-    """``"topk"``, ``"randk"`` (scaled), ``"randk_unscaled"``, ``"qsgd"`` or ``"identity"``."""
+def make_compressor(kind: str, dim: int, k: int | None = None, levels: int = 1,
+                    value_dtype: str = "float32") -> Compressor:
+    """``"topk"``, ``"randk"`` (scaled), ``"randk_unscaled"``, ``"qsgd"`` or ``"identity"``
+    (``value_dtype`` applies to the sparse and dense encodings)."""
     if kind == "topk":
-        return TopK(dim, dim if k is None else k)
+        return TopK(dim, dim if k is None else k, value_dtype=value_dtype)
     if kind == "randk":
-        return RandK(dim, dim if k is None else k, scaled=True)
+        return RandK(dim, dim if k is None else k, scaled=True, value_dtype=value_dtype)
     if kind == "randk_unscaled":
-        return RandK(dim, dim if k is None else k, scaled=False)
+        return RandK(dim, dim if k is None else k, scaled=False, value_dtype=value_dtype)
     if kind == "qsgd":
         return RandomQuantizer(dim, levels)
     if kind == "identity":
-        return Identity(dim)
+        return Identity(dim, value_dtype)
     raise ValueError(f"unknown compressor {kind!r}")
 
 
@@ -66,6 +68,7 @@ def run_method(
     store_iterates: bool = False,
     stop: Callable[[int, float, float], bool] | None = None,
     monitor: str = "problem",
+    value_dtype: str = "float32",
 ) -> SafeEFResult:
     """Run ``method`` (a key of :data:`~sparsecert.distributed.safe_ef.algorithm.METHODS`) on
     ``problem``.
@@ -86,11 +89,12 @@ def run_method(
     opts = RunOptions(comm=comm, monitor=problem.monitor if monitor == "problem" else None,
                       record_every=record_every, store_iterates=store_iterates, stop=stop)
     workers = problem.worker  # a factory: each process builds only its own workers
-    down = TopK(problem.dim, downlink_k) if downlink_k is not None else downlink
+    down = (TopK(problem.dim, downlink_k, value_dtype=value_dtype) if downlink_k is not None
+            else downlink)
     common: dict = dict(downlink=down, constraint=problem.constraint, options=opts)
     if method == "switching_subgradient":
         return fn(workers, problem.x0, gamma, n_rounds, c, **common)
-    comp = make_compressor(compressor, problem.dim, k)
+    comp = make_compressor(compressor, problem.dim, k, value_dtype=value_dtype)
     if method == "ef14_lagrangian":
         return fn(workers, problem.x0, comp, gamma, n_rounds, **common)
     if method == "safe_ef_stochastic":
@@ -108,6 +112,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--k", type=int, default=1)
     p.add_argument("--downlink-k", type=int, default=None,
                    help="top-k EF21-P downlink (default: the exact float64 model)")
+    p.add_argument("--value-dtype", default="float32", choices=["float32", "float16", "float64"],
+                   help="value type of the top-k / rand-k / dense messages (both ways)")
     p.add_argument("--gamma", type=float, default=0.1)
     p.add_argument("--c", type=float, default=0.0)
     p.add_argument("--rounds", type=int, default=200)
@@ -131,7 +137,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         n_procs = comm.size
     res = run_method(problem, args.method, args.gamma, args.rounds, comm, c=args.c,
                      compressor=args.compressor, k=args.k, downlink_k=args.downlink_k,
-                     batch_size=args.batch_size, store_iterates=True, monitor="reduce")
+                     batch_size=args.batch_size, store_iterates=True, monitor="reduce",
+                     value_dtype=args.value_dtype)
     procs = comm.process_traffic() if isinstance(comm, MPIComm) else np.zeros((1, 2), int)
     if comm.is_root:
         np.savez(

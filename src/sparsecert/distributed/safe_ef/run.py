@@ -45,7 +45,7 @@ Monitor = Callable[[np.ndarray], tuple[float, float]]
 Stop = Callable[[int, float, float], bool]
 """``stop(rounds, objective, violation)`` of the output at a record point; True ends the run."""
 
-_SCALAR_DTYPES = ("float32", "float64")
+_SCALAR_DTYPES = ("float16", "float32", "float64")
 
 
 @dataclass(frozen=True)
@@ -70,9 +70,9 @@ class RunOptions:
     stop : callable or None
         ``stop(rounds, objective, violation)`` evaluated on the output at every record point;
         True ends the run there (e.g. once a target accuracy is reached).
-    scalar_dtype : {"float32", "float64"}
+    scalar_dtype : {"float32", "float16", "float64"}
         Encoding of the constraint values on the uplink and of the floats the server sends
-        with its decisions (32 or 64 bits each).
+        with its decisions (32, 16 or 64 bits each; a value outside the type's range raises).
     server_seed : int
         Seed of the server's generator (randomized downlink compressors).
     """
@@ -89,7 +89,7 @@ class RunOptions:
     def __post_init__(self) -> None:
         if self.scalar_dtype not in _SCALAR_DTYPES:
             raise ValueError(
-                f"scalar_dtype must be 'float32' or 'float64', got {self.scalar_dtype!r}"
+                f"scalar_dtype must be one of {_SCALAR_DTYPES}, got {self.scalar_dtype!r}"
             )
         _check_int("record_every", self.record_every, 1)
         for name in ("monitor", "callback", "stop"):
@@ -326,10 +326,22 @@ def _server_mean(vectors: Sequence[np.ndarray]) -> np.ndarray:
     return acc / len(vectors)
 
 
+_FLOAT_MAX = {"float16": float(np.finfo(np.float16).max),
+              "float32": float(np.finfo(np.float32).max), "float64": np.inf}
+
+
+def _encode_floats(v: np.ndarray, dtype: str) -> Message:
+    v = np.asarray(v, dtype=np.float64)
+    if np.abs(v).max(initial=0.0) > _FLOAT_MAX[dtype]:
+        raise ValueError(f"a value of {v} does not fit in {dtype}; use a wider "
+                         "RunOptions.scalar_dtype")
+    return encode_dense(v, dtype)
+
+
 def _encode_decision(productive: bool, s: np.ndarray | None, dtype: str) -> Message:
     """The server's switch decision: one bit, then (optionally) ``s`` as ``dtype`` floats.
     The flag occupies the first byte of the payload but counts as one bit."""
-    floats = b"" if s is None else encode_dense(s, dtype).payload
+    floats = b"" if s is None else _encode_floats(s, dtype).payload
     return Message((b"\x80" if productive else b"\x00") + floats, 1 + 8 * len(floats))
 
 
@@ -443,7 +455,7 @@ class _Run:
             q = self.cons.local(o, x)
             if not np.all(np.isfinite(q)):
                 raise ValueError(f"worker {i} returned a non-finite constraint value {q}")
-            msgs[i] = encode_dense(q, dt)
+            msgs[i] = _encode_floats(q, dt)
         got = self.comm.gather(msgs)
         if got is None:
             return None
@@ -473,7 +485,7 @@ class _Run:
         if self.root:
             g = self.cons.value(qbar)
             ls = lam * self.cons.subgrad(qbar) if self.cons.sends_s else np.array([lam])
-            reply = encode_dense(ls, self.scalar_dtype)
+            reply = _encode_floats(ls, self.scalar_dtype)
         return decode_dense(self.comm.broadcast(reply), self.scalar_dtype), g
 
     def direction(self, i: int, o: Any, x: np.ndarray, productive: bool,
