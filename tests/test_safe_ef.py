@@ -423,7 +423,7 @@ def test_input_validation():
     with pytest.raises(ValueError, match="shape"):
         safe_ef([bad] * 2, x0, TopK(4, 1), 0.1, 5)
     with pytest.raises(ValueError, match="value_dtype|unknown"):
-        switching_subgradient(workers, x0, 0.1, 5, value_dtype="float16")
+        switching_subgradient(workers, x0, 0.1, 5, value_dtype="bfloat8")
     assert isinstance(Identity(4), Identity)
 
 
