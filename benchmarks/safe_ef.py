@@ -59,7 +59,7 @@ SPECS = {
     "uncompressed": dict(fn="switching_subgradient", up=None, down="dense"),
     "safe_ef": dict(fn="safe_ef", up="k", down="kd", vd="float16"),
     "safe_ef_f32": dict(fn="safe_ef", up="k32", down="kd32", vd="float32"),
-    "safe_ef_uplink_only": dict(fn="safe_ef", up=1, down=None, vd="float32"),
+    "safe_ef_uplink_only": dict(fn="safe_ef", up="k_uo", down=None, vd="float32"),
     "topk_no_ef": dict(fn="topk_no_ef", up="k", down="kd", vd="float16"),
     "ef21_switching": dict(fn="ef21_switching", up="k", down="kd", vd="float16"),
     "sto_uncompressed": dict(fn="safe_ef_stochastic", up=None, down="dense"),
@@ -69,7 +69,7 @@ LABELS = {
     "uncompressed": "uncompressed (float32 both ways)",
     "safe_ef": "Safe-EF (f16 top-k up, compressed down)",
     "safe_ef_f32": "Safe-EF (top-k f32 up, top-k f32 down)",
-    "safe_ef_uplink_only": "Safe-EF top-1 f32 up, exact f64 down",
+    "safe_ef_uplink_only": "Safe-EF f32 top-k up, exact f64 down",
     "topk_no_ef": "top-k no EF (same messages)",
     "ef21_switching": "EF21 + switching (same messages)",
     "sto_uncompressed": "stochastic, uncompressed (float32)",
@@ -79,14 +79,14 @@ LABELS = {
 # Problem settings: target, budget, record step, top-k sizes (k, kd: headline; k32, kd32: the
 # float32 row) and the step-size grids of each method (quick / full).
 CONFIG = {
-    "P1": dict(gap=0.01, rel=False, rounds=3000, record=10, k=2, kd=2, k32=3, kd32=4,
+    "P1": dict(gap=0.01, rel=False, rounds=3000, record=10, k=2, kd=2, k32=3, kd32=4, k_uo=1,
                grids={"uncompressed": ([0.1, 0.15, 0.2], [0.1, 0.15, 0.2, 0.25, 0.3]),
                       "safe_ef": ([0.05, 0.07, 0.1], [0.035, 0.05, 0.07, 0.1, 0.14]),
                       "safe_ef_f32": ([0.1, 0.14], [0.07, 0.1, 0.14, 0.2]),
                       "safe_ef_uplink_only": ([0.1], [0.05, 0.1, 0.2]),
                       "topk_no_ef": ([0.03, 0.1, 0.3], [0.01, 0.03, 0.1, 0.3, 1.0]),
                       "ef21_switching": ([0.01, 0.03, 0.1], [0.003, 0.01, 0.03, 0.1])}),
-    "P2": dict(gap=0.3, rel=True, rounds=1500, record=5, k=10, kd=40, k32=10, kd32=40,
+    "P2": dict(gap=0.3, rel=True, rounds=1500, record=5, k=10, kd=40, k32=10, kd32=40, k_uo=10,
                down_kind="stc",
                grids={"uncompressed": ([0.007, 0.01, 0.015], [0.005, 0.007, 0.01, 0.015]),
                       "safe_ef": ([0.005, 0.007, 0.01], [0.004, 0.005, 0.007, 0.01]),
@@ -491,13 +491,17 @@ def main(argv=None) -> int:
                ratio(e1, "uncompressed", "safe_ef_f32"), None, claimed=False),
         _claim("P1 (secondary): UPLINK bits ratio, Safe-EF headline",
                ratio(e1, "uncompressed", "safe_ef", "up"), None, claimed=False),
-        _claim("P1 (secondary): TOTAL bits ratio of top-1 uplink with exact f64 downlink",
+        _claim("P1 (secondary): UPLINK bits ratio, f32 top-1 up with exact f64 downlink",
+               ratio(e1, "uncompressed", "safe_ef_uplink_only", "up"), None, claimed=False),
+        _claim("P1 (secondary): TOTAL bits ratio of f32 top-1 up with exact f64 downlink",
                ratio(e1, "uncompressed", "safe_ef_uplink_only"), None, claimed=False),
         _claim("P2 (secondary): TOTAL bits ratio with float32 top-k values",
                ratio(e2, "uncompressed", "safe_ef_f32"), None, claimed=False),
         _claim("P2 (secondary): UPLINK bits ratio, Safe-EF headline",
                ratio(e2, "uncompressed", "safe_ef", "up"), None, claimed=False),
-        _claim("P2 (secondary): TOTAL bits ratio of top-1 uplink with exact f64 downlink",
+        _claim("P2 (secondary): UPLINK bits ratio, f32 top-10 up with exact f64 downlink",
+               ratio(e2, "uncompressed", "safe_ef_uplink_only", "up"), None, claimed=False),
+        _claim("P2 (secondary): TOTAL bits ratio of f32 top-10 up with exact f64 downlink",
                ratio(e2, "uncompressed", "safe_ef_uplink_only"), None, claimed=False),
         _claim("P3 (worst case, no gain claimed): uncompressed / Safe-EF TOTAL bits",
                ratio(e3, "uncompressed", "safe_ef"), None, claimed=False),
@@ -510,8 +514,9 @@ def main(argv=None) -> int:
                              "rounds, compressed both ways)", mpi["max_abs_iterate_diff"], 0.0,
                              "abs", "lower"))
     results["claims"] = claims
-    results["plots"] = plots
+    results["plots"] = [Path(q).name for q in plots]  # next to the JSON
     results["wall_s"] = time.perf_counter() - t_start
+    results["cpu_s"] = time.process_time()  # this process only (not the mpiexec ranks)
 
     # ------------------------------------------------------------------ tables
     print(f"\nSafe-EF benchmark ({mode}; step tuned on seed {TUNE_SEED}, medians over seeds "
@@ -551,7 +556,7 @@ def main(argv=None) -> int:
     for c in claims:
         tgt = "reported only" if c["target"] is None else f"{c['better']} than {c['target']}"
         print(f"  {c['name']}: {c['measured']:.4g} {c['unit']} ({tgt})")
-    print(f"\nwall time {results['wall_s']:.1f} s")
+    print(f"\nwall time {results['wall_s']:.1f} s, CPU time {results['cpu_s']:.1f} s")
     if args.json:
         def clean(o):
             if isinstance(o, float) and not np.isfinite(o):
