@@ -388,10 +388,10 @@ def test_each_rank_reads_only_its_shards_and_matches_simcomm(tmp_path, mpiexec):
 
 
 @pytest.mark.mpi
-def test_fair_federated_example_under_mpiexec_matches_one_process(tmp_path):
+def test_fair_federated_example_under_mpiexec_matches_one_process(tmp_path, mpiexec):
     """The Safe-EF example prints the same table under mpiexec -n 3 as in one process."""
     script = str(Path(__file__).resolve().parents[1] / "examples" / "fair_federated_logistic.py")
-    mpi = _run_mpi([script, "--quick", "--mpi", "--out", str(tmp_path / "mpi")], n=3,
+    mpi = _run_mpi(mpiexec, [script, "--quick", "--mpi", "--out", str(tmp_path / "mpi")], n=3,
                    timeout=300)
     env = dict(os.environ, PYTHONPATH=str(SRC) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     sim = subprocess.run([sys.executable, script, "--quick", "--out", str(tmp_path / "sim")],
