@@ -67,10 +67,11 @@ def _sizes_levels(q: Quantizer):
     return SIZES, [q.levels[t] for t in q.lmap.types]
 
 
+@pytest.mark.parametrize("s", [2, 9])  # the fixed-length cell search and the binary one
 @pytest.mark.parametrize("kind", range(4))
-def test_monte_carlo_unbiased_and_variance(kind):
+def test_monte_carlo_unbiased_and_variance(kind, s):
     v = multiscale(1)
-    q = all_quantizers(s=2)[kind]
+    q = all_quantizers(s=s)[kind]
     if q.adaptive:
         q.adapt(v)
     rng = np.random.default_rng(7)

@@ -209,24 +209,25 @@ _PAD = 8  # level tables are padded to 8 entries: a fixed-length (branch-free) c
 
 
 @njit(cache=True, nogil=True)
-def _round_one(x, r, lvp, igp, seed, i):  # pragma: no cover - compiled
+def _round_one(x, r, lvp, igp, seed, i, n_inner):  # pragma: no cover - compiled
     """Level index of ``|x| / r`` after unbiased random rounding: ``u = min(|x| / r, 1)`` lies
     in ``[lv[lo], lv[lo + 1]]`` and is rounded up when the ``i``-th uniform of ``seed`` is
-    below ``(u - lv[lo]) / (lv[lo + 1] - lv[lo])``. ``lvp`` is the level array padded with
-    ``+inf`` to 8 entries (then ``lo`` counts the levels ``<= u`` with a fixed-length loop;
-    ``u = 1`` gives ``lo = s + 1`` and ``igp[s + 1] = 0``) or unpadded when longer (binary
-    search)."""
+    below ``(u - lv[lo]) / (lv[lo + 1] - lv[lo])``. ``lvp`` holds the ``n_inner + 2`` levels
+    (padded with ``+inf``), ``igp`` the inverse gaps (0 past the last level). With at most
+    6 inner levels ``lo`` counts the levels ``<= u`` in a loop of fixed length (no
+    data-dependent branch; ``u = 1`` gives ``lo = s + 1`` and a zero probability), else a
+    binary search."""
     if r <= 0.0:
         return 0
     u = abs(x) / r
     if u > 1.0:
         u = 1.0
-    if lvp.size == _PAD:
+    if n_inner <= _PAD - 2:
         lo = 0
-        for j in range(1, _PAD):
+        for j in range(1, n_inner + 2):
             lo += lvp[j] <= u
     else:
-        lo, hi = 0, lvp.size - 1
+        lo, hi = 0, n_inner + 1
         while hi - lo > 1:
             mid = (lo + hi) // 2
             if lvp[mid] <= u:
@@ -237,14 +238,14 @@ def _round_one(x, r, lvp, igp, seed, i):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True)
-def _quantize_kernel(v, norms, offsets, ltype, ptab, pig, seed):  # pragma: no cover
+def _quantize_kernel(v, norms, offsets, ltype, ptab, pig, seed, n_inner):  # pragma: no cover
     index = np.empty(v.size, dtype=np.int64)
     for layer in range(offsets.size - 1):
         r = norms[layer]
         lvp = ptab[ltype[layer]]
         igp = pig[ltype[layer]]
         for i in range(offsets[layer], offsets[layer + 1]):
-            index[i] = _round_one(v[i], r, lvp, igp, seed, i)
+            index[i] = _round_one(v[i], r, lvp, igp, seed, i, n_inner)
     return index
 
 
@@ -257,7 +258,8 @@ def _f32_bits(x):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True)
-def _encode_fixed_kernel(v, offsets, ltype, ptab, pig, seed, width, flag, levels32, out):
+def _encode_fixed_kernel(v, offsets, ltype, ptab, pig, seed, width, flag, levels32, out,
+                         n_inner):
     """One fixed-code message: the layer norms (float32, rounded up), the header (``flag`` <
     0: none; else the flag bit, then ``levels32`` if it is 1; then the norms) and the
     (sign, index) of every coordinate through a 64-bit accumulator flushed byte by byte.
@@ -289,7 +291,7 @@ def _encode_fixed_kernel(v, offsets, ltype, ptab, pig, seed, width, flag, levels
         igp = pig[ltype[layer]]
         for i in range(offsets[layer], offsets[layer + 1]):
             x = v[i]
-            idx = _round_one(x, r, lvp, igp, seed, i)
+            idx = _round_one(x, r, lvp, igp, seed, i, n_inner)
             acc = (acc << np.uint64(nb)) | np.uint64(idx) | (
                 np.uint64(x < 0.0) << np.uint64(width))
             nacc += nb
@@ -636,7 +638,7 @@ class Quantizer(Encoder):
         seed = self._seed(self._need_rng(rng))
         v, norms = self._norms(v)
         index = _quantize_kernel(v, norms, self._offsets, self._ltypes, self._ptab,
-                                 self._pig, seed)
+                                 self._pig, seed, self.s)
         qv = QuantizedVector(norms, index, v < 0, self._pending)
         self._pending = None
         return qv
@@ -688,7 +690,8 @@ class Quantizer(Encoder):
             levels32 = np.concatenate([lv[1:-1] for lv in pending]).astype(np.float32)
         out = np.zeros(self.dim if want_decoded else 0)
         buf, n_bits = _encode_fixed_kernel(v, self._offsets, self._ltypes, self._ptab,
-                                           self._pig, seed, self.index_bits, flag, levels32, out)
+                                           self._pig, seed, self.index_bits, flag, levels32, out,
+                                           self.s)
         if n_bits < 0:
             check_vector(v, self.dim)  # names NaN / inf entries
             raise ValueError("cannot quantize: a layer norm overflows float32")
