@@ -521,7 +521,7 @@ def _shifted_terms(des: _Design, B: np.ndarray, lam2: float, mu: float,
     if des.centred:
         sy = _up(_up(abs(float(yc.sum())) + _up(_gamma(n - 1) * _sum_up(np.abs(yc))))
                  + _sum_up(yr))
-        py2_low = float(_dn(_sum_dn(_sq_dn(np.maximum(np.abs(yc) - yr, 0.0)))
+        py2_low = float(_dn(_sum_dn(_sq_dn(np.maximum(_dn(np.abs(yc) - yr), 0.0)))
                             - _up(_sq_up(sy) / n)))
     else:
         py2_low = float(_sum_dn(_sq_dn(yc)))
@@ -676,12 +676,26 @@ def _dual_problem(loss: str, z: np.ndarray, y: np.ndarray, zero_sum: bool) -> st
     if bad.size:
         i = int(bad[0])
         return f"has zeta[{i}] = {z[i]!r} outside the domain of the {loss} conjugate"
-    if zero_sum:
-        s = math.fsum(z.tolist())
-        if s != 0.0:
-            return (f"sums to {s!r}, not exactly 0 (math.fsum), as the unpenalised intercept "
-                    "requires")
+    if zero_sum and not _sums_to_zero(z):
+        return ("does not sum to exactly 0 (math.fsum, exact), as the unpenalised intercept "
+                "requires")
     return None
+
+
+def _sums_to_zero(z: np.ndarray) -> bool:
+    """Whether the exact sum of the float64 entries is 0. ``math.fsum`` is correctly rounded,
+    so its result is 0 iff the exact sum is; it raises OverflowError when a partial sum
+    overflows (e.g. 1e308 + 1e308 - 1e308 - 1e308), and then the sum is taken exactly with
+    integers (every finite float64 is an integer multiple of 2^-1074)."""
+    vals = z.tolist()
+    try:
+        return math.fsum(vals) == 0.0
+    except OverflowError:
+        total = 0
+        for v in vals:
+            num, den = v.as_integer_ratio()
+            total += num * ((1 << 1074) // den)
+        return total == 0
 
 
 # ----------------------------------------------------------------------------------------------
@@ -1022,6 +1036,17 @@ def _reject_constant(name: str):
     raise ValueError(f"non-standard JSON constant {name}")
 
 
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """JSON object hook: a key given twice is an error (parsers disagree on which one wins, so
+    a reader of the file could see another claim than the verifier)."""
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise ValueError(f"duplicate key {key!r} in a JSON object")
+        out[key] = value
+    return out
+
+
 def _field(d: Any, key: str, where: str) -> Any:
     if not isinstance(d, dict):
         raise _Malformed(f"{where} is not a JSON object")
@@ -1120,7 +1145,7 @@ def _parse(doc: Any) -> _Parsed:
         raise _Malformed("format version 1 is not supported by this verifier (its bounds were "
                          "not rigorous): re-run sparsecert certify to write a version 2 "
                          "certificate")
-    if isinstance(ver, bool) or ver != FORMAT_VERSION:
+    if isinstance(ver, bool) or not isinstance(ver, int) or ver != FORMAT_VERSION:
         raise _Malformed(f"format_version {_short(ver)} is not supported (this verifier reads "
                          f"version {FORMAT_VERSION})")
     pr = _field(doc, "problem", "certificate")
@@ -1273,7 +1298,8 @@ def _obtain(certificate: Any, sidecar: Any) -> tuple[Any, bytes | None, str]:
         with open(path, "rb") as fh:  # OSError propagates: an unreadable file is an input error
             raw = fh.read()
         try:
-            doc = json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
+            doc = json.loads(raw.decode("utf-8"), parse_constant=_reject_constant,
+                             object_pairs_hook=_unique_keys)
         except (ValueError, UnicodeDecodeError, RecursionError) as exc:
             return f"{path} is not valid JSON ({_short(str(exc))})", None, ""
         spath = sidecar_path(path)
@@ -1790,6 +1816,11 @@ def _main(argv: list[str] | None = None) -> int:
     try:
         with np.load(args.data, allow_pickle=False) as z:
             X, y = z["X"], z["y"]
+    except Exception as exc:  # noqa: BLE001 - any unreadable data file is one line, exit 2
+        print(f"error: {args.data}: not a readable .npz file with arrays X and y "
+              f"({_short(str(exc))})", file=sys.stderr)
+        return 2
+    try:
         report = verify_certificate(
             args.certificate, X, y, loss=args.loss, k=args.k, lambda2=args.lambda2,
             max_abs_coef=_NOT_GIVEN if args.max_abs_coef is None else args.max_abs_coef,
