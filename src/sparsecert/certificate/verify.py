@@ -713,7 +713,9 @@ def proves_eig_shift(X: np.ndarray, mu: float, fit_intercept: bool) -> tuple[boo
     (2006), Corollary 2.4: for a symmetric floating-point A' with nonnegative diagonal, if the
     floating-point Cholesky factorisation of A~ (A~_ij = A'_ij off the diagonal, A~_ii <= A'_ii -
     c) runs to completion, where c >= gamma_{2(N+1)} tr(A') / 2 + 4 ETA N (2(N+1) + max_i A'_ii),
-    then A' is positive definite. Here A' has off-diagonal G and diagonal <= G_ii - tau.
+    then A' is positive definite. Here A' has off-diagonal G and diagonal <= G_ii - tau, and the
+    constant is taken with N = p + 1 (one extra rounding per entry of the factor: a library may
+    divide through a computed reciprocal).
     """
     n, p = X.shape
     if not (mu > 0 and math.isfinite(mu)):
@@ -741,7 +743,11 @@ def proves_eig_shift(X: np.ndarray, mu: float, fit_intercept: bool) -> tuple[boo
         if (d1 < 0).any():
             return False, (f"a diagonal entry of X^T P X - eig_shift I is negative: eig_shift = "
                            f"{mu!r} exceeds a column's squared norm")
-        N = p
+        # Rump's constant for dimension N = p + 1 instead of p: LAPACK/BLAS implementations
+        # (OpenBLAS's trsm kernels, reference dtrsm) divide by r_kk through a computed
+        # reciprocal, one more rounding per entry of the factor than the analysed algorithm;
+        # one more dimension raises every alpha_ij = gamma_{min(i,j)+1} index by one.
+        N = p + 1
         tr = float(_sum_up(d1))
         c = _up(_up(0.5 * _up(_gamma(2 * (N + 1)) * tr))
                 + _up(4.0 * ETA * N * _up(2.0 * (N + 1) + float(d1.max()))))

@@ -583,7 +583,8 @@ def proves_eig_shift(Xd: np.ndarray, mu: float, centred: bool,
     |column sum| of X - 1 m^T); then Rump's criterion (BIT 46, 2006, Corollary 2.4): if the
     floating-point Cholesky factorisation of A~ succeeds, where A~ has G's off-diagonal and a
     diagonal at least c = gamma_{2(N+1)} tr / 2 + 4 ETA N (2(N+1) + max diag) below the
-    shifted one, the shifted matrix is positive definite.
+    shifted one (N = p + 1: one extra rounding per entry for a library that divides through
+    reciprocals), the shifted matrix is positive definite.
     """
     n, p = Xd.shape
     if not (math.isfinite(mu) and mu > 0) or 4 * (p + 2) * U >= 1 or (n + 2) * U >= 0.25:
@@ -605,8 +606,9 @@ def proves_eig_shift(Xd: np.ndarray, mu: float, centred: bool,
         d = _dn(np.diag(G) - shift)
         if (d < 0).any():
             return False
-        c = float(_up(_up(0.5 * float(_up(gamma(2 * (p + 1)) * float(pos_sum_hi(d)))))
-                      + float(_up(4.0 * ETA * p * float(_up(2.0 * (p + 1) + float(d.max())))))))
+        N = p + 1  # as the verifier: covers a factorisation dividing through reciprocals
+        c = float(_up(_up(0.5 * float(_up(gamma(2 * (N + 1)) * float(pos_sum_hi(d)))))
+                      + float(_up(4.0 * ETA * N * float(_up(2.0 * (N + 1) + float(d.max())))))))
         G[np.diag_indices_from(G)] = _dn(d - c)
         try:
             np.linalg.cholesky(G)
