@@ -83,3 +83,29 @@ def test_standalone_verifier_unreadable_data_is_one_line(tmp_path, capsys, sq_ic
     assert V._main([str(cert_path), str(data)]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and err.count("\n") == 1 and "Traceback" not in err
+
+
+def _fixing_attack(doc, how):
+    nodes = doc["tree"]["nodes"]
+    root = next(nd for nd in nodes if nd["parent"] is None)
+    child = next(nd for nd in nodes if nd["parent"] == root["id"] and nd["branch_value"] == 0)
+    grandchildren = [nd for nd in nodes if nd["parent"] == child["id"]]
+    j_next = grandchildren[0]["branch_var"] if grandchildren else None
+    if how == "ancestor_fixing_then_branch":  # the child fixes the variable its children branch on
+        child["fixings"] = [[j_next, 0]]
+    elif how == "repeated":
+        child["fixings"] = [[j_next, 0], [j_next, 0]]
+    elif how == "already_fixed":
+        child["fixings"] = [[child["branch_var"], 1]]
+    elif how == "too_many_in":  # k + 1 variables fixed to 1 at the root
+        root["fixings"] = [[j, 1] for j in range(doc["problem"]["k"] + 1)]
+    return doc
+
+
+@pytest.mark.parametrize("how", ["ancestor_fixing_then_branch", "repeated", "already_fixed",
+                                 "too_many_in"])
+def test_bound_fixings_that_break_the_partition_are_refused(tmp_path, sq_icpt, how):
+    X, y, cert = sq_icpt
+    doc = _fixing_attack(cert.to_dict(), how)
+    rep = verify_certificate(_write(tmp_path, doc, dict(cert.arrays)), X, y)
+    assert rep.exit_code == 1 and "tree_fixings" in rep.failed_checks, str(rep)
