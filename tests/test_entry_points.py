@@ -166,3 +166,29 @@ def test_cheap_checks_come_before_the_expensive_setup(reg, monkeypatch, entry, b
             certify(X, y, k, 1.0, verbose=0, **kw)
         else:
             certify_path(X, y, [k], 1.0, **kw)
+
+
+@pytest.mark.parametrize("out, needle", [("d.json", "d.npz exists and is not"),
+                                         ("d.npz", "must end in .json"),
+                                         ("sub", "must end in .json")])
+def test_cli_refuses_a_bad_out_before_solving(reg, tmp_path, monkeypatch, capsys, out, needle):
+    """A refused --out is one line and exit 2 before any solving: the user does not wait for
+    a solve whose certificate cannot be written, and their files are untouched."""
+    import sparsecert.api
+
+    def solve(*a, **kw):
+        raise AssertionError("the solver ran before --out was checked")
+
+    monkeypatch.setattr(sparsecert.api, "certify", solve)
+    monkeypatch.chdir(tmp_path)
+    X, y = reg
+    np.savez("d.npz", X=X, y=y)
+    (tmp_path / "sub").mkdir()
+    data = (tmp_path / "d.npz").read_bytes()
+    code = main(["certify", "--data", "d.npz", "--k", "2", "--lambda2", "1", "--out", out])
+    captured = capsys.readouterr()
+    lines = captured.err.strip().splitlines()
+    assert code == 2 and len(lines) == 1 and needle in lines[0], captured.err
+    assert captured.out == ""  # refused before the start line
+    assert (tmp_path / "d.npz").read_bytes() == data
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["d.npz", "sub"]

@@ -42,7 +42,7 @@ from sparsecert.certificate.schema import (
     sha256_bytes,
 )
 
-__all__ = ["Certificate", "sidecar_path", "format_summary"]
+__all__ = ["Certificate", "sidecar_path", "check_save_path", "format_summary"]
 
 #: Member names of every sidecar this package has written (version 2, and version 1): an
 #: existing ``.npz`` with exactly these members may be replaced by ``save``.
@@ -117,6 +117,40 @@ def _is_sidecar(path: str) -> bool:
             return frozenset(zf.namelist()) in _SIDECAR_MEMBERS
     except (OSError, zipfile.BadZipFile, ValueError):
         return False
+
+
+def check_save_path(path: str | os.PathLike, overwrite: bool = False) -> tuple[str, str]:
+    """The checks :meth:`Certificate.save` makes before writing anything, on their own, so that
+    a caller can refuse a bad output path before a long solve.
+
+    Returns
+    -------
+    (json_path, sidecar_path)
+
+    Raises
+    ------
+    ValueError
+        ``path`` does not end in ``.json``.
+    IsADirectoryError
+        ``path`` or its sidecar path is a directory.
+    FileExistsError
+        A file that is not a sparsecert certificate (or sidecar) would be replaced and
+        ``overwrite`` is false.
+    """
+    path = os.fspath(path)
+    if not path.lower().endswith(".json") or os.path.basename(path).lower() == ".json":
+        raise ValueError(f"a certificate path must end in .json (its sidecar is the .npz of "
+                         f"the same name), got {path!r}")
+    spath = sidecar_path(path)
+    if os.path.isdir(path) or os.path.isdir(spath):
+        raise IsADirectoryError(f"{path if os.path.isdir(path) else spath} is a directory")
+    if not overwrite:
+        for f, ours, what in ((path, _is_certificate_json, "a sparsecert certificate"),
+                              (spath, _is_sidecar, "a sparsecert certificate sidecar")):
+            if os.path.lexists(f) and not ours(f):
+                raise FileExistsError(f"{f} exists and is not {what}: refusing to replace "
+                                      "it (choose another name, or overwrite=True / --force)")
+    return path, spath
 
 
 class Certificate:
@@ -477,20 +511,7 @@ class Certificate:
         OSError
             The files cannot be written.
         """
-        path = os.fspath(path)
-        if not path.lower().endswith(".json") or os.path.basename(path).lower() == ".json":
-            raise ValueError(f"a certificate path must end in .json (its sidecar is the .npz of "
-                             f"the same name), got {path!r}")
-        spath = sidecar_path(path)
-        if os.path.isdir(path) or os.path.isdir(spath):
-            raise IsADirectoryError(f"{path if os.path.isdir(path) else spath} is a directory")
-        if not overwrite:
-            for f, ours, what in ((path, _is_certificate_json, "a sparsecert certificate"),
-                                  (spath, _is_sidecar, "a sparsecert certificate sidecar")):
-                if os.path.lexists(f) and not ours(f):
-                    raise FileExistsError(f"{f} exists and is not {what}: refusing to replace "
-                                          "it (choose another name, or overwrite=True / "
-                                          "--force)")
+        path, spath = check_save_path(path, overwrite)
         folder = os.path.dirname(os.path.abspath(path))
         tag = f"{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp"
         tmp_side = os.path.join(folder, f".{os.path.basename(spath)}.{tag}")

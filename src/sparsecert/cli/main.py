@@ -174,6 +174,7 @@ def _cmd_certify(args) -> int:
     import numpy as np
 
     from sparsecert._validation import prepare_problem
+    from sparsecert.certificate.document import check_save_path
     from sparsecert.certificate.verify import verify_certificate
     from sparsecert.cli.io import feature_names
 
@@ -190,6 +191,11 @@ def _cmd_certify(args) -> int:
     prepared = prepare_problem(X, y, lambda2, loss=args.loss, max_abs_coef=args.max_abs_coef,
                                fit_intercept=fit_intercept)
     check_k(k, prepared.X.shape[1])
+    # refuse a bad --out (or one that would replace a user's file) now, not after the solve
+    try:
+        check_save_path(args.out, overwrite=args.force)
+    except OSError as exc:
+        raise _InputError(f"cannot write {args.out}: {exc}") from None
     names = feature_names(args.data, args.target)
     say = (lambda *a: None) if args.quiet else print
     say(f"sparsecert {__version__}: certifying k={k}, lambda2={lambda2:g}, loss={args.loss}, "
