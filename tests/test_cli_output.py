@@ -103,3 +103,15 @@ def test_api_feature_names_argument(data):
         sparsecert.certify(X, y, 2, 0.5, verbose=0, feature_names=NAMES[:4])
     with pytest.raises(TypeError, match="sequence of strings"):
         sparsecert.certify(X, y, 2, 0.5, verbose=0, feature_names=list(range(5)))
+
+
+def test_no_box_reads_the_same_in_certify_verify_and_show(csv_file, tmp_path, capsys):
+    """``max_abs_coef`` without a box is rendered one way (None) by every command."""
+    out = str(tmp_path / "box.json")
+    data = ["--data", str(csv_file), "--target", "target"]
+    assert main(["certify", *data, "--k", "1", "--lambda2", "0.5", "--out", out]) == 0
+    assert main(["verify", out, *data]) == 0
+    assert main(["show", out]) == 0
+    text = capsys.readouterr().out
+    assert "max_abs_coef=inf" not in text
+    assert text.count("max_abs_coef=None") >= 3, text

@@ -1025,7 +1025,7 @@ def _fmt_param(v: Any) -> str:
     if isinstance(v, float):
         return f"{v:.6g}"
     if v is None:
-        return "inf"
+        return "None"
     return str(v)
 
 
