@@ -2,7 +2,8 @@
 
 For a source tree (default: this repository) it measures, on ``src/``:
 
-* the largest file and the largest function (lines, by the ``ast`` of each file);
+* the largest files and the largest function (lines, by the ``ast`` of each file);
+* the functions with the most parameters (``self`` / ``cls`` not counted);
 * for every loss name, the number of places it is written as a string literal (docstrings do not
   count; the standalone verifier, which keeps its own copy on purpose, is counted apart);
 * the validation sites: functions that raise ``TypeError`` / ``ValueError`` about one of the
@@ -88,12 +89,21 @@ def _functions(tree: ast.AST):
     yield from walk(tree, "")
 
 
-def measure(tree_root: Path, seconds: int = 120) -> dict:
+def _n_params(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
+    a = fn.args
+    names = [x.arg for x in a.posonlyargs + a.args + a.kwonlyargs]
+    names += [x.arg for x in (a.vararg, a.kwarg) if x is not None]
+    return len([n for n in names if n not in ("self", "cls")])
+
+
+def measure(tree_root: Path, seconds: int = 120, top: int = 5) -> dict:
     """Every metric of one tree (its ``src/`` folder)."""
     src = tree_root / "src"
     files = _python_files(src)
     largest_file = ("", 0)
     largest_function = ("", 0)
+    file_sizes: list[tuple[str, int]] = []
+    params: list[tuple[str, int]] = []
     names = {n: {"glm": 0, "verifier": 0, "places": []} for n in LOSS_NAMES}
     sites: list[str] = []
     for path in files:
@@ -102,8 +112,10 @@ def measure(tree_root: Path, seconds: int = 120) -> dict:
         n_lines = text.count("\n") + (not text.endswith("\n"))
         if n_lines > largest_file[1]:
             largest_file = (rel, n_lines)
+        file_sizes.append((rel, n_lines))
         tree = ast.parse(text, filename=str(path))
         for qual, fn in _functions(tree):
+            params.append((f"{rel}:{qual}", _n_params(fn)))
             length = fn.end_lineno - fn.lineno + 1
             if length > largest_function[1]:
                 largest_function = (f"{rel}:{qual}", length)
@@ -132,6 +144,10 @@ def measure(tree_root: Path, seconds: int = 120) -> dict:
         "n_files": len(files),
         "largest_file": {"path": largest_file[0], "lines": largest_file[1]},
         "largest_function": {"name": largest_function[0], "lines": largest_function[1]},
+        "largest_files": [{"path": f, "lines": n}
+                          for f, n in sorted(file_sizes, key=lambda t: -t[1])[:top]],
+        "most_parameters": [{"name": f, "parameters": n}
+                            for f, n in sorted(params, key=lambda t: -t[1])[:top]],
         "loss_name_literals": names,
         "validation_sites": sites,
         "validation_modules": modules,
@@ -188,6 +204,10 @@ def claims(after: dict, before: dict | None) -> list[dict]:
     ]
     if before is not None:
         out += [
+            {"name": "most parameters of a function in src/",
+             "measured": after["most_parameters"][0]["parameters"],
+             "target": before["most_parameters"][0]["parameters"], "unit": "parameters",
+             "better": "lower"},
             {"name": "largest file in src/", "measured": after["largest_file"]["lines"],
              "target": before["largest_file"]["lines"], "unit": "lines", "better": "lower"},
             {"name": "largest function in src/", "measured": after["largest_function"]["lines"],
@@ -208,7 +228,10 @@ def _print_table(results: dict[str, dict], cl: list[dict]) -> None:
             ("largest file (lines)",
              lambda m: f"{m['largest_file']['lines']} {m['largest_file']['path']}"),
             ("largest function (lines)",
-             lambda m: f"{m['largest_function']['lines']} {m['largest_function']['name']}")]
+             lambda m: f"{m['largest_function']['lines']} {m['largest_function']['name']}"),
+            ("most parameters",
+             lambda m: f"{m['most_parameters'][0]['parameters']} "
+                       f"{m['most_parameters'][0]['name']}")]
     for name in LOSS_NAMES:
         rows.append((f"literal {name!r}: solver side / verifier",
                      lambda m, n=name: f"{m['loss_name_literals'][n]['glm']} / "
@@ -224,6 +247,10 @@ def _print_table(results: dict[str, dict], cl: list[dict]) -> None:
         print(f"{label:{width}}  " + "  ".join(f"{str(fn(results[c])):<48}" for c in cols))
     for c in cols:
         print(f"\nvalidation modules ({c}): {', '.join(results[c]['validation_modules'])}")
+        print(f"largest files ({c}): " + ", ".join(
+            f"{f['path']} {f['lines']}" for f in results[c]["largest_files"]))
+        print(f"most parameters ({c}): " + ", ".join(
+            f"{f['name']} {f['parameters']}" for f in results[c]["most_parameters"]))
     print("\nclaims:")
     for c in cl:
         ok = (c["measured"] is not None and

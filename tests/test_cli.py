@@ -205,6 +205,11 @@ def test_usage_errors_exit_2(capsys):
     assert main(["verify"]) == 2
     assert main(["--version"]) == 0
     assert "sparsecert" in capsys.readouterr().out
+    for bad, needle in ((["--k", "-1"], "-1 must be >= 0"), (["--k", "1.5"], "not an integer"),
+                        (["--rel-gap", "nan"], "nan must be a finite number >= 0"),
+                        (["--rel-gap", "inf"], "inf must be a finite number >= 0")):
+        assert main(["verify", "c.json", "--data", "d.npz", *bad]) == 2
+        assert needle in capsys.readouterr().err
 
 
 # ------------------------------------------------------------------------------ show

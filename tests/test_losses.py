@@ -212,6 +212,42 @@ def test_registry_agrees_with_the_verifier(name, seed):
     assert ref <= up <= ref + 1e-10 * max(1.0, abs(ref))
 
 
+@pytest.mark.parametrize("name", LOSSES)
+@pytest.mark.parametrize("seed", [0, 1])
+def test_registry_agrees_with_the_verifier_far_out(name, seed):
+    """Large margins (where a naive exp overflows and log1p(exp(-m)) underflows; hinge far on
+    either side): the verifier's enclosure still holds the registry's value."""
+    rng = np.random.default_rng(40 + seed)
+    n = 40
+    y = _labels(name, rng, n)
+    scale = 300.0 if name == "poisson" else 800.0  # exp(800) overflows, exp(300) does not
+    u = scale * rng.uniform(-1.0, 1.0, n)
+    u[:4] = [scale, -scale, 0.0, 1e-300]
+    ref = get_loss(name).value(u, y)
+    value, upper = verifier.loss_sum_bounds(name, u, y)
+    assert np.isfinite(ref) and value == pytest.approx(ref, rel=1e-12)
+    assert ref <= upper <= ref + 1e-10 * max(1.0, abs(ref))
+
+
+@pytest.mark.parametrize("labels", [(0.0, 1.0), (-1.0, 1.0), (1.0, 2.0), (3.5, 7.0),
+                                    (7.0, -2.5), (-0.0, 5.0)])
+def test_label_rule_agrees_with_the_verifier(labels):
+    """The registry's label rule and the verifier's own copy code any two labels alike, and
+    both refuse one or three distinct values."""
+    rng = np.random.default_rng(3)
+    y = np.asarray(labels)[rng.integers(0, 2, size=15)]
+    y[:2] = labels
+    codes, _ = binary_codes(y)
+    np.testing.assert_array_equal(verifier.binary_labels(y), codes)
+    for name in CLASSIFICATION_LOSSES:
+        np.testing.assert_array_equal(get_loss(name).encode_target(y)[0], codes)
+    for bad in (np.full(4, labels[0]), np.r_[y, max(labels) + 1.0]):
+        with pytest.raises(ValueError):
+            binary_codes(bad)
+        with pytest.raises(ValueError):
+            verifier.binary_labels(bad)
+
+
 @pytest.mark.parametrize("labels", [(0, 1), (-1, 1), (1, 2), (3.5, 7.0), (7.0, -2.5),
                                     ("no", "yes"), (True, False)])
 def test_label_rule_any_two_labels(labels):

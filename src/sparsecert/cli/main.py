@@ -59,24 +59,11 @@ def _arg(convert, check=None):
     return parse
 
 
-def _nonneg_int(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if v < 0:
-        raise argparse.ArgumentTypeError(f"{v} must be >= 0")
-    return v
-
-
-def _nonneg_float(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not v >= 0 or v == float("inf"):
-        raise argparse.ArgumentTypeError(f"{text} must be a finite number >= 0")
-    return v
+def _nonneg(value: float) -> None:
+    """``value >= 0`` and finite (the verify command's own k and rel_gap)."""
+    if not value >= 0 or value == float("inf"):
+        raise ValueError(f"{value} must be {'' if isinstance(value, int) else 'a finite number '}"
+                         f">= 0")
 
 
 def _add_data_args(p: argparse.ArgumentParser, default_note: str) -> None:
@@ -144,13 +131,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the certificate; its sidecar is the .npz of the same name next to it")
     _add_data_args(v, "Required: the data the certificate is about.")
     v.add_argument("--loss", choices=LOSS_NAMES, default=None, help="the loss you certify")
-    v.add_argument("--k", type=_nonneg_int, default=None, help="the sparsity budget")
+    v.add_argument("--k", type=_arg(int, _nonneg), default=None, help="the sparsity budget")
     v.add_argument("--lambda2", type=_arg(float), default=None, help="the ridge penalty")
     v.add_argument("--max-abs-coef", type=_arg(float), default=None, metavar="M",
                    help="the box |b_j| <= M (inf: no box)")
     v.add_argument("--fit-intercept", action=argparse.BooleanOptionalAction, default=None,
                    help="whether the model has an unpenalised intercept")
-    v.add_argument("--rel-gap", type=_nonneg_float, default=1e-4, metavar="G",
+    v.add_argument("--rel-gap", type=_arg(float, _nonneg), default=1e-4, metavar="G",
                    help="relative-gap tolerance: exit 3 if the proven gap is above it (default "
                         "1e-4, never the certificate's own)")
     v.add_argument("--quiet", action="store_true", help="print one line only")
