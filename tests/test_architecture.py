@@ -40,3 +40,54 @@ GLM_FILES = [p for p in PKG.rglob("*.py") if "distributed" not in p.relative_to(
 def test_glm_wing_never_imports_the_distributed_wing(path):
     bad = {m for m in _imports(path) if m.startswith("sparsecert.distributed")}
     assert not bad, f"{path.relative_to(PKG)} imports {sorted(bad)}"
+
+
+# ----------------------------------------------------------------------------------------------
+# the front composes with the engine and the estimators through public names only
+# ----------------------------------------------------------------------------------------------
+FRONT = ["path.py", "api.py", "cli/main.py"]  # estimators.py reads its own classes
+
+
+def _private_uses(path: Path) -> list[str]:
+    """Private names a module takes from another module of the package (``from m import _x``),
+    private attributes it reads on anything but ``self`` / ``cls`` / ``super()`` (``obj._x``),
+    and subclasses of the search engine."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("sparsecert"):
+            out += [f"from {node.module} import {a.name}" for a in node.names
+                    if a.name.startswith("_") and not a.name.startswith("__")]
+        elif (isinstance(node, ast.Attribute) and node.attr.startswith("_")
+              and not node.attr.startswith("__")):
+            owner = node.value
+            if isinstance(owner, ast.Name) and owner.id in ("self", "cls"):
+                continue
+            if isinstance(owner, ast.Call) and getattr(owner.func, "id", "") == "super":
+                continue
+            out.append(f"line {node.lineno}: {ast.unparse(node)}")
+        elif isinstance(node, ast.ClassDef):
+            out += [f"class {node.name}({ast.unparse(b)})" for b in node.bases
+                    if ast.unparse(b).endswith("BranchAndBound")]
+    return out
+
+
+@pytest.mark.parametrize("name", FRONT)
+def test_the_front_uses_public_names_only(name):
+    """``certify_path`` composes with ``BranchAndBound`` through its extension points and the
+    cross-validation uses the estimators' public helpers: no private imports, no private
+    attributes of other objects, no subclass of the engine."""
+    bad = _private_uses(PKG / name)
+    assert not bad, f"{name}: {bad}"
+
+
+def test_the_private_use_check_catches_what_it_looks_for(tmp_path):
+    src = tmp_path / "m.py"
+    src.write_text("from sparsecert.api import _helper\n"
+                   "class P(BranchAndBound):\n"
+                   "    def f(self, eng):\n"
+                   "        self._ok = super()._ok()\n"
+                   "        return eng._process(1)\n")
+    assert sorted(_private_uses(src)) == ["class P(BranchAndBound)",
+                                          "from sparsecert.api import _helper",
+                                          "line 5: eng._process"]

@@ -115,6 +115,31 @@ def _classifier_doc(title: str, loss: str) -> str:
             "``||b||_0 <= k``.\n" + _PARAMS_DOC + _ATTRS_DOC + _CLASSES_DOC)
 
 
+def estimator_loss(estimator) -> str:
+    """The name (in the loss registry) of the loss a sparsecert estimator fits.
+
+    Raises
+    ------
+    TypeError
+        ``estimator`` is not one of this module's estimators.
+    """
+    if not isinstance(estimator, _KSparseBase):
+        raise TypeError(f"estimator must be a sparsecert estimator (KSparseLinearRegression, "
+                        f"KSparseLogisticRegression, ...), got {type(estimator).__name__}")
+    return estimator._loss
+
+
+def fitted_from_result(estimator, result, n_features: int, classes=None):
+    """``estimator`` fitted from a :class:`~sparsecert.api.CertifyResult` solved elsewhere
+    (for example one ``k`` of :func:`sparsecert.path.certify_path`), as if by ``fit``.
+
+    ``classes`` (classifiers): the two labels, sorted; ``result`` was solved with
+    ``classes[0]`` coded -1 and ``classes[1]`` coded +1. Returns ``estimator``.
+    """
+    estimator_loss(estimator)  # a sparsecert estimator
+    return estimator._set_result(result, n_features=n_features, classes=classes)
+
+
 class _KSparseBase(BaseEstimator):
     """Shared fit logic: validate, call :func:`sparsecert.api.certify`, store the record."""
 

@@ -211,6 +211,8 @@ def certify_path(X, y, ks, lambda2: float, loss: str = "squared",
 # ----------------------------------------------------------------------------------------------
 def _path_cv(base, X: np.ndarray, y: np.ndarray, ks, cv, scoring):
     """Scores (n_splits, n_ks) of ``base`` at every k, one certified path per fold."""
+    from sparsecert.estimators import estimator_loss, fitted_from_result
+
     p = X.shape[1]
     ks_arr = _candidate_ks(ks, p)
     classifier = is_classifier(base)
@@ -227,14 +229,14 @@ def _path_cv(base, X: np.ndarray, y: np.ndarray, ks, cv, scoring):
             ycode = np.where(ytr == classes[1], 1.0, -1.0)
         else:
             ycode = np.asarray(ytr, dtype=float)
-        path = certify_path(Xtr, ycode, ks_arr, float(base.lambda2), loss=base._loss,
+        path = certify_path(Xtr, ycode, ks_arr, float(base.lambda2), loss=estimator_loss(base),
                             max_abs_coef=base.max_abs_coef, fit_intercept=base.fit_intercept,
                             rel_gap=base.rel_gap, time_limit=base.time_limit,
                             n_jobs=base.n_jobs, verbose=base.verbose)
         row = []
         for k, res in zip(path.ks, path, strict=True):
             est = clone(base).set_params(k=int(k))
-            est._set_result(res, n_features=p, classes=classes)
+            fitted_from_result(est, res, n_features=p, classes=classes)
             row.append(scorer(est, X[test], y[test]))
         scores.append(row)
     return ks_arr, np.asarray(scores, dtype=float)
@@ -305,12 +307,10 @@ class KSparseCV(MetaEstimatorMixin, BaseEstimator):
         self.scoring = scoring
 
     def _base(self):
-        from sparsecert.estimators import KSparseLinearRegression, _KSparseBase
+        from sparsecert.estimators import KSparseLinearRegression, estimator_loss
 
         base = KSparseLinearRegression() if self.estimator is None else self.estimator
-        if not isinstance(base, _KSparseBase):
-            raise TypeError(f"estimator must be a sparsecert estimator (KSparseLinearRegression, "
-                            f"KSparseLogisticRegression, ...), got {type(base).__name__}")
+        estimator_loss(base)  # TypeError unless a sparsecert estimator
         return base
 
     def __sklearn_tags__(self):
