@@ -183,7 +183,7 @@ def test_verify_user_fixes_the_problem(files, capsys):
     for extra, needle in ((["--k", "3"], "k = 3 (user) but 2"),
                           (["--lambda2", "0.25"], "lambda2 = 0.25 (user) but 0.5"),
                           (["--fit-intercept"], "fit_intercept = True (user) but False"),
-                          (["--max-abs-coef", "2"], "max_abs_coef = 2 (user) but inf"),
+                          (["--max-abs-coef", "2"], "max_abs_coef = 2 (user) but None"),
                           (["--loss", "logistic"], "loss = logistic (user) but squared")):
         assert main(["verify", cert, "--data", data, *extra]) == 1
         out = capsys.readouterr().out
