@@ -83,6 +83,17 @@ def transpose(X):
     return out
 
 
+#: below this many entries :func:`c_transpose` uses numpy's copy (no kernel to compile)
+SMALL_TRANSPOSE = 1 << 16
+
+
+def c_transpose(X: np.ndarray) -> np.ndarray:
+    """C-contiguous ``X.T``: numpy's copy for small ``X``, the blocked kernel above."""
+    if X.size <= SMALL_TRANSPOSE:
+        return np.ascontiguousarray(X.T)
+    return transpose(X)
+
+
 def lanczos_norm_sq(X: np.ndarray, XT: np.ndarray, n_steps: int = 24, seed: int = 0) -> float:
     """``||X||_2^2`` by ``n_steps`` Lanczos steps on ``X^T X`` (with full re-orthogonalisation).
 

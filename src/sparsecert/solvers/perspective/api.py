@@ -39,7 +39,7 @@ from sparsecert.solvers.perspective.result import RelaxationResult
 from sparsecert.solvers.perspective.working_set import solve_ws
 from sparsecert.solvers.perspective.zero_sum import initial_intercept
 
-__all__ = ["solve_node", "perspective_relaxation", "DEFAULT_RESTART", "RESTARTS"]
+__all__ = ["solve_node", "strategy", "perspective_relaxation", "DEFAULT_RESTART", "RESTARTS"]
 
 RESTARTS = {"none": RESTART_NONE, "function": RESTART_FUNCTION, "gap": RESTART_GAP,
             "both": RESTART_BOTH}
@@ -130,9 +130,26 @@ def solve_node(prob: RelaxationProblem, k: int, fixed_in=None, fixed_out=None, *
         return finish(prob, state, budget, coef, -np.inf, None, None, 0, 0, "converged", t0,
                       rel_tol, cut)
 
+    how = strategy(prob, int(np.sum(state != OUT)), n_free, solver, working_set)
+    if how == "zspace":
+        return zspace.solve_zspace(prob, state, budget, x0, rel_tol, max_iter, cut, deadline,
+                                   t0)
+    runner = Runner(deadline, RESTARTS[restart])
+    if how == "working_set":
+        return solve_ws(prob, state, budget, x0, rel_tol, max_iter, cut, runner, t0)
+    return solve_full(prob, state, budget, x0, rel_tol, max_iter, cut, runner, t0, c0=c0)
+
+
+def strategy(prob: RelaxationProblem, n_active: int, n_free: int, solver: str = "auto",
+             working_set: bool | None = None) -> str:
+    """The strategy :func:`solve_node` uses for a node with ``n_active`` columns not fixed out,
+    ``n_free`` of them free (and some budget): ``"zspace"``, ``"working_set"`` or ``"full"``.
+
+    (A node without free features and with the squared loss and no box is solved exactly
+    before this choice.) ``solver`` and ``working_set`` as in :func:`solve_node`.
+    """
     if solver not in ("auto", "fista", "zspace"):
         raise ValueError(f"solver must be 'auto', 'fista' or 'zspace', got {solver!r}")
-    n_active = int(np.sum(state != OUT))
     zspace_ok = zspace.applies(prob, n_free)
     if solver == "zspace" and not zspace_ok:
         raise ValueError("solver='zspace' needs the squared loss without a box or eig_shift")
@@ -140,14 +157,12 @@ def solve_node(prob: RelaxationProblem, k: int, fixed_in=None, fixed_out=None, *
     auto_z = ((n_active >= ZSPACE_RATIO * n and n <= ZSPACE_MAX_N)
               or n <= ZSPACE_SMALL_N)
     if zspace_ok and (solver == "zspace" or (solver == "auto" and auto_z)):
-        return zspace.solve_zspace(prob, state, budget, x0, rel_tol, max_iter, cut, deadline,
-                                   t0)
-    runner = Runner(deadline, RESTARTS[restart])
+        return "zspace"
     if working_set is None:
-        working_set = n_active >= WS_AUTO_RATIO * prob.n_samples
+        working_set = n_active >= WS_AUTO_RATIO * n
     if bool(working_set) and n_active > 1 and not prob.icpt:
-        return solve_ws(prob, state, budget, x0, rel_tol, max_iter, cut, runner, t0)
-    return solve_full(prob, state, budget, x0, rel_tol, max_iter, cut, runner, t0, c0=c0)
+        return "working_set"
+    return "full"
 
 
 def _start(prob: RelaxationProblem, state: np.ndarray, warm_start) -> tuple[np.ndarray, float]:

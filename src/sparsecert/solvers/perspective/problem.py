@@ -14,7 +14,11 @@ import scipy.linalg
 
 from sparsecert._validation import PreparedProblem, prepare_problem
 from sparsecert.solvers.losses import LOSS_IDS, get_loss
-from sparsecert.solvers.perspective._linalg import lanczos_norm_sq, spectral_norm_sq, transpose
+from sparsecert.solvers.perspective._linalg import (
+    c_transpose,
+    lanczos_norm_sq,
+    spectral_norm_sq,
+)
 from sparsecert.solvers.rigorous import proves_eig_shift
 
 __all__ = ["RelaxationProblem", "safe_eig_shift", "check_eig_shift"]
@@ -207,7 +211,7 @@ class RelaxationProblem:
             x_mean = Xc.mean(axis=0)
             Xc = np.ascontiguousarray(Xc - x_mean)
         mu = _resolve_shift(Xc, loss, eig_shift, fit_intercept)
-        XT = transpose(Xc)
+        XT = c_transpose(Xc)
         if min(Xc.shape) <= 64:
             norm_sq = spectral_norm_sq(Xc) * LIPSCHITZ_SAFETY
         else:

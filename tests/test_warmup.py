@@ -1,0 +1,64 @@
+"""The first run's compilation (bnb/warmup.py): a tiny problem on the real problem's code path,
+the node kernel compiled in a second process, and the transpose without a kernel when small."""
+
+import numpy as np
+import pytest
+
+from sparsecert.bnb import warmup
+from sparsecert.solvers.perspective import RelaxationProblem
+from sparsecert.solvers.perspective._linalg import SMALL_TRANSPOSE, c_transpose, transpose
+from sparsecert.solvers.perspective.api import strategy
+
+
+def _root(prob):
+    return strategy(prob, prob.n_features, prob.n_features)
+
+
+@pytest.mark.parametrize("loss, n, p, kw", [
+    ("squared", 60, 10, {"eig_shift": "auto", "fit_intercept": True}),  # full FISTA, shifted
+    ("squared", 150, 10, {"fit_intercept": True}),                      # full FISTA, no shift
+    ("squared", 30, 200, {}),                                           # z-space
+    ("squared", 30, 200, {"max_abs_coef": 2.0}),                        # working set
+    ("logistic", 30, 200, {}),                                          # working set
+    ("logistic", 30, 200, {"fit_intercept": True}),                     # full, carried intercept
+    ("poisson", 40, 5, {"max_abs_coef": 3.0}),                          # full, box
+])
+def test_tiny_problem_takes_the_real_problems_strategy(loss, n, p, kw):
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((n, p))
+    u = X[:, 0] - X[:, 1]
+    y = {"squared": u, "logistic": np.where(u > 0, 1.0, -1.0),
+         "poisson": rng.poisson(np.exp(0.3 * u)).astype(float)}[loss]
+    prob = RelaxationProblem.from_data(X, y, 1.0, loss=loss, **kw)
+    config = warmup.tiny_config(prob)
+    tiny = warmup.tiny_problem(*config)
+    assert _root(tiny) == _root(prob)
+    assert (tiny.loss, tiny.M < np.inf, tiny.fit_intercept) == (prob.loss, prob.M < np.inf,
+                                                                prob.fit_intercept)
+    assert tiny.n_samples * tiny.n_features <= 120 * 500
+
+
+def test_node_kernel_compiled_in_a_second_process_is_then_cached():
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((50, 6))
+    prob = RelaxationProblem.from_data(X, X[:, 0], 1.0, fit_intercept=True, eig_shift="auto")
+    config = warmup.tiny_config(prob)
+    child = warmup._spawn(config)
+    assert child is not None and child.wait(timeout=300) == 0
+    warmup.compile_node_kernel(config)  # in-process too (no error, same types)
+    assert warmup.needs_compiling(prob) is False
+
+
+def test_small_transposes_use_numpy_and_agree_with_the_kernel():
+    rng = np.random.default_rng(0)
+    for shape in [(3, 5), (70, 40), (SMALL_TRANSPOSE // 64 + 1, 64)]:
+        X = rng.standard_normal(shape)
+        XT = c_transpose(X)
+        assert XT.flags.c_contiguous and np.array_equal(XT, X.T)
+    Y = rng.standard_normal((9, 7))
+    assert np.array_equal(transpose(Y), Y.T)
+
+
+def test_spawned_process_fails_cleanly_on_a_bad_configuration():
+    child = warmup._spawn(("no-such-loss", False, False, False, 8, 6))
+    assert child is not None and child.wait(timeout=300) != 0
