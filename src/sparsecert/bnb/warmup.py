@@ -80,16 +80,22 @@ def tiny_config(problem) -> tuple:
 
 def compile_node_kernel(config: tuple) -> None:
     """Compile the FISTA node kernel for the argument types of ``config``'s problems."""
+    from sparsecert.solvers.loss_kernels import loss_value
     from sparsecert.solvers.perspective._fista import (
         fista_chunk,
         fista_data,
         intercept,
         new_iterate,
     )
+    from sparsecert.solvers.perspective._prox import prox_node
 
     prob = tiny_problem(*config)
     n, p = prob.n_samples, prob.n_features
     state = np.full(p, 2, dtype=np.int8)
+    # first what only the FISTA kernel calls (the other process compiles the bound's kernels
+    # meanwhile; whichever process comes second to a shared callee loads it from the cache)
+    prox_node(np.zeros(p), state, 1, 1.0, float(prob.M))
+    loss_value(int(prob.loss_id), np.zeros(n), prob.y)
     it = new_iterate(np.zeros(p), np.zeros(n), 1.0, 0.0)
     fista_chunk(fista_data(prob), intercept(prob), state, 1, it, 1e-6, 0, 1, np.inf, 1.0)
 
@@ -118,14 +124,14 @@ def _compile_here(tiny) -> None:
     from sparsecert.solvers.perspective._linalg import xb
     from sparsecert.solvers.perspective.evaluate import full_bound, objective
 
-    refitter = SupportRefitter.for_problem(tiny)
-    swap_search(refitter, beam_search(refitter, 2), 2)
     p = tiny.n_features
     state = np.full(p, 2, dtype=np.int8)
     b = np.zeros(p)
     ub = xb(tiny.XT, b)
-    objective(tiny, state, 2, b, ub)
+    objective(tiny, state, 2, b, ub)  # first the callees the FISTA kernel shares
     full_bound(tiny, state, 2, b, ub)
+    refitter = SupportRefitter.for_problem(tiny)
+    swap_search(refitter, beam_search(refitter, 2), 2)
 
 
 def warm_up(problem) -> float:
