@@ -11,7 +11,15 @@ the default restart, with the other restart scheme and without restart, our cert
 each cvxpy solver's time and objective beside ours (Clarabel, SCS, ECOS where installed), all
 asked for a relative accuracy of 1e-6 or better.
 
+A second table, node throughput for p >> n: the time per branch-and-bound node (the root and
+children with features fixed in or out, warm-started from the root as the search does, and
+cold) on riboflavin (standardised, with an intercept) and a (100, 5000) synthetic at k in
+{5, 10}, lambda2 = 1, against the two-mat-vec floor (one ``X b`` and one ``X^T z`` with the
+solver's kernels, dense vectors) measured in the same process.
+
 Run:  PYTHONPATH=src python benchmarks/relaxation.py --quick --json out/relaxation.json
+      PYTHONPATH=src python benchmarks/relaxation.py --nodes-only --quick  (node table alone;
+      --quick leaves it out unless --nodes is given, a full run includes it)
 """
 
 from __future__ import annotations
@@ -150,6 +158,126 @@ def available_solvers():
     return [s for s in ("CLARABEL", "SCS", "ECOS") if s in inst]
 
 
+def _standardised(X, y):
+    sd = X.std(axis=0)
+    sd[sd == 0.0] = 1.0
+    return (X - X.mean(axis=0)) / sd, y - y.mean()
+
+
+def node_instances(quick: bool):
+    """``(name, X, y)`` of the node-throughput table."""
+    from sparsecert.datasets import load_riboflavin
+
+    out = [("riboflavin", *_standardised(*load_riboflavin()))]
+    out.append(("synthetic", *_standardised(*synthetic(100, 5000, 10, "squared"))))
+    return out
+
+
+def two_matvec_floor(prob, reps: int = 30) -> float:
+    """Seconds of one ``X b`` plus one ``X^T z`` with the solver's kernels (dense vectors),
+    the median of ``reps`` repetitions."""
+    from sparsecert.solvers.perspective._linalg import x_dot, xt_dot
+
+    rng = np.random.default_rng(0)
+    n, p = prob.n_samples, prob.n_features
+    b, z = rng.standard_normal(p), rng.standard_normal(n)
+    u, g = np.empty(n), np.empty(p)
+    x_dot(prob.XT, b, u)
+    xt_dot(prob.X, z, g)
+    times = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        x_dot(prob.XT, b, u)
+        xt_dot(prob.X, z, g)
+        times.append(time.perf_counter() - t0)
+    return float(np.median(times))
+
+
+def node_fixings(root, k: int, n_nodes: int):
+    """The fixings of ``n_nodes - 1`` children and grandchildren of the root: the features
+    with the largest relaxed ``z`` fixed out, or in, one or two at a time."""
+    order = np.argsort(-root.z, kind="stable")
+    out = []
+    for depth in (1, 2):
+        for j in range(k):
+            for side in ("out", "in"):
+                feats = list(order[j:j + depth])
+                out.append((feats, []) if side == "in" else ([], feats))
+    return out[:max(0, n_nodes - 1)]
+
+
+def node_throughput(quick: bool):
+    """Rows of the node-throughput table (see the module docstring)."""
+    from sparsecert.bnb.search import BnBSettings
+    from sparsecert.solvers.heuristics import SupportRefitter, beam_search, swap_search
+    from sparsecert.solvers.perspective.api import strategy
+
+    s = BnBSettings()
+    n_nodes = 3 if quick else 12
+    n_cold = 1 if quick else 4
+    rows = []
+    for name, X, y in node_instances(quick):
+        prob = RelaxationProblem.from_data(X, y, LAMBDA2, eig_shift="auto", fit_intercept=True)
+        floor = min(two_matvec_floor(prob), two_matvec_floor(prob))
+        p = prob.n_features
+        for k in (5, 10):
+            refitter = SupportRefitter.for_problem(prob)
+            cutoff = swap_search(refitter, beam_search(refitter, k), k).objective
+            t0 = time.perf_counter()
+            root = solve_node(prob, k, rel_tol=s.node_rel_tol, max_iter=s.node_max_iter,
+                              cutoff=cutoff)
+            t_root = time.perf_counter() - t0
+            warm, cold, iters, statuses = [], [], [], []
+            for i, (fin, fout) in enumerate(node_fixings(root, k, n_nodes + 1)):
+                s1 = np.zeros(p, dtype=bool)
+                s0 = np.zeros(p, dtype=bool)
+                s1[fin] = True
+                s0[fout] = True
+                for start, times in ((root, warm), (None, cold)):
+                    if start is None and i >= n_cold:
+                        continue
+                    t0 = time.perf_counter()
+                    res = solve_node(prob, k, s1, s0, rel_tol=s.node_rel_tol,
+                                     max_iter=s.node_max_iter, warm_start=start, cutoff=cutoff)
+                    times.append(time.perf_counter() - t0)
+                    if start is not None:
+                        iters.append(res.n_iter)
+                        statuses.append(res.status)
+            per_node = float(np.median(warm))
+            rows.append({"case": name, "n": prob.n_samples, "p": p, "k": k,
+                         "strategy": strategy(prob, p, p), "root_s": t_root,
+                         "root_iters": root.n_iter, "n_nodes": len(warm),
+                         "node_s_warm": per_node, "node_s_cold": float(np.median(cold)),
+                         "node_s_warm_all": warm, "node_s_cold_all": cold,
+                         "iters_median": float(np.median(iters)),
+                         "statuses": {st: statuses.count(st) for st in sorted(set(statuses))},
+                         "two_matvec_s": floor, "node_over_floor": per_node / floor})
+            print(f"  done nodes {name} k={k}: root {t_root:.2f} s, "
+                  f"{1e3 * per_node:.1f} ms/node", flush=True)
+    return rows
+
+
+def _print_node_table(rows):
+    print()
+    print("node throughput (lambda2 = 1, squared loss, intercept; median over the nodes)")
+    hdr = (f"{'case':<11}{'n x p':>10}{'k':>4} {'strategy':<8}{'root s':>7}{'it':>5}"
+           f"{'nodes':>6}{'warm ms':>9}{'cold ms':>9}{'iters':>6}{'2 mat-vec ms':>13}"
+           f"{'node/floor':>11}  statuses")
+    print(hdr)
+    print("-" * len(hdr))
+    for r in rows:
+        st = ", ".join(f"{k} {v}" for k, v in r["statuses"].items())
+        print(f"{r['case']:<11}{str(r['n']) + 'x' + str(r['p']):>10}{r['k']:>4} "
+              f"{r['strategy']:<8}{r['root_s']:>7.2f}{r['root_iters']:>5}{r['n_nodes']:>6}"
+              f"{1e3 * r['node_s_warm']:>9.2f}{1e3 * r['node_s_cold']:>9.2f}"
+              f"{r['iters_median']:>6.0f}{1e3 * r['two_matvec_s']:>13.3f}"
+              f"{r['node_over_floor']:>11.0f}  {st}")
+    print("children of the root with its best features fixed out / in, cutoff = the start "
+          "heuristics' incumbent (as in the search); warm: started from the root's solution; "
+          "cold: from zero (first nodes only); node/floor: a warm node's time in units of one "
+          "X b plus one X^T z")
+
+
 def jit_compile_time():
     """Time of the first call on a tiny problem (numba compile or cache load)."""
     rng = np.random.default_rng(0)
@@ -178,8 +306,23 @@ def main(argv=None):
                     help="wall-clock cap of the restart-variant runs (default 10x / 20x ours)")
     ap.add_argument("--cvxpy-cap", type=float, default=None,
                     help="wall-clock cap per cvxpy solve in seconds (default: 60 quick / 1800)")
+    ap.add_argument("--nodes", action="store_true",
+                    help="add the node-throughput table to --quick (always in a full run)")
+    ap.add_argument("--nodes-only", action="store_true",
+                    help="only the node-throughput table (p >> n)")
     args = ap.parse_args(argv)
     quick = args.quick
+    if args.nodes_only:
+        jit_compile_time()
+        node_rows = node_throughput(quick)
+        _print_node_table(node_rows)
+        if args.json is not None:
+            args.json.parent.mkdir(parents=True, exist_ok=True)
+            args.json.write_text(json.dumps({"benchmark": "relaxation", "quick": quick,
+                                             "node_throughput": node_rows, "claims": []},
+                                            indent=2, allow_nan=False,
+                                            default=_json_default))
+        return
 
     jit = jit_compile_time()
     installed = available_solvers()
@@ -242,13 +385,17 @@ def main(argv=None):
                      "p = 5000 only our solver on the squared loss (cvxpy + Clarabel needs far "
                      "more than the quick budget there: run without --quick, e.g. "
                      "--cases 2000x5000 --losses squared)")
+    node_rows = node_throughput(quick) if (args.nodes or not quick) else []
     claims = _claims(rows)
     _print_table(rows, notes, claims)
+    if node_rows:
+        _print_node_table(node_rows)
     if args.json is not None:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         out = {"benchmark": "relaxation", "quick": quick, "default_restart": DEFAULT_RESTART,
                "other_restart": other, "lambda2": LAMBDA2, "rel_tol": REL_TOL,
-               "jit_compile_seconds": jit, "notes": notes, "rows": rows, "claims": claims}
+               "jit_compile_seconds": jit, "notes": notes, "rows": rows,
+               "node_throughput": node_rows, "claims": claims}
         args.json.write_text(json.dumps(out, indent=2, allow_nan=False, default=_json_default))
         _plot(rows, args.json.with_suffix(".png"))
 
