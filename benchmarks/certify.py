@@ -293,23 +293,29 @@ def parallel_figure(quick: bool) -> list[dict]:
     for backend, bs in runs:
         for rep in range(repeats):
             kw = dict(node_limit=c["node_limit"], batch_size=bs)
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             serial = sparsecert.certify(X, y, c["k"], c["lambda2"], verbose=0, rel_gap=REL_GAP,
                                         **kw)
-            t_serial = time.perf_counter() - t0
-            t0 = time.perf_counter()
+            t_serial, cpu_serial = time.perf_counter() - t0, time.process_time() - c0
+            t0, c0 = time.perf_counter(), time.process_time()
             par = sparsecert.certify(X, y, c["k"], c["lambda2"], verbose=0, rel_gap=REL_GAP,
                                      n_jobs=2, backend=backend, **kw)
-            t_par = time.perf_counter() - t0
+            t_par, cpu_par = time.perf_counter() - t0, time.process_time() - c0
             same = (_tree_signature(serial) == _tree_signature(par)
                     and serial.lower_bound == par.lower_bound
                     and serial.objective == par.objective)
             row = dict(backend=backend, batch_size=bs, repeat=rep, nodes=serial.n_nodes,
                        node_limit=c["node_limit"], serial_time=t_serial,
-                       parallel_time=t_par, speedup=t_serial / t_par, same_tree=same)
+                       parallel_time=t_par, speedup=t_serial / t_par, same_tree=same,
+                       serial_cpu_per_wall=cpu_serial / t_serial,
+                       parallel_cpu_per_wall=cpu_par / t_par)
             print(f"   {backend:9s} batch {bs:2d}: serial {t_serial:7.2f}s, n_jobs=2 "
                   f"{t_par:7.2f}s, speedup {row['speedup']:.2f}x, {serial.n_nodes} nodes, "
-                  f"same tree: {same}", flush=True)
+                  f"same tree: {same}; cores used {row['serial_cpu_per_wall']:.2f} / "
+                  f"{row['parallel_cpu_per_wall']:.2f} (this process; threads only)", flush=True)
+            if row["serial_cpu_per_wall"] < 0.9:
+                print("   (the serial run got less than 0.9 of a core: the machine is busy and "
+                      "the ratio says little)")
             out.append(row)
     return out
 
