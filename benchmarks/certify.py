@@ -307,10 +307,14 @@ def parallel_figure(quick: bool) -> list[dict]:
             row = dict(backend=backend, batch_size=bs, repeat=rep, nodes=serial.n_nodes,
                        node_limit=c["node_limit"], serial_time=t_serial,
                        parallel_time=t_par, speedup=t_serial / t_par, same_tree=same,
+                       serial_search_time=serial.search.time,
+                       parallel_search_time=par.search.time,
+                       search_speedup=serial.search.time / par.search.time,
                        serial_cpu_per_wall=cpu_serial / t_serial,
                        parallel_cpu_per_wall=cpu_par / t_par)
             print(f"   {backend:9s} batch {bs:2d}: serial {t_serial:7.2f}s, n_jobs=2 "
-                  f"{t_par:7.2f}s, speedup {row['speedup']:.2f}x, {serial.n_nodes} nodes, "
+                  f"{t_par:7.2f}s, speedup {row['speedup']:.2f}x (the search alone: "
+                  f"{row['search_speedup']:.2f}x), {serial.n_nodes} nodes, "
                   f"same tree: {same}; cores used {row['serial_cpu_per_wall']:.2f} / "
                   f"{row['parallel_cpu_per_wall']:.2f} (this process; threads only)", flush=True)
             if row["serial_cpu_per_wall"] < 0.9:
@@ -345,12 +349,16 @@ def run_frontier(quick: bool) -> tuple[list[dict], list[dict], list[dict]]:
                                     f"{row['time_limit']:.0f} s (0 = certified)",
                                measured=row["gap"] if row["status"] != "optimal" else 0.0,
                                target=0.05, unit="relative gap", better="lower"))
-    threads = [r["speedup"] for r in par if r["backend"] == "threads" and r["batch_size"] == 4]
+    threads = [r for r in par if r["backend"] == "threads" and r["batch_size"] == 4]
     if threads:
-        claims.append(dict(name=f"2-core speedup, threads n_jobs=2 vs serial, a tree of "
-                                f"{par[0]['nodes']} nodes (median of runs)",
-                           measured=float(np.median(threads)), target=1.7, unit="x",
-                           better="higher"))
+        claims.append(dict(name=f"2-core speedup of the search, threads n_jobs=2 vs serial, a "
+                                f"tree of {par[0]['nodes']} nodes (median of runs)",
+                           measured=float(np.median([r["search_speedup"] for r in threads])),
+                           target=1.7, unit="x", better="higher"))
+        claims.append(dict(name="2-core speedup of certify end to end (data preparation, "
+                                "search, certificate), same tree (median of runs)",
+                           measured=float(np.median([r["speedup"] for r in threads])),
+                           target=1.7, unit="x", better="higher"))
     claims.append(dict(name="parallel runs whose tree differs from the serial one",
                        measured=sum(not r["same_tree"] for r in par), target=0,
                        unit="runs", better="lower"))
