@@ -159,3 +159,65 @@ def test_riboflavin_like_root_fixes_at_the_optimum():
     n_out, n_in = root_fixing_counts(prob, 2, res, res.lower_bound * 1.001)
     assert n_out > 0
     assert root_fixing_counts(prob, 2, res, res.lower_bound * 100.0) == (0, 0)
+
+
+# ---------------------------------------------------------------------------------------------
+# in the search
+# ---------------------------------------------------------------------------------------------
+FIXING_CASES = [  # (n, p, k, lambda2, loss, intercept, eig_shift): fixings fire in each
+    (20, 30, 2, 5.0, "squared", False, None),  # p > n: dual witnesses
+    (40, 12, 3, 1.0, "squared", False, "auto"),  # shifted witnesses
+    (60, 15, 3, 1.0, "squared", True, "auto"),  # shifted, centred intercept
+    (60, 15, 3, 0.5, "logistic", True, None),  # zero-sum dual witnesses
+]
+
+
+def _case_data(n, p, loss, seed=0):
+    X, y = _tiny(seed, n=n, p=p)
+    if loss == "logistic":
+        y = np.where(y > 0, 1.0, -1.0)
+    return X, y
+
+
+def _engine(case, **kw):
+    from sparsecert.bnb import BnBSettings, BranchAndBound
+
+    n, p, k, lam, loss, icpt, shift = case
+    X, y = _case_data(n, p, loss)
+    prob = RelaxationProblem.from_data(X, y, lam, loss=loss, fit_intercept=icpt,
+                                       eig_shift=shift)
+    n_jobs = kw.pop("n_jobs", 1)
+    return BranchAndBound(prob, k, BnBSettings(**kw), verbose=0, n_jobs=n_jobs)
+
+
+@pytest.mark.parametrize("case", FIXING_CASES)
+def test_search_with_fixing_reaches_the_enumerated_optimum(case):
+    from _bruteforce import brute_force
+
+    n, p, k, lam, loss, icpt, _ = case
+    X, y = _case_data(n, p, loss)
+    want, support = brute_force(X, y, k, loss, lam, fit_intercept=icpt)
+    eng = _engine(case)
+    res = eng.run()
+    assert res.status == "optimal"
+    assert eng._n_fixed > 0
+    assert res.upper_bound == pytest.approx(want, rel=1e-7)
+    assert res.lower_bound <= want + 1e-9 * abs(want)
+    fixed = [nd for nd in res.nodes if nd.bound_fixings]
+    for nd in fixed:  # extended fixings include the bound fixings; base ones do not
+        base_in, base_out = nd.base_fixings()
+        for j, v in nd.bound_fixings:
+            assert (nd.fixed_in if v else nd.fixed_out)[j]
+            assert not (base_in[j] or base_out[j])
+        assert nd.witness is not None  # a node with fixings keeps its witness
+
+
+def test_fixings_do_not_depend_on_the_executor():
+    case = FIXING_CASES[0]
+    a = _engine(case, batch_size=3, rel_gap=0.0, abs_gap=0.0).run()
+    b = _engine(case, batch_size=3, rel_gap=0.0, abs_gap=0.0, n_jobs=2).run()
+    sig = [[(nd.id, nd.parent, nd.status, tuple(nd.bound_fixings)) for nd in r.nodes]
+           for r in (a, b)]
+    assert any(nd.bound_fixings for nd in a.nodes)
+    assert sig[0] == sig[1]
+    assert a.lower_bound == b.lower_bound

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from sparsecert.bnb.fixing import FixingPlan, fixing_plan
 from sparsecert.solvers.heuristics import (
     SubsetModel,
     SupportRefitter,
@@ -40,17 +41,26 @@ from sparsecert.solvers.heuristics import (
 from sparsecert.solvers.perspective import RelaxationProblem, RelaxationResult, solve_node
 
 __all__ = ["NodeContext", "NodeTask", "NodeOutcome", "evaluate_task", "BatchEvaluator",
-           "make_executor", "release", "blas_single_thread"]
+           "make_executor", "release", "blas_single_thread", "node_witness"]
 
 #: heuristic levels of a task
 NO_HEURISTIC, ROUND, ROUND_AND_SWAP = 0, 1, 2
 
 
-class NodeContext:
-    """What every node evaluation of one search shares: the problem and an exact refitter.
+def node_witness(problem: RelaxationProblem, res: RelaxationResult) -> tuple[str, np.ndarray]:
+    """The witness the engine keeps for a relaxation result: ``("dual", zeta)`` when an intercept
+    is carried as a variable (non-squared losses), ``("point", b~)`` otherwise."""
+    if problem.icpt:
+        return ("dual", np.asarray(res.dual, dtype=float).copy())
+    return ("point", np.asarray(res.bound_point, dtype=float).copy())
 
-    The refitter (with its cache of refits) is built on first use; it is not pickled, so a
-    process worker or a remote executor rebuilds its own from the problem.
+
+class NodeContext:
+    """What every node evaluation of one search shares: the problem, an exact refitter and the
+    safe evaluation of witnesses (for reduced-cost fixing).
+
+    Both helpers are built on first use and are not pickled, so a process worker or a remote
+    executor rebuilds its own from the problem.
     """
 
     def __init__(self, problem: RelaxationProblem, k: int,
@@ -58,6 +68,7 @@ class NodeContext:
         self.problem = problem
         self.k = int(k)
         self._refitter = refitter
+        self._terms = None
 
     @property
     def refitter(self) -> SupportRefitter:
@@ -65,8 +76,17 @@ class NodeContext:
             self._refitter = SupportRefitter.for_problem(self.problem)
         return self._refitter
 
+    @property
+    def terms(self):
+        """The witness-terms provider of :func:`sparsecert.bnb.fixing.fixing_plan`."""
+        if self._terms is None:
+            from sparsecert.bnb.fixing import WitnessTerms
+
+            self._terms = WitnessTerms(self.problem)
+        return self._terms
+
     def __getstate__(self) -> dict:
-        return {"problem": self.problem, "k": self.k, "_refitter": None}
+        return {"problem": self.problem, "k": self.k, "_refitter": None, "_terms": None}
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
@@ -112,14 +132,19 @@ class NodeTask:
     leaf: bool = False
     heuristic: int = NO_HEURISTIC
     n_candidates: int = 10
+    fixing: bool = False
+    witness: tuple[str, np.ndarray] | None = None  # the node's inherited witness
 
 
 @dataclass
 class NodeOutcome:
-    """A task's result: the relaxation and the feasible models found (in the order found)."""
+    """A task's result: the relaxation, the feasible models found (in the order found) and the
+    node's reduced-cost fixings (from the witness the engine keeps: the relaxation's if its bound
+    beats the inherited one, else the inherited witness)."""
 
     relaxation: RelaxationResult
     models: list[SubsetModel] = field(default_factory=list)
+    fixing: FixingPlan | None = None
 
 
 def _context(task: NodeTask) -> NodeContext:
@@ -144,7 +169,15 @@ def evaluate_task(task: NodeTask) -> NodeOutcome:
         out.models.append(ctx.refitter.fit(_leaf_support(task, ctx.k)))
         return out
     bound = max(float(res.lower_bound), task.inherited_bound)
-    if task.heuristic == NO_HEURISTIC or bound >= task.cutoff:
+    if bound >= task.cutoff:
+        return out
+    if task.fixing:
+        own = float(res.lower_bound) > task.inherited_bound
+        witness = node_witness(ctx.problem, res) if own else task.witness
+        if witness is not None:
+            out.fixing = fixing_plan(ctx.terms, witness, task.fixed_in, task.fixed_out, ctx.k,
+                                     task.cutoff)
+    if task.heuristic == NO_HEURISTIC:
         return out
     refitter = ctx.refitter
     model = round_relaxation(refitter, res.coef, ctx.k, task.fixed_in, task.fixed_out)

@@ -36,8 +36,9 @@ from typing import Protocol
 
 import numpy as np
 
-__all__ = ["TermBound", "Regions", "FixingPlan", "region_bounds", "plan_fixings", "claimable",
-           "dual_terms", "root_fixing_counts"]
+__all__ = ["TermBound", "Regions", "FixingPlan", "WitnessTerms", "region_bounds",
+           "plan_fixings", "fixing_plan", "fixing_regions", "claimable", "dual_terms",
+           "root_fixing_counts"]
 
 
 class TermBound(Protocol):
@@ -243,3 +244,110 @@ def root_fixing_counts(problem, k: int, result, upper_bound: float, rel_gap: flo
     cut = upper_bound - rel_gap * max(1.0, abs(upper_bound))
     plan = plan_fixings(wb, np.zeros(p, bool), np.zeros(p, bool), k, cut)
     return plan.n_out, plan.n_in
+
+
+def _huber(a: np.ndarray, M: float) -> np.ndarray:
+    if not np.isfinite(M):
+        return 0.5 * a * a
+    return np.where(a <= M, 0.5 * a * a, M * a - 0.5 * M * M)
+
+
+class WitnessTerms:
+    """The terms of the engine's witnesses for one problem.
+
+    ``plain(witness)`` gives ``(bound, lam, h)`` in plain floating point, for the screening
+    test of :func:`fixing_plan`; ``safe(witness)`` the rigorous terms (a :class:`TermBound`)
+    that fixings are decided on, from the same safe evaluation as the certificate's bounds
+    (:class:`sparsecert.solvers.rigorous.SafeEvaluator` on the engine's data; ``None`` when the
+    witness gives no bound).
+    """
+
+    def __init__(self, problem) -> None:
+        self.problem = problem
+        self._ev = None
+
+    def _zeta(self, witness) -> np.ndarray:
+        kind, vec = witness
+        if kind == "dual":
+            return np.asarray(vec, dtype=float)
+        from sparsecert.solvers.losses import get_loss
+
+        prob = self.problem
+        return get_loss(prob.loss).gradient(prob.X @ vec, prob.y)
+
+    def plain(self, witness) -> tuple[float, float, np.ndarray]:
+        """``(bound constant K, weight lam, terms h)`` of a witness, plain floating point."""
+        prob = self.problem
+        kind, vec = witness
+        if kind == "point" and prob.mu > 0.0:  # the shifted relaxation's tangent at b~
+            u = prob.X @ vec
+            s = 2.0 * (prob.X.T @ (u - prob.y)) - 2.0 * prob.mu * vec
+            lam = prob.lambda2 + prob.mu
+            K = float(prob.y @ prob.y - u @ u + prob.mu * (vec @ vec))
+            return K, lam, _huber(np.abs(s) / (2.0 * lam), prob.M)
+        K, h = dual_terms(prob, self._zeta(witness))
+        return K, prob.lambda2, h
+
+    def safe(self, witness) -> TermBound | None:
+        """The rigorous terms of a witness (as the certificate evaluates it)."""
+        from sparsecert.solvers.rigorous import SafeEvaluator
+
+        prob = self.problem
+        if self._ev is None:
+            M = None if not np.isfinite(prob.M) else float(prob.M)
+            self._ev = SafeEvaluator(prob.X, prob.y, prob.loss, prob.lambda2, M,
+                                     prob.fit_intercept, prob.mu)
+        kind, vec = witness
+        if kind == "point" and prob.mu > 0.0:
+            return self._ev.witness("shifted", np.asarray(vec, dtype=float))
+        return self._ev.witness("dual", self._ev.dual_witness(self._zeta(witness)))
+
+
+def fixing_plan(terms: WitnessTerms, witness, fixed_in: np.ndarray, fixed_out: np.ndarray,
+                k: int, cutoff: float) -> FixingPlan | None:
+    """The fixings a node's witness makes against ``cutoff`` (``None``: none can be made).
+
+    A plain-arithmetic screen first: forcing a variable in raises the node's bound by at most
+    ``2 lam h_(beta)`` and forcing one out by at most ``2 lam (h_(1) - h_(beta+1))`` (``h_(m)``
+    the m-th largest free term); when neither reaches the cutoff (with a relative slack of
+    1e-9 against rounding) no fixing is possible and nothing more is computed. Otherwise the
+    plan is made on the safe terms (:func:`plan_fixings`).
+    """
+    free = np.flatnonzero(~(fixed_in | fixed_out))
+    beta = k - int(fixed_in.sum())
+    if beta <= 0 or free.size <= beta or not math.isfinite(cutoff):
+        return None
+    K, lam, h = terms.plain(witness)
+    hf = h[free]
+    top = -np.partition(-hf, beta)[:beta + 1]  # the beta + 1 largest, unordered
+    top.sort()
+    h_beta1, h_beta, h_1 = top[0], top[1], top[-1]
+    bound = K - 2.0 * lam * (float(h[fixed_in].sum()) + float(top[1:].sum()))
+    gain = 2.0 * lam * max(h_beta, h_1 - h_beta1)
+    if not bound + gain >= cutoff - 1e-9 * max(1.0, abs(cutoff)):
+        return None
+    wb = terms.safe(witness)
+    if wb is None:
+        return None
+    plan = plan_fixings(wb, fixed_in, fixed_out, k, cutoff)
+    return plan if plan.fixings else None
+
+
+def fixing_regions(wb: TermBound, base_in: np.ndarray, base_out: np.ndarray, k: int,
+                   fixings) -> list[tuple[float, float]]:
+    """``(computed value, safe lower bound)`` of the region each bound fixing ``(j, v)`` of a
+    node cuts off (``z_j = 1 - v`` with the node's base fixings), from one sort."""
+    reg = region_bounds(wb, base_in, base_out, k)
+    if reg is None:
+        return [(-math.inf, -math.inf)] * len(list(fixings))
+    pos = {int(j): i for i, j in enumerate(reg.free)}
+    out = []
+    for j, v in fixings:
+        i = pos.get(int(j))
+        if i is None:  # not free at the node: no region (the verifier rejects it)
+            out.append((-math.inf, -math.inf))
+        elif v == 0:  # region z_j = 1
+            out.append((float(reg.in_value[i]), float(reg.in_lower[i])))
+        else:  # region z_j = 0
+            out.append((float(reg.out_value[i]), float(reg.out_lower[i])))
+    return out

@@ -40,6 +40,10 @@ class Node:
         Relaxation iterations spent on the node.
     children : list of int
         Ids of the two children of a branched node.
+    bound_fixings : list of (int, int)
+        Reduced-cost fixings ``(j, v)`` made at this node from its witness: ``fixed_in`` and
+        ``fixed_out`` include them (the node's *extended* fixings; its *base* fixings are its
+        parent's extended ones plus its branching); see :mod:`sparsecert.bnb.fixing`.
     """
 
     id: int
@@ -55,6 +59,7 @@ class Node:
     status: str = OPEN
     n_iter: int = 0
     children: list[int] = field(default_factory=list)
+    bound_fixings: list[tuple[int, int]] = field(default_factory=list)
 
     def free_budget(self, k: int) -> int:
         """``k - |S1|``."""
@@ -72,6 +77,13 @@ class Node:
         """True when no cardinality coupling is left: budget 0, or all free variables fit."""
         b = self.free_budget(k)
         return b == 0 or self.n_free() <= b
+
+    def base_fixings(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(fixed_in, fixed_out)`` without this node's own bound fixings."""
+        fi, fo = self.fixed_in.copy(), self.fixed_out.copy()
+        for j, v in self.bound_fixings:
+            (fi if v == 1 else fo)[j] = False
+        return fi, fo
 
     def child(self, new_id: int, var: int, value: int) -> Node:
         """The child fixing ``z_var = value`` (inherits bound, witness and warm start)."""

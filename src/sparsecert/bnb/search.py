@@ -54,8 +54,10 @@ from sparsecert.bnb.evaluate import (
     NodeTask,
     blas_single_thread,
     make_executor,
+    node_witness,
     release,
 )
+from sparsecert.bnb.fixing import FixingPlan
 from sparsecert.bnb.node import Node, Witness
 from sparsecert.bnb.progress import ProgressLog
 from sparsecert.bnb.queues import QUEUE_STRATEGIES, make_queue
@@ -111,6 +113,10 @@ class BnBSettings:
         Beam search at the root.
     heuristic_every : int
         Run swap local search from a node's rounded solution every this many nodes.
+    fixing : bool
+        Reduced-cost fixing at every node from its witness (:mod:`sparsecert.bnb.fixing`):
+        free variables whose forced-in (forced-out) region has a bound past the cutoff are
+        fixed out (in) for the node's subtree; the certificate carries each fixing.
     log_interval : float
         Seconds between progress lines.
     """
@@ -129,6 +135,7 @@ class BnBSettings:
     beam_width: int = 5
     n_candidates: int = 10
     heuristic_every: int = 10
+    fixing: bool = True
     log_interval: float = 5.0
 
     @classmethod
@@ -257,9 +264,7 @@ class BranchAndBound:
     # node processing: one small step per method
     # ------------------------------------------------------------------------------------------
     def _witness(self, res: RelaxationResult) -> Witness:
-        if self.problem.icpt:
-            return ("dual", np.asarray(res.dual, dtype=float).copy())
-        return ("point", np.asarray(res.bound_point, dtype=float).copy())
+        return node_witness(self.problem, res)
 
     def _task(self, node: Node, token: str | None, remaining: float | None) -> NodeTask:
         """The node's evaluation: its relaxation, then (in the worker) the leaf's exact refit or
@@ -275,7 +280,8 @@ class BranchAndBound:
                         max_iter=s.leaf_max_iter if leaf else s.node_max_iter,
                         time_limit=remaining, inherited_bound=node.lower_bound, leaf=leaf,
                         heuristic=NO_HEURISTIC if leaf else level,
-                        n_candidates=s.n_candidates)
+                        n_candidates=s.n_candidates, fixing=s.fixing and not leaf,
+                        witness=node.witness)
 
     def _close(self, node: Node, status: str) -> None:
         node.status = status
@@ -296,6 +302,26 @@ class BranchAndBound:
         :func:`~sparsecert.bnb.evaluate.evaluate_task`) is an incumbent; close it."""
         self._close(node, SOLVED)
 
+    def _fix(self, node: Node, plan: FixingPlan | None) -> bool:
+        """Apply the reduced-cost fixings the node's task found with the node's witness (each
+        cut-off region enters the global bound like a pruned leaf); True when they cover the
+        whole node."""
+        if plan is None or not plan.fixings:
+            return False
+        fi, fo = node.fixed_in.copy(), node.fixed_out.copy()
+        for j, v in plan.fixings:
+            (fi if v == 1 else fo)[j] = True
+        budget = self.k - int(fi.sum())
+        if not plan.covers_node and (budget == 0 or int((~(fi | fo)).sum()) <= budget):
+            return False  # the node would become a leaf problem its witness does not solve
+        node.fixed_in, node.fixed_out = fi, fo
+        node.bound_fixings = list(plan.fixings)
+        self._n_fixed += len(plan.fixings)
+        self._closed_lb = min(self._closed_lb, min(plan.region_bounds))
+        if plan.covers_node:  # the remainder lies in a cut-off region: its bound passes too
+            node.lower_bound = max(node.lower_bound, min(plan.region_bounds))
+        return plan.covers_node
+
     def _prune(self, node: Node) -> bool:
         """Close the node if its bound reaches the cutoff; True if it was pruned."""
         if node.lower_bound >= self._cutoff():
@@ -312,7 +338,8 @@ class BranchAndBound:
         self._next_id += 2
         node.status = BRANCHED
         node.children = [c.id for c in kids]
-        node.witness = None  # the children hold it; only leaves' witnesses are certified
+        if not node.bound_fixings:  # the children hold it; leaves and fixings are certified
+            node.witness = None
         node.warm_start = None
         for c in kids:  # z_j = 1 pushed last: a depth-first dive follows the relaxation
             self.nodes.append(c)
@@ -327,7 +354,10 @@ class BranchAndBound:
         if node.is_leaf_problem(self.k):
             self._solve_leaf(node)
         elif not self._prune(node):
-            self._branch(node, res)
+            if self._fix(node, out.fixing):
+                self._close(node, PRUNED)
+            else:
+                self._branch(node, res)
         if self.node_callback is not None:
             self.node_callback(node, res)
 
@@ -363,6 +393,7 @@ class BranchAndBound:
         self._n_iter = 0
         self._next_id = 1
         self._n_tasks = 0
+        self._n_fixed = 0
         self._context = NodeContext(self.problem, self.k, self.refitter)
         self.queue = make_queue(self.settings.node_selection)
         root = Node(0, None, 0, np.zeros(p, bool), np.zeros(p, bool))
