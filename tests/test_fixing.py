@@ -168,7 +168,7 @@ FIXING_CASES = [  # (n, p, k, lambda2, loss, intercept, eig_shift): fixings fire
     (20, 30, 2, 5.0, "squared", False, None),  # p > n: dual witnesses
     (40, 12, 3, 1.0, "squared", False, "auto"),  # shifted witnesses
     (60, 15, 3, 1.0, "squared", True, "auto"),  # shifted, centred intercept
-    (60, 15, 3, 0.5, "logistic", True, None),  # zero-sum dual witnesses
+    (40, 12, 2, 1.0, "logistic", True, None),  # zero-sum dual witnesses
 ]
 
 
@@ -221,3 +221,96 @@ def test_fixings_do_not_depend_on_the_executor():
     assert any(nd.bound_fixings for nd in a.nodes)
     assert sig[0] == sig[1]
     assert a.lower_bound == b.lower_bound
+
+
+# ---------------------------------------------------------------------------------------------
+# in the certificate
+# ---------------------------------------------------------------------------------------------
+CERT_CASES = [  # (n, p, k, lambda2, loss, intercept, eig_shift): both losses, +/- intercept
+    (20, 30, 2, 5.0, "squared", False, None),
+    (20, 30, 2, 5.0, "squared", True, None),
+    (60, 15, 3, 1.0, "squared", True, "auto"),
+    (40, 12, 2, 1.0, "logistic", True, None),
+    (40, 12, 2, 1.0, "logistic", False, None),
+]
+
+
+def _certified(case, seed=0):
+    import sparsecert
+
+    n, p, k, lam, loss, icpt, shift = case
+    X, y = _case_data(n, p, loss, seed)
+    res = sparsecert.certify(X, y, k, lam, loss=loss, fit_intercept=icpt, eig_shift=shift,
+                             verbose=0)
+    return X, y, res
+
+
+@pytest.mark.parametrize("case", CERT_CASES)
+def test_certificates_with_fixings_verify_and_reach_the_optimum(case, tmp_path):
+    from _bruteforce import brute_force
+
+    import sparsecert
+
+    n, p, k, lam, loss, icpt, _ = case
+    X, y, res = _certified(case, seed=1)
+    want, _ = brute_force(X, y, k, loss, lam, fit_intercept=icpt)
+    assert res.status == "optimal"
+    assert res.objective == pytest.approx(want, rel=1e-7)
+    assert res.lower_bound <= want
+    fixing_nodes = [nd for nd in res.certificate.nodes if nd.get("fixings")]
+    assert fixing_nodes  # the run made fixings, and the certificate carries them
+    for nd in fixing_nodes:  # ... each with the node's witness
+        assert res.certificate.witness(nd["id"]) is not None
+    res.save(tmp_path / "c.json")
+    report = sparsecert.verify(tmp_path / "c.json", X, y)
+    assert report.ok, str(report)
+
+
+def test_a_tampered_fixing_is_rejected():
+    """Fixings the witness does not prove are rejected: a variable the search left free at the
+    root (never branched on, never fixed) fixed out there, and a root fixing flipped."""
+    from sparsecert.certificate import Certificate, verify_certificate
+
+    X, y, res = _certified(CERT_CASES[0])
+    cert = res.certificate
+    doc = cert.to_dict()
+    tree = doc["tree"]["nodes"]
+    root = next(nd for nd in tree if nd["parent"] is None)
+    assert root.get("fixings") and any(v == 0 for _, v in root["fixings"])
+    used = {nd["branch_var"] for nd in tree} | {j for nd in tree for j, _ in
+                                                 nd.get("fixings") or ()}
+    left_free = [j for j in range(X.shape[1]) if j not in used]
+    assert left_free
+
+    def build(change):
+        nodes = []
+        for nd in tree:
+            d = {key: nd[key] for key in ("id", "parent", "branch_var", "branch_value",
+                                          "status")}
+            d["witness"] = cert.witness(nd["id"])
+            d["fixings"] = [list(f) for f in nd.get("fixings") or ()]
+            if nd["parent"] is None:
+                change(d["fixings"])
+            nodes.append(d)
+        return Certificate.build(
+            X, y, problem=doc["problem"],
+            incumbent=dict(coef=np.array(doc["incumbent"]["coef"]),
+                           intercept=doc["incumbent"]["intercept"],
+                           objective=doc["incumbent"]["objective"]),
+            bounds=dict(lower_bound=cert.lower_bound, upper_bound=cert.upper_bound,
+                        status="optimal", rel_gap_tol=1e-4),
+            eig_shift=doc["relaxation"]["eig_shift"], nodes=nodes)
+
+    assert verify_certificate(build(lambda f: None), X, y).ok  # the rebuild itself is genuine
+
+    rep = verify_certificate(build(lambda f: f.append([left_free[0], 0])), X, y)
+    assert not rep.ok and rep.exit_code == 1
+    assert set(rep.failed_checks) == {"leaf_bounds"}, str(rep)
+
+    def flip(fixings):  # [j, 0] -> [j, 1]: too many variables in below the root
+        i = next(i for i, (_, v) in enumerate(fixings) if v == 0)
+        fixings[i][1] = 1
+
+    rep = verify_certificate(build(flip), X, y)
+    assert not rep.ok and rep.exit_code == 1
+    assert "tree_fixings" in set(rep.failed_checks)

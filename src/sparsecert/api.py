@@ -209,13 +209,16 @@ def assemble_result(res, prob, X_raw: np.ndarray, y_raw: np.ndarray, y_used: np.
     """The engine's record -> a :class:`CertifyResult` with its certificate.
 
     Maps the engine's model back to the user's coordinates, and builds the certificate with
-    claims the standalone verifier proves: every leaf's bound and the incumbent's objective are
-    evaluated rigorously on the raw data (:mod:`sparsecert.solvers.rigorous`) and claimed with a
-    margin of a few rounding radii. The status ``"optimal"`` is kept only when the claimed gap,
-    rounded up, is within the tolerance; when rounding alone keeps it open the status is
-    ``"precision_limited"``. Shared by :func:`certify` and :func:`sparsecert.path.certify_path`.
-    (``labels`` is unused: the verifier derives the label coding from the data.)
+    claims the standalone verifier proves: every leaf's bound, the bound of every region a node's
+    reduced-cost fixings cut off (the node's ``fixings``, with its witness) and the incumbent's
+    objective are evaluated rigorously on the raw data (:mod:`sparsecert.solvers.rigorous`) and
+    claimed with a margin of a few rounding radii. The status ``"optimal"`` is kept only when the
+    claimed gap, rounded up, is within the tolerance; when rounding alone keeps it open the
+    status is ``"precision_limited"``. Shared by :func:`certify` and
+    :func:`sparsecert.path.certify_path`. (``labels`` is unused: the verifier derives the label
+    coding from the data.)
     """
+    from sparsecert.bnb.fixing import fixing_regions
     from sparsecert.certificate import Certificate
     from sparsecert.solvers.rigorous import SafeEvaluator, claim_lower, claim_upper
 
@@ -248,23 +251,28 @@ def assemble_result(res, prob, X_raw: np.ndarray, y_raw: np.ndarray, y_used: np.
         return terms[key]
 
     nodes = []
-    leaf_claims = []
+    leaf_claims = []  # every region's claim: the leaves' and the regions cut off by fixings
     p = X_raw.shape[1]
     for nd in res.nodes:
         is_leaf = not nd.children
-        witness, bound = None, None
-        if is_leaf and nd.witness is not None:
+        fixings = [(int(j), int(v)) for j, v in nd.bound_fixings]
+        witness, bound, wb = None, None, None
+        if (is_leaf or fixings) and nd.witness is not None:  # a node with fixings keeps it
             witness, wb = leaf_witness(nd.witness)
-            if wb is not None:
-                fin = np.asarray(nd.fixed_in, dtype=bool).reshape(p)
-                fout = np.asarray(nd.fixed_out, dtype=bool).reshape(p)
-                bound = claim_lower(*wb.node(fin, fout, int(k)))
+        if is_leaf and wb is not None:
+            fin = np.asarray(nd.fixed_in, dtype=bool).reshape(p)
+            fout = np.asarray(nd.fixed_out, dtype=bool).reshape(p)
+            bound = claim_lower(*wb.node(fin, fout, int(k)))
         if is_leaf:
             leaf_claims.append(-np.inf if bound is None else bound)
+        if fixings:  # each cut-off region z_j = 1 - v, bounded with the node's base fixings
+            regions = ([(-np.inf, -np.inf)] * len(fixings) if wb is None else
+                       fixing_regions(wb, *nd.base_fixings(), int(k), fixings))
+            leaf_claims.extend(claim_lower(v, lo) for v, lo in regions)
         nodes.append(dict(id=nd.id, parent=nd.parent, branch_var=nd.branch_var,
                           branch_value=nd.branch_value, status=nd.status,
                           bound=bound if bound is not None and np.isfinite(bound) else None,
-                          witness=witness))
+                          witness=witness, fixings=fixings))
     lower = min(min(leaf_claims, default=-np.inf), ub)
     if not np.isfinite(lower):
         lower = -1e300 if not np.isfinite(ub) else min(ub, -1e300)

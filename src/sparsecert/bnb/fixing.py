@@ -148,13 +148,24 @@ def region_bounds(wb: TermBound, fixed_in: np.ndarray, fixed_out: np.ndarray, k:
 
 #: claimable bound = value - CLAIM_FACTOR * (value - lower) (the producer's conservative claim)
 CLAIM_FACTOR = 4.0
+#: a fixing is decided on ``value - DECIDE_FACTOR * (value - lower)``: with the radius r of the
+#: engine's evaluation and r' of the certificate's (same error model, other rounding), the exact
+#: bound is >= value - r >= cutoff + 7 r, so the certificate's claim value' - 4 r' >= exact - 5 r'
+#: still reaches the cutoff while r' <= 1.4 r (the two radii agree to a few ulps in practice)
+DECIDE_FACTOR = 2.0 * CLAIM_FACTOR
+#: ... and against the cutoff raised by ``FIX_SLACK * max(1, |cutoff|)``, which covers the
+#: difference between the engine's incumbent objective and the certificate's claimed upper
+#: bound (a few rounding radii of the objective): when in doubt, a variable is not fixed
+FIX_SLACK = 1e-9
 
 
-def claimable(value: np.ndarray, lower: np.ndarray) -> np.ndarray:
-    """The bound the producer may claim from a computed value and its safe lower bound."""
+def claimable(value: np.ndarray, lower: np.ndarray, factor: float = CLAIM_FACTOR
+              ) -> np.ndarray:
+    """The bound the producer may claim from a computed value and its safe lower bound
+    (``value - factor * (value - lower)``, rounded down)."""
     r = np.maximum(value - lower, 0.0)
     with np.errstate(invalid="ignore"):
-        out = _dn(value - _up(CLAIM_FACTOR * r))
+        out = _dn(value - _up(factor * r))
     return np.where(np.isfinite(value) & np.isfinite(lower), out, -np.inf)
 
 
@@ -193,8 +204,10 @@ def plan_fixings(wb: TermBound, fixed_in: np.ndarray, fixed_out: np.ndarray, k: 
         return plan
     b_in = claimable(regions.in_value, regions.in_lower)
     b_out = claimable(regions.out_value, regions.out_lower)
-    fix_in = np.flatnonzero(b_out >= cutoff)  # region z_j = 0 cut off: j is in
-    fix_out = np.flatnonzero(b_in >= cutoff)  # region z_j = 1 cut off: j is out
+    d_in = claimable(regions.in_value, regions.in_lower, DECIDE_FACTOR)
+    d_out = claimable(regions.out_value, regions.out_lower, DECIDE_FACTOR)
+    fix_in = np.flatnonzero(d_out >= cutoff)  # region z_j = 0 cut off: j is in
+    fix_out = np.flatnonzero(d_in >= cutoff)  # region z_j = 1 cut off: j is out
     if fix_in.size > regions.beta:
         fix_in = fix_in[:regions.beta + 1]
         plan.covers_node = True
@@ -311,7 +324,8 @@ def fixing_plan(terms: WitnessTerms, witness, fixed_in: np.ndarray, fixed_out: n
     ``2 lam h_(beta)`` and forcing one out by at most ``2 lam (h_(1) - h_(beta+1))`` (``h_(m)``
     the m-th largest free term); when neither reaches the cutoff (with a relative slack of
     1e-9 against rounding) no fixing is possible and nothing more is computed. Otherwise the
-    plan is made on the safe terms (:func:`plan_fixings`).
+    plan is made on the safe terms (:func:`plan_fixings`) against the cutoff raised by
+    :data:`FIX_SLACK` relative.
     """
     free = np.flatnonzero(~(fixed_in | fixed_out))
     beta = k - int(fixed_in.sum())
@@ -329,7 +343,7 @@ def fixing_plan(terms: WitnessTerms, witness, fixed_in: np.ndarray, fixed_out: n
     wb = terms.safe(witness)
     if wb is None:
         return None
-    plan = plan_fixings(wb, fixed_in, fixed_out, k, cutoff)
+    plan = plan_fixings(wb, fixed_in, fixed_out, k, cutoff + FIX_SLACK * max(1.0, abs(cutoff)))
     return plan if plan.fixings else None
 
 
