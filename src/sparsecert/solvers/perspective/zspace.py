@@ -35,11 +35,13 @@ import numpy as np
 import scipy.linalg
 
 from sparsecert.solvers.losses import SQUARED
-from sparsecert.solvers.perspective._gfun import FREE, IN, gstar_node, relaxed_z
+from sparsecert.solvers.perspective._gfun import FREE, IN, OUT, gstar_node, relaxed_z
 from sparsecert.solvers.perspective._zspace import project_capped
 from sparsecert.solvers.perspective.evaluate import finish
 
 __all__ = ["ZSpace", "solve_zspace", "applies"]
+
+_potrf, _potrs = scipy.linalg.lapack.dpotrf, scipy.linalg.lapack.dpotrs
 
 
 def applies(prob, n_free: int) -> bool:
@@ -58,6 +60,11 @@ class ZSpace:
         self.free = np.flatnonzero(state == FREE)
         self.ins = np.flatnonzero(state == IN)
         self.n = self.X.shape[0]
+        # X^T alpha is needed on the free and fixed-in columns only (the bound and b(z) ignore
+        # fixed-out ones): after reduced-cost fixing that is a small part of X
+        act = np.flatnonzero(state != OUT)
+        self.act = act
+        self.XA = self.X if act.size == self.X.shape[1] else np.ascontiguousarray(self.X[:, act])
 
     def full_z(self, zf: np.ndarray) -> np.ndarray:
         z = np.zeros(self.X.shape[1])
@@ -69,18 +76,26 @@ class ZSpace:
         return project_capped(np.ascontiguousarray(vf, dtype=np.float64), float(self.budget))
 
     def evaluate(self, zf: np.ndarray):
-        """``(phi, grad_free, alpha, c = X^T alpha)``; ``None`` if the solve fails."""
+        """``(phi, grad_free, alpha, c = X^T alpha)`` (``c`` is 0 on the fixed-out columns);
+        ``None`` if the solve fails."""
         z = self.full_z(zf)
         idx = np.flatnonzero(z > 0.0)
         XS = self.X[:, idx]
         K = (XS * (z[idx] / self.lam)) @ XS.T
-        K[np.diag_indices_from(K)] += 1.0
-        try:
-            cf = scipy.linalg.cho_factor(K, check_finite=False)
-        except (np.linalg.LinAlgError, scipy.linalg.LinAlgError):
+        K.flat[::self.n + 1] += 1.0
+        # LAPACK directly: the node's cost is dominated by Python overhead, not by the n x n
+        # factorisation (scipy's cho_factor / cho_solve wrappers cost more than potrf itself)
+        cf, info = _potrf(K, lower=False, clean=False, overwrite_a=True)
+        if info != 0:
             return None
-        alpha = scipy.linalg.cho_solve(cf, self.y, check_finite=False)
-        c = self.X.T @ alpha
+        alpha, info = _potrs(cf, self.y, lower=False)
+        if info != 0:
+            return None
+        if self.XA is self.X:
+            c = self.X.T @ alpha
+        else:
+            c = np.zeros(self.X.shape[1])
+            c[self.act] = self.XA.T @ alpha
         phi = float(self.y @ alpha)
         grad = -(c[self.free] ** 2) / self.lam
         return phi, grad, alpha, c
