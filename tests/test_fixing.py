@@ -148,6 +148,11 @@ def test_plan_covers_the_node_when_more_must_be_in_than_the_budget():
     plan = plan_fixings(t, *_masks(p), k, cutoff=node_bound - 1.0)
     assert plan.covers_node
     assert plan.fixings == [(0, 1), (1, 1)]  # the budget's worth, in rank order
+    # the remainder (0 and 1 in, the rest out) lies in the region z_5 = 0 of the next candidate,
+    # whose bound is the node's (g* = 9), not in the fixings' own regions (g* = 4.4 and 5.4)
+    assert plan.remainder_bound == pytest.approx(node_bound, rel=1e-12)
+    assert plan.remainder_bound <= node_bound
+    assert min(plan.region_bounds) > node_bound
     assert not plan_fixings(t, *_masks(p), k, cutoff=node_bound + 1.0).covers_node
 
 
@@ -200,7 +205,7 @@ def test_search_with_fixing_reaches_the_enumerated_optimum(case):
     eng = _engine(case)
     res = eng.run()
     assert res.status == "optimal"
-    assert eng._n_fixed > 0
+    assert eng.n_fixed > 0
     assert res.upper_bound == pytest.approx(want, rel=1e-7)
     assert res.lower_bound <= want + 1e-9 * abs(want)
     fixed = [nd for nd in res.nodes if nd.bound_fixings]

@@ -178,6 +178,7 @@ class FixingPlan:
     fixings: list[tuple[int, int]]
     region_bounds: list[float]
     covers_node: bool = False
+    remainder_bound: float = -math.inf  # with covers_node: the region the remainder lies in
 
     @property
     def n_out(self) -> int:
@@ -211,6 +212,7 @@ def plan_fixings(wb: TermBound, fixed_in: np.ndarray, fixed_out: np.ndarray, k: 
     if fix_in.size > regions.beta:
         fix_in = fix_in[:regions.beta + 1]
         plan.covers_node = True
+        plan.remainder_bound = float(b_out[fix_in[regions.beta]])
     for i in fix_in[:regions.beta]:
         plan.fixings.append((int(regions.free[i]), 1))
         plan.region_bounds.append(float(b_out[i]))

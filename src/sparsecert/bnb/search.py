@@ -222,6 +222,7 @@ class BranchAndBound:
         self.backend = backend
         self.progress = ProgressLog(verbose, self.settings.log_interval, log)
         self.incumbent: SubsetModel | None = None
+        self._n_fixed = 0
 
     def _check_support(self, support: Sequence[int]) -> tuple[int, ...]:
         mask = check_index_set(support, self.problem.n_features, "start_supports entry")
@@ -319,8 +320,13 @@ class BranchAndBound:
         self._n_fixed += len(plan.fixings)
         self._closed_lb = min(self._closed_lb, min(plan.region_bounds))
         if plan.covers_node:  # the remainder lies in a cut-off region: its bound passes too
-            node.lower_bound = max(node.lower_bound, min(plan.region_bounds))
+            node.lower_bound = max(node.lower_bound, plan.remainder_bound)
         return plan.covers_node
+
+    @property
+    def n_fixed(self) -> int:
+        """Reduced-cost fixings made so far (the last run's, after it ends)."""
+        return self._n_fixed
 
     def _prune(self, node: Node) -> bool:
         """Close the node if its bound reaches the cutoff; True if it was pruned."""
