@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from _bruteforce import brute_force
 
+import sparsecert
 from sparsecert.solvers.losses import get_loss
 from sparsecert.solvers.perspective import (
     RelaxationProblem,
@@ -370,3 +371,26 @@ def test_zspace_solver_against_cvxpy(fin, fout):
     boxed = RelaxationProblem.from_data(X, y, lam, max_abs_coef=1.0)
     with pytest.raises(ValueError, match="zspace"):
         solve_node(boxed, k, None, None, solver="zspace")
+
+
+def test_zspace_falls_back_to_fista_on_badly_scaled_columns():
+    # a column 1e10 + small integers: K = I + X diag(z / lambda) X^T loses its identity to
+    # rounding and its Cholesky factorisation fails; 'auto' then solves the node with FISTA
+    from sparsecert.solvers.perspective import zspace
+
+    rng = np.random.default_rng(3)
+    n = 9
+    X = np.column_stack([1e10 + rng.integers(-4, 5, n), rng.integers(0, 5, n)]).astype(float)
+    y = rng.integers(-5, 7, n).astype(float)
+    prob = RelaxationProblem.from_data(X, y, 0.3)
+    with pytest.raises(zspace.ZSpaceFailed):
+        solve_node(prob, 1, None, None, solver="zspace")
+    res = solve_node(prob, 1, None, None, rel_tol=1e-9)  # n <= 100: auto tries z-space first
+    opt, _ = brute_force(X, y, 1, "squared", 0.3)
+    assert np.isfinite(res.lower_bound)
+    assert res.lower_bound <= res.objective * (1 + 1e-12)
+    assert res.lower_bound <= opt * (1 + 1e-12)  # a valid bound of the sparse problem
+    # the end-to-end run certifies the enumerated optimum
+    fit = sparsecert.certify(X, y, k=1, lambda2=0.3, fit_intercept=False, verbose=0)
+    assert fit.status == "optimal"
+    assert fit.objective == pytest.approx(opt, rel=1e-6)

@@ -132,8 +132,13 @@ def solve_node(prob: RelaxationProblem, k: int, fixed_in=None, fixed_out=None, *
 
     how = strategy(prob, int(np.sum(state != OUT)), n_free, solver, working_set)
     if how == "zspace":
-        return zspace.solve_zspace(prob, state, budget, x0, rel_tol, max_iter, cut, deadline,
-                                   t0)
+        try:
+            return zspace.solve_zspace(prob, state, budget, x0, rel_tol, max_iter, cut,
+                                       deadline, t0)
+        except zspace.ZSpaceFailed:
+            if solver != "auto":
+                raise
+            how = "full"  # badly scaled columns: FISTA on the full problem
     runner = Runner(deadline, RESTARTS[restart])
     if how == "working_set":
         return solve_ws(prob, state, budget, x0, rel_tol, max_iter, cut, runner, t0)

@@ -76,8 +76,12 @@ class ZSpace:
         return project_capped(np.ascontiguousarray(vf, dtype=np.float64), float(self.budget))
 
     def evaluate(self, zf: np.ndarray):
-        """``(phi, grad_free, alpha, c = X^T alpha)`` (``c`` is 0 on the fixed-out columns);
-        ``None`` if the solve fails."""
+        """``(phi, grad_free, alpha, c = X^T alpha)`` (``c`` is 0 on the fixed-out columns).
+
+        Raises :class:`ZSpaceFailed` when the Cholesky factorisation of ``K`` fails in floating
+        point (``K = I + PSD`` is positive definite, but with columns many orders of magnitude
+        above one the identity is lost to rounding).
+        """
         z = self.full_z(zf)
         idx = np.flatnonzero(z > 0.0)
         XS = self.X[:, idx]
@@ -87,10 +91,11 @@ class ZSpace:
         # factorisation (scipy's cho_factor / cho_solve wrappers cost more than potrf itself)
         cf, info = _potrf(K, lower=False, clean=False, overwrite_a=True)
         if info != 0:
-            return None
+            raise ZSpaceFailed("the n x n system of the z-space solve is not numerically "
+                               "positive definite")
         alpha, info = _potrs(cf, self.y, lower=False)
         if info != 0:
-            return None
+            raise ZSpaceFailed("the n x n solve of the z-space step failed")
         if self.XA is self.X:
             c = self.X.T @ alpha
         else:
@@ -110,6 +115,10 @@ class ZSpace:
         return self.full_z(zf) * c / self.lam
 
 
+class ZSpaceFailed(ArithmeticError):
+    """The z-space solve lost positive definiteness to rounding; the caller uses FISTA."""
+
+
 def solve_zspace(prob, state, budget, x0, rel_tol, max_iter, cut, deadline, t0):
     """Accelerated projected gradient on z from ``x0``'s relaxed indicators (or, from zero, the
     ``budget`` free columns most correlated with y); the bound is ``D(-2 alpha)``."""
@@ -123,8 +132,6 @@ def solve_zspace(prob, state, budget, x0, rel_tol, max_iter, cut, deadline, t0):
         zf[np.argsort(-c0)[:budget]] = 1.0
     zf = zs.project(zf)
     ev = zs.evaluate(zf)
-    if ev is None:  # pragma: no cover - K = I + PSD is always positive definite
-        raise RuntimeError("z-space solve failed")
     f = ev[0]
     zp = zf.copy()
     t, L = 1.0, 1.0
