@@ -286,3 +286,17 @@ def test_class5_producer_error_free_objective_beats_plain_float():
     value, upper = ev.objective(res.coef, res.intercept)
     assert F(value) - exact == pytest.approx(0, abs=1e-9 * float(exact))
     assert exact <= F(upper) and F(upper) - exact < abs(naive - exact) + Fraction(1, 10 ** 6)
+
+
+def test_producer_refuses_a_zero_sum_witness_whose_partial_sums_overflow():
+    """The producer's own zero-sum test (with an intercept) treats a vector whose float sum
+    overflows, or that holds infinities, as no witness instead of raising."""
+    from sparsecert.solvers.rigorous import SafeEvaluator
+
+    X = np.arange(8.0).reshape(4, 2)
+    y = np.array([1.0, -2.0, 0.5, 3.0])
+    ev = SafeEvaluator(X, y, "squared", 0.5, None, True)
+    assert ev.dual(np.array([1e308, 1e308, -1e308, -1e308])) is None
+    assert ev.dual(np.array([np.inf, -np.inf, 0.0, 0.0])) is None
+    honest = ev.dual(np.array([0.5, -0.25, -0.25, 0.0]))  # exactly zero-sum: a witness
+    assert honest is not None

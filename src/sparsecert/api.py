@@ -12,6 +12,7 @@ import numpy as np
 
 from sparsecert._validation import check_k, check_options, prepare_problem
 from sparsecert._version import __version__
+from sparsecert.statuses import OPTIMAL, PRECISION_LIMITED
 
 __all__ = ["certify", "verify", "CertifyResult"]
 
@@ -279,8 +280,8 @@ def assemble_result(res, prob, X_raw: np.ndarray, y_raw: np.ndarray, y_used: np.
     abs_gap_v = max(0.0, float(np.nextafter(ub - lower, np.inf)))
     gap = float(np.nextafter(abs_gap_v / max(1.0, abs(ub)), np.inf))
     status = res.status
-    if status == "optimal" and not (gap <= rel_gap or abs_gap_v <= abs_gap):
-        status = "precision_limited"  # the search closed the gap; rounding keeps it open
+    if status == OPTIMAL and not (gap <= rel_gap or abs_gap_v <= abs_gap):
+        status = PRECISION_LIMITED  # the search closed the gap; rounding keeps it open
     cert = Certificate.build(
         X_raw, y_raw,
         problem=dict(loss=loss, k=int(k), lambda2=float(lambda2),

@@ -306,7 +306,7 @@ class SafeEvaluator:
         the domain and, with an intercept, rounded to an exactly zero sum."""
         lo, hi = self.dual_domain()
         z = np.clip(np.asarray(zeta, dtype=np.float64), lo, hi)
-        if self.fit_intercept and math.fsum(z.tolist()) != 0.0:
+        if self.fit_intercept and not _sums_to_zero(z):
             z = exact_zero_sum(z, lo, hi)
         return z
 
@@ -316,7 +316,7 @@ class SafeEvaluator:
         lo, hi = self.dual_domain()
         if not (np.isfinite(z).all() and (z >= lo).all() and (z <= hi).all()):
             return None
-        if self.fit_intercept and math.fsum(z.tolist()) != 0.0:
+        if self.fit_intercept and not _sums_to_zero(z):
             return None
         with np.errstate(all="ignore"):
             c_mid, c_hi = self._conj_sum(z)
@@ -525,6 +525,15 @@ def claim_upper(value: float, upper: float) -> float:
 # ----------------------------------------------------------------------------------------------
 # Zero sums and the eigenvalue shift
 # ----------------------------------------------------------------------------------------------
+
+
+def _sums_to_zero(z: np.ndarray) -> bool:
+    """Whether the exact sum of the float64 entries is zero (``math.fsum`` is correctly rounded;
+    finite entries whose partial sums overflow, or infinities, are not a zero-sum witness)."""
+    try:
+        return math.fsum(z.tolist()) == 0.0
+    except (OverflowError, ValueError):
+        return False
 
 
 def exact_zero_sum(zeta: np.ndarray, lower: np.ndarray | None = None,
