@@ -528,16 +528,19 @@ def main(argv=None) -> int:
         claims.append(dict(name="standalone verification of the (6000,3000,10) certificate",
                            measured=s["verify_time"] if s["verify_exit"] in (0, 3)
                            else math.inf, target=2.2, unit="s", better="lower"))
+    reported = []  # figures without a target: not claims
     for row in rows:
         if row["instance"].startswith(("riboflavin", "leukemia")):
             peer_gaps = [row[p]["gap"] for p in peers if p in row and "gap" in row[p]]
-            best_peer = min(peer_gaps) if peer_gaps else None
-            claims.append(dict(
-                name=f"{row['instance']}: final relative gap after the time limit "
-                     f"(target: best peer's gap, {'none ran' if best_peer is None else 'peer'})",
-                measured=row["sparsecert"]["gap"],
-                target=best_peer if best_peer is not None else None, unit="relative gap",
-                better="lower"))
+            gap = dict(name=f"{row['instance']}: final relative gap after the time limit",
+                       measured=row["sparsecert"]["gap"], unit="relative gap", better="lower")
+            if peer_gaps:
+                claims.append(dict(gap, name=gap["name"] + " (target: the best peer's gap)",
+                                   target=min(peer_gaps)))
+            else:
+                reported.append(dict(gap, note="no peer ran: nothing to compare with"))
+            if row["instance"] == "riboflavin squared k=5 l2=0.1":  # the frontier's aim
+                claims.append(dict(gap, name=gap["name"] + " (aim: below 5%)", target=0.05))
     if args.frontier == "only":
         claims = []
     frontier_rows, parallel_rows, fixing = [], [], None
@@ -552,6 +555,8 @@ def main(argv=None) -> int:
     for c in claims:
         print(f"  {c['name']}: measured {c['measured']} (target {c['target']} {c['unit']}, "
               f"{c['better']} is better)")
+    for c in reported:
+        print(f"  (reported) {c['name']}: {c['measured']} ({c['note']})")
 
     if args.json:
         out = Path(args.json)
@@ -571,7 +576,8 @@ def main(argv=None) -> int:
 
         out.write_text(json.dumps(clean(dict(meta=meta, rows=rows, frontier=frontier_rows,
                                              fixing=fixing, parallel=parallel_rows,
-                                             claims=claims)), indent=2))
+                                             reported=reported, claims=claims)),
+                                  indent=2))
         print(f"\nwrote {out}")
     return 0
 
