@@ -158,3 +158,19 @@ def test_tree_depends_on_the_batch_size_not_on_the_executor(backend):
     if backend == "threads":
         with cf.ThreadPoolExecutor(3) as ex:
             assert run(5, executor=ex) == serial
+
+
+def test_polish_pins_blas_to_one_thread_and_restores_it():
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    from sparsecert.solvers.perspective.polish import _single_thread_blas
+
+    def blas_threads():
+        return [m["num_threads"] for m in threadpool_info() if m["user_api"] == "blas"]
+
+    with threadpool_limits(2, "blas"):
+        before = blas_threads()
+        for _ in range(2):  # the second call reuses the controller
+            with _single_thread_blas():
+                assert all(t == 1 for t in blas_threads())
+            assert blas_threads() == before

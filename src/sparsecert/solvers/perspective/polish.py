@@ -77,15 +77,25 @@ def structure(x: np.ndarray, state: np.ndarray, budget: int):
     return S, in_R, signs_T, kr
 
 
+_BLAS_CONTROLLER = []  # one threadpoolctl controller, created at the first polish
+
+
 def _single_thread_blas():
-    """Limit BLAS to one thread (multi-threaded BLAS stalls on shared cores); no-op if absent."""
+    """Limit BLAS to one thread (multi-threaded BLAS stalls on shared cores); no-op if absent.
+
+    The controller that finds the loaded BLAS libraries (by reading the process's memory map)
+    is created once: creating it per call cost about 2 ms, as much as the polish itself, and
+    held the GIL, which serialised threaded node evaluation.
+    """
     try:
-        from threadpoolctl import threadpool_limits
+        from threadpoolctl import ThreadpoolController
     except ImportError:  # pragma: no cover
         import contextlib
 
         return contextlib.nullcontext()
-    return threadpool_limits(1, "blas")
+    if not _BLAS_CONTROLLER:
+        _BLAS_CONTROLLER.append(ThreadpoolController())
+    return _BLAS_CONTROLLER[0].limit(limits=1, user_api="blas")
 
 
 def newton_polish(X, y, loss_id, lam, mu, x, state, budget, max_steps=8):
