@@ -9,6 +9,7 @@ import os
 import numpy as np
 import pytest
 from _certgen import enumeration_certificate, make_data
+from _cli import one_error_line
 
 from sparsecert.certificate import Certificate, sidecar_path, verify_certificate
 from sparsecert.cli.main import main
@@ -102,14 +103,6 @@ def test_version_1_files_are_refused_with_one_line(tmp_path, cert_data):
         Certificate.load(tmp_path / "c.json")
 
 
-def _one_error_line(capsys):
-    err = capsys.readouterr().err
-    assert "Traceback" not in err
-    lines = [ln for ln in err.splitlines() if ln.strip()]
-    assert len(lines) == 1 and lines[0].startswith("sparsecert: error:"), err
-    return lines[0]
-
-
 def test_cli_certify_never_overwrites_the_data(tmp_path, capsys, monkeypatch):
     """`sparsecert certify --data d.npz --out d.json` must not touch d.npz; with --force the
     user chooses to replace it; --out d.npz is refused."""
@@ -119,10 +112,10 @@ def test_cli_certify_never_overwrites_the_data(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     args = ["certify", "--data", "d.npz", "--k", "2", "--lambda2", "0.5", "--quiet"]
     assert main(args + ["--out", "d.json"]) == 2
-    assert "d.npz exists and is not" in _one_error_line(capsys)
+    assert "d.npz exists and is not" in one_error_line(capsys)
     assert (tmp_path / "d.npz").read_bytes() == data and not (tmp_path / "d.json").exists()
     assert main(args + ["--out", "d.npz"]) == 2
-    assert "must end in .json" in _one_error_line(capsys)
+    assert "must end in .json" in one_error_line(capsys)
     assert (tmp_path / "d.npz").read_bytes() == data
     assert main(args + ["--out", "cert.json"]) == 0
     assert main(args + ["--out", "cert.json"]) == 0  # re-running replaces its own pair

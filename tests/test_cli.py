@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from _certgen import enumeration_certificate, make_data
+from _cli import one_error_line
 
 from sparsecert.cli.main import main
 
@@ -35,14 +36,6 @@ def files(tmp_path, problem):
     rows = [",".join(repr(float(v)) for v in np.r_[X[i], y[i]]) for i in range(len(y))]
     (tmp_path / "data.csv").write_text(header + "\n" + "\n".join(rows) + "\n")
     return tmp_path
-
-
-def _one_error_line(capsys):
-    err = capsys.readouterr().err
-    assert "Traceback" not in err
-    lines = [ln for ln in err.splitlines() if ln.strip()]
-    assert len(lines) == 1 and lines[0].startswith("sparsecert: error:"), err
-    return lines[0]
 
 
 # ------------------------------------------------------------------------------ verify
@@ -135,7 +128,7 @@ def test_bad_input_exit_2_one_line(files, capsys, make, needle):
     np.savez(files / "rows.npz", X=np.ones((3, 2)), y=np.ones(2))
     np.savez(files / "obj.npz", X=np.array([[1, "a"]], dtype=object), y=np.ones(1))
     assert main(make(files)) == 2
-    assert needle in _one_error_line(capsys)
+    assert needle in one_error_line(capsys)
 
 
 @pytest.mark.parametrize("text", ["{ not json", None, "[" * 100000 + "]" * 100000])
@@ -146,9 +139,9 @@ def test_unreadable_certificate_exit_2_from_verify_and_show(files, capsys, text)
     (files / "junk.json").write_text(full[: len(full) // 2] if text is None else text)
     (files / "junk.npz").write_bytes((files / "cert.npz").read_bytes())
     assert main(["verify", str(files / "junk.json"), "--data", str(files / "data.npz")]) == 2
-    assert "junk.json" in _one_error_line(capsys)
+    assert "junk.json" in one_error_line(capsys)
     assert main(["show", str(files / "junk.json")]) == 2
-    assert "junk.json" in _one_error_line(capsys)
+    assert "junk.json" in one_error_line(capsys)
 
 
 @pytest.mark.parametrize("edit, needle", [
@@ -164,12 +157,12 @@ def test_malformed_certificate_exit_2_one_line(files, capsys, edit, needle):
     (files / "bad.json").write_text(json.dumps(doc))
     (files / "bad.npz").write_bytes((files / "cert.npz").read_bytes())
     assert main(["verify", str(files / "bad.json"), "--data", str(files / "data.npz")]) == 2
-    assert needle in _one_error_line(capsys)
+    assert needle in one_error_line(capsys)
 
 
 def test_verify_needs_data(files, capsys):
     assert main(["verify", str(files / "cert.json")]) == 2
-    assert "--data" in _one_error_line(capsys)
+    assert "--data" in one_error_line(capsys)
 
 
 def test_verify_user_fixes_the_problem(files, capsys):
@@ -239,13 +232,13 @@ def test_show_prints_summary(files, capsys, problem):
 )
 def test_certify_bad_parameters_exit_2(files, capsys, extra, needle):
     assert main(["certify", "--data", str(files / "data.npz"), *extra]) == 2
-    assert needle in _one_error_line(capsys)
+    assert needle in one_error_line(capsys)
 
 
 def test_certify_missing_target_column_exit_2(files, capsys):
     assert main(["certify", "--data", str(files / "data.csv"), "--target", "y", "--k", "2",
                  "--lambda2", "1"]) == 2
-    assert "no column 'y'" in _one_error_line(capsys)
+    assert "no column 'y'" in one_error_line(capsys)
 
 
 # ------------------------------------------------------------------------------ certify flow
@@ -312,7 +305,7 @@ def test_certify_unsupported_option_exit_2(files, capsys, monkeypatch):
     np.savez(files / "cls.npz", X=X, y=y)
     assert main(["certify", "--data", str(files / "cls.npz"), "--k", "2", "--lambda2", "1",
                  "--loss", "logistic", "--fit-intercept"]) == 2
-    assert "not supported" in _one_error_line(capsys)
+    assert "not supported" in one_error_line(capsys)
 
 
 def test_certify_default_job_uses_diabetes(tmp_path, monkeypatch, capsys, fake_api):
