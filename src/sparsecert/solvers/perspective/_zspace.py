@@ -1,13 +1,16 @@
-"""Kernels of the z-space strategy (see ``zspace``): the exact capped-simplex projection."""
+"""Kernels of the z-space strategy (see ``zspace``): the exact capped-simplex projection and the
+whole accelerated projected-gradient loop on the indicators (no Python per iteration)."""
 
 from __future__ import annotations
 
 import numpy as np
 from numba import njit
 
+from sparsecert.solvers.perspective._gfun import gstar_node
 from sparsecert.solvers.perspective._order import argsort_desc
 
-__all__ = ["project_capped"]
+__all__ = ["project_capped", "zspace_eval", "zspace_bound", "zspace_chunk", "RUNNING",
+           "CONVERGED", "CUTOFF", "MAX_ITER", "FAILED"]
 
 
 @njit(cache=True, nogil=True)
@@ -63,3 +66,284 @@ def project_capped(v: np.ndarray, k: float) -> np.ndarray:
     for i in range(p):
         z[i] = min(max(v[i] - tau, 0.0), 1.0)
     return z
+
+
+#: status codes of :func:`zspace_chunk`
+RUNNING, CONVERGED, CUTOFF, MAX_ITER, FAILED = 0, 1, 2, 3, 4
+#: the system is declared lost to rounding when ``sum_j z_j ||x_j||^2 / lambda2`` (the trace
+#: of ``X diag(z) X^T / lambda2``) reaches this: its identity part is then below about 1/16 of
+#: the rounding error of its largest entries (the n x n factorisation would fail there too)
+TRACE_LIMIT = 2.0 ** 48
+#: the scalars of a z-space run carried from one chunk to the next (indices into ``scal``)
+S_T, S_L, S_F, S_BEST, S_IT, S_REST = 0, 1, 2, 3, 4, 5
+
+
+@njit(cache=True, nogil=True)
+def _cholesky(G, m):
+    """In place: the lower Cholesky factor of ``G[:m, :m]`` (lower triangle read); False when a
+    pivot is not positive and finite."""
+    for j in range(m):
+        rj = G[j]
+        d = rj[j]
+        for q in range(j):
+            d -= rj[q] * rj[q]
+        if not (d > 0.0 and d < np.inf):
+            return False
+        d = np.sqrt(d)
+        rj[j] = d
+        for i in range(j + 1, m):
+            ri = G[i]
+            s = ri[j]
+            for q in range(j):
+                s -= ri[q] * rj[q]
+            ri[j] = s / d
+    return True
+
+
+@njit(cache=True, nogil=True)
+def _cho_solve(G, m, v):
+    """In place: ``v[:m] <- (L L^T)^{-1} v[:m]`` with ``L`` the factor in ``G[:m, :m]``."""
+    for i in range(m):
+        ri = G[i]
+        s = v[i]
+        for q in range(i):
+            s -= ri[q] * v[q]
+        v[i] = s / ri[i]
+    for i in range(m - 1, -1, -1):
+        s = v[i]
+        for q in range(i + 1, m):
+            s -= G[q, i] * v[q]
+        v[i] = s / G[i, i]
+
+
+@njit(cache=True, nogil=True)
+def zspace_eval(XTA, y, lam, stA, freeA, zf, norms, B, G, u, alpha, c, grad):
+    """``phi(z)`` at the free indicators ``zf``, with ``alpha``, ``c = X_A^T alpha`` and the free
+    gradient ``grad`` written; NaN when the system is lost to rounding.
+
+    ``XTA`` holds the active columns as rows (C-contiguous, ``(m_A, n)``), ``stA`` their states
+    (1 in, 2 free), ``freeA`` the rows of the free ones, ``norms`` their squared norms. With the
+    ``s`` columns of positive ``z`` scaled to ``B_r = sqrt(z_r / lambda2) x_r`` (rows of ``B``),
+    ``alpha = (I + B^T B)^{-1} y`` is computed from the smaller of the two systems: for
+    ``s <= n`` by Woodbury, ``alpha = y - B^T (I + B B^T)^{-1} B y`` (s x s), else directly
+    (n x n). ``G`` (at least ``min(s, n)`` square) and ``u`` are work space.
+    """
+    mA, n = XTA.shape
+    nf = freeA.shape[0]
+    # z on the active rows: 1 in, zf free; the rows of positive z scaled into B
+    s = 0
+    trace = 0.0
+    fi = 0
+    for r in range(mA):
+        if stA[r] == 1:
+            zr = 1.0
+        else:
+            zr = zf[fi]
+            fi += 1
+        if zr > 0.0:
+            w = zr / lam
+            trace += w * norms[r]
+            d = np.sqrt(w)
+            src = XTA[r]
+            dst = B[s]
+            for i in range(n):
+                dst[i] = d * src[i]
+            s += 1
+    if not trace < TRACE_LIMIT:
+        return np.nan
+    if s <= n:
+        for a in range(s):
+            ba = B[a]
+            ga = G[a]
+            for b in range(a + 1):
+                bb = B[b]
+                acc = 0.0
+                for i in range(n):
+                    acc += ba[i] * bb[i]
+                ga[b] = acc
+            ga[a] += 1.0
+            acc = 0.0
+            for i in range(n):
+                acc += ba[i] * y[i]
+            u[a] = acc
+        if not _cholesky(G, s):
+            return np.nan
+        _cho_solve(G, s, u)
+        for i in range(n):
+            alpha[i] = y[i]
+        for a in range(s):
+            va = u[a]
+            ba = B[a]
+            for i in range(n):
+                alpha[i] -= va * ba[i]
+    else:
+        for a in range(n):
+            ga = G[a]
+            for b in range(a + 1):
+                ga[b] = 0.0
+        for r in range(s):
+            br = B[r]
+            for a in range(n):
+                bra = br[a]
+                if bra != 0.0:
+                    ga = G[a]
+                    for b in range(a + 1):
+                        ga[b] += bra * br[b]
+        for a in range(n):
+            G[a, a] += 1.0
+            alpha[a] = y[a]
+        if not _cholesky(G, n):
+            return np.nan
+        _cho_solve(G, n, alpha)
+    phi = 0.0
+    for i in range(n):
+        phi += y[i] * alpha[i]
+    for r in range(mA):
+        src = XTA[r]
+        acc = 0.0
+        for i in range(n):
+            acc += src[i] * alpha[i]
+        c[r] = acc
+    for q in range(nf):
+        cq = c[freeA[q]]
+        grad[q] = -(cq * cq) / lam
+    return phi
+
+
+@njit(cache=True, nogil=True)
+def zspace_bound(y, lam, stA, budget, alpha, c, a):
+    """``D(-2 alpha) = 2 y^T alpha - ||alpha||^2 - 2 lambda2 g*_node(c / lambda2)`` (the Fenchel
+    dual at ``zeta = -2 alpha``; ``c = X_A^T alpha`` on the active columns, ``a`` work space)."""
+    ya = 0.0
+    aa = 0.0
+    for i in range(y.shape[0]):
+        ya += y[i] * alpha[i]
+        aa += alpha[i] * alpha[i]
+    for r in range(c.shape[0]):
+        a[r] = c[r] / lam
+    return 2.0 * ya - aa - 2.0 * lam * gstar_node(a, stA, budget, np.inf)
+
+
+@njit(cache=True, nogil=True)
+def _coef_into(stA, zf, c, lam, out):
+    """``b(z) = z * c / lambda2`` on the active columns."""
+    fi = 0
+    for r in range(stA.shape[0]):
+        if stA[r] == 1:
+            zr = 1.0
+        else:
+            zr = zf[fi]
+            fi += 1
+        out[r] = zr * c[r] / lam
+
+
+@njit(cache=True, nogil=True)
+def zspace_chunk(XTA, y, lam, stA, freeA, budget, norms, zf, zp, scal, bp, dual, c_last,
+                 rel_tol, max_iter, n_steps, cut):
+    """At most ``n_steps`` iterations of accelerated projected gradient on the free indicators
+    (FISTA with backtracking and function-value restart, see ``zspace``); returns a status code.
+
+    The run's state travels in the arrays: ``zf`` and ``zp`` (the iterate and the previous one,
+    free entries), ``scal`` (t, L, f, best bound, iterations, restarts; ``f`` NaN before the
+    first call), ``bp`` and ``dual`` (the point ``b(z)`` on the active columns and ``-2 alpha``
+    at the best bound), ``c_last`` (``X_A^T alpha`` at ``zf``).
+    """
+    mA, n = XTA.shape
+    nf = freeA.shape[0]
+    B = np.empty((mA, n))
+    G = np.empty((n, n))
+    u = np.empty(n)
+    ay = np.empty(n)
+    an = np.empty(n)
+    cy = np.empty(mA)
+    cn = np.empty(mA)
+    gy = np.empty(nf)
+    gn = np.empty(nf)
+    work = np.empty(mA)
+    v = np.empty(nf)
+    fb = float(budget)
+    if scal[S_F] != scal[S_F]:  # first call: phi at the start
+        f0 = zspace_eval(XTA, y, lam, stA, freeA, zf, norms, B, G, u, an, c_last, gn)
+        if f0 != f0:
+            return FAILED
+        scal[S_F] = f0
+        for q in range(nf):
+            zp[q] = zf[q]
+    t = scal[S_T]
+    L = scal[S_L]
+    f = scal[S_F]
+    best = scal[S_BEST]
+    it = int(scal[S_IT])
+    n_rest = int(scal[S_REST])
+    status = RUNNING
+    steps = 0
+    while True:
+        if it >= max_iter:
+            status = MAX_ITER
+            break
+        if steps >= n_steps:
+            break
+        steps += 1
+        tn = 0.5 * (1.0 + np.sqrt(1.0 + 4.0 * t * t))
+        mom = (t - 1.0) / tn
+        for q in range(nf):
+            v[q] = zf[q] + mom * (zf[q] - zp[q])
+        yf = project_capped(v, fb)
+        fy = zspace_eval(XTA, y, lam, stA, freeA, yf, norms, B, G, u, ay, cy, gy)
+        if fy != fy:
+            status = FAILED
+            break
+        lb = zspace_bound(y, lam, stA, budget, ay, cy, work)
+        if lb > best:
+            best = lb
+            _coef_into(stA, yf, cy, lam, bp)
+            for i in range(n):
+                dual[i] = -2.0 * ay[i]
+        it += 1
+        if best >= cut:
+            status = CUTOFF
+            break
+        while True:
+            for q in range(nf):
+                v[q] = yf[q] - gy[q] / L
+            zn = project_capped(v, fb)
+            fn = zspace_eval(XTA, y, lam, stA, freeA, zn, norms, B, G, u, an, cn, gn)
+            if fn != fn:
+                break
+            gd = 0.0
+            dd = 0.0
+            for q in range(nf):
+                d = zn[q] - yf[q]
+                gd += gy[q] * d
+                dd += d * d
+            if fn <= fy + gd + 0.5 * L * dd + 1e-12 * max(1.0, abs(fy)) or L > 1e300:
+                break
+            L *= 2.0
+        if fn != fn:
+            status = FAILED
+            break
+        if fn > f:
+            t = 1.0
+            n_rest += 1
+            for q in range(nf):
+                zp[q] = zn[q]
+        else:
+            for q in range(nf):
+                zp[q] = zf[q]
+            t = tn
+        for q in range(nf):
+            zf[q] = zn[q]
+        for r in range(mA):
+            c_last[r] = cn[r]
+        f = fn
+        L *= 0.9
+        if f - best <= rel_tol * max(1.0, abs(f)):
+            status = CONVERGED
+            break
+    scal[S_T] = t
+    scal[S_L] = L
+    scal[S_F] = f
+    scal[S_BEST] = best
+    scal[S_IT] = it
+    scal[S_REST] = n_rest
+    return status
