@@ -1,10 +1,12 @@
-"""The FISTA kernel's state record: chunked runs continue exactly where they stopped."""
+"""The FISTA kernel's state record: chunked runs continue exactly where they stopped, and the
+polishing schedule inside the kernel is the one written out in Python between chunks."""
 
 import numpy as np
 import pytest
 
 from sparsecert.solvers.perspective import RelaxationProblem
 from sparsecert.solvers.perspective._fista import (
+    POLISH_BLAS_SPEEDUP,
     RESTART_BOTH,
     fista_chunk,
     fista_data,
@@ -13,8 +15,9 @@ from sparsecert.solvers.perspective._fista import (
 )
 from sparsecert.solvers.perspective._linalg import xb
 from sparsecert.solvers.perspective.evaluate import objective
-from sparsecert.solvers.perspective.full import initial_L
+from sparsecert.solvers.perspective.full import Runner, initial_L
 from sparsecert.solvers.perspective.node import node_state
+from sparsecert.solvers.perspective.polish import Polisher
 
 
 @pytest.mark.parametrize("loss,icpt", [("squared", False), ("logistic", True),
@@ -64,3 +67,77 @@ def test_chunks_of_one_iteration_equal_one_long_run(loss, icpt):
     assert a.get("n_restart") > 0
     assert np.isfinite(a.get("best")) and a.get("best") <= a.get("px")
     assert a.get("L") != initial_L(prob, prob.norm_sq, ux0)  # l_down moved the step
+
+
+def _python_schedule(prob, state, budget, it, tol, n_max, polisher):
+    """The polishing schedule written out in Python between 10-iteration chunks of the kernel
+    (whose own schedule is off): the reference for the schedule the kernel runs inside."""
+    data, sig, stable, since, n_fail, n_polish = fista_data(prob), None, 0, 0, 0, 0
+    n = prob.n_samples
+    n_active = int(np.sum(state != 0))
+    done = status = 0
+    while done < n_max:
+        m = min(10, n_max - done)
+        status, n_it = fista_chunk(data, None, state, budget, it, tol, m, RESTART_BOTH,
+                                   np.inf, 1.0)
+        done += n_it
+        if status != 0:
+            break
+        since += n_it
+        s = np.sign(it.x).astype(np.int8)
+        if sig is not None:
+            changed = int(np.count_nonzero(s != sig))
+            nnz = int(np.count_nonzero(s))
+            stable = stable + n_it if changed <= max(2, nnz // 100) else 0
+        sig = s
+        mm = int(np.count_nonzero(s))
+        wait = max(30.0, 2.0 * (n * mm * mm + mm ** 3 / 3.0)
+                   / (POLISH_BLAS_SPEEDUP * n * (n_active + mm)))
+        if n_fail >= 6 or stable < 20 or since < wait:
+            continue
+        since = 0
+        fails = it.get("pol_fail")
+        status = polisher.polish(it, tol, np.inf)
+        n_polish += 1
+        n_fail += it.get("pol_fail") - fails
+        if status != 0:
+            break
+    return status, done, n_polish
+
+
+def test_the_kernels_polishing_schedule_equals_the_python_schedule():
+    rng = np.random.default_rng(7)
+    n, p, k = 120, 160, 6
+    X = rng.standard_normal((n, p))
+    y = X[:, :6] @ rng.standard_normal(6) + rng.standard_normal(n)
+    prob = RelaxationProblem.from_data(X, y, 0.05, loss="squared")
+    state, budget = node_state(p, k, np.zeros(p, bool), np.zeros(p, bool))
+    x0 = np.zeros(p)
+    ux0 = xb(prob.XT, x0)
+
+    def fresh():
+        return new_iterate(x0, ux0, initial_L(prob, prob.norm_sq, ux0),
+                           objective(prob, state, budget, x0, ux0))
+
+    tol, n_max = 1e-9, 600
+    a = fresh()
+    pol_a = Polisher(prob, state, budget)
+    st_a, done_a = Runner(None, RESTART_BOTH).run(fista_data(prob), None, state, budget, a,
+                                                  tol, n_max, np.inf, pol_a)
+    b = fresh()
+    st_b, done_b, n_polish_b = _python_schedule(prob, state, budget, b, tol, n_max,
+                                                Polisher(prob, state, budget))
+    assert (st_a, done_a) == (st_b, done_b)
+    assert pol_a.n_polish == n_polish_b >= 1  # the schedule did fire
+    for name in ("x", "x_prev", "ux", "ux_prev", "bound_point", "dual"):
+        np.testing.assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)
+    for name in ("best", "px", "t", "L", "n_restart"):
+        assert a.get(name) == b.get(name), name
+    # a deadline far away cuts the run into chunks of other lengths: the same run
+    c = fresh()
+    st_c, done_c = Runner(1e300, RESTART_BOTH).run(fista_data(prob), None, state, budget, c,
+                                                   tol, n_max, np.inf,
+                                                   Polisher(prob, state, budget))
+    assert (st_c, done_c) == (st_a, done_a)
+    np.testing.assert_array_equal(c.x, a.x)
+    assert c.get("best") == a.get("best")

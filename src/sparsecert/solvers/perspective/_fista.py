@@ -12,7 +12,13 @@ halved since the last restart), 3 both. The step is ``1/L``; ``L`` is increased 
 whenever the descent-lemma test fails (needed for Poisson, a safeguard otherwise).
 
 The kernel works in chunks (``max_iter`` per call) so that the caller can read a clock between
-calls. Its inputs are two small records (plain named tuples of arrays and scalars, so that the
+calls; without a clock one call runs the node to its end. It also runs the polishing schedule
+(see ``polish``): every ``pol_every`` iterations it compares the signs of the iterate with the
+last check's and, when the support has been stable long enough, returns ``ST_POLISH`` so that
+the caller polishes the iterate. The schedule is counted in iterations (and a deterministic
+flop model), so the run does not depend on how it was cut into chunks.
+
+Its inputs are two small records (plain named tuples of arrays and scalars, so that the
 compiled kernel is cached): :class:`FistaData`, what it reads, and :class:`FistaIterate`, the
 state it advances in place, whose scalars live in a one-element structured array ``sc`` with
 the named fields of :data:`SCALARS`.
@@ -34,9 +40,14 @@ from sparsecert.solvers.perspective._prox import prox_node
 
 __all__ = ["FistaData", "Intercept", "intercept", "FistaIterate", "SCALARS", "fista_data",
            "new_iterate", "fista_chunk", "prox_grad_step", "ST_RUNNING", "ST_CONVERGED",
-           "ST_CUTOFF", "RESTART_NONE", "RESTART_FUNCTION", "RESTART_GAP", "RESTART_BOTH"]
+           "ST_CUTOFF", "ST_POLISH", "POLISH_BLAS_SPEEDUP", "RESTART_NONE", "RESTART_FUNCTION",
+           "RESTART_GAP", "RESTART_BOTH"]
 
-ST_RUNNING, ST_CONVERGED, ST_CUTOFF = 0, 1, 2
+ST_RUNNING, ST_CONVERGED, ST_CUTOFF, ST_POLISH = 0, 1, 2, 3
+
+#: BLAS is counted this many times faster per flop than the memory-bound mat-vecs of an
+#: iteration in the polishing schedule
+POLISH_BLAS_SPEEDUP = 15.0
 
 RESTART_NONE, RESTART_FUNCTION, RESTART_GAP, RESTART_BOTH = 0, 1, 2, 3
 
@@ -52,6 +63,15 @@ SCALARS = np.dtype([
     ("c", np.float64),            # intercept: current, previous, at the bound point
     ("c_prev", np.float64),
     ("c_bp", np.float64),
+    # the polishing schedule (``pol_every = 0``: no polishing)
+    ("pol_every", np.int64),      # iterations between two checks of the signs
+    ("pol_count", np.int64),      # iterations since the last check
+    ("pol_since", np.int64),      # iterations since the last polish
+    ("pol_stable", np.int64),     # iterations the signs have been nearly stable
+    ("pol_fail", np.int64),       # polishes that did not help
+    ("pol_has_sig", np.int64),    # 1 once ``sig`` holds the signs of a check
+    ("pol_n", np.int64),          # the samples and active columns (the flop model)
+    ("pol_active", np.int64),
 ], align=True)
 
 
@@ -88,7 +108,8 @@ class FistaIterate(NamedTuple):
 
     ``x, x_prev`` the iterates, ``ux, ux_prev`` their images ``X x`` (plus the intercept),
     ``bound_point`` and ``dual`` where the best bound was attained, ``sc`` the scalars (a
-    one-element array of dtype :data:`SCALARS`).
+    one-element array of dtype :data:`SCALARS`), ``sig`` the signs of ``x`` at the last check
+    of the polishing schedule.
     """
 
     x: np.ndarray
@@ -98,6 +119,7 @@ class FistaIterate(NamedTuple):
     bound_point: np.ndarray
     dual: np.ndarray
     sc: np.ndarray
+    sig: np.ndarray
 
     def get(self, name: str) -> float:
         """A scalar of the state by name (Python side)."""
@@ -136,7 +158,45 @@ def new_iterate(x0: np.ndarray, ux0: np.ndarray, L: float, px: float, c0: float 
     s["c"] = s["c_prev"] = s["c_bp"] = c0
     bp = np.zeros(x0.shape[0]) if bound_point is None else bound_point.copy()
     du = np.zeros(ux0.shape[0]) if dual is None else dual.copy()
-    return FistaIterate(x0.copy(), x0.copy(), ux0.copy(), ux0.copy(), bp, du, sc)
+    return FistaIterate(x0.copy(), x0.copy(), ux0.copy(), ux0.copy(), bp, du, sc,
+                        np.zeros(x0.shape[0], dtype=np.int8))
+
+
+@njit(cache=True, nogil=True)
+def _polish_due(x, sig, sc):
+    """One check of the polishing schedule after ``pol_every`` iterations (updates ``sig`` and
+    the schedule's scalars); True when a polish is due.
+
+    The signs are nearly stable when only a few tiny coordinates enter or leave; a polish
+    costs a Gram matrix of the support, so it waits for a number of iterations that keeps it
+    below about a third of the time by a flop model (BLAS ``POLISH_BLAS_SPEEDUP`` x faster per
+    flop than the memory-bound mat-vecs of an iteration).
+    """
+    every = sc["pol_every"]
+    sc["pol_since"] += every
+    changed = 0
+    nnz = 0
+    for j in range(x.shape[0]):
+        s = np.int8(1) if x[j] > 0.0 else (np.int8(-1) if x[j] < 0.0 else np.int8(0))
+        if s != sig[j]:
+            changed += 1
+        if s != 0:
+            nnz += 1
+        sig[j] = s
+    if sc["pol_has_sig"] != 0:
+        if changed <= max(2, nnz // 100):
+            sc["pol_stable"] += every
+        else:
+            sc["pol_stable"] = 0
+    sc["pol_has_sig"] = 1
+    n = float(sc["pol_n"])
+    m = float(nnz)
+    per_iter = n * (float(sc["pol_active"]) + m)
+    wait = max(30.0, 2.0 * (n * m * m + m ** 3 / 3.0) / (POLISH_BLAS_SPEEDUP * per_iter))
+    if sc["pol_fail"] >= 6 or sc["pol_stable"] < 20 or float(sc["pol_since"]) < wait:
+        return False
+    sc["pol_since"] = 0
+    return True
 
 
 @njit(cache=True, nogil=True)
@@ -146,8 +206,9 @@ def fista_chunk(data, icpt, state, budget, it, rel_tol, max_iter, restart, cutof
     ``data`` (:class:`FistaData`) is read, ``it`` (:class:`FistaIterate`) advanced in place,
     ``icpt`` is an :class:`Intercept` or ``None``.
     ``state`` / ``budget``: the node (0 out / 1 in / 2 free, budget of the free coordinates).
-    Stops on ``(P - best) <= rel_tol * max(1, |P|)`` (status 1), ``best >= cutoff`` (status 2)
-    or after ``max_iter`` iterations (status 0). ``l_down``: ``L`` is multiplied by it before
+    Stops on ``(P - best) <= rel_tol * max(1, |P|)`` (status 1), ``best >= cutoff`` (status 2),
+    when a polish is due (status 3, see :func:`_polish_due`; only with ``pol_every > 0``) or
+    after ``max_iter`` iterations (status 0). ``l_down``: ``L`` is multiplied by it before
     each step (then backtracked).
 
     With an intercept, ``ux`` holds ``X x + c`` and the bound is the Fenchel
@@ -179,6 +240,7 @@ def fista_chunk(data, icpt, state, budget, it, rel_tol, max_iter, restart, cutof
     c = sc["c"]
     c_prev = sc["c_prev"]
     c_bp = sc["c_bp"]
+    pol_every = sc["pol_every"]
     twolam = 2.0 * lam
     zeta = np.empty(n)
     yv = np.empty(p)
@@ -293,6 +355,13 @@ def fista_chunk(data, icpt, state, budget, it, rel_tol, max_iter, restart, cutof
         if Px - best <= rel_tol * max(1.0, abs(Px)):
             status = ST_CONVERGED
             break
+        if pol_every > 0:
+            sc["pol_count"] += 1
+            if sc["pol_count"] >= pol_every:
+                sc["pol_count"] = 0
+                if _polish_due(x, it.sig, sc):
+                    status = ST_POLISH
+                    break
     sc["t"] = t
     sc["L"] = L
     sc["best"] = best

@@ -18,6 +18,7 @@ from sparsecert.solvers.losses import POISSON
 from sparsecert.solvers.perspective._fista import (
     ST_CONVERGED,
     ST_CUTOFF,
+    ST_POLISH,
     fista_chunk,
     fista_data,
     intercept,
@@ -46,7 +47,12 @@ def initial_L(prob, norm_sq: float, ub: np.ndarray) -> float:
 
 
 class Runner:
-    """Chunked calls of the FISTA kernel with a wall-clock limit."""
+    """Calls of the FISTA kernel with a wall-clock limit.
+
+    Without a limit one call runs the node to its end (the kernel returns only to have the
+    iterate polished); with one, the calls are chunks of iterations sized to read the clock
+    about four times in the remaining time.
+    """
 
     def __init__(self, deadline: float | None, restart: int):
         self.deadline = deadline
@@ -59,21 +65,17 @@ class Runner:
         status = 0
         chunk = n_max if self.deadline is None else 20
         if polisher is not None:
-            chunk = polisher.every
+            polisher.arm(it)
         while done < n_max:
             m = min(chunk, n_max - done)
             t_start = time.perf_counter()
             status, n_it = fista_chunk(data, icpt, state, budget, it, tol, m, self.restart,
                                        cutoff, L_DOWN)
             done += n_it
+            if status == ST_POLISH:
+                status = polisher.polish(it, tol, cutoff)
             if status != 0:
                 break
-            if polisher is not None:
-                status = polisher.after_chunk(n_it, it, tol, cutoff)
-                if status != 0:
-                    break
-                if self.deadline is None:
-                    continue
             if self.deadline is not None:
                 now = time.perf_counter()
                 if now >= self.deadline:
@@ -81,8 +83,6 @@ class Runner:
                     break
                 per_it = (now - t_start) / max(n_it, 1)
                 chunk = int(min(max(20, 0.25 * (self.deadline - now) / max(per_it, 1e-9)), 5000))
-                if polisher is not None:
-                    chunk = min(chunk, polisher.every)
         return status, done
 
     def status_name(self, status: int) -> str:

@@ -15,7 +15,8 @@ value by many iterations. Once the structure of the iterate is stable -- the sup
 whose minimiser is found by a few Newton steps (one for least squares). The polished point is
 only a *candidate*: :class:`Polisher` evaluates the true ``P`` and the valid bound ``LB`` there
 (over all columns) and keeps it only if it helps, so a wrong structure can never produce a wrong
-bound. The schedule (when to try) is a deterministic flop model, so runs are reproducible.
+bound. The schedule (when to try, run inside the FISTA kernel) is a deterministic flop model,
+so runs are reproducible.
 """
 
 from __future__ import annotations
@@ -40,9 +41,6 @@ __all__ = ["structure", "newton_polish", "Polisher", "POLISH", "POLISH_MIN_COLUM
 #: Newton polishing of the iterate when at least this many columns are active
 POLISH = True
 POLISH_MIN_COLUMNS = 150
-#: BLAS is counted this many times faster per flop than the memory-bound mat-vecs of an
-#: iteration in the polishing schedule
-POLISH_BLAS_SPEEDUP = 15.0
 
 
 def structure(x: np.ndarray, state: np.ndarray, budget: int):
@@ -166,50 +164,35 @@ def _newton_polish(X, y, loss_id, lam, mu, x, state, budget, max_steps):
 class Polisher:
     """Newton polishing of the FISTA iterate once its structure is stable.
 
-    Every candidate is checked with the true objective and the valid bound over all columns;
-    it replaces the iterate only if its objective is lower and raises the bound only through
-    the running maximum.
+    The FISTA kernel runs the schedule (when to try: see ``_fista._polish_due``) and returns
+    ``ST_POLISH`` when a polish is due; :meth:`polish` then tries one. Every candidate is
+    checked with the true objective and the valid bound over all columns; it replaces the
+    iterate only if its objective is lower and raises the bound only through the running
+    maximum.
     """
 
     every = 10
 
     def __init__(self, prob, state, budget):
         self.prob, self.state, self.budget = prob, state, budget
-        self.sig = None
-        self.stable = 0
-        self.since = 0
-        self.n_fail = 0
         self.n_polish = 0
         self.n_active = int(np.sum(state != OUT))
 
-    def after_chunk(self, n_it, it, tol, cutoff) -> int:
-        """Called after a chunk of ``n_it`` iterations on the FISTA state ``it``; returns the
-        kernel status (1 converged, 2 cutoff) if a polish settled the node, else 0."""
-        self.since += n_it
-        x = it.x
-        sig = np.sign(x).astype(np.int8)
-        if self.sig is not None:
-            changed = int(np.count_nonzero(sig != self.sig))
-            nnz = int(np.count_nonzero(sig))
-            # nearly stable: only a few tiny coordinates enter or leave
-            self.stable = self.stable + n_it if changed <= max(2, nnz // 100) else 0
-        self.sig = sig
-        # a polish costs a Gram matrix of the support: keep it below ~1/3 of the time, with a
-        # deterministic flop model (BLAS ~POLISH_BLAS_SPEEDUP x faster per flop than the
-        # memory-bound mat-vecs of an iteration) so that runs are reproducible
-        n = self.prob.n_samples
-        m = int(np.count_nonzero(sig))
-        per_iter = n * (self.n_active + m)
-        wait = max(30.0, 2.0 * (n * m * m + m ** 3 / 3.0) / (POLISH_BLAS_SPEEDUP * per_iter))
-        if self.n_fail >= 6 or self.stable < 20 or self.since < wait:
-            return 0
-        self.since = 0
+    def arm(self, it) -> None:
+        """Switch the kernel's polishing schedule on for the FISTA state ``it``."""
+        it.set("pol_every", self.every)
+        it.set("pol_n", self.prob.n_samples)
+        it.set("pol_active", self.n_active)
+
+    def polish(self, it, tol, cutoff) -> int:
+        """Try one polish of the FISTA state ``it`` (the kernel said one is due); returns the
+        kernel status (1 converged, 2 cutoff) if it settled the node, else 0."""
         prob, state, budget = self.prob, self.state, self.budget
-        cand = newton_polish(prob.X, prob.y, prob.loss_id, prob.lam_eff, prob.mu, x, state,
+        cand = newton_polish(prob.X, prob.y, prob.loss_id, prob.lam_eff, prob.mu, it.x, state,
                              budget)
         self.n_polish += 1
         if cand is None:
-            self.n_fail += 1
+            it.set("pol_fail", it.get("pol_fail") + 1)
             return 0
         uc = xb(prob.XT, cand)
         Pc = objective(prob, state, budget, cand, uc)
@@ -237,7 +220,7 @@ class Polisher:
             it.set("px", Pc)
             it.set("t", 1.0)
         if not improved:
-            self.n_fail += 1
+            it.set("pol_fail", it.get("pol_fail") + 1)
         if best >= cutoff:
             return ST_CUTOFF
         if px - best <= tol * max(1.0, abs(px)):
