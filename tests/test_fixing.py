@@ -319,3 +319,40 @@ def test_a_tampered_fixing_is_rejected():
     rep = verify_certificate(build(flip), X, y)
     assert not rep.ok and rep.exit_code == 1
     assert "tree_fixings" in set(rep.failed_checks)
+
+
+@pytest.mark.parametrize("loss,icpt", [("squared", True), ("logistic", True),
+                                       ("squared", False)])
+def test_terms_on_the_columns_not_fixed_out_are_those_of_the_whole_witness(loss, icpt):
+    from sparsecert.bnb.evaluate import node_witness
+    from sparsecert.bnb.fixing import WitnessTerms, fixing_plan
+
+    rng = np.random.default_rng(4)
+    n, p, k = 12, 40, 4
+    X = rng.standard_normal((n, p)) + 0.5
+    u = X[:, 0] - X[:, 5]
+    y = u + 0.3 * rng.standard_normal(n) if loss == "squared" else np.sign(u + 0.1)
+    prob = RelaxationProblem.from_data(X, y, 0.5, loss=loss, fit_intercept=icpt)
+    fi, fo = _masks(p, fixed_in=(5,), fixed_out=range(20, 37))
+    res = solve_node(prob, k, fi, fo, rel_tol=1e-9)
+    witness = node_witness(prob, res)
+    cols = np.flatnonzero(~fo)
+    terms = WitnessTerms(prob)
+    whole, sub = terms.safe(witness), terms.safe(witness, cols)
+    assert (sub.k_mid, sub.k_lo, sub.lam) == (whole.k_mid, whole.k_lo, whole.lam)
+    np.testing.assert_allclose(sub.h_mid[cols], whole.h_mid[cols], rtol=1e-13)
+    np.testing.assert_allclose(sub.h_hi[cols], whole.h_hi[cols], rtol=1e-13)
+    assert np.all(sub.h_hi[fo] == np.inf)  # never read; a bound from them would be -inf
+    K, lam, h = terms.plain(witness, cols)
+    K0, lam0, h0 = terms.plain(witness)
+    assert (K, lam) == (K0, lam0)
+    np.testing.assert_allclose(h[cols], h0[cols], rtol=1e-13)
+    # the plans from both agree (cutoffs just above the node's bound fix some variables)
+    n_fixed = 0
+    for rise in (1e-3, 1e-2, 1e-1):
+        cut = res.lower_bound + rise * abs(res.lower_bound)
+        a = plan_fixings(whole, fi, fo, k, cut * (1 + 1e-9))
+        b = fixing_plan(terms, witness, fi, fo, k, cut)
+        assert a.fixings == ([] if b is None else b.fixings)
+        n_fixed += len(a.fixings)
+    assert n_fixed > 0

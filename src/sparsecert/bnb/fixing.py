@@ -290,8 +290,12 @@ class WitnessTerms:
         prob = self.problem
         return get_loss(prob.loss).gradient(prob.X @ vec, prob.y)
 
-    def plain(self, witness) -> tuple[float, float, np.ndarray]:
-        """``(bound constant K, weight lam, terms h)`` of a witness, plain floating point."""
+    def plain(self, witness, cols: np.ndarray | None = None) -> tuple[float, float, np.ndarray]:
+        """``(bound constant K, weight lam, terms h)`` of a witness, plain floating point.
+
+        With ``cols`` (the columns not fixed out at the node) the terms of the other columns are
+        not computed (they are ``inf``: no node region reads them).
+        """
         prob = self.problem
         kind, vec = witness
         if kind == "point" and prob.mu > 0.0:  # the shifted relaxation's tangent at b~
@@ -300,22 +304,48 @@ class WitnessTerms:
             lam = prob.lambda2 + prob.mu
             K = float(prob.y @ prob.y - u @ u + prob.mu * (vec @ vec))
             return K, lam, _huber(np.abs(s) / (2.0 * lam), prob.M)
-        K, h = dual_terms(prob, self._zeta(witness))
-        return K, prob.lambda2, h
+        zeta = self._zeta(witness)
+        if cols is None or cols.size == prob.n_features:
+            K, h = dual_terms(prob, zeta)
+            return K, prob.lambda2, h
+        from sparsecert.solvers.losses import get_loss
 
-    def safe(self, witness) -> TermBound | None:
-        """The rigorous terms of a witness (as the certificate evaluates it)."""
+        K = -get_loss(prob.loss).conjugate_sum(zeta, prob.y)
+        h = np.full(prob.n_features, np.inf)
+        h[cols] = _huber(np.abs(zeta @ prob.X[:, cols]) / (2.0 * prob.lambda2), prob.M)
+        return float(K), prob.lambda2, h
+
+    def safe(self, witness, cols: np.ndarray | None = None) -> TermBound | None:
+        """The rigorous terms of a witness (as the certificate evaluates it).
+
+        With ``cols`` (the columns not fixed out at the node) a dual witness is evaluated on
+        those columns only, by an evaluator on that sub-matrix (every term is a function of its
+        own column, the witness and the labels: the same error model); the other terms are
+        ``inf`` (no node region reads them). A shifted witness is always evaluated whole.
+        """
         from sparsecert.solvers.rigorous import SafeEvaluator
 
         prob = self.problem
+        M = None if not np.isfinite(prob.M) else float(prob.M)
         if self._ev is None:
-            M = None if not np.isfinite(prob.M) else float(prob.M)
             self._ev = SafeEvaluator(prob.X, prob.y, prob.loss, prob.lambda2, M,
                                      prob.fit_intercept, prob.mu)
         kind, vec = witness
         if kind == "point" and prob.mu > 0.0:
             return self._ev.witness("shifted", np.asarray(vec, dtype=float))
-        return self._ev.witness("dual", self._ev.dual_witness(self._zeta(witness)))
+        zeta = self._zeta(witness)
+        if cols is None or cols.size == prob.n_features:
+            return self._ev.witness("dual", self._ev.dual_witness(zeta))
+        sub = SafeEvaluator(prob.X[:, cols], prob.y, prob.loss, prob.lambda2, M,
+                            prob.fit_intercept, prob.mu)
+        wb = sub.witness("dual", sub.dual_witness(zeta))
+        if wb is None:
+            return None
+        h_mid = np.full(prob.n_features, np.inf)
+        h_hi = np.full(prob.n_features, np.inf)
+        h_mid[cols] = wb.h_mid
+        h_hi[cols] = wb.h_hi
+        return _PlainTerms(wb.k_mid, wb.k_lo, wb.lam, h_mid, h_hi)
 
 
 def fixing_plan(terms: WitnessTerms, witness, fixed_in: np.ndarray, fixed_out: np.ndarray,
@@ -333,7 +363,8 @@ def fixing_plan(terms: WitnessTerms, witness, fixed_in: np.ndarray, fixed_out: n
     beta = k - int(fixed_in.sum())
     if beta <= 0 or free.size <= beta or not math.isfinite(cutoff):
         return None
-    K, lam, h = terms.plain(witness)
+    cols = np.flatnonzero(~fixed_out)
+    K, lam, h = terms.plain(witness, cols)
     hf = h[free]
     top = -np.partition(-hf, beta)[:beta + 1]  # the beta + 1 largest, unordered
     top.sort()
@@ -342,7 +373,7 @@ def fixing_plan(terms: WitnessTerms, witness, fixed_in: np.ndarray, fixed_out: n
     gain = 2.0 * lam * max(h_beta, h_1 - h_beta1)
     if not bound + gain >= cutoff - 1e-9 * max(1.0, abs(cutoff)):
         return None
-    wb = terms.safe(witness)
+    wb = terms.safe(witness, cols)
     if wb is None:
         return None
     plan = plan_fixings(wb, fixed_in, fixed_out, k, cutoff + FIX_SLACK * max(1.0, abs(cutoff)))
