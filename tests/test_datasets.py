@@ -12,7 +12,12 @@ import numpy as np
 import pytest
 
 from sparsecert import datasets
-from sparsecert.datasets import load_leukemia, load_riboflavin
+from sparsecert.datasets import (
+    DIABETES_FEATURE_NAMES,
+    load_diabetes,
+    load_leukemia,
+    load_riboflavin,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "src" / "sparsecert" / "data"
@@ -24,6 +29,8 @@ REFERENCE = {
                    "c4cb1795adcff890b54890025d51c0153fe4ccf50de47945f0bb996bcdd563e8"),
     "leukemia": ("ada377c73a4769df4d03f9968326b33f03d3d7200fadb373864fee88fca075ca",
                  "b0342f2a2a4535d81b35d7e6c5bb17ba44c17244f0ef9fc95c9d2987cdfc7414"),
+    "diabetes": ("3108d770fbdb92eb6386b2f489879a126bc8c379a2d9f8bbd931ca876b9e2320",
+                 "4911e8747aff95aa1cd523fea86dd91cfd1cd14c1a8ead274f1913b14fa853c4"),
 }
 
 
@@ -34,6 +41,7 @@ def _sha(a: np.ndarray) -> str:
 @pytest.mark.parametrize("name, loader, shape", [
     ("riboflavin", load_riboflavin, (71, 4088)),
     ("leukemia", load_leukemia, (38, 7129)),
+    ("diabetes", load_diabetes, (442, 10)),
 ])
 def test_loaders_return_the_reference_arrays(name, loader, shape):
     X, y = loader()
@@ -43,6 +51,17 @@ def test_loaders_return_the_reference_arrays(name, loader, shape):
     assert np.isfinite(X).all() and np.isfinite(y).all()
     X[0, 0] = 123.0  # the caller owns fresh, writeable arrays
     assert loader()[0][0, 0] != 123.0
+
+
+def test_diabetes_is_scikit_learns_copy_bit_for_bit():
+    """The bundled diabetes data (the default job's) against scikit-learn's own loader."""
+    from sklearn.datasets import load_diabetes as sklearn_diabetes
+
+    ref = sklearn_diabetes()
+    X, y = load_diabetes()
+    assert X.tobytes() == np.asarray(ref.data, dtype=np.float64).tobytes()
+    assert y.tobytes() == np.asarray(ref.target, dtype=np.float64).tobytes()
+    assert list(DIABETES_FEATURE_NAMES) == [str(c) for c in ref.feature_names]
 
 
 def test_leukemia_labels_and_riboflavin_response():
@@ -107,7 +126,7 @@ def test_every_data_file_ships_in_the_wheel_with_its_terms():
         assert (ROOT / needed).is_file()
         assert any(fnmatch.fnmatch(needed, pat) for pat in licence_files), needed
     notes = (DATA / "README.md").read_text()
-    for fname in ("riboflavin.npz", "leukemia.npz"):
+    for fname in ("riboflavin.npz", "leukemia.npz", "diabetes.npz"):
         assert fname in notes  # each bundled file has its provenance and terms written down
 
 

@@ -1,8 +1,10 @@
-"""Data sets: two real p >> n sets shipped with the package, and the synthetic benchmark family.
+"""Data sets: real data shipped with the package, and the synthetic benchmark family.
 
 Real data (bundled, no download; provenance and licence terms in ``sparsecert/data/README.md``,
 shipped with the files, and in the documentation page "Data sets"):
 
+- :func:`load_diabetes`: the diabetes data of Efron et al. (2004), 442 x 10, regression, as
+  scikit-learn ships it (the data of the default ``sparsecert certify`` job).
 - :func:`load_riboflavin`: riboflavin production by *Bacillus subtilis*, 71 x 4088, regression
   (Buhlmann, Kalisch and Meier 2014; from the R package hdi).
 - :func:`load_leukemia`: ALL/AML leukemia gene expression, 38 x 7129, labels -1/+1
@@ -27,11 +29,39 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["load_riboflavin", "load_leukemia", "make_synthetic", "true_support"]
+__all__ = ["load_diabetes", "load_riboflavin", "load_leukemia", "make_synthetic", "true_support",
+           "DIABETES_FEATURE_NAMES"]
 
 #: the folder of the bundled files inside the package, and its manifest
 _DATA_DIR = "data"
 _MANIFEST = "datasets.json"
+#: the names of the diabetes features, in the order of the columns of X
+DIABETES_FEATURE_NAMES = ("age", "sex", "bmi", "bp", "s1", "s2", "s3", "s4", "s5", "s6")
+
+
+def load_diabetes() -> tuple[np.ndarray, np.ndarray]:
+    """Diabetes data: 442 patients, 10 baseline variables, disease progression after one year.
+
+    The data of B. Efron, T. Hastie, I. Johnstone and R. Tibshirani (2004), Least angle
+    regression, Annals of Statistics 32, 407-499, bit for bit as scikit-learn's
+    ``sklearn.datasets.load_diabetes(return_X_y=True)`` returns them: every column of ``X``
+    centred and scaled to unit Euclidean norm, ``y`` the raw progression measure (25 to 346).
+    The column names are :data:`DIABETES_FEATURE_NAMES`. Loading it does not import
+    scikit-learn. See ``sparsecert/data/README.md`` for provenance and terms.
+
+    Returns
+    -------
+    X : numpy.ndarray of shape (442, 10), float64
+    y : numpy.ndarray of shape (442,), float64
+
+    Examples
+    --------
+    >>> from sparsecert.datasets import load_diabetes
+    >>> X, y = load_diabetes()
+    >>> X.shape, y.shape
+    ((442, 10), (442,))
+    """
+    return _load("diabetes")
 
 
 def load_riboflavin() -> tuple[np.ndarray, np.ndarray]:
@@ -153,22 +183,27 @@ def _decode_array(planes: np.ndarray, spec: dict) -> np.ndarray:
 
 
 #: how each bundled set is stored: the decimals of X when it was printed with fixed decimals
-_PACKING = {"riboflavin": {"task": "regression", "X": None, "y": None},
+_PACKING = {"diabetes": {"task": "regression", "X": None, "y": 0},
+            "riboflavin": {"task": "regression", "X": None, "y": None},
             "leukemia": {"task": "classification", "X": 6, "y": 0}}
 
 
-def _pack_bundled(source_dir, out_dir) -> dict[str, Any]:
+def _pack_bundled(source_dir, out_dir, names=None) -> dict[str, Any]:
     """Write the bundled files from reference ``.npz`` files (arrays ``X``, ``y``).
 
-    Build-time helper (never called at run time): ``source_dir`` holds ``riboflavin.npz`` and
-    ``leukemia.npz``; ``out_dir`` receives one compressed ``.npz`` per set and the manifest.
+    Build-time helper (never called at run time): ``source_dir`` holds ``NAME.npz`` for each
+    set of ``names`` (default: all of them); ``out_dir`` receives one compressed ``.npz`` per
+    set and the manifest (entries of other sets already in ``out_dir``'s manifest are kept).
     Refuses to write anything that does not decode to the reference arrays bit for bit.
     """
     from pathlib import Path
 
     src, out = Path(source_dir), Path(out_dir)
     manifest: dict[str, Any] = {"format": "sparsecert-datasets", "version": 1, "datasets": {}}
-    for name, how in _PACKING.items():
+    if (out / _MANIFEST).exists():
+        manifest = json.loads((out / _MANIFEST).read_text(encoding="utf-8"))
+    for name in names if names is not None else list(_PACKING):
+        how = _PACKING[name]
         with np.load(src / f"{name}.npz", allow_pickle=False) as z:
             ref = {key: np.asarray(z[key], dtype=np.float64) for key in ("X", "y")}
         encoded, specs = {}, {}

@@ -23,29 +23,28 @@ import numpy as np
 
 __all__ = ["load_data", "load_default_data", "feature_names", "validate_data"]
 
-DEFAULT_DATA_DESCRIPTION = "scikit-learn's bundled diabetes data"
+DEFAULT_DATA_DESCRIPTION = "the diabetes data (Efron et al. 2004, as scikit-learn ships them)"
 
 
 def load_default_data() -> tuple[np.ndarray, np.ndarray, str]:
-    """scikit-learn's diabetes data (bundled with scikit-learn, no download)."""
-    from sklearn.datasets import load_diabetes
+    """The diabetes data bundled with the package (no download, no scikit-learn import)."""
+    from sparsecert.datasets import load_diabetes
 
-    X, y = load_diabetes(return_X_y=True)
-    return np.asarray(X, dtype=np.float64), np.asarray(y, dtype=np.float64), \
-        DEFAULT_DATA_DESCRIPTION
+    X, y = load_diabetes()
+    return X, y, DEFAULT_DATA_DESCRIPTION
 
 
 def feature_names(path: str | os.PathLike | None, target: str | None = None) -> list[str] | None:
     """The names of the feature columns, in the order of the columns of X.
 
     A ``.csv`` gives its header without the target column; ``None`` (the default data) gives the
-    names of scikit-learn's diabetes features; ``.npz`` and ``.npy`` files have no names
+    names of the diabetes features; ``.npz`` and ``.npy`` files have no names
     (``None``). Call after :func:`load_data` succeeded: the header is not validated again.
     """
     if path is None:
-        from sklearn.datasets import load_diabetes
+        from sparsecert.datasets import DIABETES_FEATURE_NAMES
 
-        return [str(c) for c in load_diabetes().feature_names]
+        return list(DIABETES_FEATURE_NAMES)
     path = os.fspath(path)
     if os.path.splitext(path)[1].lower() != ".csv":
         return None

@@ -5,7 +5,7 @@ error, including a certificate that cannot be read or parsed (one line on stderr
 the gap is above the tolerance asked for.
 
 ``sparsecert certify`` without ``--data`` runs the main job: k = 5, lambda2 = 0.1, with an
-intercept, on scikit-learn's bundled diabetes data; it writes ``sparsecert-certificate.json``
+intercept, on the bundled diabetes data; it writes ``sparsecert-certificate.json``
 (+ ``.npz``) and re-checks it with the standalone verifier.
 """
 
@@ -92,7 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
                                    "||b||_0 <= k to proven optimality and write a certificate. "
                                    "Without --data: the diabetes job (k=5, lambda2=0.1, "
                                    "intercept).")
-    _add_data_args(c, "Default: scikit-learn's diabetes data.")
+    _add_data_args(c, "Default: the bundled diabetes data (442 x 10).")
     c.add_argument("--k", type=_arg(int, check_k), help="maximum number of nonzero coefficients")
     c.add_argument("--lambda2", type=_arg(float), help="ridge penalty (> 0)")
     c.add_argument("--loss", choices=LOSS_NAMES, default="squared",
