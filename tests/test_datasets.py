@@ -64,6 +64,18 @@ def test_diabetes_is_scikit_learns_copy_bit_for_bit():
     assert list(DIABETES_FEATURE_NAMES) == [str(c) for c in ref.feature_names]
 
 
+def test_the_default_job_data_load_without_scikit_learn():
+    import subprocess
+    import sys
+
+    code = ("import sys; from sparsecert.cli.io import load_default_data, feature_names; "
+            "X, y, _ = load_default_data(); names = feature_names(None); "
+            "print(X.shape, len(names), 'sklearn' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120, check=True).stdout
+    assert out.split() == ["(442,", "10)", "10", "False"]
+
+
 def test_leukemia_labels_and_riboflavin_response():
     _, y = load_leukemia()
     assert sorted(set(y.tolist())) == [-1.0, 1.0]

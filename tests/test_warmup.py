@@ -1,5 +1,6 @@
 """The first run's compilation (bnb/warmup.py): a tiny problem on the real problem's code path,
-the node kernel compiled in a second process, and the transpose without a kernel when small."""
+the node kernel compiled in a second process that announces the kernels both processes share,
+and the transpose without a kernel when small."""
 
 import numpy as np
 import pytest
@@ -61,4 +62,41 @@ def test_small_transposes_use_numpy_and_agree_with_the_kernel():
 
 def test_spawned_process_fails_cleanly_on_a_bad_configuration():
     child = warmup._spawn(("no-such-loss", False, False, False, 8, 6))
+    done = warmup._watch(child)
     assert child is not None and child.wait(timeout=300) != 0
+    assert done.wait(timeout=60)  # a failed process releases the waiting one too
+    assert warmup._watch(None).is_set()
+
+
+def test_compiling_process_says_when_the_shared_kernels_are_cached():
+    """The second process announces the shared kernels, which are then in numba's cache for
+    the argument types the bound evaluation of this process passes."""
+    from sparsecert.solvers.perspective._gfun import g_node, gstar_node
+    from sparsecert.solvers.perspective.compiled import is_cached
+
+    rng = np.random.default_rng(2)
+    X = rng.standard_normal((40, 7))
+    prob = RelaxationProblem.from_data(X, X[:, 1], 1.0, fit_intercept=True, eig_shift="auto")
+    config = warmup.tiny_config(prob)
+    child = warmup._spawn(config)
+    assert child is not None
+    lines = child.communicate(timeout=300)[0].splitlines()
+    assert child.returncode == 0 and lines == [warmup.SHARED_DONE]
+    tiny = warmup.tiny_problem(*config)
+    state = np.full(tiny.n_features, 2, dtype=np.int8)
+    b = np.zeros(tiny.n_features)
+    for kernel in (g_node, gstar_node):
+        assert is_cached(kernel, (b, state, 1, float(tiny.M))) is True
+    assert warmup.needs_compiling(prob) is False
+
+
+def test_compiling_process_imports_neither_the_search_nor_scikit_learn():
+    import subprocess
+    import sys
+
+    code = ("import sys; import sparsecert.solvers.perspective.precompile; "
+            "print(sorted(m for m in ('sparsecert.bnb', 'sklearn', 'scipy.optimize') "
+            "if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120, check=True).stdout
+    assert out.strip() == "[]"

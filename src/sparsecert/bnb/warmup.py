@@ -8,10 +8,14 @@ problem that takes the same code paths, so that the caller can announce the comp
 time it.
 
 numba compiles one function at a time per process, so :func:`warm_up` compiles the node
-solver's kernel in a second process (it writes numba's on-disk cache) while this process
-compiles the rest (the refit, the heuristics, the bound evaluation); the tiny search that
-follows loads the node kernel from the cache. Should the second process fail, this process
-compiles the kernel itself: only the time differs.
+solver's kernel in a second process (it writes numba's on-disk cache; see
+:mod:`sparsecert.solvers.perspective.precompile`), and no kernel twice: the second process
+first compiles the kernels that the node kernel and the bound evaluation both call and says
+so, while this process compiles what only it uses (the refit and the heuristics, the relaxed
+indicators) and the node kernel's proximal operator; then each compiles its top-level kernel
+(this one the bound evaluation), loading the shared callees from the cache. The tiny search
+that follows loads everything from the cache. Should the second process fail or be slow,
+this process compiles what is missing itself: only the time differs.
 """
 
 from __future__ import annotations
@@ -19,11 +23,18 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 import time
 
 import numpy as np
 
-__all__ = ["needs_compiling", "warm_up", "tiny_config", "tiny_problem"]
+from sparsecert.solvers.perspective.precompile import (
+    SHARED_DONE,
+    compile_node_kernel,
+    tiny_problem,
+)
+
+__all__ = ["needs_compiling", "warm_up", "tiny_config", "tiny_problem", "compile_node_kernel"]
 
 #: the tiny problems' shapes, tried in this order until one takes the real problem's strategy
 _SHAPES = ((8, 6), (8, 40), (120, 6), (120, 500))
@@ -36,25 +47,6 @@ def needs_compiling(problem) -> bool:
     from sparsecert.solvers.perspective.compiled import node_kernels_cached
 
     return node_kernels_cached(problem) is False
-
-
-def tiny_problem(loss: str, boxed: bool, fit_intercept: bool, shifted: bool, n: int, p: int):
-    """A tiny problem of the given configuration (deterministic: the same in every process)."""
-    from sparsecert.solvers.perspective import RelaxationProblem
-
-    rng = np.random.default_rng(0)
-    X = rng.standard_normal((n, p))
-    u = X[:, 0] - X[:, 1]
-    if loss == "squared":
-        y = u + 0.5 * rng.standard_normal(n)
-    elif loss == "poisson":
-        y = rng.poisson(np.exp(0.3 * u)).astype(float)
-    else:
-        y = np.where(u + 0.5 * rng.standard_normal(n) > 0, 1.0, -1.0)
-        y[:2] = (1.0, -1.0)
-    return RelaxationProblem.from_data(X, y, 1.0, loss=loss, max_abs_coef=1.0 if boxed else None,
-                                       eig_shift="auto" if shifted else None,
-                                       fit_intercept=fit_intercept)
 
 
 def _root_strategy(problem) -> str:
@@ -78,33 +70,14 @@ def tiny_config(problem) -> tuple:
     return (*base, *shapes[0])
 
 
-def compile_node_kernel(config: tuple) -> None:
-    """Compile the FISTA node kernel for the argument types of ``config``'s problems."""
-    from sparsecert.solvers.loss_kernels import loss_value
-    from sparsecert.solvers.perspective._fista import (
-        fista_chunk,
-        fista_data,
-        intercept,
-        new_iterate,
-    )
-    from sparsecert.solvers.perspective._prox import prox_node
-
-    prob = tiny_problem(*config)
-    n, p = prob.n_samples, prob.n_features
-    state = np.full(p, 2, dtype=np.int8)
-    # first what only the FISTA kernel calls (the other process compiles the bound's kernels
-    # meanwhile; whichever process comes second to a shared callee loads it from the cache)
-    prox_node(np.zeros(p), state, 1, 1.0, float(prob.M))
-    loss_value(int(prob.loss_id), np.zeros(n), prob.y)
-    it = new_iterate(np.zeros(p), np.zeros(n), 1.0, 0.0)
-    fista_chunk(fista_data(prob), intercept(prob), state, 1, it, 1e-6, 0, 1, np.inf, 1.0)
-
-
 def _spawn(config: tuple) -> subprocess.Popen | None:
-    """Start a process that compiles the node kernel (``None`` if it cannot be started)."""
-    code = ("import sys; from sparsecert.bnb.warmup import compile_node_kernel; "
-            "a = sys.argv[1:]; compile_node_kernel((a[0], a[1] == '1', a[2] == '1', "
-            "a[3] == '1', int(a[4]), int(a[5])))")
+    """Start the process that compiles the node kernel (``None`` if it cannot be started).
+
+    It prints :data:`SHARED_DONE` on its standard output once the kernels shared with this
+    process are in numba's cache.
+    """
+    code = ("import sys; from sparsecert.solvers.perspective.precompile import child_main; "
+            "child_main(sys.argv[1:])")
     loss, boxed, icpt, shifted, n, p = config
     args = [loss, *("1" if b else "0" for b in (boxed, icpt, shifted)), str(n), str(p)]
     env = dict(os.environ)
@@ -112,15 +85,55 @@ def _spawn(config: tuple) -> subprocess.Popen | None:
     env["PYTHONPATH"] = os.pathsep.join([pkg_root, *filter(None, [env.get("PYTHONPATH")])])
     try:
         return subprocess.Popen([sys.executable, "-c", code, *args], env=env,
-                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL)
+                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.DEVNULL, text=True)
     except (OSError, ValueError):
         return None
 
 
-def _compile_here(tiny) -> None:
-    """What the search compiles besides the node kernel: the refit and heuristics, the bound."""
+def _watch(child: subprocess.Popen | None) -> threading.Event:
+    """An event set when ``child`` has compiled the shared kernels, ended, or was never started."""
+    done = threading.Event()
+    if child is None or child.stdout is None:
+        done.set()
+        return done
+
+    def read() -> None:
+        try:
+            for line in child.stdout:
+                if line.strip() == SHARED_DONE:
+                    break
+        except (OSError, ValueError):
+            pass
+        finally:
+            done.set()
+        try:
+            child.stdout.read()  # drain, so that the child never blocks on a full pipe
+        except (OSError, ValueError):
+            pass
+
+    threading.Thread(target=read, name="sparsecert-compile-watch", daemon=True).start()
+    return done
+
+
+def _compile_first(tiny) -> None:
+    """What only this process's kernels call, compiled while the other process compiles the
+    shared kernels: the refit and the heuristics, the relaxed indicators, and the node
+    kernel's proximal operator (which the other process then loads from the cache)."""
     from sparsecert.solvers.heuristics import SupportRefitter, beam_search, swap_search
+    from sparsecert.solvers.perspective._gfun import relaxed_z_into
+    from sparsecert.solvers.perspective._prox import prox_node
+
+    p = tiny.n_features
+    state = np.full(p, 2, dtype=np.int8)
+    prox_node(np.zeros(p), state, 1, 1.0, float(tiny.M))
+    relaxed_z_into(np.zeros(p), state, 1, np.zeros(p))
+    refitter = SupportRefitter.for_problem(tiny)
+    swap_search(refitter, beam_search(refitter, 2), 2)
+
+
+def _compile_bound(tiny) -> None:
+    """The bound evaluation (its callees shared with the node kernel come from the cache)."""
     from sparsecert.solvers.perspective._linalg import xb
     from sparsecert.solvers.perspective.evaluate import full_bound, objective
 
@@ -128,10 +141,8 @@ def _compile_here(tiny) -> None:
     state = np.full(p, 2, dtype=np.int8)
     b = np.zeros(p)
     ub = xb(tiny.XT, b)
-    objective(tiny, state, 2, b, ub)  # first the callees the FISTA kernel shares
+    objective(tiny, state, 2, b, ub)
     full_bound(tiny, state, 2, b, ub)
-    refitter = SupportRefitter.for_problem(tiny)
-    swap_search(refitter, beam_search(refitter, 2), 2)
 
 
 def warm_up(problem) -> float:
@@ -142,9 +153,14 @@ def warm_up(problem) -> float:
     t0 = time.perf_counter()
     config = tiny_config(problem)
     child = _spawn(config) if _root_strategy(problem) != "zspace" else None
+    shared_done = _watch(child)
     tiny = tiny_problem(*config)
     try:
-        _compile_here(tiny)
+        _compile_first(tiny)
+        # the shared kernels: loaded from the cache once the other process has them (should it
+        # take too long or fail, compiled here: only the time differs)
+        shared_done.wait(timeout=_CHILD_TIMEOUT)
+        _compile_bound(tiny)
     finally:
         if child is not None:
             try:
