@@ -235,6 +235,16 @@ def assemble_result(res, prob, X_raw: np.ndarray, y_raw: np.ndarray, y_used: np.
     ub = claim_upper(value, upper)
 
     terms: dict[int, tuple] = {}
+    p = X_raw.shape[1]
+    # the columns each witness's terms are read on: those not fixed out at the nodes using it
+    # (at a node with fixings, its base fixings); the other terms are not computed
+    used: dict[int, np.ndarray] = {}
+    for nd in res.nodes:
+        if nd.witness is not None and (not nd.children or nd.bound_fixings):
+            out = nd.base_fixings()[1] if nd.bound_fixings else nd.fixed_out
+            key = id(nd.witness[1])
+            mask = ~np.asarray(out, dtype=bool).reshape(p)
+            used[key] = mask if key not in used else used[key] | mask
 
     def leaf_witness(w):
         """The certificate's witness for an engine witness, and its safe terms."""
@@ -248,12 +258,13 @@ def assemble_result(res, prob, X_raw: np.ndarray, y_raw: np.ndarray, y_used: np.
                 cert_w = ("dual", ev.dual_witness(_gradient(prob, vec)))
             else:
                 cert_w = ("dual", ev.dual_witness(vec))
-            terms[key] = (cert_w, ev.witness(*cert_w))
+            cols = np.flatnonzero(used[key]) if key in used else None
+            terms[key] = (cert_w, ev.witness(*cert_w, None if cols is None or cols.size == p
+                                             else cols))
         return terms[key]
 
     nodes = []
     leaf_claims = []  # every region's claim: the leaves' and the regions cut off by fixings
-    p = X_raw.shape[1]
     for nd in res.nodes:
         is_leaf = not nd.children
         fixings = [(int(j), int(v)) for j, v in nd.bound_fixings]

@@ -319,33 +319,22 @@ class WitnessTerms:
         """The rigorous terms of a witness (as the certificate evaluates it).
 
         With ``cols`` (the columns not fixed out at the node) a dual witness is evaluated on
-        those columns only, by an evaluator on that sub-matrix (every term is a function of its
-        own column, the witness and the labels: the same error model); the other terms are
-        ``inf`` (no node region reads them). A shifted witness is always evaluated whole.
+        those columns only (the other terms are ``inf``, which no node region reads); a shifted
+        witness is always evaluated whole.
         """
         from sparsecert.solvers.rigorous import SafeEvaluator
 
         prob = self.problem
-        M = None if not np.isfinite(prob.M) else float(prob.M)
         if self._ev is None:
+            M = None if not np.isfinite(prob.M) else float(prob.M)
             self._ev = SafeEvaluator(prob.X, prob.y, prob.loss, prob.lambda2, M,
                                      prob.fit_intercept, prob.mu)
         kind, vec = witness
         if kind == "point" and prob.mu > 0.0:
             return self._ev.witness("shifted", np.asarray(vec, dtype=float))
-        zeta = self._zeta(witness)
-        if cols is None or cols.size == prob.n_features:
-            return self._ev.witness("dual", self._ev.dual_witness(zeta))
-        sub = SafeEvaluator(prob.X[:, cols], prob.y, prob.loss, prob.lambda2, M,
-                            prob.fit_intercept, prob.mu)
-        wb = sub.witness("dual", sub.dual_witness(zeta))
-        if wb is None:
-            return None
-        h_mid = np.full(prob.n_features, np.inf)
-        h_hi = np.full(prob.n_features, np.inf)
-        h_mid[cols] = wb.h_mid
-        h_hi[cols] = wb.h_hi
-        return _PlainTerms(wb.k_mid, wb.k_lo, wb.lam, h_mid, h_hi)
+        if cols is not None and cols.size == prob.n_features:
+            cols = None
+        return self._ev.witness("dual", self._ev.dual_witness(self._zeta(witness)), cols)
 
 
 def fixing_plan(terms: WitnessTerms, witness, fixed_in: np.ndarray, fixed_out: np.ndarray,

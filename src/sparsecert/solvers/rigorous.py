@@ -209,6 +209,13 @@ class WitnessBound:
         return float(value), lower
 
 
+def _on_columns(h: np.ndarray, cols: np.ndarray, p: int) -> np.ndarray:
+    """Terms on ``cols`` spread to length ``p``, ``inf`` elsewhere."""
+    out = np.full(p, np.inf)
+    out[cols] = h
+    return out
+
+
 def _huber(t, M):
     """H_M(t) for t >= 0 (plain floating point)."""
     if M is None:
@@ -281,13 +288,16 @@ class SafeEvaluator:
             self._row = _up(np.sqrt(_sumsq_hi(np.einsum("ij,ij->i", self.Xd, self.Xd), self.p)))
         return self._row
 
-    def _xt(self, w: Ball) -> Ball:
-        """(X - 1 m^T)^T w as a ball (Cauchy-Schwarz on the a priori product bound)."""
-        mid = w.mid @ self.Xd
+    def _xt(self, w: Ball, cols: np.ndarray | None = None) -> Ball:
+        """(X - 1 m^T)^T w as a ball (Cauchy-Schwarz on the a priori product bound); with
+        ``cols``, its entries on those columns only."""
+        Xd, cn = (self.Xd, self.col_norm) if cols is None else (self.Xd[:, cols],
+                                                                self.col_norm[cols])
+        mid = w.mid @ Xd
         wn = float(_norm_hi(w.mid))
         rn = float(_norm_hi(w.rad))
         f = _up(_up(_up(gamma(self.n) + self.e) * wn) + _up(_up(1.0 + self.e) * rn))
-        return Ball(mid, _up(_up(self.col_norm * f) + self.n * ETA))
+        return Ball(mid, _up(_up(cn * f) + self.n * ETA))
 
     # -- witnesses ------------------------------------------------------------------------
     def dual_domain(self) -> tuple[np.ndarray, np.ndarray]:
@@ -310,8 +320,13 @@ class SafeEvaluator:
             z = exact_zero_sum(z, lo, hi)
         return z
 
-    def dual(self, zeta: np.ndarray) -> WitnessBound | None:
-        """Terms of a dual witness (None when outside the domain or not zero-sum)."""
+    def dual(self, zeta: np.ndarray, cols: np.ndarray | None = None) -> WitnessBound | None:
+        """Terms of a dual witness (None when outside the domain or not zero-sum).
+
+        With ``cols`` (column indices) only the terms of those columns are computed (each term
+        is a function of its own column, the witness and the labels); the others are ``inf``,
+        so that a node bound that read one would be ``-inf``, never too high.
+        """
         z = np.asarray(zeta, dtype=np.float64)
         lo, hi = self.dual_domain()
         if not (np.isfinite(z).all() and (z >= lo).all() and (z <= hi).all()):
@@ -320,12 +335,14 @@ class SafeEvaluator:
             return None
         with np.errstate(all="ignore"):
             c_mid, c_hi = self._conj_sum(z)
-            g = self._xt(Ball(z, np.zeros(self.n)))
+            g = self._xt(Ball(z, np.zeros(self.n)), cols)
             lam = self.lambda2
             a_mid = np.abs(g.mid) / (2.0 * lam)
             a_hi = _up(g.mag / (2.0 * lam))
-            return WitnessBound(k_mid=-c_mid, k_lo=-c_hi, lam=lam, h_mid=_huber(a_mid, self.M),
-                                h_hi=_huber_hi(a_hi, self.M))
+            h_mid, h_hi = _huber(a_mid, self.M), _huber_hi(a_hi, self.M)
+            if cols is not None:
+                h_mid, h_hi = _on_columns(h_mid, cols, self.p), _on_columns(h_hi, cols, self.p)
+            return WitnessBound(k_mid=-c_mid, k_lo=-c_hi, lam=lam, h_mid=h_mid, h_hi=h_hi)
 
     def _conj_sum(self, z: np.ndarray) -> tuple[float, float]:
         """(computed, upper bound) of sum_i f*(z_i; y_i) (z in the domain)."""
@@ -406,9 +423,11 @@ class SafeEvaluator:
             return WitnessBound(k_mid=k_mid, k_lo=k_lo, lam=lam, h_mid=_huber(a_mid, self.M),
                                 h_hi=_huber_hi(a_hi, self.M))
 
-    def witness(self, kind: str, vec: np.ndarray) -> WitnessBound | None:
-        """Terms of a ("dual", zeta) or ("shifted", b) witness."""
-        return self.dual(vec) if kind == "dual" else self.shifted(vec)
+    def witness(self, kind: str, vec: np.ndarray, cols: np.ndarray | None = None
+                ) -> WitnessBound | None:
+        """Terms of a ("dual", zeta) or ("shifted", b) witness (``cols``: see :meth:`dual`;
+        a shifted witness is always evaluated on every column)."""
+        return self.dual(vec, cols) if kind == "dual" else self.shifted(vec)
 
     # -- incumbent --------------------------------------------------------------------------
     def objective(self, coef: np.ndarray, intercept: float) -> tuple[float, float]:
