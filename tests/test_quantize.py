@@ -335,3 +335,84 @@ def test_fixed_code_kernels_against_the_generic_reader(s):
     hist, with_levels = q.clone().read_add(msg, acc)
     assert with_levels and np.array_equal(acc, out)
     assert np.array_equal(hist, q.histogram(qv))
+
+
+@pytest.mark.parametrize("s", [0, 1, 2, 6, 7, 14])
+def test_rounding_follows_the_rule_with_the_documented_uniforms(s):
+    """Every index against the rule written out in numpy: ``u = min(|v_i| / r, 1)`` in the cell
+    ``[l_lo, l_lo+1]`` (``searchsorted``), rounded up iff ``U_i < (u - l_lo) / (l_lo+1 - l_lo)``
+    with ``U_i`` the i-th SplitMix64 uniform of the message seed (``uniform``); ties closer
+    than 1e-12 are not judged."""
+    from sparsecert.distributed.quantize_kernels import layer_norms, uniform
+
+    sizes = (700, 33, 5, 4)
+    rng = np.random.default_rng(s)
+    v = rng.standard_normal(sum(sizes)) * np.repeat([0.01, 5.0, 1.0, 0.0], sizes)
+    q = layerwise_adaptive(sizes, s)
+    q.adapt(v)
+    lv = np.stack(q.levels)[q.lmap.type_of]
+    v[3] = layer_norms(v, q.lmap.offsets)[0] * lv[3, min(s, 1)]  # (about) on a level
+    r = np.repeat(layer_norms(v, q.lmap.offsets), sizes)
+    qv = q.quantize(v, np.random.default_rng(5))
+    seed = np.random.default_rng(5).integers(0, 2**64, dtype=np.uint64)  # the message seed
+    u = np.minimum(np.abs(v) / np.where(r > 0, r, 1.0), 1.0)
+    lo = np.array([min(np.searchsorted(lv[i], u[i], side="right") - 1, s) for i in range(v.size)])
+    a, b = lv[np.arange(v.size), lo], lv[np.arange(v.size), lo + 1]
+    p = (u - a) / (b - a)
+    unif = np.array([uniform(seed, i) for i in range(v.size)])
+    want = lo + (unif < p)
+    clear = np.abs(unif - p) > 1e-12
+    assert clear.mean() > 0.99
+    assert np.array_equal(qv.index[clear], want[clear])
+    assert np.array_equal(qv.negative, v < 0)
+
+
+@pytest.mark.parametrize("nb", range(1, 8))
+def test_pack_and_unpack_codes_against_bit_strings(nb):
+    from sparsecert.distributed.quantize_kernels import pack_codes, unpack_codes
+
+    rng = np.random.default_rng(nb)
+    for offset, n in itertools.product(range(9), (0, 1, 7, 8, 9, 16, 23, 41)):
+        head = rng.integers(0, 2, offset)
+        codes = rng.integers(0, 2**nb, n).astype(np.uint8)
+        bits = "".join(map(str, head)) + "".join(format(int(c), f"0{nb}b") for c in codes)
+        buf = np.zeros((len(bits) + 7) // 8 + 1, dtype=np.uint8)
+        for i, ch in enumerate(head):
+            buf[i // 8] |= int(ch) << (7 - i % 8)
+        end = pack_codes(codes, nb, buf, offset)
+        assert end == len(bits)
+        want = np.packbits(np.array([int(ch) for ch in bits], dtype=np.uint8))
+        assert np.array_equal(buf[:want.size], want) and not buf[want.size:].any()
+        back = np.empty(n, dtype=np.uint8)
+        unpack_codes(buf, offset, nb, back)
+        assert np.array_equal(back, codes)
+
+
+def test_out_of_range_index_refused_before_touching_the_sum():
+    from sparsecert.distributed.bitstream import BitWriter
+
+    q = layerwise_uniform((9, 4), 1)  # 3 levels: index 3 fits in the 2 bits but is invalid
+    w = BitWriter()
+    w.float32s([1.0, 2.0])
+    w.uints(np.array([1] * 12 + [3]), 3)
+    acc = np.ones(13)
+    with pytest.raises(ValueError, match="out of range"):
+        q.clone().read_add(w.message(), acc)
+    assert np.array_equal(acc, np.ones(13))
+
+
+def test_histogram_of_counts_without_decoding():
+    v = multiscale(3)
+    enc = layerwise_adaptive(SIZES, 2)
+    dec = enc.clone()
+    for step in range(2):
+        if step == 0:
+            enc.adapt(v)
+        msg = enc.encode(v, np.random.default_rng(step))
+        before = [lv.copy() for lv in dec.levels]
+        hist, with_levels = dec.histogram_of(msg)
+        assert all(np.array_equal(a, b) for a, b in zip(before, dec.levels, strict=True))
+        acc = np.zeros(enc.dim)
+        hist2, with2 = dec.read_add(msg, acc)
+        assert np.array_equal(hist, hist2) and with_levels == with2 == (step == 0)
+        assert dec.read_add(enc.encode(v, np.random.default_rng(9)), acc, count=False)[0] is None

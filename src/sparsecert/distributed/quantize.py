@@ -537,18 +537,38 @@ class Quantizer(Encoder):
         rd.finish()
         return QuantizedVector(norms, index, negative, new_levels)
 
-    def read_add(self, msg: Message, out: np.ndarray) -> tuple[np.ndarray, bool]:
-        """``out += decode(msg)``; returns the per-layer index counts and whether the message
-        carried new levels (what :meth:`bits_from_histogram` needs). Raises ``ValueError`` on
-        a corrupt message (then ``out`` may hold part of the sum)."""
+    def read_add(self, msg: Message, out: np.ndarray, count: bool = True
+                 ) -> tuple[np.ndarray | None, bool]:
+        """``out += decode(msg)``; returns the per-layer index counts (``None`` unless
+        ``count``) and whether the message carried new levels (what
+        :meth:`bits_from_histogram` needs). Raises ``ValueError`` on a corrupt message (then
+        ``out`` is untouched with the fixed code, and may hold part of the sum with the
+        others)."""
         if self.code != "fixed":
             qv = self.read(msg)
             out += self.dequantize(qv)
-            return self.histogram(qv), qv.new_levels is not None
+            return (self.histogram(qv) if count else None), qv.new_levels is not None
         if not isinstance(msg, Message):
             raise TypeError("decode expects a sparsecert.distributed.comm.Message")
+        if out.shape != (self.dim,) or out.dtype != np.float64:
+            raise ValueError(f"out must be a float64 array of shape ({self.dim},)")
+        hist = np.zeros((self.lmap.n_layers, self.s + 2) if count else (0, 0), dtype=np.int64)
+        got = self._read_fixed(msg, self._table.copy(), out, hist)
+        return (hist if count else None), got
+
+    def histogram_of(self, msg: Message) -> tuple[np.ndarray, bool]:
+        """Per-layer index counts of a message and whether it carries new levels, without
+        decoding it (this decoder's levels are not touched): what the same content costs
+        under the other codes follows (:meth:`bits_from_histogram`)."""
+        if self.code != "fixed":
+            qv = self.clone().read(msg)
+            return self.histogram(qv), qv.new_levels is not None
         hist = np.zeros((self.lmap.n_layers, self.s + 2), dtype=np.int64)
-        table = self._table.copy()
+        got = self._read_fixed(msg, self._table.copy(), np.zeros(0), hist, keep_levels=True)
+        return hist, got
+
+    def _read_fixed(self, msg: Message, table: np.ndarray, out: np.ndarray, hist: np.ndarray,
+                    keep_levels: bool = False) -> bool:
         status, got, _ = decode_fixed_kernel(
             np.frombuffer(msg.payload, dtype=np.uint8), msg.n_bits, self.adaptive, self.s,
             table, self._offsets, self._ltypes, self.index_bits, out, hist)
@@ -558,19 +578,19 @@ class Quantizer(Encoder):
                               -2: "corrupt message: the levels must increase strictly in (0, 1)",
                               -3: "corrupt message: layer norms must be finite and >= 0",
                               -4: "corrupt message: level index out of range"}[int(status)])
-        if got:
+        if got and not keep_levels:
             self.levels = list(table)
-        return hist, bool(got)
+        return bool(got)
 
     def decode(self, msg: Message) -> np.ndarray:
         """Decode a message (updating the levels if it carries new ones)."""
         out = np.zeros(self.dim)
-        self.read_add(msg, out)
+        self.read_add(msg, out, count=False)
         return out
 
     def decode_add(self, msg: Message, out: np.ndarray, scale: float = 1.0) -> None:
         if scale == 1.0:
-            self.read_add(msg, out)
+            self.read_add(msg, out, count=False)
         else:
             out += scale * self.decode(msg)
 

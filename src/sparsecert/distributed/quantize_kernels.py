@@ -1,11 +1,14 @@
 """Numba kernels of the quantizers (:mod:`~sparsecert.distributed.quantize`).
 
 * :func:`layer_norms`: per-layer l2 norms rounded *up* to float32 (so that ``|v_i| <= r_l``).
-* :func:`round_one` / :func:`quantize_kernel`: unbiased random rounding to the levels, with the
-  uniforms generated in the kernel (53 bits of the ``i``-th SplitMix64 output of a per-message
-  seed drawn from the sender's generator).
+* :func:`round_one` / :func:`fill_codes` / :func:`quantize_kernel`: unbiased random rounding
+  to the levels, with the uniforms generated in the kernel (53 bits of the ``i``-th SplitMix64
+  output of a per-message seed drawn from the sender's generator).
+* :func:`pack_codes` / :func:`unpack_codes`: fixed-width codes to and from a bitstream, eight
+  codes (``nb`` whole bytes) per 64-bit word.
 * :func:`encode_fixed_kernel` / :func:`decode_fixed_kernel`: one fixed-code message each way in
-  one call (header included); the decoder validates the header before it touches the sum.
+  one call (header included); the decoder validates the whole message before it touches the
+  sum.
 """
 
 from __future__ import annotations
@@ -22,7 +25,10 @@ __all__ = [
     "PAD",
     "layer_norms",
     "round_one",
+    "fill_codes",
     "quantize_kernel",
+    "pack_codes",
+    "unpack_codes",
     "encode_fixed_kernel",
     "decode_fixed_kernel",
 ]
@@ -31,6 +37,8 @@ _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _MIX1 = np.uint64(0xBF58476D1CE4E5B9)
 _MIX2 = np.uint64(0x94D049BB133111EB)
 _TWO_M53 = 2.0 ** -53
+_BYTE = np.uint64(255)
+_BLOCK = 512  # coordinates per block of fill_codes (its buffers stay in L1)
 
 
 @njit(cache=True, nogil=True)
@@ -93,15 +101,142 @@ def round_one(x, r, lvp, igp, seed, i, n_inner):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True)
-def quantize_kernel(v, norms, offsets, ltype, ptab, pig, seed, n_inner):  # pragma: no cover
-    index = np.empty(v.size, dtype=np.int64)
+def _draw_uniforms(seed, start, unif):  # pragma: no cover - compiled
+    """``unif[j]`` = the ``(start + j)``-th uniform of ``seed`` (as :func:`uniform`)."""
+    z0 = seed + np.uint64(start) * _GOLDEN
+    for j in range(unif.size):
+        z = z0 + np.uint64(j + 1) * _GOLDEN
+        z = (z ^ (z >> np.uint64(30))) * _MIX1
+        z = (z ^ (z >> np.uint64(27))) * _MIX2
+        z = z ^ (z >> np.uint64(31))
+        unif[j] = np.float64(np.int64(z >> np.uint64(11))) * _TWO_M53
+
+
+@njit(cache=True, nogil=True)
+def _round_block(v, r, lvp, igp, unif, width, codes):  # pragma: no cover - compiled
+    """Codes of ``v`` (one layer, at most 6 inner levels, ``r > 0``) given its uniforms: the
+    levels are held in scalars and the loop has no data-dependent branch (it vectorises)."""
+    l1, l2, l3, l4 = lvp[1], lvp[2], lvp[3], lvp[4]
+    l5, l6, l7 = lvp[5], lvp[6], lvp[7]
+    g0, g1, g2, g3 = igp[0], igp[1], igp[2], igp[3]
+    g4, g5, g6, g7 = igp[4], igp[5], igp[6], igp[7]
+    for j in range(v.size):
+        x = v[j]
+        u = min(abs(x) / r, 1.0)
+        base = 0.0
+        g = g0
+        lo = 0
+        if l1 <= u:
+            base, g, lo = l1, g1, 1
+        if l2 <= u:
+            base, g, lo = l2, g2, 2
+        if l3 <= u:
+            base, g, lo = l3, g3, 3
+        if l4 <= u:
+            base, g, lo = l4, g4, 4
+        if l5 <= u:
+            base, g, lo = l5, g5, 5
+        if l6 <= u:
+            base, g, lo = l6, g6, 6
+        if l7 <= u:
+            base, g, lo = l7, g7, 7
+        up = unif[j] < (u - base) * g
+        codes[j] = np.uint8((np.int64(x < 0.0) << width) | (lo + np.int64(up)))
+
+
+@njit(cache=True, nogil=True)
+def fill_codes(v, norms, offsets, ltype, ptab, pig, seed, n_inner, width, codes):  # noqa: E501
+    """``codes[i] = sign << width | index`` of every coordinate (``index`` after unbiased random
+    rounding, as :func:`round_one`). With at most 6 inner levels the uniforms of a block are
+    drawn in one loop and the rounding done in another (both vectorise; fused, they do not)."""
+    unif = np.empty(_BLOCK)
     for layer in range(offsets.size - 1):
         r = norms[layer]
-        lvp = ptab[ltype[layer]]
-        igp = pig[ltype[layer]]
-        for i in range(offsets[layer], offsets[layer + 1]):
-            index[i] = round_one(v[i], r, lvp, igp, seed, i, n_inner)
-    return index
+        start, stop = offsets[layer], offsets[layer + 1]
+        t = ltype[layer]
+        if r <= 0.0:
+            for i in range(start, stop):
+                codes[i] = np.uint8(np.int64(v[i] < 0.0) << width)
+        elif n_inner <= PAD - 2:
+            for b0 in range(start, stop, _BLOCK):
+                b1 = min(b0 + _BLOCK, stop)
+                _draw_uniforms(seed, b0, unif[:b1 - b0])
+                _round_block(v[b0:b1], r, ptab[t], pig[t], unif, width, codes[b0:b1])
+        else:
+            lvp, igp = ptab[t], pig[t]
+            for i in range(start, stop):
+                x = v[i]
+                idx = round_one(x, r, lvp, igp, seed, i, n_inner)
+                codes[i] = np.uint8((np.int64(x < 0.0) << width) | idx)
+
+
+@njit(cache=True, nogil=True)
+def quantize_kernel(v, norms, offsets, ltype, ptab, pig, seed, n_inner):  # pragma: no cover
+    width = 1
+    while (1 << width) < n_inner + 2:
+        width += 1
+    codes = np.empty(v.size, dtype=np.uint8)
+    fill_codes(v, norms, offsets, ltype, ptab, pig, seed, n_inner, width, codes)
+    return (codes & np.uint8((1 << width) - 1)).astype(np.int64)
+
+
+@njit(cache=True, nogil=True)
+def pack_codes(codes, nb, buf, pos):  # pragma: no cover - compiled
+    """Write the ``nb``-bit ``codes`` at bit ``pos`` of ``buf`` (zero from ``pos`` on);
+    returns the end position. Eight codes fill ``nb`` whole bytes, so every group of eight
+    starts at the same offset within its byte: one 64-bit word per group (``nb <= 7``)."""
+    n = codes.size
+    bytepos = pos >> 3
+    o = pos & 7
+    acc = np.uint64(buf[bytepos]) >> np.uint64(8 - o) if o else np.uint64(0)
+    omask = (np.uint64(1) << np.uint64(o)) - np.uint64(1)
+    unb = np.uint64(nb)
+    n_groups = n // 8 if nb <= 7 else 0
+    for grp in range(n_groups):
+        w = np.uint64(0)
+        for j in range(8):
+            w = (w << unb) | np.uint64(codes[8 * grp + j])
+        acc = (acc << np.uint64(8 * nb)) | w
+        for k in range(nb):
+            buf[bytepos + k] = np.uint8((acc >> np.uint64(o + 8 * (nb - 1 - k))) & _BYTE)
+        bytepos += nb
+        acc &= omask
+    nacc = o
+    for i in range(8 * n_groups, n):
+        acc = (acc << unb) | np.uint64(codes[i])
+        nacc += nb
+        if nacc >= 8:
+            nacc -= 8
+            buf[bytepos] = np.uint8((acc >> np.uint64(nacc)) & _BYTE)
+            bytepos += 1
+    if nacc > 0:
+        buf[bytepos] = np.uint8((acc << np.uint64(8 - nacc)) & _BYTE)
+    return bytepos * 8 + nacc
+
+
+@njit(cache=True, nogil=True)
+def unpack_codes(buf, pos, nb, codes):  # pragma: no cover - compiled
+    """Read ``codes.size`` codes of ``nb`` bits from bit ``pos`` of ``buf`` (the inverse of
+    :func:`pack_codes`: a group of eight codes is read from ``nb`` (+1) bytes at once)."""
+    n = codes.size
+    bytepos = pos >> 3
+    o = pos & 7
+    unb = np.uint64(nb)
+    m1 = (np.uint64(1) << unb) - np.uint64(1)
+    n_groups = n // 8 if nb <= 7 else 0
+    for grp in range(n_groups):
+        val = np.uint64(0)
+        for k in range(nb):
+            val = (val << np.uint64(8)) | np.uint64(buf[bytepos + k])
+        if o:
+            val = ((val << np.uint64(8)) | np.uint64(buf[bytepos + nb])) >> np.uint64(8 - o)
+        for j in range(8):
+            codes[8 * grp + j] = np.uint8((val >> np.uint64(nb * (7 - j))) & m1)
+        bytepos += nb
+    p = pos + 8 * nb * n_groups
+    for i in range(8 * n_groups, n):
+        codes[i] = np.uint8(get_bits(buf, p, nb))
+        p += nb
 
 
 @njit(cache=True, nogil=True)
@@ -117,7 +252,7 @@ def encode_fixed_kernel(v, offsets, ltype, ptab, pig, seed, width, flag, levels3
                          n_inner):
     """One fixed-code message: the layer norms (float32, rounded up), the header (``flag`` <
     0: none; else the flag bit, then ``levels32`` if it is 1; then the norms) and the
-    (sign, index) of every coordinate through a 64-bit accumulator flushed byte by byte.
+    (sign, index) code of every coordinate (:func:`fill_codes`, then :func:`pack_codes`).
     ``out`` (if not empty) receives the decoded vector. Returns ``(buf, n_bits)``;
     ``n_bits = -1`` if a layer norm is not finite (NaN / inf entries or an overflow)."""
     norms = layer_norms(v, offsets)
@@ -136,30 +271,19 @@ def encode_fixed_kernel(v, offsets, ltype, ptab, pig, seed, width, flag, levels3
                 pos = put_bits(buf, pos, f32_bits(levels32[j]), 32)
     for layer in range(norms.size):
         pos = put_bits(buf, pos, f32_bits(norms[layer]), 32)
-    bytepos = pos >> 3
-    nacc = pos & 7
-    acc = np.uint64(buf[bytepos]) >> np.uint64(8 - nacc) if nacc else np.uint64(0)
-    want = out.size > 0
-    for layer in range(offsets.size - 1):
-        r = norms[layer]
-        lvp = ptab[ltype[layer]]
-        igp = pig[ltype[layer]]
-        for i in range(offsets[layer], offsets[layer + 1]):
-            x = v[i]
-            idx = round_one(x, r, lvp, igp, seed, i, n_inner)
-            acc = (acc << np.uint64(nb)) | np.uint64(idx) | (
-                np.uint64(x < 0.0) << np.uint64(width))
-            nacc += nb
-            if nacc >= 8:
-                nacc -= 8
-                buf[bytepos] = np.uint8((acc >> np.uint64(nacc)) & np.uint64(255))
-                bytepos += 1
-            if want:
-                val = r * lvp[idx]
-                out[i] = -val if x < 0.0 else val
-    if nacc > 0:
-        buf[bytepos] = np.uint8((acc << np.uint64(8 - nacc)) & np.uint64(255))
-    return buf, bytepos * 8 + nacc
+    codes = np.empty(v.size, dtype=np.uint8)
+    fill_codes(v, norms, offsets, ltype, ptab, pig, seed, n_inner, width, codes)
+    end = pack_codes(codes, nb, buf, pos)
+    if out.size > 0:
+        imask = (1 << width) - 1
+        for layer in range(offsets.size - 1):
+            r = norms[layer]
+            lvp = ptab[ltype[layer]]
+            for i in range(offsets[layer], offsets[layer + 1]):
+                c = np.int64(codes[i])
+                val = r * lvp[c & imask]
+                out[i] = -val if c >> width else val
+    return buf, end
 
 
 @njit(cache=True, nogil=True)
@@ -172,18 +296,18 @@ def f32_from_bits(bits):  # pragma: no cover - compiled
 @njit(cache=True, nogil=True)
 def decode_fixed_kernel(buf, end, has_flag, n_inner, table, offsets, ltype, width, out,
                          hist):  # pragma: no cover - compiled
-    """Read one fixed-code message and add its vector to ``out``.
+    """Read one fixed-code message and add its vector to ``out`` (if not empty).
 
     Header: the flag bit (if ``has_flag``), new inner levels (``n_inner`` per type, float32)
-    if the flag is set, the layer norms (float32). Body: (sign, index) codes read through a
-    64-bit window refilled byte by byte and decoded through a per-layer table of signed
-    ``r * level`` values; when a code has at most 4 bits, two codes at a time through a table
-    of value pairs. ``table`` (types x levels) holds the current levels and is overwritten by
-    new ones. If ``hist`` is not empty, the indices are counted per layer.
+    if the flag is set, the layer norms (float32). Body: the (sign, index) codes, unpacked
+    eight at a time (:func:`unpack_codes`), checked, then added through a per-layer table of
+    signed ``r * level`` values. ``table`` (types x levels) holds the current levels and is
+    overwritten by new ones. If ``hist`` is not empty, the indices are counted per layer.
 
-    Returns ``(status, got_levels, norms)``; status 0, or -1 truncated stream / trailing bits,
-    -2 invalid levels, -3 invalid norms, -4 an index out of range. ``out`` and ``table`` are
-    untouched unless the whole header is valid.
+    Returns ``(status, got_levels, norms)``; status 0, or -1 truncated stream / trailing bits
+    (or an ``out`` of the wrong size), -2 invalid levels, -3 invalid norms, -4 an index out of
+    range. ``table`` is untouched unless the whole header is valid, ``out`` unless the whole
+    message is.
     """
     n_types, n_sym = table.shape
     n_layers = offsets.size - 1
@@ -196,8 +320,9 @@ def decode_fixed_kernel(buf, end, has_flag, n_inner, table, offsets, ltype, widt
             return -1, 0, norms
         got = np.int64(get_bits(buf, 0, 1))
         pos = 1
+    dim = offsets[n_layers]
     n_hdr = pos + (32 * n_inner * n_types if got else 0) + 32 * n_layers
-    if n_hdr + nb * out.size != end:
+    if n_hdr + nb * dim != end or (out.size != 0 and out.size != dim):
         return -1, got, norms
     new = np.empty((n_types, n_sym))
     if got:
@@ -218,70 +343,30 @@ def decode_fixed_kernel(buf, end, has_flag, n_inner, table, offsets, ltype, widt
             return -3, got, norms
     if got:
         table[:, :] = new
-    if out.size == 0:
+    if out.size == 0 and hist.size == 0:
         return 0, got, norms
-    bytepos = pos >> 3
-    nacc = 8 - (pos & 7)
-    acc = np.uint64(buf[bytepos])
-    bytepos += 1
+    codes = np.empty(dim, dtype=np.uint8)
+    unpack_codes(buf, pos, nb, codes)
     n_codes = 1 << nb  # (sign, index) codes
     imask = (1 << width) - 1
-    count = hist.size > 0
-    # codes two at a time through a table of (value, value) pairs when it is small (nb <= 4)
-    pairs = nb <= 4
-    n_pair = n_codes * n_codes if pairs else 1
-    single = np.zeros(n_codes)  # decoded value of each code in the current layer
-    lut = np.zeros(2 * n_pair)
-    pc = np.zeros(n_pair, dtype=np.int64)  # counts of pair codes
-    sc = np.zeros(n_codes, dtype=np.int64)  # counts of single codes
-    m1 = (np.uint64(1) << np.uint64(nb)) - np.uint64(1)
-    m2 = (np.uint64(1) << np.uint64(2 * nb)) - np.uint64(1) if pairs else m1
-    n_bad = 0
-    for layer in range(n_layers):
-        r = norms[layer]
-        for c in range(n_codes):
-            idx = c & imask
-            val = r * table[ltype[layer], idx] if idx < n_sym else 0.0
-            single[c] = -val if (c >> width) else val
-        i = offsets[layer]
-        stop = offsets[layer + 1]
-        pc[:] = 0
-        sc[:] = 0
-        if pairs:
-            for c1 in range(n_codes):
-                for c2 in range(n_codes):
-                    lut[2 * (c1 * n_codes + c2)] = single[c1]
-                    lut[2 * (c1 * n_codes + c2) + 1] = single[c2]
-            while i + 1 < stop:
-                while nacc < 2 * nb:
-                    acc = (acc << np.uint64(8)) | np.uint64(buf[bytepos])
-                    bytepos += 1
-                    nacc += 8
-                nacc -= 2 * nb
-                c = np.int64((acc >> np.uint64(nacc)) & m2)
-                out[i] += lut[2 * c]
-                out[i + 1] += lut[2 * c + 1]
-                pc[c] += 1
-                i += 2
-        while i < stop:
-            while nacc < nb:
-                acc = (acc << np.uint64(8)) | np.uint64(buf[bytepos])
-                bytepos += 1
-                nacc += 8
-            nacc -= nb
-            c = np.int64((acc >> np.uint64(nacc)) & m1)
-            out[i] += single[c]
-            sc[c] += 1
-            i += 1
-        if pairs:
-            for c in range(n_pair):
-                if pc[c]:
-                    sc[c // n_codes] += pc[c]
-                    sc[c % n_codes] += pc[c]
-        for c in range(n_codes):
-            idx = c & imask
-            if idx >= n_sym:
-                n_bad += sc[c]
-            elif count:
-                hist[layer, idx] += sc[c]
-    return (-4 if n_bad > 0 else 0), got, norms
+    if n_sym < (1 << width):  # some index values are invalid: check before adding
+        top = 0
+        for i in range(codes.size):
+            top = max(top, np.int64(codes[i]) & imask)
+        if top >= n_sym:
+            return -4, got, norms
+    if out.size > 0:
+        single = np.zeros(n_codes)  # decoded value of each code in the current layer
+        for layer in range(n_layers):
+            r = norms[layer]
+            for c in range(n_codes):
+                idx = c & imask
+                val = r * table[ltype[layer], idx] if idx < n_sym else 0.0
+                single[c] = -val if (c >> width) else val
+            for i in range(offsets[layer], offsets[layer + 1]):
+                out[i] += single[codes[i]]
+    if hist.size > 0:
+        for layer in range(n_layers):
+            for i in range(offsets[layer], offsets[layer + 1]):
+                hist[layer, np.int64(codes[i]) & imask] += 1
+    return 0, got, norms

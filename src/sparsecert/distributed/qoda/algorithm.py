@@ -229,22 +229,23 @@ class _Exchange:
         msgs = self.comm.allgather(local)
         self.calls += 1
         total = np.zeros(self.d)
-        hists = []
         with clock("decode"):
             for i, msg in enumerate(msgs):
-                if self.quantized:
-                    hists.append(self.dec[i].read_add(msg, total))
-                else:
-                    self.dec[i].decode_add(msg, total)
+                self.dec[i].decode_add(msg, total)
             total /= len(msgs)
-        for i, msg in enumerate(msgs):  # book-keeping of the other codes (not timed)
+        # book-keeping, not timed: what the same messages cost under the other codes (a user
+        # sending one code does not compute these)
+        for i, msg in enumerate(msgs):
             self.payload_bits[i] += 8 * len(msg.payload)
             dec = self.dec[i]
+            counts = None
             for c in CODES:
                 if not self.quantized or c == dec.code:
                     self.bits[c][i] += msg.n_bits
                 else:
-                    self.bits[c][i] += dec.bits_from_histogram(*hists[i], c)
+                    if counts is None:
+                        counts = dec.histogram_of(msg)
+                    self.bits[c][i] += dec.bits_from_histogram(*counts, c)
         return total
 
 
@@ -315,6 +316,14 @@ def _warm_up(encoder: Encoder) -> float:
     return time.perf_counter() - t0
 
 
+def _step(base: np.ndarray, scale: float, direction: np.ndarray, proj, tmp: np.ndarray
+          ) -> np.ndarray:
+    """``proj(base + scale * direction)`` as a new array (``tmp`` is scratch)."""
+    np.multiply(direction, scale, out=tmp)
+    tmp += base
+    return np.array(proj(tmp), dtype=np.float64)
+
+
 def _run(method: str, operators, x0, comm, n_iter, *, quantizer, layers, s, code,
          eta: StepSchedule, gamma: StepSchedule | None, projection, level_update_every,
          monitor, record_every, callback=None) -> QODAResult:
@@ -349,27 +358,28 @@ def _run(method: str, operators, x0, comm, n_iter, *, quantizer, layers, s, code
         "bits_gamma", "bits_huffman", "compute_s", "eta")}
     step_eta = eta(1, 0.0)
     step_gamma = gamma(1, 0.0)
+    tmp = np.empty(d)  # scratch of the updates (no temporaries per iteration)
     t_start = time.perf_counter()
     for t in range(1, n_iter + 1):
         adapt = (t - 1) % level_update_every == 0
         if method == "qeg":
             v_lead = ex(x, adapt)
             with clock("update"):
-                x_half = np.asarray(proj(x - step_gamma * v_lead), dtype=np.float64)
+                x_half = _step(x, -step_gamma, v_lead, proj, tmp)
             v_half = ex(x_half, False)
-            diff = v_half - v_lead
+            v_old = v_lead
         else:
             with clock("update"):
-                x_half = np.asarray(proj(x - step_gamma * v_prev), dtype=np.float64)
+                x_half = _step(x, -step_gamma, v_prev, proj, tmp)
             v_half = ex(x_half, adapt)
-            diff = v_half - v_prev
-            v_prev = v_half
+            v_old, v_prev = v_prev, v_half
         with clock("update"):
+            diff = np.subtract(v_half, v_old, out=v_old)
             y -= v_half
             sum_sq += float(diff @ diff)
             step_eta = eta(t + 1, sum_sq)
             step_gamma = gamma(t + 1, sum_sq)
-            x = np.asarray(proj(x1 + step_eta * y), dtype=np.float64)
+            x = _step(x1, step_eta, y, proj, tmp)
             x_sum += x_half
         if t % record_every == 0 or t == n_iter:
             x_bar = x_sum / t

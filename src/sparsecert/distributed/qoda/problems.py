@@ -71,19 +71,25 @@ class GameOracle:
     def __init__(self, mu: float, u: np.ndarray, c: np.ndarray, b: np.ndarray,
                  sigma: np.ndarray, relative: bool, x0: np.ndarray) -> None:
         self.mu, self.u, self.c, self.b, self.sigma = mu, u, c, b, sigma
+        self._ut = np.ascontiguousarray(u.T)  # rows of U^T: both products read it in order
         self.relative = bool(relative)
         self._scale0 = float(np.linalg.norm(self.mean_part(x0))) if relative else 1.0
 
     def mean_part(self, x: np.ndarray) -> np.ndarray:
         """The noiseless ``A_k(x) = M_k x - b_k``."""
-        return self.mu * x + self.u @ (self.c @ (self.u.T @ x)) - self.b
+        val = (self.c @ (self._ut @ x)) @ self._ut
+        val += self.mu * x
+        val -= self.b
+        return val
 
     def __call__(self, x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         val = self.mean_part(x)
-        z = rng.standard_normal(val.size) * self.sigma
+        z = rng.standard_normal(val.size)
+        z *= self.sigma
         if self.relative:
             z *= np.linalg.norm(val) / self._scale0
-        return val + z
+        z += val
+        return z
 
 
 class QuadraticGame:
