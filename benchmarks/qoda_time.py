@@ -9,12 +9,14 @@ and the bits each node receives. The end-to-end time to eps at bandwidth B is
     compute seconds + rounds * 2 (n - 1) / n * 32 d / B     (ODA on a ring allreduce)
 
 and ODA is also reported on the all-to-all exchange it actually runs. Speedups are per-seed
-ratios ODA / QODA (medians [IQR]). Problems: P1 as shipped (d = 1168, compute-bound) and
-P1-wide (the same multi-scale game with every layer 16x (quick) or 64x wider and rank-2
-workers: a cheaper oracle per coordinate, closer to the communication-bound regime of GPU
-training). With ``--mpi`` (default on) a 4-process run measures the wall time per iteration of
-both methods under ``mpiexec`` (shared-memory transport: it shows the compute overhead, not
-the network).
+ratios ODA / QODA (medians [IQR]). Each (method, seed) runs ``--repeats`` times (interleaved
+with the other methods; the runs are deterministic) and the fastest run is kept, the others
+having only seen more interference from other processes. Problems: P1 as shipped (d = 1168,
+compute-bound) and P1-wide (the same multi-scale game with every layer 16x (quick) or 64x wider
+and rank-2 workers: a cheaper oracle per coordinate, closer to the communication-bound regime
+of GPU training). With ``--mpi`` (default on) a 4-process run measures the wall time per
+iteration of both methods under ``mpiexec`` (shared-memory transport: it shows the compute
+overhead, not the network).
 
     python benchmarks/qoda_time.py --quick --json docs/_static/qoda/qoda_time_quick.json
 """
@@ -55,6 +57,11 @@ QODA_KINDS = {  # name -> (quantizer kind, inner levels s)
     "QODA global-uniform 3-bit": ("global_uniform", 6),
 }
 HEADLINE = "QODA layer-adaptive 3-bit"  # fewer extra iterations than 2-bit on P1-wide
+# Levels refitted every 200 iterations (benchmarks/qoda.py: every 50). Measured with seeds 0-2
+# on P1-wide (3-bit), iterations to eps were 1200 at every interval 50 / 100 / 200 / 400, and
+# with seeds 0-4 on P1 (2-bit) 640 / 680 / 750 / 630 (noise of the stopping times), so fitting
+# more often buys nothing here while it costs compute.
+LEVEL_UPDATE_EVERY = 200
 N_WORKERS = 4
 
 
@@ -77,7 +84,8 @@ def run_one(method: str, cfg: dict, seed: int, n_iter: int) -> dict:
     else:
         kind, s = QODA_KINDS[method]
         q = make_quantizer(kind, prob.layers, s)
-        res = qoda(prob.worker, prob.x0, comm, n_iter, quantizer=q, level_update_every=50, **kw)
+        res = qoda(prob.worker, prob.x0, comm, n_iter, quantizer=q,
+                   level_update_every=LEVEL_UPDATE_EVERY, **kw)
     h = res.history
     hit = np.flatnonzero(h["residual"] <= eps)
     k = int(hit[0]) if hit.size else -1
@@ -90,6 +98,17 @@ def run_one(method: str, cfg: dict, seed: int, n_iter: int) -> dict:
         "phase_us_per_iter": {p: res.node_seconds[p] / res.n_iter * 1e6 for p in PHASES},
         "warm_up_s": res.warm_up_s,
     }
+
+
+def fastest(reps: list[dict]) -> dict:
+    """The repeat with the least compute time of identical runs (same seed: the same
+    iterations and bits, checked); the other repeats only saw more interference from other
+    processes on the shared machine."""
+    first = reps[0]
+    for r in reps[1:]:
+        if (r["iterations"], r["bits_received"]) != (first["iterations"], first["bits_received"]):
+            raise RuntimeError("repeated runs differ: the runs are not deterministic")
+    return min(reps, key=lambda r: r["compute_s"])
 
 
 def end_to_end(run: dict, method: str, bandwidth_gbit: float, collective: str) -> float:
@@ -173,6 +192,8 @@ def main(argv=None) -> int:
     ap.add_argument("--json", type=Path, default=None, help="write the results here")
     ap.add_argument("--seeds", type=int, default=None, help="default 3 (quick) / 5")
     ap.add_argument("--max-iter", type=int, default=6000)
+    ap.add_argument("--repeats", type=int, default=2,
+                    help="runs of each (method, seed), interleaved; the fastest is kept")
     ap.add_argument("--no-mpi", action="store_true")
     args = ap.parse_args(argv)
     seeds = list(range(args.seeds or (3 if args.quick else 5)))
@@ -185,8 +206,12 @@ def main(argv=None) -> int:
         cfg = problem_config(pname, args.quick)
         runs: dict[str, list[dict]] = {m: [] for m in methods}
         for sd in seeds:  # methods interleaved per seed: machine noise hits both alike
+            reps: dict[str, list[dict]] = {m: [] for m in methods}
+            for _ in range(args.repeats):
+                for m in methods:
+                    reps[m].append(run_one(m, cfg, sd, args.max_iter))
             for m in methods:
-                runs[m].append(run_one(m, cfg, sd, args.max_iter))
+                runs[m].append(fastest(reps[m]))
             print(f"  {pname} seed {sd}: " + ", ".join(
                 f"{m} {runs[m][-1]['iterations']} it {runs[m][-1]['compute_s']:.2f} s"
                 for m in methods), flush=True)
@@ -237,7 +262,8 @@ def main(argv=None) -> int:
     for pname, summary in results.items():
         cfg = summary["config"]
         print(f"\n{pname}: d = {summary['d']} (layers {cfg['sizes']}), rank {cfg['rank']}, "
-              f"{N_WORKERS} workers, {len(seeds)} seeds; compute of one node per "
+              f"{N_WORKERS} workers, {len(seeds)} seeds (fastest of {args.repeats} "
+              "identical runs each); compute of one node per "
               "iteration (us, medians) and bits it receives")
         hdr = (f"{'method':26s} {'iters->eps':>10s} " + " ".join(f"{p:>8s}" for p in PHASES)
                + f" {'total':>8s} {'bits recv/it':>12s} {'codec/ODA':>9s}")
@@ -303,6 +329,7 @@ def main(argv=None) -> int:
     if args.json is not None:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         payload = {"benchmark": "qoda_time", "quick": args.quick, "seeds": seeds,
+                   "repeats": args.repeats, "level_update_every": LEVEL_UPDATE_EVERY,
                    "methods": {m: QODA_KINDS.get(m) for m in methods},
                    "bandwidths_gbit": list(BANDWIDTHS), "n_workers": N_WORKERS,
                    "results": results, "mpi": mpi, "figures": figures,
