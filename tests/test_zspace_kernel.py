@@ -207,3 +207,20 @@ def test_riboflavin_subproblem_certifies_the_enumerated_optimum():
     assert res.objective == pytest.approx(opt, rel=1e-8)
     assert tuple(sorted(res.support)) == tuple(sorted(support))
     assert sparsecert.verify(res.certificate, X, y).ok
+
+
+@pytest.mark.parametrize("p,k,scale", [(3000, 5, 1.0), (3000, 5, 0.01), (500, 40, 3.0),
+                                       (50, 3, 100.0), (8, 2, 0.3)])
+def test_projection_against_bisection(p, k, scale):
+    # the z-space iterates: z plus a gradient step, every entry positive, few near the top
+    rng = np.random.default_rng(p + k)
+    v = rng.uniform(0, 1, p) * (rng.uniform(0, 1, p) < 0.02) + scale * rng.exponential(1, p) ** 2
+    v[:3] = v[3]  # ties
+    z = project_capped(v, float(k))
+    lo, hi = 0.0, float(v.max())
+    for _ in range(200):  # s(tau) = sum clip(v - tau, 0, 1) is non-increasing
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if np.clip(v - mid, 0, 1).sum() > k else (lo, mid)
+    ref = np.clip(v - hi, 0, 1) if np.clip(v, 0, 1).sum() > k else np.clip(v, 0, 1)
+    np.testing.assert_allclose(z, ref, atol=1e-12)
+    assert z.sum() <= k * (1 + 1e-12)

@@ -7,7 +7,7 @@ import numpy as np
 from numba import njit
 
 from sparsecert.solvers.perspective._gfun import gstar_node
-from sparsecert.solvers.perspective._order import argsort_desc
+from sparsecert.solvers.perspective._order import argsort_desc, top_heap
 
 __all__ = ["project_capped", "zspace_eval", "zspace_bound", "zspace_chunk", "RUNNING",
            "CONVERGED", "CUTOFF", "MAX_ITER", "FAILED"]
@@ -15,13 +15,16 @@ __all__ = ["project_capped", "zspace_eval", "zspace_bound", "zspace_chunk", "RUN
 
 @njit(cache=True, nogil=True)
 def project_capped(v: np.ndarray, k: float) -> np.ndarray:
-    """Euclidean projection onto ``{0 <= z <= 1, sum z <= k}`` (exact, O(p log p)).
+    """Euclidean projection onto ``{0 <= z <= 1, sum z <= k}`` (exact, O(p log K + c log c)).
 
     If ``clip(v, 0, 1)`` already sums to at most ``k`` it is the projection; otherwise the
     projection is ``clip(v - tau, 0, 1)`` with the ``tau > 0`` at which the sum equals ``k``.
     ``s(tau) = sum_i clip(v_i - tau, 0, 1)`` is piecewise linear and non-increasing with
     breakpoints ``v_i - 1`` (coordinate i leaves the cap) and ``v_i`` (it reaches 0): a sweep over
-    the sorted breakpoints finds ``tau`` exactly.
+    the sorted breakpoints finds ``tau`` exactly. Only the ``c`` coordinates above
+    ``tau0 = max(0, v_(K) - 1)`` take part (``v_(K)`` the K-th largest entry, ``K = floor(k) + 1``):
+    ``s(tau) >= #{v_i >= tau + 1}``, so at the solution fewer than K entries reach ``tau + 1``,
+    i.e. ``tau > v_(K) - 1``, and the sweep starts at ``tau0`` (the others are 0 there and beyond).
     """
     p = v.shape[0]
     z = np.empty(p)
@@ -32,37 +35,47 @@ def project_capped(v: np.ndarray, k: float) -> np.ndarray:
         total += zi
     if total <= k:
         return z
-    bp = np.empty(2 * p)
-    neg = np.empty(2 * p)
+    # total > k >= 0 implies p >= floor(k) + 1
+    K = np.int64(np.floor(k)) + 1
+    tau0 = max(top_heap(v, K, p)[0] - 1.0, 0.0)
+    idx = np.empty(p, dtype=np.int64)
+    c = 0
+    val = 0.0
+    m = 0  # slope magnitude at tau0+: coordinates strictly inside (0, 1) after the shift
     for i in range(p):
-        bp[i] = v[i] - 1.0
-        bp[p + i] = v[i]
-    for i in range(2 * p):
-        neg[i] = -bp[i]
-    order = argsort_desc(neg)  # the breakpoints in increasing order (stable)
-    # slope magnitude at tau = 0+: coordinates strictly inside (0, 1) after the shift
-    m = 0
-    for i in range(p):
-        if v[i] - 1.0 <= 0.0 < v[i]:
-            m += 1
-    prev, val = 0.0, total
-    tau = 0.0
-    for r in range(2 * p):
-        j = order[r]
-        t = bp[j]
-        if t <= 0.0:
-            continue
-        nxt = val - m * (t - prev)
-        if nxt <= k:
-            tau = prev + (val - k) / m
-            break
-        val, prev = nxt, t
-        if j < p:
-            m += 1  # v_i - 1 passed: the coordinate leaves the cap and starts decreasing
+        if v[i] > tau0:
+            idx[c] = i
+            c += 1
+            val += min(v[i] - tau0, 1.0)
+            if v[i] - 1.0 <= tau0:
+                m += 1
+    tau = tau0
+    if val > k:
+        bp = np.empty(2 * c)
+        neg = np.empty(2 * c)
+        for r in range(c):
+            bp[r] = v[idx[r]] - 1.0
+            bp[c + r] = v[idx[r]]
+        for r in range(2 * c):
+            neg[r] = -bp[r]
+        order = argsort_desc(neg)  # the breakpoints in increasing order (stable)
+        prev = tau0
+        for r in range(2 * c):
+            j = order[r]
+            t = bp[j]
+            if t <= tau0:
+                continue
+            nxt = val - m * (t - prev)
+            if nxt <= k:
+                tau = prev + (val - k) / m
+                break
+            val, prev = nxt, t
+            if j < c:
+                m += 1  # v_i - 1 passed: the coordinate leaves the cap and starts decreasing
+            else:
+                m -= 1  # v_i passed: the coordinate reached 0
         else:
-            m -= 1  # v_i passed: the coordinate reached 0
-    else:
-        tau = prev + ((val - k) / m if m > 0 else 0.0)
+            tau = prev + ((val - k) / m if m > 0 else 0.0)
     for i in range(p):
         z[i] = min(max(v[i] - tau, 0.0), 1.0)
     return z
