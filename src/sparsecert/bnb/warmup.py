@@ -145,6 +145,19 @@ def _compile_bound(tiny) -> None:
     full_bound(tiny, state, 2, b, ub)
 
 
+def _compile_polish(tiny, problem) -> None:
+    """The Newton polish, for a problem whose full FISTA nodes polish (enough columns, no
+    intercept carried as a variable); its loss kernels come from the cache."""
+    from sparsecert.solvers.perspective.polish import POLISH_MIN_COLUMNS, newton_candidate
+
+    if problem.n_features < POLISH_MIN_COLUMNS or problem.icpt:
+        return
+    p = tiny.n_features
+    state = np.full(p, 2, dtype=np.int8)
+    newton_candidate(tiny.X, tiny.y, int(tiny.loss_id), float(tiny.lam_eff), float(tiny.mu),
+                     np.ones(p), state, 1, 1)
+
+
 def warm_up(problem) -> float:
     """Compile what a search of ``problem``'s configuration uses, then run a silent search on a
     tiny problem like it; returns the seconds it took."""
@@ -161,6 +174,8 @@ def warm_up(problem) -> float:
         # take too long or fail, compiled here: only the time differs)
         shared_done.wait(timeout=_CHILD_TIMEOUT)
         _compile_bound(tiny)
+        if _root_strategy(problem) != "zspace":
+            _compile_polish(tiny, problem)
     finally:
         if child is not None:
             try:

@@ -12,7 +12,9 @@ value by many iterations. Once the structure of the iterate is stable -- the sup
 
     Q(b_S) = F(X_S b_S) + lam' ( ||b_R||^2 + (s^T b_T)^2 / (k' - r) ),   R = S1 u {top r}
 
-whose minimiser is found by a few Newton steps (one for least squares). The polished point is
+whose minimiser is found by a few Newton steps (one for least squares), in one compiled kernel
+that runs without the GIL (:func:`newton_candidate`; :func:`structure` is its Python
+reference). The polished point is
 only a *candidate*: :class:`Polisher` evaluates the true ``P`` and the valid bound ``LB`` there
 (over all columns) and keeps it only if it helps, so a wrong structure can never produce a wrong
 bound. The schedule (when to try, run inside the FISTA kernel) is a deterministic flop model,
@@ -21,11 +23,13 @@ so runs are reproducible.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
-import scipy.linalg
+from numba import njit
 
 from sparsecert.solvers.loss_kernels import loss_value_grad
-from sparsecert.solvers.losses import SQUARED, loss_hessian_diag
+from sparsecert.solvers.losses import LOGISTIC, SQUARED, SQUARED_HINGE
 from sparsecert.solvers.perspective._fista import (
     ST_CONVERGED,
     ST_CUTOFF,
@@ -36,7 +40,8 @@ from sparsecert.solvers.perspective._gfun import FREE, IN, OUT
 from sparsecert.solvers.perspective._linalg import xb
 from sparsecert.solvers.perspective.evaluate import full_bound, objective
 
-__all__ = ["structure", "newton_polish", "Polisher", "POLISH", "POLISH_MIN_COLUMNS"]
+__all__ = ["structure", "newton_polish", "newton_candidate", "Polisher", "POLISH",
+           "POLISH_MIN_COLUMNS"]
 
 #: Newton polishing of the iterate when at least this many columns are active
 POLISH = True
@@ -54,7 +59,7 @@ def structure(x: np.ndarray, state: np.ndarray, budget: int):
     kr = 0
     if free_pos.size > budget:
         a = np.abs(x[S[free_pos]])
-        order = np.argsort(-a)
+        order = np.argsort(-a, kind="stable")
         srt = a[order]
         total = srt.sum()
         best_r, best_val = budget - 1, np.inf
@@ -97,68 +102,241 @@ def _single_thread_blas():
 
 
 def newton_polish(X, y, loss_id, lam, mu, x, state, budget, max_steps=8):
-    """Minimise the smooth piece ``Q`` around ``x``; returns the candidate (p,) or None."""
+    """Minimise the smooth piece ``Q`` around ``x``; returns the candidate (p,) or None.
+
+    (The compiled :func:`newton_candidate` with BLAS held to one thread.)
+    """
     with _single_thread_blas():
-        return _newton_polish(X, y, loss_id, lam, mu, x, state, budget, max_steps)
+        ok, out = newton_candidate(X, y, int(loss_id), float(lam), float(mu), x, state,
+                                   int(budget), int(max_steps))
+    return out if ok else None
 
 
-def _newton_polish(X, y, loss_id, lam, mu, x, state, budget, max_steps):
-    st = structure(x, state, budget)
-    if st is None:
-        return None
-    S, in_R, s, kr = st
+@njit(cache=True, nogil=True)
+def _hessian_diag(loss_id, u, y, h):
+    """Per-sample second derivatives ``f''(u_i; y_i)`` into ``h``."""
+    for i in range(u.shape[0]):
+        if loss_id == SQUARED:
+            h[i] = 2.0
+        elif loss_id == LOGISTIC:
+            m = -y[i] * u[i]
+            s = 1.0 / (1.0 + math.exp(-m)) if m >= 0.0 else math.exp(m) / (1.0 + math.exp(m))
+            h[i] = s * (1.0 - s)
+        elif loss_id == SQUARED_HINGE:
+            h[i] = 2.0 if 1.0 - y[i] * u[i] > 0.0 else 0.0
+        else:
+            h[i] = math.exp(min(u[i], 700.0))
+
+
+@njit(cache=True, nogil=True)
+def _stable_order_desc(a):
+    """Indices sorting ``a`` in decreasing order, ties by index (insertion sort: the free
+    support of a node is short)."""
+    order = np.arange(a.shape[0])
+    for i in range(1, a.shape[0]):
+        k = order[i]
+        j = i - 1
+        while j >= 0 and a[order[j]] < a[k]:
+            order[j + 1] = order[j]
+            j -= 1
+        order[j + 1] = k
+    return order
+
+
+@njit(cache=True, nogil=True)
+def _structure(x, state, budget):
+    """The compiled :func:`structure`: ``(S, in_R, signs_T, k' - r)``, ``S`` empty if degenerate.
+
+    Ties in ``|x_j|`` are ordered by index (a stable sort), as in :func:`structure`.
+    """
+    m = 0
+    for j in range(x.shape[0]):
+        if x[j] != 0.0 and state[j] != OUT:
+            m += 1
+    S = np.empty(m, dtype=np.int64)
+    m = 0
+    for j in range(x.shape[0]):
+        if x[j] != 0.0 and state[j] != OUT:
+            S[m] = j
+            m += 1
+    in_R = np.zeros(m, dtype=np.bool_)
+    n_free = 0
+    for i in range(m):
+        if state[S[i]] == IN:
+            in_R[i] = True
+        elif state[S[i]] == FREE:
+            n_free += 1
+    free_pos = np.empty(n_free, dtype=np.int64)
+    n_free = 0
+    for i in range(m):
+        if state[S[i]] == FREE:
+            free_pos[n_free] = i
+            n_free += 1
+    kr = 0
+    if n_free > budget:
+        a = np.empty(n_free)
+        for i in range(n_free):
+            a[i] = abs(x[S[free_pos[i]]])
+        order = _stable_order_desc(a)
+        total = 0.0
+        for i in range(n_free):
+            total += a[order[i]]
+        best_r = budget - 1
+        best_val = np.inf
+        pre = 0.0
+        pre2 = 0.0
+        for r in range(budget):
+            tail = max(total - pre, 0.0)
+            v = a[order[r]]
+            if tail / (budget - r) >= v:
+                val = pre2 + tail * tail / (budget - r)
+                if val < best_val:
+                    best_val = val
+                    best_r = r
+            pre += v
+            pre2 += v * v
+        for i in range(best_r):
+            in_R[free_pos[order[i]]] = True
+        kr = budget - best_r
+    else:
+        for i in range(n_free):
+            in_R[free_pos[i]] = True
+    signs = np.zeros(m)
+    for i in range(m):
+        if not in_R[i]:
+            v = x[S[i]]
+            signs[i] = 1.0 if v > 0.0 else (-1.0 if v < 0.0 else 0.0)
+    return S, in_R, signs, kr
+
+
+@njit(cache=True, nogil=True)
+def _q_val_grad(XS, y, loss_id, lam, mu, dR, s, kr, b, u, zeta, g):
+    """``Q(b)`` (returned) with ``u = X_S b``, ``zeta = f'(u)`` and ``g = grad Q(b)`` written."""
+    n, m = XS.shape
+    for i in range(n):
+        acc = 0.0
+        for j in range(m):
+            acc += XS[i, j] * b[j]
+        u[i] = acc
+    F = loss_value_grad(loss_id, u, y, zeta)
+    sb = 0.0
+    bb = 0.0
+    rb = 0.0
+    for j in range(m):
+        sb += s[j] * b[j]
+        bb += b[j] * b[j]
+        rb += dR[j] * b[j] * b[j]
+    val = F - mu * bb + lam * (rb + (sb * sb / kr if kr else 0.0))
+    for j in range(m):
+        g[j] = 0.0
+    for i in range(n):
+        zi = zeta[i]
+        for j in range(m):
+            g[j] += XS[i, j] * zi
+    for j in range(m):
+        g[j] += -2.0 * mu * b[j] + 2.0 * lam * (dR[j] * b[j] + (s[j] * sb / kr if kr else 0.0))
+    return val
+
+
+@njit(cache=True, nogil=True)
+def newton_candidate(X, y, loss_id, lam, mu, x, state, budget, max_steps):
+    """Newton steps on the smooth piece ``Q`` around ``x``: ``(ok, candidate (p,))``.
+
+    The Hessian ``X_S^T diag(f'') X_S + 2 lam' D_R - 2 mu I + (2 lam' / (k' - r)) s s^T`` (with
+    a tiny ridge when the support outnumbers the samples) is factored by Cholesky; a damped
+    step (Armijo, halving) is taken for the non-quadratic losses, the full step for least
+    squares (one step is exact there). ``ok`` is False when the structure is degenerate or
+    the system is not positive definite.
+    """
+    p = x.shape[0]
+    out = np.zeros(p)
+    S, in_R, s, kr = _structure(x, state, budget)
+    m = S.shape[0]
+    if m == 0:
+        return False, out
     n = X.shape[0]
-    m = S.size
-    # with m > n the piece may be flat on T: a tiny ridge keeps the Newton system definite
-    # (the candidate is only a candidate, checked by the caller)
-    reg = 0.0
-    XS = np.ascontiguousarray(X[:, S])
-    b = x[S].copy()
-    dR = in_R.astype(float)
-
-    def q_val_grad(bb):
-        u = XS @ bb
-        zeta = np.empty(n)
-        F = loss_value_grad(loss_id, u, y, zeta)
-        sb = s @ bb
-        val = F - mu * bb @ bb + lam * (dR @ (bb * bb) + (sb * sb / kr if kr else 0.0))
-        g = XS.T @ zeta - 2.0 * mu * bb + 2.0 * lam * (dR * bb + (s * sb / kr if kr else 0.0))
-        return val, g, u
-
-    val, g, u = q_val_grad(b)
+    XS = np.empty((n, m))
+    for i in range(n):
+        for j in range(m):
+            XS[i, j] = X[i, S[j]]
+    b = np.empty(m)
+    dR = np.empty(m)
+    for j in range(m):
+        b[j] = x[S[j]]
+        dR[j] = 1.0 if in_R[j] else 0.0
+    u = np.empty(n)
+    zeta = np.empty(n)
+    g = np.empty(m)
+    val = _q_val_grad(XS, y, loss_id, lam, mu, dR, s, kr, b, u, zeta, g)
+    h = np.empty(n)
+    W = np.empty((n, m))
+    d = np.empty(m)
+    nb = np.empty(m)
+    nu = np.empty(n)
+    nz = np.empty(n)
+    ng = np.empty(m)
     for _ in range(max_steps):
-        h = loss_hessian_diag(loss_id, u, y)
-        H = (XS.T * h) @ XS
+        _hessian_diag(loss_id, u, y, h)
+        for i in range(n):
+            r = math.sqrt(h[i])
+            for j in range(m):
+                W[i, j] = XS[i, j] * r
+        H = np.dot(W.T, W)
+        reg = 0.0
         if m > n:
-            reg = 1e-10 * max(float(np.trace(H)) / m, 1e-300)
-        H[np.diag_indices_from(H)] += 2.0 * lam * dR - 2.0 * mu + reg
+            tr = 0.0
+            for j in range(m):
+                tr += H[j, j]
+            reg = 1e-10 * max(tr / m, 1e-300)
+        for j in range(m):
+            H[j, j] += 2.0 * lam * dR[j] - 2.0 * mu + reg
         if kr:
-            H += (2.0 * lam / kr) * np.outer(s, s)
+            c = 2.0 * lam / kr
+            for i in range(m):
+                for j in range(m):
+                    H[i, j] += c * s[i] * s[j]
         try:
-            c = scipy.linalg.cho_factor(H, check_finite=False)
-        except (np.linalg.LinAlgError, scipy.linalg.LinAlgError):
-            return None
-        d = -scipy.linalg.cho_solve(c, g, check_finite=False)
-        dec = -(g @ d)
+            Lc = np.linalg.cholesky(H)  # LAPACK, without the GIL
+        except Exception:  # noqa: BLE001 - not positive definite: no candidate
+            return False, out
+        # d = -H^{-1} g by the two triangular solves
+        for i in range(m):
+            acc = -g[i]
+            for j in range(i):
+                acc -= Lc[i, j] * d[j]
+            d[i] = acc / Lc[i, i]
+        for i in range(m - 1, -1, -1):
+            acc = d[i]
+            for j in range(i + 1, m):
+                acc -= Lc[j, i] * d[j]
+            d[i] = acc / Lc[i, i]
+        dec = 0.0
+        for j in range(m):
+            dec -= g[j] * d[j]
         if not np.isfinite(dec):
-            return None
+            return False, out
         step = 1.0
         accepted = False
+        nval = 0.0
         for _ls in range(30):
-            nb = b + step * d
-            nval, ng, nu = q_val_grad(nb)
+            for j in range(m):
+                nb[j] = b[j] + step * d[j]
+            nval = _q_val_grad(XS, y, loss_id, lam, mu, dR, s, kr, nb, nu, nz, ng)
             if nval <= val - 1e-4 * step * dec or loss_id == SQUARED:
                 accepted = True
                 break
             step *= 0.5
         if not accepted:
             break
-        b, val, g, u = nb, nval, ng, nu
+        b[:] = nb
+        u[:] = nu
+        g[:] = ng
+        val = nval
         if loss_id == SQUARED or dec <= 1e-15 * max(1.0, abs(val)):
             break
-    out = np.zeros(x.shape[0])
-    out[S] = b
-    return out
+    for j in range(m):
+        out[S[j]] = b[j]
+    return True, out
 
 
 class Polisher:
