@@ -416,3 +416,56 @@ def test_histogram_of_counts_without_decoding():
         hist2, with2 = dec.read_add(msg, acc)
         assert np.array_equal(hist, hist2) and with_levels == with2 == (step == 0)
         assert dec.read_add(enc.encode(v, np.random.default_rng(9)), acc, count=False)[0] is None
+
+
+@pytest.mark.parametrize("s", [0, 1, 2, 6, 14])
+@pytest.mark.parametrize("sizes", [(7, 1, 4, 3), (3, 20, 1, 13, 16)])
+def test_decode_sum_equals_messages_added_one_by_one(s, sizes):
+    """The one-call decoder of several senders' messages against each decoder's own
+    ``decode`` added in order: the same sums bit for bit, the same levels taken up."""
+    from sparsecert.distributed.quantize import decode_sum
+
+    rng = np.random.default_rng(s)
+    q = layerwise_adaptive(sizes, s)
+    encs = [q.clone() for _ in range(3)]
+    fused, single = [q.clone() for _ in range(3)], [q.clone() for _ in range(3)]
+    for step in range(3):
+        msgs = []
+        for k, enc in enumerate(encs):
+            v = rng.standard_normal(q.dim) * np.repeat(rng.uniform(0.01, 5, len(sizes)), sizes)
+            if step != 1 and k != 2:
+                enc.adapt(v)
+            msgs.append(enc.encode(v, rng))
+        out = rng.standard_normal(q.dim)
+        want = out.copy()
+        for dec, msg in zip(single, msgs, strict=True):
+            want += dec.decode(msg)
+        decode_sum(fused, msgs, out)
+        assert np.array_equal(out, want)
+        for a, b in zip(fused, single, strict=True):
+            assert all(np.array_equal(x, y) for x, y in zip(a.levels, b.levels, strict=True))
+
+
+def test_decode_sum_refuses_a_corrupt_message_before_changing_anything():
+    from sparsecert.distributed.quantize import decode_sum
+
+    v = multiscale(4)
+    encs = [layerwise_adaptive(SIZES, 2) for _ in range(3)]
+    for enc in encs:
+        enc.adapt(v)
+    msgs = [enc.encode(v, np.random.default_rng(0)) for enc in encs]
+    msgs[1] = Message(msgs[1].payload[:-1], msgs[1].n_bits - 8)
+    decs = [enc.clone() for enc in encs]
+    for dec in decs:
+        dec.levels = [uniform_levels(2)] * 3
+    out = np.ones(sum(SIZES))
+    with pytest.raises(ValueError, match="message 1: truncated"):
+        decode_sum(decs, msgs, out)
+    assert np.array_equal(out, np.ones(sum(SIZES)))
+    assert all(np.array_equal(lv, uniform_levels(2)) for dec in decs for lv in dec.levels)
+    huff = [enc.with_code("huffman") for enc in encs]  # other codes: message by message
+    msgs = [enc.encode(v, np.random.default_rng(1)) for enc in huff]
+    out = np.zeros(sum(SIZES))
+    decode_sum([h.clone() for h in huff], msgs, out)
+    want = sum(h.clone().decode(m) for h, m in zip(huff, msgs, strict=True))
+    assert np.allclose(out, want, rtol=1e-12, atol=0)

@@ -36,9 +36,10 @@ Every message is a real bitstream (MSB first, :mod:`~sparsecert.distributed.bits
   non-zero coordinates.
 
 ``Message.n_bits`` is the exact length of the stream; :meth:`Quantizer.bits` gives the size
-under any code from the content alone (tested to agree). The fixed code is written and read by
-one numba call per message each way (:mod:`~sparsecert.distributed.quantize_kernels`: norms,
-rounding and packing; decoding straight into the receiver's sum).
+under any code from the content alone (tested to agree). The fixed code is written by one numba
+call per message (:mod:`~sparsecert.distributed.quantize_kernels`: norms, rounding and
+packing) and read by one call per round (:func:`decode_sum`: all messages straight into the
+receiver's sum).
 """
 
 from __future__ import annotations
@@ -89,6 +90,7 @@ __all__ = [
     "optimize_levels",
     "levels_variance",
     "quantization_variance",
+    "decode_sum",
     "CODES",
 ]
 
@@ -569,18 +571,16 @@ class Quantizer(Encoder):
 
     def _read_fixed(self, msg: Message, table: np.ndarray, out: np.ndarray, hist: np.ndarray,
                     keep_levels: bool = False) -> bool:
-        status, got, _ = decode_fixed_kernel(
-            np.frombuffer(msg.payload, dtype=np.uint8), msg.n_bits, self.adaptive, self.s,
-            table, self._offsets, self._ltypes, self.index_bits, out, hist)
+        tables = table[None]
+        status, _, got, _ = decode_fixed_kernel(
+            np.frombuffer(msg.payload, dtype=np.uint8), np.array([0, len(msg.payload)]),
+            np.array([msg.n_bits]), self.adaptive, self.s, tables, self._offsets, self._ltypes,
+            self.index_bits, out, hist[None] if hist.size else _NO_HISTS)
         if status < 0:
-            raise ValueError({-1: "truncated message or trailing bits: the stream length does "
-                                  "not match the header",
-                              -2: "corrupt message: the levels must increase strictly in (0, 1)",
-                              -3: "corrupt message: layer norms must be finite and >= 0",
-                              -4: "corrupt message: level index out of range"}[int(status)])
-        if got and not keep_levels:
-            self.levels = list(table)
-        return bool(got)
+            raise ValueError(_DECODE_ERRORS[int(status)])
+        if got[0] and not keep_levels:
+            self.levels = list(tables[0])
+        return bool(got[0])
 
     def decode(self, msg: Message) -> np.ndarray:
         """Decode a message (updating the levels if it carries new ones)."""
@@ -593,6 +593,51 @@ class Quantizer(Encoder):
             self.read_add(msg, out, count=False)
         else:
             out += scale * self.decode(msg)
+
+
+_NO_HISTS = np.zeros((0, 0, 0), dtype=np.int64)
+_DECODE_ERRORS = {
+    -1: "truncated message or trailing bits: the stream length does not match the header",
+    -2: "corrupt message: the levels must increase strictly in (0, 1)",
+    -3: "corrupt message: layer norms must be finite and >= 0",
+    -4: "corrupt message: level index out of range",
+}
+
+
+def decode_sum(decoders: Sequence[Encoder], msgs: Sequence[Message], out: np.ndarray) -> None:
+    """``out += decoders[k].decode(msgs[k])`` for every ``k`` (each decoder reads its own
+    sender's messages and takes the levels they carry).
+
+    Fixed-code messages of one quantizer layout are read in one kernel call that adds all of
+    them to each coordinate in turn (the same floating-point sums as one message after the
+    other; one pass over ``out`` instead of ``K``); anything else goes message by message.
+    Raises ``ValueError`` naming the first corrupt message; with the fixed code nothing (no
+    decoder, no entry of ``out``) is changed then.
+    """
+    if len(decoders) != len(msgs):
+        raise ValueError(f"got {len(msgs)} messages for {len(decoders)} decoders")
+    q0 = decoders[0] if decoders else None
+    fused = (isinstance(q0, Quantizer) and q0.code == "fixed"
+             and all(isinstance(q, Quantizer) and q.code == "fixed" and q.lmap == q0.lmap
+                     and q.s == q0.s and q.adaptive == q0.adaptive for q in decoders)
+             and all(isinstance(m, Message) for m in msgs))
+    if not fused:
+        for q, m in zip(decoders, msgs, strict=True):
+            q.decode_add(m, out)
+        return
+    if out.shape != (q0.dim,) or out.dtype != np.float64:
+        raise ValueError(f"out must be a float64 array of shape ({q0.dim},)")
+    bufs = np.frombuffer(b"".join(m.payload for m in msgs), dtype=np.uint8)
+    starts = np.cumsum([0] + [len(m.payload) for m in msgs])
+    ends = np.array([m.n_bits for m in msgs], dtype=np.int64)
+    tables = np.stack([q._table for q in decoders])
+    status, k, got, _ = decode_fixed_kernel(
+        bufs, starts, ends, q0.adaptive, q0.s, tables, q0._offsets, q0._ltypes, q0.index_bits,
+        out, _NO_HISTS)
+    if status < 0:
+        raise ValueError(f"message {int(k)}: {_DECODE_ERRORS[int(status)]}")
+    for k in np.flatnonzero(got):
+        decoders[k].levels = list(tables[k])
 
 
 class RandomQuantizer(Quantizer):

@@ -6,9 +6,9 @@
   output of a per-message seed drawn from the sender's generator).
 * :func:`pack_codes` / :func:`unpack_codes`: fixed-width codes to and from a bitstream, eight
   codes (``nb`` whole bytes) per 64-bit word.
-* :func:`encode_fixed_kernel` / :func:`decode_fixed_kernel`: one fixed-code message each way in
-  one call (header included); the decoder validates the whole message before it touches the
-  sum.
+* :func:`encode_fixed_kernel` / :func:`decode_fixed_kernel`: one fixed-code message (header
+  included) in one call, and all the messages of a round back into one sum in one call; the
+  decoder validates every message before it touches the sum.
 """
 
 from __future__ import annotations
@@ -294,37 +294,21 @@ def f32_from_bits(bits):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True)
-def decode_fixed_kernel(buf, end, has_flag, n_inner, table, offsets, ltype, width, out,
-                         hist):  # pragma: no cover - compiled
-    """Read one fixed-code message and add its vector to ``out`` (if not empty).
-
-    Header: the flag bit (if ``has_flag``), new inner levels (``n_inner`` per type, float32)
-    if the flag is set, the layer norms (float32). Body: the (sign, index) codes, unpacked
-    eight at a time (:func:`unpack_codes`), checked, then added through a per-layer table of
-    signed ``r * level`` values. ``table`` (types x levels) holds the current levels and is
-    overwritten by new ones. If ``hist`` is not empty, the indices are counted per layer.
-
-    Returns ``(status, got_levels, norms)``; status 0, or -1 truncated stream / trailing bits
-    (or an ``out`` of the wrong size), -2 invalid levels, -3 invalid norms, -4 an index out of
-    range. ``table`` is untouched unless the whole header is valid, ``out`` unless the whole
-    message is.
-    """
-    n_types, n_sym = table.shape
-    n_layers = offsets.size - 1
-    nb = width + 1
-    norms = np.zeros(n_layers)
+def _read_header(buf, end, has_flag, n_inner, new, norms, dim, nb):  # pragma: no cover
+    """Parse and check one message's header into ``new`` (its levels, if it carries them)
+    and ``norms``; returns ``(status, got_levels, body_position)``."""
+    n_types, n_sym = new.shape
+    n_layers = norms.size
     pos = 0
     got = 0
     if has_flag:
         if end < 1:
-            return -1, 0, norms
+            return -1, 0, 0
         got = np.int64(get_bits(buf, 0, 1))
         pos = 1
-    dim = offsets[n_layers]
     n_hdr = pos + (32 * n_inner * n_types if got else 0) + 32 * n_layers
-    if n_hdr + nb * dim != end or (out.size != 0 and out.size != dim):
-        return -1, got, norms
-    new = np.empty((n_types, n_sym))
+    if n_hdr + nb * dim != end or buf.size != (end + 7) // 8:
+        return -1, got, 0
     if got:
         for t in range(n_types):
             new[t, 0] = 0.0
@@ -333,40 +317,118 @@ def decode_fixed_kernel(buf, end, has_flag, n_inner, table, offsets, ltype, widt
                 new[t, j] = f32_from_bits(get_bits(buf, pos, 32))
                 pos += 32
                 if not (new[t, j] > new[t, j - 1]):  # also rejects NaN
-                    return -2, got, norms
+                    return -2, got, 0
             if not (new[t, n_sym - 2] < 1.0):
-                return -2, got, norms
+                return -2, got, 0
     for layer in range(n_layers):
         norms[layer] = f32_from_bits(get_bits(buf, pos, 32))
         pos += 32
         if not (norms[layer] >= 0.0 and norms[layer] < np.inf):
-            return -3, got, norms
-    if got:
-        table[:, :] = new
-    if out.size == 0 and hist.size == 0:
-        return 0, got, norms
-    codes = np.empty(dim, dtype=np.uint8)
-    unpack_codes(buf, pos, nb, codes)
-    n_codes = 1 << nb  # (sign, index) codes
+            return -3, got, 0
+    return 0, got, pos
+
+
+@njit(cache=True, nogil=True)
+def decode_fixed_kernel(bufs, starts, ends, has_flag, n_inner, tables, offsets, ltype, width,
+                         out, hists):  # pragma: no cover - compiled
+    """Read ``K`` fixed-code messages and add their vectors to ``out`` (if not empty).
+
+    Message ``k`` is ``bufs[starts[k]:starts[k + 1]]`` with ``ends[k]`` bits, its receiver's
+    current levels ``tables[k]`` (types x levels; overwritten by new ones). Header: the flag
+    bit (if ``has_flag``), new inner levels (``n_inner`` per type, float32) if the flag is
+    set, the layer norms (float32). Body: the (sign, index) codes, read eight at a time from
+    one 64-bit word per message and added through per-layer tables of signed ``r * level``
+    values; each coordinate of ``out`` receives the messages in order (the same sums as adding
+    the decoded vectors one after the other). If ``hists`` is not empty, the indices of
+    message ``k`` are counted per layer in ``hists[k]``.
+
+    Returns ``(status, k, got_levels, norms)``; status 0, or for message ``k`` -1 truncated
+    stream / trailing bits (or an ``out`` of the wrong size), -2 invalid levels, -3 invalid
+    norms, -4 an index out of range. ``tables`` and ``out`` are untouched unless every
+    message is valid.
+    """
+    n_msg = ends.size
+    n_types, n_sym = tables.shape[1], tables.shape[2]
+    n_layers = offsets.size - 1
+    dim = offsets[n_layers]
+    nb = width + 1
+    norms = np.zeros((n_msg, n_layers))
+    got = np.zeros(n_msg, dtype=np.int64)
+    body = np.zeros(n_msg, dtype=np.int64)
+    new = np.empty((n_msg, n_types, n_sym))
+    if out.size != 0 and out.size != dim:
+        return -1, 0, got, norms
+    for k in range(n_msg):
+        buf = bufs[starts[k]:starts[k + 1]]
+        status, got[k], body[k] = _read_header(buf, ends[k], has_flag, n_inner, new[k],
+                                               norms[k], dim, nb)
+        if status < 0:
+            return status, k, got, norms
     imask = (1 << width) - 1
-    if n_sym < (1 << width):  # some index values are invalid: check before adding
-        top = 0
-        for i in range(codes.size):
-            top = max(top, np.int64(codes[i]) & imask)
-        if top >= n_sym:
-            return -4, got, norms
-    if out.size > 0:
-        single = np.zeros(n_codes)  # decoded value of each code in the current layer
-        for layer in range(n_layers):
-            r = norms[layer]
+    codes = np.empty(dim if (n_sym < (1 << width) or hists.size > 0) else 0, dtype=np.uint8)
+    for k in range(n_msg):
+        if codes.size == 0:
+            break
+        unpack_codes(bufs[starts[k]:starts[k + 1]], body[k], nb, codes)
+        if n_sym < (1 << width):  # some index values are invalid: check before adding
+            top = 0
+            for i in range(dim):
+                top = max(top, np.int64(codes[i]) & imask)
+            if top >= n_sym:
+                return -4, k, got, norms
+        if hists.size > 0:
+            for layer in range(n_layers):
+                for i in range(offsets[layer], offsets[layer + 1]):
+                    hists[k, layer, np.int64(codes[i]) & imask] += 1
+    for k in range(n_msg):
+        if got[k]:
+            tables[k, :, :] = new[k]
+    if out.size == 0:
+        return 0, 0, got, norms
+    n_codes = 1 << nb  # (sign, index) codes
+    lut = np.zeros((n_layers, n_msg, n_codes))  # decoded value of each code
+    for layer in range(n_layers):
+        for k in range(n_msg):
+            r = norms[k, layer]
             for c in range(n_codes):
                 idx = c & imask
-                val = r * table[ltype[layer], idx] if idx < n_sym else 0.0
-                single[c] = -val if (c >> width) else val
-            for i in range(offsets[layer], offsets[layer + 1]):
-                out[i] += single[codes[i]]
-    if hist.size > 0:
-        for layer in range(n_layers):
-            for i in range(offsets[layer], offsets[layer + 1]):
-                hist[layer, np.int64(codes[i]) & imask] += 1
-    return 0, got, norms
+                val = r * tables[k, ltype[layer], idx] if idx < n_sym else 0.0
+                lut[layer, k, c] = -val if (c >> width) else val
+    unb = np.uint64(nb)
+    m1 = (np.uint64(1) << unb) - np.uint64(1)
+    first = np.empty(n_msg, dtype=np.int64)  # byte of each message's first code
+    shift = np.empty(n_msg, dtype=np.int64)  # bit offset of its codes within their bytes
+    for k in range(n_msg):
+        first[k] = starts[k] + (body[k] >> 3)
+        shift[k] = body[k] & 7
+    acc = np.empty(8)
+    for layer in range(n_layers):
+        start, stop = offsets[layer], offsets[layer + 1]
+        g0 = (start + 7) // 8  # whole groups of eight coordinates inside the layer
+        g1 = stop // 8 if nb <= 7 else 0
+        if g1 <= g0:
+            g0 = g1 = stop  # none: every coordinate one by one
+        for i in range(start, min(8 * g0, stop)):  # before the first whole group
+            for k in range(n_msg):
+                c = get_bits(bufs[starts[k]:starts[k + 1]], body[k] + nb * i, nb)
+                out[i] += lut[layer, k, np.int64(c)]
+        for grp in range(g0, g1):
+            for j in range(8):
+                acc[j] = out[8 * grp + j]
+            for k in range(n_msg):
+                b = first[k] + grp * nb
+                val = np.uint64(0)
+                for q in range(nb):
+                    val = (val << np.uint64(8)) | np.uint64(bufs[b + q])
+                o = shift[k]
+                if o:
+                    val = ((val << np.uint64(8)) | np.uint64(bufs[b + nb])) >> np.uint64(8 - o)
+                for j in range(8):
+                    acc[j] += lut[layer, k, np.int64((val >> np.uint64(nb * (7 - j))) & m1)]
+            for j in range(8):
+                out[8 * grp + j] = acc[j]
+        for i in range(max(8 * g1, start) if g1 > g0 else stop, stop):  # after the last
+            for k in range(n_msg):
+                c = get_bits(bufs[starts[k]:starts[k + 1]], body[k] + nb * i, nb)
+                out[i] += lut[layer, k, np.int64(c)]
+    return 0, 0, got, norms

@@ -41,6 +41,7 @@ from sparsecert.distributed.quantize import (
     CODES,
     LayerMap,
     Quantizer,
+    decode_sum,
     global_adaptive,
     global_uniform,
     layerwise_adaptive,
@@ -230,8 +231,7 @@ class _Exchange:
         self.calls += 1
         total = np.zeros(self.d)
         with clock("decode"):
-            for i, msg in enumerate(msgs):
-                self.dec[i].decode_add(msg, total)
+            decode_sum(self.dec, msgs, total)
             total /= len(msgs)
         # book-keeping, not timed: what the same messages cost under the other codes (a user
         # sending one code does not compute these)
