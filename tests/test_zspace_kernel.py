@@ -37,11 +37,12 @@ def _eval(X, y, lam, state, zf):
     act = np.flatnonzero(state != OUT)
     stA = np.ascontiguousarray(state[act])
     freeA = np.flatnonzero(stA == FREE)
+    XA = np.ascontiguousarray(X[:, act])
     XTA = np.ascontiguousarray(X.T[act])
     n, m = X.shape[0], act.size
     alpha, c, grad = np.empty(n), np.empty(m), np.empty(freeA.size)
-    phi = zspace_eval(XTA, y, lam, stA, freeA, zf, np.einsum("ij,ij->i", XTA, XTA),
-                      np.empty((m, n)), np.empty((n, n)), np.empty(n), alpha, c, grad)
+    phi = zspace_eval(XA, XTA, y, lam, stA, freeA, zf, np.einsum("ij,ij->i", XTA, XTA),
+                      np.empty((max(m, n), n)), np.empty((n, n)), np.empty(n), alpha, c, grad)
     return phi, alpha, c, grad, act, stA, freeA
 
 

@@ -130,23 +130,28 @@ def _cho_solve(G, m, v):
 
 
 @njit(cache=True, nogil=True)
-def zspace_eval(XTA, y, lam, stA, freeA, zf, norms, B, G, u, alpha, c, grad):
+def zspace_eval(XA, XTA, y, lam, stA, freeA, zf, norms, B, G, u, alpha, c, grad):
     """``phi(z)`` at the free indicators ``zf``, with ``alpha``, ``c = X_A^T alpha`` and the free
     gradient ``grad`` written; NaN when the system is lost to rounding.
 
-    ``XTA`` holds the active columns as rows (C-contiguous, ``(m_A, n)``), ``stA`` their states
-    (1 in, 2 free), ``freeA`` the rows of the free ones, ``norms`` their squared norms. With the
-    ``s`` columns of positive ``z`` scaled to ``B_r = sqrt(z_r / lambda2) x_r`` (rows of ``B``),
-    ``alpha = (I + B^T B)^{-1} y`` is computed from the smaller of the two systems: for
-    ``s <= n`` by Woodbury, ``alpha = y - B^T (I + B B^T)^{-1} B y`` (s x s), else directly
-    (n x n). ``G`` (at least ``min(s, n)`` square) and ``u`` are work space.
+    ``XA`` holds the active columns (C-contiguous, ``(n, m_A)``) and ``XTA`` its transpose
+    (C-contiguous), ``stA`` their states (1 in, 2 free), ``freeA`` the positions of the free
+    ones, ``norms`` their squared norms. With the ``s`` columns of positive ``z`` scaled to
+    ``sqrt(z_r / lambda2) x_r`` (the rows of ``B``, s x n), ``alpha = (I + B^T B)^{-1} y`` is
+    computed from the smaller of the two systems: for ``s <= n`` by Woodbury,
+    ``alpha = y - B^T (I + B B^T)^{-1} B y`` (s x s, with ``B^T`` formed in ``G``'s rows), else
+    directly (n x n, ``B`` in ``B``'s rows). ``G`` (n x n), ``u`` (n) are work space and ``B``
+    at least ``(m_A, n)``. Every product is a sweep of row updates (no floating-point reduction
+    to reorder: they vectorise without fastmath).
     """
     mA, n = XTA.shape
     nf = freeA.shape[0]
-    # z on the active rows: 1 in, zf free; the rows of positive z scaled into B
+    # the positive entries of z on the active columns (1 in, zf free), scaled by sqrt(z / lam)
     s = 0
     trace = 0.0
     fi = 0
+    pos = np.empty(mA, dtype=np.int64)
+    dsc = np.empty(mA)
     for r in range(mA):
         if stA[r] == 1:
             zr = 1.0
@@ -156,52 +161,92 @@ def zspace_eval(XTA, y, lam, stA, freeA, zf, norms, B, G, u, alpha, c, grad):
         if zr > 0.0:
             w = zr / lam
             trace += w * norms[r]
-            d = np.sqrt(w)
-            src = XTA[r]
-            dst = B[s]
-            for i in range(n):
-                dst[i] = d * src[i]
+            pos[s] = r
+            dsc[s] = np.sqrt(w)
             s += 1
     if not trace < TRACE_LIMIT:
         return np.nan
     if s <= n:
+        # B^T (n x s) in B's first n rows; the lower triangle of I + B B^T in G
+        for i in range(n):
+            src = XA[i]
+            bt = B[i]
+            for a in range(s):
+                bt[a] = dsc[a] * src[pos[a]]
         for a in range(s):
-            ba = B[a]
             ga = G[a]
             for b in range(a + 1):
-                bb = B[b]
-                acc = 0.0
-                for i in range(n):
-                    acc += ba[i] * bb[i]
-                ga[b] = acc
-            ga[a] += 1.0
-            acc = 0.0
-            for i in range(n):
-                acc += ba[i] * y[i]
-            u[a] = acc
+                ga[b] = 0.0
+            u[a] = 0.0
+        for i in range(n):
+            bt = B[i]
+            yi = y[i]
+            for a in range(s):
+                u[a] += bt[a] * yi
+        n4 = n - n % 4
+        for i in range(0, n4, 4):  # four rank-one updates per sweep of G
+            b0 = B[i]
+            b1 = B[i + 1]
+            b2 = B[i + 2]
+            b3 = B[i + 3]
+            for a in range(s):
+                c0 = b0[a]
+                c1 = b1[a]
+                c2 = b2[a]
+                c3 = b3[a]
+                ga = G[a]
+                for b in range(a + 1):
+                    ga[b] += c0 * b0[b] + c1 * b1[b] + c2 * b2[b] + c3 * b3[b]
+        for i in range(n4, n):
+            bt = B[i]
+            for a in range(s):
+                bia = bt[a]
+                ga = G[a]
+                for b in range(a + 1):
+                    ga[b] += bia * bt[b]
+        for a in range(s):
+            G[a, a] += 1.0
         if not _cholesky(G, s):
             return np.nan
         _cho_solve(G, s, u)
         for i in range(n):
-            alpha[i] = y[i]
-        for a in range(s):
-            va = u[a]
-            ba = B[a]
-            for i in range(n):
-                alpha[i] -= va * ba[i]
+            bt = B[i]
+            acc = y[i]
+            for a in range(s):
+                acc -= bt[a] * u[a]
+            alpha[i] = acc
     else:
+        for q in range(s):
+            d = dsc[q]
+            src = XTA[pos[q]]
+            dst = B[q]
+            for i in range(n):
+                dst[i] = d * src[i]
         for a in range(n):
             ga = G[a]
             for b in range(a + 1):
                 ga[b] = 0.0
-        for r in range(s):
+        s4 = s - s % 4
+        for r in range(0, s4, 4):  # four rank-one updates per sweep of G
+            b0 = B[r]
+            b1 = B[r + 1]
+            b2 = B[r + 2]
+            b3 = B[r + 3]
+            for a in range(n):
+                c0 = b0[a]
+                c1 = b1[a]
+                c2 = b2[a]
+                c3 = b3[a]
+                ga = G[a]
+                for b in range(a + 1):
+                    ga[b] += c0 * b0[b] + c1 * b1[b] + c2 * b2[b] + c3 * b3[b]
+        for r in range(s4, s):
             br = B[r]
             for a in range(n):
                 bra = br[a]
-                if bra != 0.0:
-                    ga = G[a]
-                    for b in range(a + 1):
-                        ga[b] += bra * br[b]
+                ga = G[a]
+                for b in range(a + 1):
+                    ga[b] += bra * br[b]
         for a in range(n):
             G[a, a] += 1.0
             alpha[a] = y[a]
@@ -212,11 +257,12 @@ def zspace_eval(XTA, y, lam, stA, freeA, zf, norms, B, G, u, alpha, c, grad):
     for i in range(n):
         phi += y[i] * alpha[i]
     for r in range(mA):
-        src = XTA[r]
-        acc = 0.0
-        for i in range(n):
-            acc += src[i] * alpha[i]
-        c[r] = acc
+        c[r] = 0.0
+    for i in range(n):
+        ai = alpha[i]
+        src = XA[i]
+        for r in range(mA):
+            c[r] += ai * src[r]
     for q in range(nf):
         cq = c[freeA[q]]
         grad[q] = -(cq * cq) / lam
@@ -251,7 +297,7 @@ def _coef_into(stA, zf, c, lam, out):
 
 
 @njit(cache=True, nogil=True)
-def zspace_chunk(XTA, y, lam, stA, freeA, budget, norms, zf, zp, scal, bp, dual, c_last,
+def zspace_chunk(XA, XTA, y, lam, stA, freeA, budget, norms, zf, zp, scal, bp, dual, c_last,
                  rel_tol, max_iter, n_steps, cut):
     """At most ``n_steps`` iterations of accelerated projected gradient on the free indicators
     (FISTA with backtracking and function-value restart, see ``zspace``); returns a status code.
@@ -263,7 +309,7 @@ def zspace_chunk(XTA, y, lam, stA, freeA, budget, norms, zf, zp, scal, bp, dual,
     """
     mA, n = XTA.shape
     nf = freeA.shape[0]
-    B = np.empty((mA, n))
+    B = np.empty((max(mA, n), n))
     G = np.empty((n, n))
     u = np.empty(n)
     ay = np.empty(n)
@@ -276,7 +322,7 @@ def zspace_chunk(XTA, y, lam, stA, freeA, budget, norms, zf, zp, scal, bp, dual,
     v = np.empty(nf)
     fb = float(budget)
     if scal[S_F] != scal[S_F]:  # first call: phi at the start
-        f0 = zspace_eval(XTA, y, lam, stA, freeA, zf, norms, B, G, u, an, c_last, gn)
+        f0 = zspace_eval(XA, XTA, y, lam, stA, freeA, zf, norms, B, G, u, an, c_last, gn)
         if f0 != f0:
             return FAILED
         scal[S_F] = f0
@@ -302,7 +348,7 @@ def zspace_chunk(XTA, y, lam, stA, freeA, budget, norms, zf, zp, scal, bp, dual,
         for q in range(nf):
             v[q] = zf[q] + mom * (zf[q] - zp[q])
         yf = project_capped(v, fb)
-        fy = zspace_eval(XTA, y, lam, stA, freeA, yf, norms, B, G, u, ay, cy, gy)
+        fy = zspace_eval(XA, XTA, y, lam, stA, freeA, yf, norms, B, G, u, ay, cy, gy)
         if fy != fy:
             status = FAILED
             break
@@ -320,7 +366,7 @@ def zspace_chunk(XTA, y, lam, stA, freeA, budget, norms, zf, zp, scal, bp, dual,
             for q in range(nf):
                 v[q] = yf[q] - gy[q] / L
             zn = project_capped(v, fb)
-            fn = zspace_eval(XTA, y, lam, stA, freeA, zn, norms, B, G, u, an, cn, gn)
+            fn = zspace_eval(XA, XTA, y, lam, stA, freeA, zn, norms, B, G, u, an, cn, gn)
             if fn != fn:
                 break
             gd = 0.0

@@ -87,7 +87,10 @@ def solve_zspace(prob, state, budget, x0, rel_tol, max_iter, cut, deadline, t0):
     stA = np.ascontiguousarray(state[act])
     freeA = np.flatnonzero(stA == FREE)
     free = act[freeA]
-    XTA = prob.XT if act.size == p else np.ascontiguousarray(prob.XT[act])
+    if act.size == p:
+        XA, XTA = np.ascontiguousarray(prob.X), prob.XT
+    else:
+        XA, XTA = np.ascontiguousarray(prob.X[:, act]), np.ascontiguousarray(prob.XT[act])
     if np.any(x0 != 0.0):
         zf = relaxed_z(x0, state, budget)[free]
     else:  # the budget free columns most correlated with y
@@ -102,7 +105,7 @@ def solve_zspace(prob, state, budget, x0, rel_tol, max_iter, cut, deadline, t0):
     dual = np.zeros(prob.n_samples)
     c_last = np.zeros(act.size)
     while True:
-        code = zspace_chunk(XTA, prob.y, float(prob.lambda2), stA, freeA, int(budget), norms,
+        code = zspace_chunk(XA, XTA, prob.y, float(prob.lambda2), stA, freeA, int(budget), norms,
                             zf, zp, scal, bpA, dual, c_last, float(rel_tol), int(max_iter),
                             CHUNK, float(cut))
         if code == FAILED:
