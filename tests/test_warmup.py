@@ -100,3 +100,22 @@ def test_compiling_process_imports_neither_the_search_nor_scikit_learn():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=120, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_a_z_space_problem_asks_for_the_z_space_kernel(monkeypatch):
+    """A problem whose nodes are solved in z-space never compiles the FISTA kernel: the first-
+    run check reads the cache of the z-space loop, with the argument types its solve passes."""
+    from sparsecert.solvers.perspective import _zspace, compiled, solve_node
+    from sparsecert.solvers.perspective.api import strategy
+
+    rng = np.random.default_rng(5)
+    X = rng.standard_normal((12, 60))
+    prob = RelaxationProblem.from_data(X, X[:, 0] - X[:, 3], 1.0, fit_intercept=True)
+    assert strategy(prob, 60, 60) == "zspace"
+    solve_node(prob, 3)  # compiles or loads the z-space loop for these types
+    assert warmup.needs_compiling(prob) is False
+    asked = []
+    monkeypatch.setattr(compiled, "is_cached",
+                        lambda dispatcher, args: asked.append(dispatcher) or True)
+    compiled.node_kernels_cached(prob)
+    assert asked == [_zspace.zspace_chunk]

@@ -30,7 +30,16 @@ def is_cached(dispatcher, args: tuple) -> bool | None:
 
 
 def node_kernels_cached(prob) -> bool | None:
-    """Is the FISTA kernel compiled (or cached) for the argument types of ``prob``'s nodes?"""
+    """Is the node kernel compiled (or cached) for the argument types of ``prob``'s nodes?
+
+    The z-space loop for a problem whose root is solved in z-space (its nodes never call the
+    FISTA kernel), the FISTA kernel otherwise.
+    """
+    from sparsecert.solvers.perspective.api import strategy
+
+    p = prob.n_features
+    if strategy(prob, p, p) == "zspace":
+        return _zspace_cached(prob)
     from sparsecert.solvers.perspective._fista import (
         fista_chunk,
         fista_data,
@@ -43,3 +52,19 @@ def node_kernels_cached(prob) -> bool | None:
     it = new_iterate(np.zeros(p), np.zeros(n), 1.0, 0.0)
     args = (fista_data(prob), intercept(prob), state, 1, it, 1e-6, 1, 1, np.inf, 1.0)
     return is_cached(fista_chunk, args)
+
+
+def _zspace_cached(prob) -> bool | None:
+    """Is the z-space loop compiled (or cached) for the argument types ``solve_zspace`` passes
+    for ``prob``?"""
+    from sparsecert.solvers.perspective._zspace import zspace_chunk
+
+    n, m = prob.n_samples, 2
+    XA = np.ascontiguousarray(prob.X[:, :m])
+    XTA = np.ascontiguousarray(prob.XT[:m])
+    state = np.full(m, 2, dtype=np.int8)
+    free = np.flatnonzero(state == 2)
+    v = np.zeros(m)
+    args = (XA, XTA, prob.y, 1.0, state, free, 1, v, v, v, np.zeros(6), v, np.zeros(n), v,
+            1e-6, 1, 1, np.inf)
+    return is_cached(zspace_chunk, args)
