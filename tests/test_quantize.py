@@ -384,7 +384,7 @@ def test_pack_and_unpack_codes_against_bit_strings(nb):
         want = np.packbits(np.array([int(ch) for ch in bits], dtype=np.uint8))
         assert np.array_equal(buf[:want.size], want) and not buf[want.size:].any()
         back = np.empty(n, dtype=np.uint8)
-        unpack_codes(buf, offset, nb, back)
+        unpack_codes(buf[:want.size].copy(), offset, nb, back)  # the exact stream length
         assert np.array_equal(back, codes)
 
 
@@ -419,29 +419,40 @@ def test_histogram_of_counts_without_decoding():
 
 
 @pytest.mark.parametrize("s", [0, 1, 2, 6, 14])
-@pytest.mark.parametrize("sizes", [(7, 1, 4, 3), (3, 20, 1, 13, 16)])
-def test_decode_sum_equals_messages_added_one_by_one(s, sizes):
+@pytest.mark.parametrize("sizes", [(7, 1, 4, 3), (3, 20, 1, 13, 16), (2045, 6, 2111)])
+@pytest.mark.parametrize("n_senders", [1, 2, 3, 6])
+def test_decode_sum_equals_messages_added_one_by_one(s, sizes, n_senders):
     """The one-call decoder of several senders' messages against each decoder's own
-    ``decode`` added in order: the same sums bit for bit, the same levels taken up."""
+    ``decode`` added in order: the same sums bit for bit (signs of zeros included), into a
+    zero sum (where the first two messages are one look-up) and into a non-zero one, and the
+    same levels taken up."""
     from sparsecert.distributed.quantize import decode_sum
 
     rng = np.random.default_rng(s)
     q = layerwise_adaptive(sizes, s)
-    encs = [q.clone() for _ in range(3)]
-    fused, single = [q.clone() for _ in range(3)], [q.clone() for _ in range(3)]
+    encs = [q.clone() for _ in range(n_senders)]
+    fused = [q.clone() for _ in range(n_senders)]
+    single = [q.clone() for _ in range(n_senders)]
     for step in range(3):
         msgs = []
         for k, enc in enumerate(encs):
             v = rng.standard_normal(q.dim) * np.repeat(rng.uniform(0.01, 5, len(sizes)), sizes)
+            v[rng.random(q.dim) < 0.2] *= 1e-9  # many zero indices of either sign
             if step != 1 and k != 2:
                 enc.adapt(v)
             msgs.append(enc.encode(v, rng))
-        out = rng.standard_normal(q.dim)
+        out = rng.standard_normal(q.dim) if step == 1 else np.zeros(q.dim)
         want = out.copy()
         for dec, msg in zip(single, msgs, strict=True):
             want += dec.decode(msg)
+        strided = np.zeros((q.dim, 2))  # the same into a non-contiguous view
+        strided[:, 0] = out
+        decode_sum([dec.clone() for dec in fused], msgs, strided[:, 0])
         decode_sum(fused, msgs, out)
-        assert np.array_equal(out, want)
+        assert np.array_equal(out.view(np.uint64), want.view(np.uint64))
+        assert np.array_equal(strided[:, 0], want) and not strided[:, 1].any()
+        hist, _ = single[0].histogram_of(msgs[0])  # counted block by block
+        assert np.array_equal(hist, q.histogram(single[0].clone().read(msgs[0])))
         for a, b in zip(fused, single, strict=True):
             assert all(np.array_equal(x, y) for x, y in zip(a.levels, b.levels, strict=True))
 

@@ -44,6 +44,7 @@ receiver's sum).
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -572,12 +573,15 @@ class Quantizer(Encoder):
     def _read_fixed(self, msg: Message, table: np.ndarray, out: np.ndarray, hist: np.ndarray,
                     keep_levels: bool = False) -> bool:
         tables = table[None]
+        dst = out if out.flags.c_contiguous else np.ascontiguousarray(out)
         status, _, got, _ = decode_fixed_kernel(
             np.frombuffer(msg.payload, dtype=np.uint8), np.array([0, len(msg.payload)]),
             np.array([msg.n_bits]), self.adaptive, self.s, tables, self._offsets, self._ltypes,
-            self.index_bits, out, hist[None] if hist.size else _NO_HISTS)
+            self.index_bits, dst, hist[None] if hist.size else _NO_HISTS)
         if status < 0:
             raise ValueError(_DECODE_ERRORS[int(status)])
+        if dst is not out:
+            out[:] = dst
         if got[0] and not keep_levels:
             self.levels = list(tables[0])
         return bool(got[0])
@@ -627,15 +631,18 @@ def decode_sum(decoders: Sequence[Encoder], msgs: Sequence[Message], out: np.nda
         return
     if out.shape != (q0.dim,) or out.dtype != np.float64:
         raise ValueError(f"out must be a float64 array of shape ({q0.dim},)")
-    bufs = np.frombuffer(b"".join(m.payload for m in msgs), dtype=np.uint8)
-    starts = np.cumsum([0] + [len(m.payload) for m in msgs])
+    bufs = np.frombuffer(b"".join([m.payload for m in msgs]), dtype=np.uint8)
+    starts = np.array([0, *itertools.accumulate([len(m.payload) for m in msgs])])
     ends = np.array([m.n_bits for m in msgs], dtype=np.int64)
-    tables = np.stack([q._table for q in decoders])
+    tables = np.array([q._table for q in decoders])
+    dst = out if out.flags.c_contiguous else np.ascontiguousarray(out)
     status, k, got, _ = decode_fixed_kernel(
         bufs, starts, ends, q0.adaptive, q0.s, tables, q0._offsets, q0._ltypes, q0.index_bits,
-        out, _NO_HISTS)
+        dst, _NO_HISTS)
     if status < 0:
         raise ValueError(f"message {int(k)}: {_DECODE_ERRORS[int(status)]}")
+    if dst is not out:
+        out[:] = dst
     for k in np.flatnonzero(got):
         decoders[k].levels = list(tables[k])
 

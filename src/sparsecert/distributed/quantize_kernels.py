@@ -9,6 +9,8 @@
 * :func:`encode_fixed_kernel` / :func:`decode_fixed_kernel`: one fixed-code message (header
   included) in one call, and all the messages of a round back into one sum in one call; the
   decoder validates every message before it touches the sum.
+* :func:`add_values`: ``out += values`` in one pass (the decoder of dense float32 / float64
+  messages, :class:`~sparsecert.distributed.compress.Identity`).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ __all__ = [
     "unpack_codes",
     "encode_fixed_kernel",
     "decode_fixed_kernel",
+    "add_values",
 ]
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
@@ -39,6 +42,7 @@ _MIX2 = np.uint64(0x94D049BB133111EB)
 _TWO_M53 = 2.0 ** -53
 _BYTE = np.uint64(255)
 _BLOCK = 512  # coordinates per block of fill_codes (its buffers stay in L1)
+_DBLOCK = 2048  # coordinates per block of the decoder (a multiple of 8)
 
 
 @njit(cache=True, nogil=True)
@@ -181,11 +185,47 @@ def quantize_kernel(v, norms, offsets, ltype, ptab, pig, seed, n_inner):  # prag
 
 
 @njit(cache=True, nogil=True)
+def _pack_nibbles(codes, buf, pos):  # pragma: no cover - compiled
+    """:func:`pack_codes` for 4-bit codes: byte ``j`` of the body holds the low ``8 - o``
+    bits of code pair ``j - 1`` and the high ``o`` bits of pair ``j`` (``o = pos & 7``),
+    computed from the codes alone (no read-modify-write: the loop vectorises)."""
+    n = codes.size
+    npair = n // 2
+    b0 = pos >> 3
+    o = pos & 7
+    if npair > 0:
+        c = codes[:2 * npair]
+        if o == 0:
+            dst = buf[b0:b0 + npair]
+            for j in range(npair):
+                dst[j] = (c[2 * j] << np.uint8(4)) | c[2 * j + 1]
+        else:
+            s1 = np.uint8(o)
+            s2 = np.uint8(8 - o)
+            buf[b0] |= np.uint8((c[0] << np.uint8(4)) | c[1]) >> s1
+            dst = buf[b0 + 1:b0 + 1 + npair]
+            cn = codes[2:2 * npair]
+            for j in range(npair - 1):
+                prev = np.uint8((c[2 * j] << np.uint8(4)) | c[2 * j + 1])
+                cur = np.uint8((cn[2 * j] << np.uint8(4)) | cn[2 * j + 1])
+                dst[j] = np.uint8(prev << s2) | (cur >> s1)
+            last = np.uint8((c[2 * npair - 2] << np.uint8(4)) | c[2 * npair - 1])
+            dst[npair - 1] = np.uint8(last << s2)
+    end = pos + 4 * n
+    if n > 2 * npair:
+        put_bits(buf, end - 4, np.uint64(codes[n - 1]), 4)
+    return end
+
+
+@njit(cache=True, nogil=True)
 def pack_codes(codes, nb, buf, pos):  # pragma: no cover - compiled
     """Write the ``nb``-bit ``codes`` at bit ``pos`` of ``buf`` (zero from ``pos`` on);
     returns the end position. Eight codes fill ``nb`` whole bytes, so every group of eight
-    starts at the same offset within its byte: one 64-bit word per group (``nb <= 7``)."""
+    starts at the same offset within its byte: one 64-bit word per group (``nb <= 7``);
+    4-bit codes two per byte (:func:`_pack_nibbles`)."""
     n = codes.size
+    if nb == 4:
+        return _pack_nibbles(codes, buf, pos)
     bytepos = pos >> 3
     o = pos & 7
     acc = np.uint64(buf[bytepos]) >> np.uint64(8 - o) if o else np.uint64(0)
@@ -215,10 +255,41 @@ def pack_codes(codes, nb, buf, pos):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True)
+def _unpack_nibbles(buf, pos, codes):  # pragma: no cover - compiled
+    """:func:`unpack_codes` for 4-bit codes: each byte of the body, realigned to the byte
+    grid (``o = pos & 7`` bits from the next byte), holds two codes. The loops read
+    contiguous slices (no index arithmetic on ``buf``), so they vectorise."""
+    n = codes.size
+    npair = n // 2
+    b0 = pos >> 3
+    o = pos & 7
+    src = buf[b0:b0 + npair]
+    if o == 0:
+        for j in range(npair):
+            rb = src[j]
+            codes[2 * j] = rb >> np.uint8(4)
+            codes[2 * j + 1] = rb & np.uint8(15)
+    else:
+        nxt = buf[b0 + 1:b0 + 1 + npair]
+        s1 = np.uint8(o)
+        s2 = np.uint8(8 - o)
+        for j in range(npair):
+            rb = np.uint8((src[j] << s1) | (nxt[j] >> s2))
+            codes[2 * j] = rb >> np.uint8(4)
+            codes[2 * j + 1] = rb & np.uint8(15)
+    if n > 2 * npair:
+        codes[n - 1] = np.uint8(get_bits(buf, pos + 4 * (n - 1), 4))
+
+
+@njit(cache=True, nogil=True)
 def unpack_codes(buf, pos, nb, codes):  # pragma: no cover - compiled
     """Read ``codes.size`` codes of ``nb`` bits from bit ``pos`` of ``buf`` (the inverse of
-    :func:`pack_codes`: a group of eight codes is read from ``nb`` (+1) bytes at once)."""
+    :func:`pack_codes`: a group of eight codes is read from ``nb`` (+1) bytes at once; 4-bit
+    codes two per realigned byte)."""
     n = codes.size
+    if nb == 4:
+        _unpack_nibbles(buf, pos, codes)
+        return
     bytepos = pos >> 3
     o = pos & 7
     unb = np.uint64(nb)
@@ -237,6 +308,14 @@ def unpack_codes(buf, pos, nb, codes):  # pragma: no cover - compiled
     for i in range(8 * n_groups, n):
         codes[i] = np.uint8(get_bits(buf, p, nb))
         p += nb
+
+
+@njit(cache=True, nogil=True)
+def add_values(out, values):  # pragma: no cover - compiled
+    """``out[i] += values[i]`` (float32 values are widened exactly: the same sums as numpy's
+    ``out += values``, without its buffered casting loop)."""
+    for i in range(out.size):
+        out[i] += values[i]
 
 
 @njit(cache=True, nogil=True)
@@ -365,21 +444,29 @@ def decode_fixed_kernel(bufs, starts, ends, has_flag, n_inner, tables, offsets, 
         if status < 0:
             return status, k, got, norms
     imask = (1 << width) - 1
-    codes = np.empty(dim if (n_sym < (1 << width) or hists.size > 0) else 0, dtype=np.uint8)
-    for k in range(n_msg):
-        if codes.size == 0:
-            break
-        unpack_codes(bufs[starts[k]:starts[k + 1]], body[k], nb, codes)
-        if n_sym < (1 << width):  # some index values are invalid: check before adding
-            top = 0
-            for i in range(dim):
-                top = max(top, np.int64(codes[i]) & imask)
-            if top >= n_sym:
-                return -4, k, got, norms
-        if hists.size > 0:
-            for layer in range(n_layers):
-                for i in range(offsets[layer], offsets[layer + 1]):
-                    hists[k, layer, np.int64(codes[i]) & imask] += 1
+    codes = np.empty((n_msg, _DBLOCK), dtype=np.uint8)  # one block of every message's codes
+    if n_sym < (1 << width) or hists.size > 0:  # check the indices before adding anything
+        for k in range(n_msg):
+            buf = bufs[starts[k]:starts[k + 1]]
+            ck = codes[k]
+            layer = 0
+            for b0 in range(0, dim, _DBLOCK):
+                b1 = min(b0 + _DBLOCK, dim)
+                unpack_codes(buf, body[k] + nb * b0, nb, ck[:b1 - b0])
+                if n_sym < (1 << width):
+                    top = np.uint8(0)
+                    for i in range(b1 - b0):
+                        top = max(top, ck[i] & np.uint8(imask))
+                    if top >= n_sym:
+                        return -4, k, got, norms
+                if hists.size > 0:
+                    while offsets[layer + 1] <= b0:
+                        layer += 1
+                    li = layer
+                    while li < n_layers and offsets[li] < b1:
+                        for i in range(max(offsets[li], b0), min(offsets[li + 1], b1)):
+                            hists[k, li, np.int64(ck[i - b0]) & imask] += 1
+                        li += 1
     for k in range(n_msg):
         if got[k]:
             tables[k, :, :] = new[k]
@@ -394,41 +481,70 @@ def decode_fixed_kernel(bufs, starts, ends, has_flag, n_inner, tables, offsets, 
                 idx = c & imask
                 val = r * tables[k, ltype[layer], idx] if idx < n_sym else 0.0
                 lut[layer, k, c] = -val if (c >> width) else val
-    unb = np.uint64(nb)
-    m1 = (np.uint64(1) << unb) - np.uint64(1)
-    first = np.empty(n_msg, dtype=np.int64)  # byte of each message's first code
-    shift = np.empty(n_msg, dtype=np.int64)  # bit offset of its codes within their bytes
-    for k in range(n_msg):
-        first[k] = starts[k] + (body[k] >> 3)
-        shift[k] = body[k] & 7
-    acc = np.empty(8)
+    zero = n_msg >= 2 and nb <= 5  # out is +0.0 everywhere: the first two messages at once
+    ov = out.view(np.uint64)
+    for i in range(dim):
+        if zero and ov[i] != 0:
+            zero = False
+    pair = np.empty((n_layers, n_codes * n_codes if zero else 0))
     for layer in range(n_layers):
-        start, stop = offsets[layer], offsets[layer + 1]
-        g0 = (start + 7) // 8  # whole groups of eight coordinates inside the layer
-        g1 = stop // 8 if nb <= 7 else 0
-        if g1 <= g0:
-            g0 = g1 = stop  # none: every coordinate one by one
-        for i in range(start, min(8 * g0, stop)):  # before the first whole group
-            for k in range(n_msg):
-                c = get_bits(bufs[starts[k]:starts[k + 1]], body[k] + nb * i, nb)
-                out[i] += lut[layer, k, np.int64(c)]
-        for grp in range(g0, g1):
-            for j in range(8):
-                acc[j] = out[8 * grp + j]
-            for k in range(n_msg):
-                b = first[k] + grp * nb
-                val = np.uint64(0)
-                for q in range(nb):
-                    val = (val << np.uint64(8)) | np.uint64(bufs[b + q])
-                o = shift[k]
-                if o:
-                    val = ((val << np.uint64(8)) | np.uint64(bufs[b + nb])) >> np.uint64(8 - o)
-                for j in range(8):
-                    acc[j] += lut[layer, k, np.int64((val >> np.uint64(nb * (7 - j))) & m1)]
-            for j in range(8):
-                out[8 * grp + j] = acc[j]
-        for i in range(max(8 * g1, start) if g1 > g0 else stop, stop):  # after the last
-            for k in range(n_msg):
-                c = get_bits(bufs[starts[k]:starts[k + 1]], body[k] + nb * i, nb)
-                out[i] += lut[layer, k, np.int64(c)]
+        for c1 in range(n_codes if zero else 0):
+            for c0 in range(n_codes):
+                pair[layer, c0 | (c1 << nb)] = (0.0 + lut[layer, 0, c0]) + lut[layer, 1, c1]
+    layer = 0
+    for b0 in range(0, dim, _DBLOCK):  # block by block: the codes stay in L1
+        b1 = min(b0 + _DBLOCK, dim)
+        for k in range(n_msg):
+            unpack_codes(bufs[starts[k]:starts[k + 1]], body[k] + nb * b0, nb,
+                         codes[k, :b1 - b0])
+        while offsets[layer + 1] <= b0:
+            layer += 1
+        li = layer
+        while li < n_layers and offsets[li] < b1:
+            lo, hi = max(offsets[li], b0), min(offsets[li + 1], b1)
+            _add_codes(out[lo:hi], codes, lo - b0, lut[li], pair[li], nb)
+            li += 1
     return 0, 0, got, norms
+
+
+@njit(cache=True, nogil=True)
+def _add_codes(out, codes, c0_, lut, pair, nb):  # pragma: no cover - compiled
+    """``out[i] += lut[k, codes[k, c0_ + i]]`` for ``k = 0, 1, ...`` in this order (each
+    coordinate receives the messages one after the other), four messages per pass. With a
+    ``pair`` table (``out`` is +0.0: ``pair[c0 | c1 << nb] = (0.0 + lut[0, c0]) +
+    lut[1, c1]``) the first two messages are one look-up: the same sums."""
+    n_msg = codes.shape[0]
+    n = out.size
+    a, b = c0_, c0_ + n
+    o = out
+    k = 0
+    if pair.size > 0:
+        c0, c1 = codes[0][a:b], codes[1][a:b]
+        if n_msg >= 4:
+            l2, l3 = lut[2], lut[3]
+            c2, c3 = codes[2][a:b], codes[3][a:b]
+            for i in range(n):
+                j = np.intp(c0[i]) | (np.intp(c1[i]) << nb)
+                o[i] = (pair[j] + l2[c2[i]]) + l3[c3[i]]
+            k = 4
+        else:
+            for i in range(n):
+                o[i] = pair[np.intp(c0[i]) | (np.intp(c1[i]) << nb)]
+            k = 2
+    while k + 4 <= n_msg:
+        l0, l1, l2, l3 = lut[k], lut[k + 1], lut[k + 2], lut[k + 3]
+        c0, c1, c2, c3 = codes[k][a:b], codes[k + 1][a:b], codes[k + 2][a:b], codes[k + 3][a:b]
+        for i in range(n):
+            o[i] = (((o[i] + l0[c0[i]]) + l1[c1[i]]) + l2[c2[i]]) + l3[c3[i]]
+        k += 4
+    if k + 2 <= n_msg:
+        l0, l1 = lut[k], lut[k + 1]
+        c0, c1 = codes[k][a:b], codes[k + 1][a:b]
+        for i in range(n):
+            o[i] = (o[i] + l0[c0[i]]) + l1[c1[i]]
+        k += 2
+    if k < n_msg:
+        l0 = lut[k]
+        c0 = codes[k][a:b]
+        for i in range(n):
+            o[i] += l0[c0[i]]
