@@ -45,6 +45,7 @@ def test_node_kernel_compiled_in_a_second_process_is_then_cached():
     prob = RelaxationProblem.from_data(X, X[:, 0], 1.0, fit_intercept=True, eig_shift="auto")
     config = warmup.tiny_config(prob)
     child = warmup._spawn(config)
+    warmup._release(child)  # the node kernel's other callees: compiled by the child itself
     assert child is not None and child.wait(timeout=300) == 0
     warmup.compile_node_kernel(config)  # in-process too (no error, same types)
     assert warmup.needs_compiling(prob) is False
@@ -88,6 +89,49 @@ def test_compiling_process_says_when_the_shared_kernels_are_cached():
     for kernel in (g_node, gstar_node):
         assert is_cached(kernel, (b, state, 1, float(tiny.M))) is True
     assert warmup.needs_compiling(prob) is False
+
+
+_LISTEN = """
+import json, os, sys
+from numba.core import event
+from sparsecert.bnb import warmup
+from sparsecert.solvers.perspective import precompile
+
+names = []
+
+class Listener(event.Listener):
+    def on_start(self, e):
+        pass
+
+    def on_end(self, e):
+        names.append(e.data["dispatcher"].py_func.__name__)
+
+config = (sys.argv[1], sys.argv[2] == "1", sys.argv[3] == "1", sys.argv[4] == "1", 8, 6)
+precompile.compile_shared(config)
+precompile.compile_node_callees(warmup.tiny_problem(*config))
+event.register("numba:compile", Listener())
+precompile.compile_node_kernel(config)
+print(json.dumps(names))
+"""
+
+
+@pytest.mark.slow
+def test_the_node_kernel_finds_all_its_callees_compiled(tmp_path):
+    """What the two processes compile before the node kernel is every kernel it calls, with
+    the argument types it passes: compiling it then compiles nothing else (no kernel twice).
+    With a carried intercept (logistic), which the node kernel then also calls; the argument
+    types do not depend on the loss otherwise."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path))
+    out = subprocess.run([sys.executable, "-c", _LISTEN, "logistic", "0", "1", "0"],
+                         env=env, capture_output=True, text=True, timeout=600, check=True)
+    compiled = [n for n in json.loads(out.stdout.splitlines()[-1])
+                if not n.startswith(("impl", "ol_", "_ol_"))]
+    assert compiled == ["fista_chunk"]
 
 
 def test_compiling_process_imports_neither_the_search_nor_scikit_learn():

@@ -7,15 +7,16 @@ to tell; then :func:`warm_up` compiles what a search of that configuration uses,
 problem that takes the same code paths, so that the caller can announce the compilation and
 time it.
 
-numba compiles one function at a time per process, so :func:`warm_up` compiles the node
-solver's kernel in a second process (it writes numba's on-disk cache; see
-:mod:`sparsecert.solvers.perspective.precompile`), and no kernel twice: the second process
-first compiles the kernels that the node kernel and the bound evaluation both call and says
-so, while this process compiles what only it uses (the refit and the heuristics, the relaxed
-indicators) and the node kernel's proximal operator; then each compiles its top-level kernel
-(this one the bound evaluation), loading the shared callees from the cache. The tiny search
-that follows loads everything from the cache. Should the second process fail or be slow,
-this process compiles what is missing itself: only the time differs.
+numba compiles one function at a time per process, so :func:`warm_up` shares the work with a
+second process through numba's on-disk cache (see
+:mod:`sparsecert.solvers.perspective.precompile`), and compiles no kernel twice: the second
+process compiles the kernels that the node kernel and the bound evaluation both call and says
+so, while this process compiles the node kernel's other callees (the proximal operator, the
+loss value, ``X b``, the polishing schedule) and then lets the second process compile the node
+kernel itself, loading all its callees from the cache. Meanwhile this process compiles what
+only it uses (the relaxed indicators, the refit and the heuristics) and the bound evaluation.
+The tiny search that follows loads everything from the cache. Should the second process fail
+or be slow, this process compiles what is missing itself: only the time differs.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ import numpy as np
 
 from sparsecert.solvers.perspective.precompile import (
     SHARED_DONE,
+    compile_node_callees,
     compile_node_kernel,
     tiny_problem,
 )
@@ -74,7 +76,8 @@ def _spawn(config: tuple) -> subprocess.Popen | None:
     """Start the process that compiles the node kernel (``None`` if it cannot be started).
 
     It prints :data:`SHARED_DONE` on its standard output once the kernels shared with this
-    process are in numba's cache.
+    process are in numba's cache, and compiles the node kernel once its standard input is
+    closed (:func:`_release`).
     """
     code = ("import sys; from sparsecert.solvers.perspective.precompile import child_main; "
             "child_main(sys.argv[1:])")
@@ -85,10 +88,19 @@ def _spawn(config: tuple) -> subprocess.Popen | None:
     env["PYTHONPATH"] = os.pathsep.join([pkg_root, *filter(None, [env.get("PYTHONPATH")])])
     try:
         return subprocess.Popen([sys.executable, "-c", code, *args], env=env,
-                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                 stderr=subprocess.DEVNULL, text=True)
     except (OSError, ValueError):
         return None
+
+
+def _release(child: subprocess.Popen | None) -> None:
+    """Let ``child`` compile the node kernel (its other callees are in the cache now)."""
+    if child is not None and child.stdin is not None:
+        try:
+            child.stdin.close()
+        except OSError:
+            pass
 
 
 def _watch(child: subprocess.Popen | None) -> threading.Event:
@@ -118,15 +130,14 @@ def _watch(child: subprocess.Popen | None) -> threading.Event:
 
 def _compile_first(tiny) -> None:
     """What only this process's kernels call, compiled while the other process compiles the
-    shared kernels: the refit and the heuristics, the relaxed indicators, and the node
-    kernel's proximal operator (which the other process then loads from the cache)."""
+    node kernel: the relaxed indicators, the refit and the heuristics."""
     from sparsecert.solvers.heuristics import SupportRefitter, beam_search, swap_search
     from sparsecert.solvers.perspective._gfun import relaxed_z_into
     from sparsecert.solvers.perspective._prox import prox_node
 
     p = tiny.n_features
     state = np.full(p, 2, dtype=np.int8)
-    prox_node(np.zeros(p), state, 1, 1.0, float(tiny.M))
+    prox_node(np.zeros(p), state, 1, 1.0, float(tiny.M))  # from the cache if compiled above
     relaxed_z_into(np.zeros(p), state, 1, np.zeros(p))
     refitter = SupportRefitter.for_problem(tiny)
     swap_search(refitter, beam_search(refitter, 2), 2)
@@ -165,19 +176,24 @@ def warm_up(problem) -> float:
 
     t0 = time.perf_counter()
     config = tiny_config(problem)
-    child = _spawn(config) if _root_strategy(problem) != "zspace" else None
+    fista = _root_strategy(problem) != "zspace"
+    child = _spawn(config) if fista else None
     shared_done = _watch(child)
     tiny = tiny_problem(*config)
     try:
+        if child is not None:
+            compile_node_callees(tiny)
+            _release(child)
         _compile_first(tiny)
         # the shared kernels: loaded from the cache once the other process has them (should it
         # take too long or fail, compiled here: only the time differs)
         shared_done.wait(timeout=_CHILD_TIMEOUT)
         _compile_bound(tiny)
-        if _root_strategy(problem) != "zspace":
+        if fista:
             _compile_polish(tiny, problem)
     finally:
         if child is not None:
+            _release(child)
             try:
                 child.wait(timeout=_CHILD_TIMEOUT)
             except subprocess.TimeoutExpired:
