@@ -160,6 +160,48 @@ def test_tree_depends_on_the_batch_size_not_on_the_executor(backend):
             assert run(5, executor=ex) == serial
 
 
+def test_an_interrupt_inside_a_batch_keeps_the_unapplied_nodes_open():
+    """Outcomes are applied as they come in: Ctrl-C while waiting for the third one of a
+    batch leaves the first two applied and the rest of the batch open in the tree."""
+    import concurrent.futures as cf
+
+    from sparsecert.bnb import BnBSettings, BranchAndBound
+
+    X, y = _data(n=30, p=14, seed=3)
+    prob = RelaxationProblem.from_data(X, y, 0.05)
+    batches = []  # the tasks of each batch (all submitted before the first result is asked)
+    asked = [True]
+
+    class Interrupting(cf.Executor):
+        def submit(self, fn, /, *args, **kwargs):
+            if asked[0]:
+                batches.append(0)
+                asked[0] = False
+            batches[-1] += 1
+            fut = cf.Future()
+            fut.set_result(fn(*args, **kwargs))
+            third_of_a_full_batch = batches[-1] == 3
+            get = fut.result
+
+            def result(timeout=None):
+                asked[0] = True
+                if third_of_a_full_batch:
+                    raise KeyboardInterrupt
+                return get(timeout)
+
+            fut.result = result
+            return fut
+
+    s = BnBSettings(rel_gap=0.0, abs_gap=0.0, node_limit=40, batch_size=4)
+    res = BranchAndBound(prob, 4, s, verbose=0, executor=Interrupting()).run()
+    assert res.status == "interrupted"
+    assert batches == [2, 2, 2, 4]  # (the root ran alone, without the executor)
+    evaluated = [n for n in res.nodes if n.status != "open"]
+    assert len(evaluated) == 1 + 6 + 2  # the first two outcomes of the last batch applied
+    assert res.n_open == len(res.nodes) - len(evaluated)
+    assert res.lower_bound <= min(n.lower_bound for n in res.nodes if n.status == "open")
+
+
 def test_polish_pins_blas_to_one_thread_and_restores_it():
     from threadpoolctl import threadpool_info, threadpool_limits
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 import concurrent.futures as cf
 import contextlib
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -237,7 +238,18 @@ class BatchEvaluator:
         self.executor = executor
 
     def map(self, tasks: list[NodeTask]) -> list[NodeOutcome]:
+        return list(self.outcomes(tasks))
+
+    def outcomes(self, tasks: list[NodeTask]) -> Iterator[NodeOutcome]:
+        """The tasks' outcomes in task order, each as soon as it and those before it are done.
+
+        On an executor every task is submitted first, so the caller can apply the first
+        outcomes while the workers still evaluate the rest (the outcomes do not depend on
+        when they are applied: every task's inputs were fixed when it was made).
+        """
         if self.executor is None or len(tasks) == 1:
-            return [evaluate_task(t) for t in tasks]
+            yield from [evaluate_task(t) for t in tasks]
+            return
         futures = [self.executor.submit(evaluate_task, t) for t in tasks]
-        return [f.result() for f in futures]
+        for f in futures:
+            yield f.result()

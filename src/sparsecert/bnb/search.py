@@ -429,16 +429,21 @@ class BranchAndBound:
         return batch
 
     def _evaluate(self, batch: list[Node], evaluator: BatchEvaluator, token: str | None) -> None:
-        """Solve the batch's relaxations, then process the nodes in order."""
+        """Solve the batch's relaxations and process the nodes in order, each as soon as its
+        outcome is in (the workers go on with the rest of the batch meanwhile)."""
         s = self.settings
         remaining = None if s.time_limit is None else max(1e-3, s.time_limit - self._elapsed())
-        try:
-            outcomes = evaluator.map([self._task(n, token, remaining) for n in batch])
-        except KeyboardInterrupt:
-            for n in batch:  # unevaluated: back in the pool, still open
-                self.queue.push(n)
-            raise
-        for node, out in zip(batch, outcomes, strict=True):
+        outcomes = None
+        for i, node in enumerate(batch):
+            try:
+                if outcomes is None:
+                    outcomes = evaluator.outcomes([self._task(n, token, remaining)
+                                                   for n in batch])
+                out = next(outcomes)
+            except KeyboardInterrupt:
+                for n in batch[i:]:  # unevaluated: back in the pool, still open
+                    self.queue.push(n)
+                raise
             self._process(node, out)
 
     def _announce(self) -> None:
