@@ -146,6 +146,19 @@ def test_compiling_process_imports_neither_the_search_nor_scikit_learn():
     assert out.strip() == "[]"
 
 
+def test_the_search_does_not_import_scipy_optimize():
+    """A first run pays for every import before it can start compiling: the command and the
+    search leave scipy.optimize (only boxed refits use it) to the runs that need it."""
+    import subprocess
+    import sys
+
+    code = ("import sys; import sparsecert.cli.main, sparsecert.bnb.search; "
+            "print('scipy.optimize' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120, check=True).stdout
+    assert out.strip() == "False"
+
+
 def test_a_z_space_problem_asks_for_the_z_space_kernel(monkeypatch):
     """A problem whose nodes are solved in z-space never compiles the FISTA kernel: the first-
     run check reads the cache of the z-space loop, with the argument types its solve passes."""

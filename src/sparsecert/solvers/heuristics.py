@@ -20,7 +20,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.linalg
-import scipy.optimize
 
 from sparsecert.solvers._ridge_refit import ridge_objective, ridge_refit
 from sparsecert.solvers.losses import SQUARED, get_loss
@@ -209,6 +208,8 @@ class SupportRefitter:
         if fi:
             w0[-1] = c0
         bounds = [(-self.M, self.M)] * s + ([(None, None)] if fi else [])
+        import scipy.optimize  # only boxed refits: a third of the search's import time
+
         res = scipy.optimize.minimize(fun, w0, jac=True, method="L-BFGS-B", bounds=bounds,
                                       options={"ftol": 1e-15, "gtol": 1e-10, "maxiter": 5000})
         w = np.clip(res.x[:s], -self.M, self.M)

@@ -83,10 +83,11 @@ def prox_node(v, state, budget, tau, M):
     ``tau g`` with the budget (by Moreau: ``|v_j| - tau a_j`` with ``a = prox_{g*/tau}``,
     clipped to ``[0, M]``, signs of ``v``)."""
     m = v.shape[0]
-    out = np.zeros(m)
+    out = np.empty(m)  # zeroed in the loop: np.zeros costs more to compile than it saves
     idx = np.empty(m, dtype=np.int64)
     nf = np.int64(0)  # not the literal 0 (see _order)
     for j in range(m):
+        out[j] = 0.0
         st = state[j]
         if st == IN:
             val = v[j] / (1.0 + tau)
