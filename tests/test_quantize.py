@@ -480,3 +480,13 @@ def test_decode_sum_refuses_a_corrupt_message_before_changing_anything():
     decode_sum([h.clone() for h in huff], msgs, out)
     want = sum(h.clone().decode(m) for h, m in zip(huff, msgs, strict=True))
     assert np.allclose(out, want, rtol=1e-12, atol=0)
+
+
+@pytest.mark.parametrize("bitgen", [np.random.PCG64, np.random.PCG64DXSM, np.random.MT19937])
+def test_message_seed_is_the_documented_draw(bitgen):
+    """The per-message seed is ``rng.integers(0, 2**64, dtype=uint64)`` whatever the bit
+    generator (from PCG64 it is read as the raw output: the same value and stream)."""
+    a, b = np.random.Generator(bitgen(3)), np.random.Generator(bitgen(3))
+    got = [Quantizer._seed(a) for _ in range(50)]
+    want = [b.integers(0, 2**64, dtype=np.uint64) for _ in range(50)]
+    assert got == want and a.random() == b.random()

@@ -377,6 +377,11 @@ class Quantizer(Encoder):
     # -- quantization
     @staticmethod
     def _seed(rng: np.random.Generator) -> np.uint64:
+        """``rng.integers(0, 2**64, dtype=np.uint64)``; from a PCG64 generator that is its
+        next raw 64-bit output, read directly (the same value, several microseconds less)."""
+        bg = rng.bit_generator
+        if type(bg) is np.random.PCG64:
+            return np.uint64(bg.random_raw())
         return np.uint64(rng.integers(0, 2**64, dtype=np.uint64))
 
     def quantize(self, v: np.ndarray, rng: np.random.Generator) -> QuantizedVector:
@@ -435,7 +440,7 @@ class Quantizer(Encoder):
         else:
             flag = 1
             levels32 = np.concatenate([lv[1:-1] for lv in pending]).astype(np.float32)
-        out = np.zeros(self.dim if want_decoded else 0)
+        out = np.zeros(self.dim) if want_decoded else _NO_OUT
         buf, n_bits = encode_fixed_kernel(v, self._offsets, self._ltypes, self._ptab,
                                            self._pig, seed, self.index_bits, flag, levels32, out,
                                            self.s)
@@ -600,6 +605,7 @@ class Quantizer(Encoder):
 
 
 _NO_HISTS = np.zeros((0, 0, 0), dtype=np.int64)
+_NO_OUT = np.zeros(0)
 _DECODE_ERRORS = {
     -1: "truncated message or trailing bits: the stream length does not match the header",
     -2: "corrupt message: the levels must increase strictly in (0, 1)",
