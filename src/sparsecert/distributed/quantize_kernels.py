@@ -185,6 +185,72 @@ def quantize_kernel(v, norms, offsets, ltype, ptab, pig, seed, n_inner):  # prag
 
 
 @njit(cache=True, nogil=True)
+def _unpack_triples(buf, pos, codes):  # pragma: no cover - compiled
+    """:func:`unpack_codes` for 3-bit codes: eight codes from the three bytes of their group
+    (plus the next one when ``pos`` is not on a byte boundary), with constant shifts."""
+    n = codes.size
+    ng = n // 8
+    o = pos & 7
+    x = buf[pos >> 3:]
+    if o == 0:
+        for g in range(ng):
+            w = ((np.uint32(x[3 * g]) << np.uint32(16)) | (np.uint32(x[3 * g + 1]) << np.uint32(8))
+                 | np.uint32(x[3 * g + 2]))
+            c = codes[8 * g:8 * g + 8]
+            for j in range(8):
+                c[j] = np.uint8((w >> np.uint32(21 - 3 * j)) & np.uint32(7))
+    else:
+        so = np.uint32(8 - o)
+        for g in range(ng):
+            w = ((np.uint32(x[3 * g]) << np.uint32(24)) | (np.uint32(x[3 * g + 1]) << np.uint32(16))
+                 | (np.uint32(x[3 * g + 2]) << np.uint32(8)) | np.uint32(x[3 * g + 3])) >> so
+            c = codes[8 * g:8 * g + 8]
+            for j in range(8):
+                c[j] = np.uint8((w >> np.uint32(21 - 3 * j)) & np.uint32(7))
+    p = pos + 24 * ng
+    for i in range(8 * ng, n):
+        codes[i] = np.uint8(get_bits(buf, p, 3))
+        p += 3
+
+
+@njit(cache=True, nogil=True)
+def _pack_triples(codes, buf, pos):  # pragma: no cover - compiled
+    """:func:`pack_codes` for 3-bit codes: each group of eight codes is one 24-bit word,
+    written as three bytes (shifted by ``pos & 7``, the spill carried to the next group)."""
+    n = codes.size
+    ng = n // 8
+    o = pos & 7
+    x = buf[pos >> 3:]
+    if o == 0:
+        for g in range(ng):
+            c = codes[8 * g:8 * g + 8]
+            w = np.uint32(0)
+            for j in range(8):
+                w |= np.uint32(c[j]) << np.uint32(21 - 3 * j)
+            x[3 * g] = np.uint8(w >> np.uint32(16))
+            x[3 * g + 1] = np.uint8((w >> np.uint32(8)) & np.uint32(255))
+            x[3 * g + 2] = np.uint8(w & np.uint32(255))
+    elif ng > 0:
+        so = np.uint64(8 - o)
+        carry = np.uint64(x[0]) << np.uint64(24)  # the bits before pos in the first byte
+        for g in range(ng):
+            c = codes[8 * g:8 * g + 8]
+            w = np.uint64(0)
+            for j in range(8):
+                w |= np.uint64(c[j]) << np.uint64(21 - 3 * j)
+            ww = carry | (w << so)  # 32 bits from the group's first byte on
+            x[3 * g] = np.uint8((ww >> np.uint64(24)) & _BYTE)
+            x[3 * g + 1] = np.uint8((ww >> np.uint64(16)) & _BYTE)
+            x[3 * g + 2] = np.uint8((ww >> np.uint64(8)) & _BYTE)
+            carry = (ww & _BYTE) << np.uint64(24)
+        x[3 * ng] = np.uint8(carry >> np.uint64(24))
+    p = pos + 24 * ng
+    for i in range(8 * ng, n):
+        p = put_bits(buf, p, np.uint64(codes[i]), 3)
+    return pos + 3 * n
+
+
+@njit(cache=True, nogil=True)
 def _pack_nibbles(codes, buf, pos):  # pragma: no cover - compiled
     """:func:`pack_codes` for 4-bit codes: byte ``j`` of the body holds the low ``8 - o``
     bits of code pair ``j - 1`` and the high ``o`` bits of pair ``j`` (``o = pos & 7``),
@@ -222,10 +288,13 @@ def pack_codes(codes, nb, buf, pos):  # pragma: no cover - compiled
     """Write the ``nb``-bit ``codes`` at bit ``pos`` of ``buf`` (zero from ``pos`` on);
     returns the end position. Eight codes fill ``nb`` whole bytes, so every group of eight
     starts at the same offset within its byte: one 64-bit word per group (``nb <= 7``);
-    4-bit codes two per byte (:func:`_pack_nibbles`)."""
+    4-bit codes two per byte (:func:`_pack_nibbles`), 3-bit codes eight per three bytes
+    (:func:`_pack_triples`)."""
     n = codes.size
     if nb == 4:
         return _pack_nibbles(codes, buf, pos)
+    if nb == 3:
+        return _pack_triples(codes, buf, pos)
     bytepos = pos >> 3
     o = pos & 7
     acc = np.uint64(buf[bytepos]) >> np.uint64(8 - o) if o else np.uint64(0)
@@ -285,10 +354,13 @@ def _unpack_nibbles(buf, pos, codes):  # pragma: no cover - compiled
 def unpack_codes(buf, pos, nb, codes):  # pragma: no cover - compiled
     """Read ``codes.size`` codes of ``nb`` bits from bit ``pos`` of ``buf`` (the inverse of
     :func:`pack_codes`: a group of eight codes is read from ``nb`` (+1) bytes at once; 4-bit
-    codes two per realigned byte)."""
+    codes two per realigned byte, 3-bit codes with constant shifts)."""
     n = codes.size
     if nb == 4:
         _unpack_nibbles(buf, pos, codes)
+        return
+    if nb == 3:
+        _unpack_triples(buf, pos, codes)
         return
     bytepos = pos >> 3
     o = pos & 7
