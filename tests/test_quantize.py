@@ -490,3 +490,42 @@ def test_message_seed_is_the_documented_draw(bitgen):
     got = [Quantizer._seed(a) for _ in range(50)]
     want = [b.integers(0, 2**64, dtype=np.uint64) for _ in range(50)]
     assert got == want and a.random() == b.random()
+
+
+def test_round_decoder_over_many_rounds_equals_decoding_one_by_one():
+    """One RoundDecoder kept over rounds (levels arriving in messages, levels set on a decoder
+    from outside, a corrupt round refused without changing anything) against fresh decoders
+    that decode every message in turn."""
+    from sparsecert.distributed.quantize import RoundDecoder
+
+    rng = np.random.default_rng(11)
+    q = layerwise_adaptive(SIZES, 2)
+    encs = [q.clone() for _ in range(3)]
+    keep = [q.clone() for _ in range(3)]
+    single = [q.clone() for _ in range(3)]
+    rd = RoundDecoder(keep)
+    for step in range(5):
+        msgs = []
+        for k, enc in enumerate(encs):
+            v = multiscale(10 * step + k)
+            if (step + k) % 2 == 0:
+                enc.adapt(v)
+            msgs.append(enc.encode(v, rng))
+        if step == 2:  # the same levels set from outside on both sides
+            lv = [uniform_levels(2)] * 3
+            keep[1].levels, single[1].levels = lv, lv
+        if step == 3:  # a truncated message: refused, nothing changed
+            bad = list(msgs)
+            bad[2] = Message(msgs[2].payload[:-1], msgs[2].n_bits - 8)
+            out = np.ones(q.dim)
+            with pytest.raises(ValueError, match="message 2: truncated"):
+                rd(bad, out)
+            assert np.array_equal(out, np.ones(q.dim))
+        out = np.zeros(q.dim)
+        rd(msgs, out)
+        want = np.zeros(q.dim)
+        for dec, msg in zip(single, msgs, strict=True):
+            want += dec.decode(msg)
+        assert np.array_equal(out.view(np.uint64), want.view(np.uint64))
+        for a, b in zip(keep, single, strict=True):
+            assert all(np.array_equal(x, y) for x, y in zip(a.levels, b.levels, strict=True))

@@ -44,7 +44,6 @@ receiver's sum).
 
 from __future__ import annotations
 
-import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -92,6 +91,7 @@ __all__ = [
     "levels_variance",
     "quantization_variance",
     "decode_sum",
+    "RoundDecoder",
     "CODES",
 ]
 
@@ -579,17 +579,18 @@ class Quantizer(Encoder):
                     keep_levels: bool = False) -> bool:
         tables = table[None]
         dst = out if out.flags.c_contiguous else np.ascontiguousarray(out)
-        status, _, got, _ = decode_fixed_kernel(
-            np.frombuffer(msg.payload, dtype=np.uint8), np.array([0, len(msg.payload)]),
-            np.array([msg.n_bits]), self.adaptive, self.s, tables, self._offsets, self._ltypes,
-            self.index_bits, dst, hist[None] if hist.size else _NO_HISTS)
+        status, _, n_got, _, _ = decode_fixed_kernel(
+            np.frombuffer(msg.payload, dtype=np.uint8),
+            np.array([[len(msg.payload), msg.n_bits]], dtype=np.int64), self.adaptive, self.s,
+            tables, self._offsets, self._ltypes, self.index_bits, dst,
+            hist[None] if hist.size else _NO_HISTS)
         if status < 0:
             raise ValueError(_DECODE_ERRORS[int(status)])
         if dst is not out:
             out[:] = dst
-        if got[0] and not keep_levels:
+        if n_got and not keep_levels:
             self.levels = list(tables[0])
-        return bool(got[0])
+        return bool(n_got)
 
     def decode(self, msg: Message) -> np.ndarray:
         """Decode a message (updating the levels if it carries new ones)."""
@@ -614,43 +615,81 @@ _DECODE_ERRORS = {
 }
 
 
+class RoundDecoder:
+    """A receiver's decoders of one round, one per sender: ``rd(msgs, out)`` adds
+    ``decoders[k].decode(msgs[k])`` to ``out`` for every ``k`` (each decoder reads its own
+    sender's messages and takes the levels they carry), as :func:`decode_sum`, with the
+    per-round set-up done once.
+
+    When every decoder is a fixed-code :class:`Quantizer` of one layout, a round is one kernel
+    call that validates every message first (a corrupt one raises ``ValueError`` naming it,
+    and nothing, no decoder, no entry of ``out``, is changed), then adds all of them to each
+    coordinate in turn (the same floating-point sums as one message after the other, one
+    pass over ``out`` per four messages); the receiver's levels of all senders are kept in one
+    array (levels set on a decoder from outside are picked up). Other encoders go message by
+    message through their ``decode_add``.
+
+    Parameters
+    ----------
+    decoders : sequence of Encoder
+        One decoder per sender (their codes and layouts must not change afterwards).
+    """
+
+    def __init__(self, decoders: Sequence[Encoder]) -> None:
+        self.decoders = list(decoders)
+        q0 = self.decoders[0] if self.decoders else None
+        self.fused = (isinstance(q0, Quantizer) and q0.code == "fixed"
+                      and all(isinstance(q, Quantizer) and q.code == "fixed" and q.lmap == q0.lmap
+                              and q.s == q0.s and q.adaptive == q0.adaptive
+                              for q in self.decoders))
+        if self.fused:
+            self._src = [q._table for q in self.decoders]
+            self._tables = np.array(self._src)
+
+    def __call__(self, msgs: Sequence[Message], out: np.ndarray) -> None:
+        decoders = self.decoders
+        if len(decoders) != len(msgs):
+            raise ValueError(f"got {len(msgs)} messages for {len(decoders)} decoders")
+        if not self.fused or not all(isinstance(m, Message) for m in msgs):
+            for q, m in zip(decoders, msgs, strict=True):
+                q.decode_add(m, out)
+            return
+        q0 = decoders[0]
+        if not isinstance(out, np.ndarray) or out.shape != (q0.dim,) or out.dtype != np.float64:
+            raise ValueError(f"out must be a float64 array of shape ({q0.dim},)")
+        src, tables = self._src, self._tables
+        for k, q in enumerate(decoders):
+            if q._table is not src[k]:  # levels set from outside since the last round
+                tables[k] = q._table
+                src[k] = q._table
+        bufs = np.frombuffer(b"".join([m.payload for m in msgs]), dtype=np.uint8)
+        meta = np.array([(len(m.payload), m.n_bits) for m in msgs], dtype=np.int64)
+        dst = out if out.flags.c_contiguous else np.ascontiguousarray(out)
+        status, k, n_got, got, _ = decode_fixed_kernel(
+            bufs, meta, q0.adaptive, q0.s, tables, q0._offsets, q0._ltypes, q0.index_bits, dst,
+            _NO_HISTS)
+        if status < 0:
+            raise ValueError(f"message {int(k)}: {_DECODE_ERRORS[int(status)]}")
+        if dst is not out:
+            out[:] = dst
+        if n_got:
+            for k in np.flatnonzero(got):
+                decoders[k].levels = list(tables[k])
+                src[k] = decoders[k]._table
+
+
 def decode_sum(decoders: Sequence[Encoder], msgs: Sequence[Message], out: np.ndarray) -> None:
     """``out += decoders[k].decode(msgs[k])`` for every ``k`` (each decoder reads its own
     sender's messages and takes the levels they carry).
 
     Fixed-code messages of one quantizer layout are read in one kernel call that adds all of
     them to each coordinate in turn (the same floating-point sums as one message after the
-    other; one pass over ``out`` instead of ``K``); anything else goes message by message.
-    Raises ``ValueError`` naming the first corrupt message; with the fixed code nothing (no
-    decoder, no entry of ``out``) is changed then.
+    other); anything else goes message by message. Raises ``ValueError`` naming the first
+    corrupt message; with the fixed code nothing (no decoder, no entry of ``out``) is changed
+    then. A receiver decoding many rounds keeps a :class:`RoundDecoder` instead (the same
+    result, the set-up done once).
     """
-    if len(decoders) != len(msgs):
-        raise ValueError(f"got {len(msgs)} messages for {len(decoders)} decoders")
-    q0 = decoders[0] if decoders else None
-    fused = (isinstance(q0, Quantizer) and q0.code == "fixed"
-             and all(isinstance(q, Quantizer) and q.code == "fixed" and q.lmap == q0.lmap
-                     and q.s == q0.s and q.adaptive == q0.adaptive for q in decoders)
-             and all(isinstance(m, Message) for m in msgs))
-    if not fused:
-        for q, m in zip(decoders, msgs, strict=True):
-            q.decode_add(m, out)
-        return
-    if out.shape != (q0.dim,) or out.dtype != np.float64:
-        raise ValueError(f"out must be a float64 array of shape ({q0.dim},)")
-    bufs = np.frombuffer(b"".join([m.payload for m in msgs]), dtype=np.uint8)
-    starts = np.array([0, *itertools.accumulate([len(m.payload) for m in msgs])])
-    ends = np.array([m.n_bits for m in msgs], dtype=np.int64)
-    tables = np.array([q._table for q in decoders])
-    dst = out if out.flags.c_contiguous else np.ascontiguousarray(out)
-    status, k, got, _ = decode_fixed_kernel(
-        bufs, starts, ends, q0.adaptive, q0.s, tables, q0._offsets, q0._ltypes, q0.index_bits,
-        dst, _NO_HISTS)
-    if status < 0:
-        raise ValueError(f"message {int(k)}: {_DECODE_ERRORS[int(status)]}")
-    if dst is not out:
-        out[:] = dst
-    for k in np.flatnonzero(got):
-        decoders[k].levels = list(tables[k])
+    RoundDecoder(decoders)(msgs, out)
 
 
 class RandomQuantizer(Quantizer):

@@ -480,25 +480,30 @@ def _read_header(buf, end, has_flag, n_inner, new, norms, dim, nb):  # pragma: n
 
 
 @njit(cache=True, nogil=True)
-def decode_fixed_kernel(bufs, starts, ends, has_flag, n_inner, tables, offsets, ltype, width,
-                         out, hists):  # pragma: no cover - compiled
+def decode_fixed_kernel(bufs, meta, has_flag, n_inner, tables, offsets, ltype, width, out,
+                         hists):  # pragma: no cover - compiled
     """Read ``K`` fixed-code messages and add their vectors to ``out`` (if not empty).
 
-    Message ``k`` is ``bufs[starts[k]:starts[k + 1]]`` with ``ends[k]`` bits, its receiver's
-    current levels ``tables[k]`` (types x levels; overwritten by new ones). Header: the flag
-    bit (if ``has_flag``), new inner levels (``n_inner`` per type, float32) if the flag is
-    set, the layer norms (float32). Body: the (sign, index) codes, read eight at a time from
-    one 64-bit word per message and added through per-layer tables of signed ``r * level``
+    ``bufs`` holds the payloads one after the other, ``meta[k] = (bytes, bits)`` of message
+    ``k``; ``tables[k]`` are its receiver's current levels (types x levels; overwritten by new
+    ones). Header: the flag bit (if ``has_flag``), new inner levels (``n_inner`` per type,
+    float32) if the flag is set, the layer norms (float32). Body: the (sign, index) codes,
+    unpacked block by block and added through per-layer tables of signed ``r * level``
     values; each coordinate of ``out`` receives the messages in order (the same sums as adding
     the decoded vectors one after the other). If ``hists`` is not empty, the indices of
     message ``k`` are counted per layer in ``hists[k]``.
 
-    Returns ``(status, k, got_levels, norms)``; status 0, or for message ``k`` -1 truncated
-    stream / trailing bits (or an ``out`` of the wrong size), -2 invalid levels, -3 invalid
-    norms, -4 an index out of range. ``tables`` and ``out`` are untouched unless every
+    Returns ``(status, k, n_got, got_levels, norms)``; status 0, or for message ``k`` -1
+    truncated stream / trailing bits (or an ``out`` of the wrong size, or payloads that do
+    not add up to ``bufs``), -2 invalid levels, -3 invalid norms, -4 an index out of range;
+    ``n_got`` messages carried new levels. ``tables`` and ``out`` are untouched unless every
     message is valid.
     """
-    n_msg = ends.size
+    n_msg = meta.shape[0]
+    starts = np.zeros(n_msg + 1, dtype=np.int64)
+    for k in range(n_msg):
+        starts[k + 1] = starts[k] + meta[k, 0]
+    ends = meta[:, 1]
     n_types, n_sym = tables.shape[1], tables.shape[2]
     n_layers = offsets.size - 1
     dim = offsets[n_layers]
@@ -507,14 +512,14 @@ def decode_fixed_kernel(bufs, starts, ends, has_flag, n_inner, tables, offsets, 
     got = np.zeros(n_msg, dtype=np.int64)
     body = np.zeros(n_msg, dtype=np.int64)
     new = np.empty((n_msg, n_types, n_sym))
-    if out.size != 0 and out.size != dim:
-        return -1, 0, got, norms
+    if (out.size != 0 and out.size != dim) or starts[n_msg] != bufs.size:
+        return -1, 0, 0, got, norms
     for k in range(n_msg):
         buf = bufs[starts[k]:starts[k + 1]]
         status, got[k], body[k] = _read_header(buf, ends[k], has_flag, n_inner, new[k],
                                                norms[k], dim, nb)
         if status < 0:
-            return status, k, got, norms
+            return status, k, 0, got, norms
     imask = (1 << width) - 1
     codes = np.empty((n_msg, _DBLOCK), dtype=np.uint8)  # one block of every message's codes
     if n_sym < (1 << width) or hists.size > 0:  # check the indices before adding anything
@@ -530,7 +535,7 @@ def decode_fixed_kernel(bufs, starts, ends, has_flag, n_inner, tables, offsets, 
                     for i in range(b1 - b0):
                         top = max(top, ck[i] & np.uint8(imask))
                     if top >= n_sym:
-                        return -4, k, got, norms
+                        return -4, k, 0, got, norms
                 if hists.size > 0:
                     while offsets[layer + 1] <= b0:
                         layer += 1
@@ -539,11 +544,13 @@ def decode_fixed_kernel(bufs, starts, ends, has_flag, n_inner, tables, offsets, 
                         for i in range(max(offsets[li], b0), min(offsets[li + 1], b1)):
                             hists[k, li, np.int64(ck[i - b0]) & imask] += 1
                         li += 1
+    n_got = 0
     for k in range(n_msg):
         if got[k]:
             tables[k, :, :] = new[k]
+            n_got += 1
     if out.size == 0:
-        return 0, 0, got, norms
+        return 0, 0, n_got, got, norms
     n_codes = 1 << nb  # (sign, index) codes
     lut = np.zeros((n_layers, n_msg, n_codes))  # decoded value of each code
     for layer in range(n_layers):
@@ -576,7 +583,7 @@ def decode_fixed_kernel(bufs, starts, ends, has_flag, n_inner, tables, offsets, 
             lo, hi = max(offsets[li], b0), min(offsets[li + 1], b1)
             _add_codes(out[lo:hi], codes, lo - b0, lut[li], pair[li], nb)
             li += 1
-    return 0, 0, got, norms
+    return 0, 0, n_got, got, norms
 
 
 @njit(cache=True, nogil=True)

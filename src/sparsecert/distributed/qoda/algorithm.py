@@ -41,7 +41,7 @@ from sparsecert.distributed.quantize import (
     CODES,
     LayerMap,
     Quantizer,
-    decode_sum,
+    RoundDecoder,
     global_adaptive,
     global_uniform,
     layerwise_adaptive,
@@ -204,6 +204,7 @@ class _Exchange:
         self.quantized = isinstance(encoder, Quantizer)
         self.enc = {i: encoder.clone() for i in comm.local_workers}
         self.dec = [encoder.clone() for _ in range(comm.n_workers)]  # one decoder per sender
+        self.decode_round = RoundDecoder(self.dec)
         self.bits = {c: np.zeros(comm.n_workers, dtype=np.int64) for c in CODES}
         self.payload_bits = np.zeros(comm.n_workers, dtype=np.int64)
         self.calls = 0
@@ -231,7 +232,7 @@ class _Exchange:
         self.calls += 1
         total = np.zeros(self.d)
         with clock("decode"):
-            decode_sum(self.dec, msgs, total)
+            self.decode_round(msgs, total)
             total /= len(msgs)
         # book-keeping, not timed: what the same messages cost under the other codes (a user
         # sending one code does not compute these)
