@@ -133,11 +133,14 @@ def break_even_gbit(oda_run: dict, q_run: dict) -> float:
 
 
 def med_iqr(vals) -> list[float]:
+    """[median, q1, q3]; ``inf`` entries (never reached, or faster at every bandwidth) count as
+    the largest values (a percentile interpolated towards one of them is ``inf``)."""
     a = np.asarray(vals, dtype=float)
     if a.size == 0 or np.all(~np.isfinite(a)):
         return [float("inf")] * 3
-    q1, q2, q3 = np.percentile(a, [25, 50, 75])
-    return [float(q2), float(q1), float(q3)]
+    big = np.finfo(float).max
+    q1, q2, q3 = np.percentile(np.where(np.isposinf(a), big, a), [25, 50, 75])
+    return [float(x) if x < 1e300 else float("inf") for x in (q2, q1, q3)]
 
 
 def mpiexec_path() -> str | None:
