@@ -202,6 +202,39 @@ def test_an_interrupt_inside_a_batch_keeps_the_unapplied_nodes_open():
     assert res.lower_bound <= min(n.lower_bound for n in res.nodes if n.status == "open")
 
 
+def test_an_interrupt_while_applying_a_batch_keeps_the_rest_of_it_open():
+    """Ctrl-C from the node callback after the second node of a batch of four: the last two
+    stay open in the pool, so the returned lower bound still covers them."""
+    from sparsecert.bnb import BnBSettings, BranchAndBound
+
+    X, y = _data(n=30, p=14, seed=3)
+    prob = RelaxationProblem.from_data(X, y, 0.05)
+    sizes = []
+    calls = []
+
+    def callback(node, res):
+        calls.append(node.id)
+        if len(calls) == sum(sizes[:-1]) + 2 and sizes[-1] == 4:
+            raise KeyboardInterrupt
+
+    s = BnBSettings(rel_gap=0.0, abs_gap=0.0, node_limit=40, batch_size=4)
+    eng = BranchAndBound(prob, 4, s, verbose=0, node_callback=callback)
+    batch = eng._next_batch
+
+    def next_batch():
+        out = batch()
+        sizes.append(len(out))
+        return out
+
+    eng._next_batch = next_batch
+    res = eng.run()
+    assert res.status == "interrupted"
+    assert sizes[-1] == 4 and len(calls) == sum(sizes[:-1]) + 2
+    open_nodes = [n for n in res.nodes if n.status == "open"]
+    assert res.n_open == len(open_nodes)
+    assert res.lower_bound <= min(n.lower_bound for n in open_nodes)
+
+
 def test_polish_pins_blas_to_one_thread_and_restores_it():
     from threadpoolctl import threadpool_info, threadpool_limits
 

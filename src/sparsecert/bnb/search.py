@@ -69,6 +69,7 @@ from sparsecert.statuses import (
     BRANCHED,
     INTERRUPTED,
     NODE_LIMIT,
+    OPEN,
     OPTIMAL,
     PRUNED,
     SOLVED,
@@ -444,7 +445,12 @@ class BranchAndBound:
                 for n in batch[i:]:  # unevaluated: back in the pool, still open
                     self.queue.push(n)
                 raise
-            self._process(node, out)
+            try:
+                self._process(node, out)
+            except KeyboardInterrupt:  # (or from the node callback) the rest is not applied
+                for n in ([node] if node.status == OPEN else []) + batch[i + 1:]:
+                    self.queue.push(n)
+                raise
 
     def _announce(self) -> None:
         pr = self.problem
