@@ -359,3 +359,17 @@ def test_certify_node_limit_gives_honest_status(files, capsys):
                  "--quiet"])
     doc = json.loads((files / "nl.json").read_text())
     assert code == (0 if doc["bounds"]["relative_gap"] <= 0.0 else 3)
+
+
+def test_interrupt_before_a_model_exists_exits_130_one_line(monkeypatch, capsys):
+    """Ctrl-C while the first run compiles (the search proper returns its best model instead):
+    one line and exit 130, no traceback."""
+    import sparsecert.cli.main as cli
+
+    def interrupted(args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "_cmd_certify", interrupted)
+    assert main(["certify"]) == cli.EXIT_INTERRUPTED == 130
+    err = capsys.readouterr().err
+    assert err.strip() == "sparsecert: interrupted"

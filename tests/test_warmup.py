@@ -176,3 +176,32 @@ def test_a_z_space_problem_asks_for_the_z_space_kernel(monkeypatch):
                         lambda dispatcher, args: asked.append(dispatcher) or True)
     compiled.node_kernels_cached(prob)
     assert asked == [_zspace.zspace_chunk]
+
+
+def test_an_interrupted_warm_up_stops_the_compiling_process(monkeypatch):
+    """Ctrl-C (or a notebook's interrupt, which reaches this process only) during the first
+    run's compilation stops the second process instead of waiting for its node kernel."""
+    import subprocess
+    import sys
+
+    spawned = []
+
+    def spawn(config):  # a stand-in that would finish normally two seconds after its release
+        code = "import sys, time; sys.stdin.read(); time.sleep(2)"
+        spawned.append(subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE,
+                                        stdout=subprocess.PIPE, text=True))
+        return spawned[-1]
+
+    def interrupted(tiny):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(warmup, "_spawn", spawn)
+    monkeypatch.setattr(warmup, "compile_node_callees", interrupted)
+    rng = np.random.default_rng(2)
+    X = rng.standard_normal((60, 10))
+    prob = RelaxationProblem.from_data(X, X[:, 0], 1.0, fit_intercept=True, eig_shift="auto")
+    assert _root(prob) != "zspace"  # the path with a second process
+    with pytest.raises(KeyboardInterrupt):
+        warmup.warm_up(prob)
+    assert len(spawned) == 1
+    assert spawned[0].returncode is not None and spawned[0].returncode < 0  # killed, not awaited

@@ -103,6 +103,23 @@ def _release(child: subprocess.Popen | None) -> None:
             pass
 
 
+def _end(child: subprocess.Popen | None, wait: bool) -> None:
+    """Let ``child`` finish the node kernel (``wait``), or stop it at once: when this process
+    is interrupted (Ctrl-C, a notebook's interrupt, which reaches this process only) or failed,
+    nobody waits for the kernel, and the child is not left compiling on its own."""
+    if child is None:
+        return
+    _release(child)
+    if wait:
+        try:
+            child.wait(timeout=_CHILD_TIMEOUT)
+            return
+        except subprocess.TimeoutExpired:
+            pass
+    child.kill()
+    child.wait()
+
+
 def _watch(child: subprocess.Popen | None) -> threading.Event:
     """An event set when ``child`` has compiled the shared kernels, ended, or was never started."""
     done = threading.Event()
@@ -180,6 +197,7 @@ def warm_up(problem) -> float:
     child = _spawn(config) if fista else None
     shared_done = _watch(child)
     tiny = tiny_problem(*config)
+    finished = False
     try:
         if child is not None:
             compile_node_callees(tiny)
@@ -191,13 +209,8 @@ def warm_up(problem) -> float:
         _compile_bound(tiny)
         if fista:
             _compile_polish(tiny, problem)
+        finished = True
     finally:
-        if child is not None:
-            _release(child)
-            try:
-                child.wait(timeout=_CHILD_TIMEOUT)
-            except subprocess.TimeoutExpired:
-                child.kill()
-                child.wait()
+        _end(child, finished)
     BranchAndBound(tiny, 2, BnBSettings(), verbose=0).run()
     return time.perf_counter() - t0

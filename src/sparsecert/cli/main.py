@@ -30,6 +30,8 @@ from sparsecert.solvers.losses import LOSS_NAMES
 __all__ = ["main", "build_parser"]
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_GAP = 0, 1, 2, 3
+#: Ctrl-C before the search could return a model (while compiling; as shells report SIGINT)
+EXIT_INTERRUPTED = 130
 DEFAULT_OUT = "sparsecert-certificate.json"
 DEFAULT_JOB = dict(k=5, lambda2=0.1)
 
@@ -305,6 +307,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     handler = {"certify": _cmd_certify, "verify": _cmd_verify, "show": _cmd_show}[args.command]
     try:
         return handler(args)
+    except KeyboardInterrupt:  # the search itself returns its best model on Ctrl-C
+        print("sparsecert: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
     except BrokenPipeError:  # e.g. `sparsecert show cert.json | head`
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_FAILED
