@@ -364,7 +364,9 @@ def test_certify_node_limit_gives_honest_status(files, capsys):
 def test_interrupt_before_a_model_exists_exits_130_one_line(monkeypatch, capsys):
     """Ctrl-C while the first run compiles (the search proper returns its best model instead):
     one line and exit 130, no traceback."""
-    import sparsecert.cli.main as cli
+    import importlib
+
+    cli = importlib.import_module("sparsecert.cli.main")  # the module (the package exports main)
 
     def interrupted(args):
         raise KeyboardInterrupt
