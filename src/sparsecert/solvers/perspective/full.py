@@ -5,7 +5,9 @@ strategies. ``solve_node`` uses it when the active columns are fewer than ``WS_A
 times the samples (n >= p and moderately wide designs, whose relaxed solutions are dense) or
 when an unpenalised intercept is carried (non-squared losses), unless z-space applies. The
 kernel's running-max bound is computed over all active columns, so it is the node's valid bound.
-Polishing (see ``polish``) is switched on from ``POLISH_MIN_COLUMNS`` active columns.
+Polishing (see ``polish``) is switched on from ``POLISH_MIN_COLUMNS`` active columns. When the
+active columns are at most ``RESTRICT_FRACTION`` of all and no intercept is carried, FISTA runs
+on the active columns only (:func:`_solve_restricted`).
 """
 
 from __future__ import annotations
