@@ -32,7 +32,7 @@ from sparsecert.solvers.perspective.evaluate import finish, full_bound, objectiv
 from sparsecert.solvers.perspective.polish import POLISH, POLISH_MIN_COLUMNS, Polisher
 from sparsecert.solvers.perspective.problem import LIPSCHITZ_SAFETY
 
-__all__ = ["Runner", "initial_L", "solve_full", "L_DOWN"]
+__all__ = ["Runner", "initial_L", "solve_full", "lift_best", "L_DOWN"]
 
 #: a node whose columns not fixed out are at most this fraction of all columns (reduced-cost
 #: fixing at p >> n leaves a few hundred of thousands) iterates on those columns only
@@ -129,6 +129,19 @@ def solve_full(prob, state, budget, x0, rel_tol, max_iter, cut, runner, t0, best
                   cut, c=it.get("c"))
 
 
+def lift_best(prob, state, budget, cols, XcT, it, best, bp, dual):
+    """The node's bound over all columns at the best bound point of a FISTA run on the columns
+    ``cols`` (``XcT`` their rows of ``X^T``), lifted to all columns with zeros; returns
+    ``(best, bp, dual)`` updated when it beats ``best``."""
+    if np.isfinite(it.get("best")):
+        b2 = np.zeros(prob.n_features)
+        b2[cols] = it.bound_point
+        lb2, zeta2 = full_bound(prob, state, budget, b2, xb(XcT, it.bound_point))
+        if lb2 > best:
+            return lb2, b2, zeta2
+    return best, bp, dual
+
+
 def _solve_restricted(prob, state, budget, x0, rel_tol, max_iter, cut, runner, t0, active,
                       best, bp, dual, n_done, n_rest_done):
     """:func:`solve_full` on the columns ``active`` (those not fixed out) only.
@@ -150,12 +163,7 @@ def _solve_restricted(prob, state, budget, x0, rel_tol, max_iter, cut, runner, t
                               max_iter - n_done, cut, None)
     x = np.zeros(p)
     x[active] = it.x
-    if np.isfinite(it.get("best")):
-        b2 = np.zeros(p)
-        b2[active] = it.bound_point
-        lb2, zeta2 = full_bound(prob, state, budget, b2, xb(XAT, it.bound_point))
-        if lb2 > best:
-            best, bp, dual = lb2, b2, zeta2
+    best, bp, dual = lift_best(prob, state, budget, active, XAT, it, best, bp, dual)
     return finish(prob, state, budget, x, best, bp, dual, n_it + n_done,
                   it.get("n_restart") + n_rest_done, runner.status_name(status), t0, rel_tol,
                   cut)

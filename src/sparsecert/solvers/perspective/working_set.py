@@ -17,7 +17,7 @@ from sparsecert.solvers.perspective._fista import fista_data, new_iterate
 from sparsecert.solvers.perspective._gfun import FREE, IN, OUT
 from sparsecert.solvers.perspective._linalg import spectral_norm_sq, xb, xtz
 from sparsecert.solvers.perspective.evaluate import finish, full_bound, objective
-from sparsecert.solvers.perspective.full import initial_L, solve_full
+from sparsecert.solvers.perspective.full import initial_L, lift_best, solve_full
 from sparsecert.solvers.perspective.problem import LIPSCHITZ_SAFETY
 
 __all__ = ["solve_ws", "WS_MAX_FRACTION"]
@@ -81,12 +81,7 @@ def solve_ws(prob, state, budget, x0, rel_tol, max_iter, cut, runner, t0):
         lb_x, zeta_x = full_bound(prob, state, budget, x, uxW)
         if lb_x > best:
             best, bp, dual = lb_x, x.copy(), zeta_x
-        if np.isfinite(it.get("best")):
-            b2 = np.zeros(p)
-            b2[W] = it.bound_point
-            lb2, zeta2 = full_bound(prob, state, budget, b2, xb(XWT, it.bound_point))
-            if lb2 > best:
-                best, bp, dual = lb2, b2, zeta2
+        best, bp, dual = lift_best(prob, state, budget, W, XWT, it, best, bp, dual)
         Px = it.get("px")
         if best >= cut:
             status = "cutoff"
