@@ -19,7 +19,7 @@ from numba import njit
 
 from sparsecert.solvers.loss_kernels import conjugate_sum, loss_value_grad
 from sparsecert.solvers.losses import POISSON
-from sparsecert.solvers.perspective._gfun import g_node, gstar_node, relaxed_z_into
+from sparsecert.solvers.perspective._gfun import g_node, gstar_node
 from sparsecert.solvers.perspective._linalg import xt_dot
 
 __all__ = ["sq_norm", "point_values", "icpt_grad_dual", "dual_value"]
@@ -35,12 +35,14 @@ def sq_norm(v):
 
 
 @njit(cache=True, nogil=True)
-def point_values(data, state, budget, b, ub, zeta, z, bound, want_z):
+def point_values(data, state, budget, b, ub, zeta, bound):
     """``(P(b), LB(b))`` for ``data`` (a ``FistaData``) with ``ub = X b`` given.
 
     Writes ``zeta = f'(X b)``; ``LB`` is the valid bound at ``b`` when ``bound`` (one mat-vec
-    ``X^T zeta``), ``-inf`` otherwise; with ``want_z`` writes the relaxed indicators at ``b``
-    into ``z``. (No intercept: see ``icpt_grad_dual``.)
+    ``X^T zeta``), ``-inf`` otherwise. (No intercept: see ``icpt_grad_dual``.) The relaxed
+    indicators at ``b`` are a separate call (``relaxed_z_into``): numba re-optimises every
+    callee's code inside each caller's module, so a callee linked here for one caller's sake
+    would cost compile time in every first run.
     """
     mu = data.mu
     lam = data.lam
@@ -65,8 +67,6 @@ def point_values(data, state, budget, b, ub, zeta, z, bound, want_z):
             else:
                 a[j] = 0.0
         lb = F - gb - twolam * gstar_node(a, state, budget, data.M)
-    if want_z:
-        relaxed_z_into(b, state, budget, z)
     return P, lb
 
 

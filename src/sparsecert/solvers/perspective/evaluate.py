@@ -16,7 +16,7 @@ import numpy as np
 from sparsecert.solvers.losses import SQUARED
 from sparsecert.solvers.perspective._bound import dual_value, point_values
 from sparsecert.solvers.perspective._fista import fista_data
-from sparsecert.solvers.perspective._gfun import OUT
+from sparsecert.solvers.perspective._gfun import OUT, relaxed_z_into
 from sparsecert.solvers.perspective._linalg import xb
 from sparsecert.solvers.perspective.result import RelaxationResult
 from sparsecert.solvers.perspective.zero_sum import dyadic_zero_sum, icpt_bound
@@ -27,7 +27,7 @@ __all__ = ["objective", "full_bound", "finish"]
 def objective(prob, state: np.ndarray, budget: int, b: np.ndarray, ub: np.ndarray) -> float:
     """``P(b)`` with ``ub = X b`` (plus the intercept)."""
     zeta = np.empty(ub.shape[0])
-    P, _ = point_values(fista_data(prob), state, budget, b, ub, zeta, b, False, False)
+    P, _ = point_values(fista_data(prob), state, budget, b, ub, zeta, False)
     return float(P)
 
 
@@ -35,7 +35,7 @@ def full_bound(prob, state: np.ndarray, budget: int, b: np.ndarray, ub: np.ndarr
                ) -> tuple[float, np.ndarray]:
     """The valid bound ``LB(b)`` over all active columns and its ``zeta = f'(X b)``."""
     zeta = np.empty(prob.n_samples)
-    _, lb = point_values(fista_data(prob), state, budget, b, ub, zeta, b, True, False)
+    _, lb = point_values(fista_data(prob), state, budget, b, ub, zeta, True)
     return float(lb), zeta
 
 
@@ -51,9 +51,10 @@ def finish(prob, state, budget, coef, best, bp, dual, n_iter, n_rest, status, t0
     if prob.icpt:
         ux += c
     zeta_end = np.empty(prob.n_samples)
+    obj, lb_end = point_values(fista_data(prob), state, budget, coef, ux, zeta_end,
+                               not prob.icpt)
     z = np.empty(prob.n_features)
-    obj, lb_end = point_values(fista_data(prob), state, budget, coef, ux, zeta_end, z,
-                               not prob.icpt, True)
+    relaxed_z_into(coef, state, budget, z)
     obj = float(obj)
     if prob.icpt:
         lb_end, zeta_end = icpt_bound(prob, state, budget, ux)
