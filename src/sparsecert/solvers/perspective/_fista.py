@@ -172,19 +172,27 @@ def _polish_due(x, sig, sc):
     below about a third of the time by a flop model (BLAS ``POLISH_BLAS_SPEEDUP`` x faster per
     flop than the memory-bound mat-vecs of an iteration).
     """
+    # (plain comparisons instead of max() and ** : each builtin costs compile time)
     every = sc["pol_every"]
     sc["pol_since"] += every
     changed = 0
     nnz = 0
     for j in range(x.shape[0]):
-        s = np.int8(1) if x[j] > 0.0 else (np.int8(-1) if x[j] < 0.0 else np.int8(0))
+        s = 0
+        if x[j] > 0.0:
+            s = 1
+        elif x[j] < 0.0:
+            s = -1
         if s != sig[j]:
             changed += 1
         if s != 0:
             nnz += 1
         sig[j] = s
     if sc["pol_has_sig"] != 0:
-        if changed <= max(2, nnz // 100):
+        allowed = nnz // 100
+        if allowed < 2:
+            allowed = 2
+        if changed <= allowed:
             sc["pol_stable"] += every
         else:
             sc["pol_stable"] = 0
@@ -192,7 +200,9 @@ def _polish_due(x, sig, sc):
     n = float(sc["pol_n"])
     m = float(nnz)
     per_iter = n * (float(sc["pol_active"]) + m)
-    wait = max(30.0, 2.0 * (n * m * m + m ** 3 / 3.0) / (POLISH_BLAS_SPEEDUP * per_iter))
+    wait = 2.0 * (n * m * m + m * m * m / 3.0) / (POLISH_BLAS_SPEEDUP * per_iter)
+    if wait < 30.0:
+        wait = 30.0
     if sc["pol_fail"] >= 6 or sc["pol_stable"] < 20 or float(sc["pol_since"]) < wait:
         return False
     sc["pol_since"] = 0
