@@ -205,3 +205,100 @@ def test_an_interrupted_warm_up_stops_the_compiling_process(monkeypatch):
         warmup.warm_up(prob)
     assert len(spawned) == 1
     assert spawned[0].returncode is not None and spawned[0].returncode < 0  # killed, not awaited
+
+
+def test_compiling_process_loads_no_solver_and_no_eigen_solver():
+    """The second process starts compiling sooner when it imports only the kernels: building
+    its tiny problem (shifted least squares, the default job's configuration) loads neither
+    the solvers nor scipy.linalg."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from sparsecert.solvers.perspective import precompile as p; "
+            "t = p.tiny_problem('squared', False, True, True, 8, 6); assert t.mu > 0; "
+            "print(sorted(m for m in ('scipy.linalg', 'sparsecert.solvers.perspective.api', "
+            "'sparsecert.solvers.perspective.full') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120, check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_a_prestarted_process_ends_when_its_input_ends_without_a_configuration():
+    from sparsecert.solvers.perspective import precompile
+
+    child = precompile.spawn(None)
+    assert child is not None
+    out, _ = child.communicate("", timeout=300)
+    assert child.returncode == 0 and out.splitlines() == [warmup.SHARED_DONE]
+
+
+def test_the_shared_kernels_have_the_same_argument_types_in_every_configuration():
+    """What lets a process started early compile the shared kernels before it knows the
+    configuration."""
+    from numba import typeof
+
+    from sparsecert.solvers.perspective import precompile
+
+    def types(config):
+        return [(kernel, tuple(typeof(a) for a in args))
+                for kernel, args in precompile.shared_calls(config)]
+
+    expected = types(precompile.SHARED_CONFIG)
+    for loss in ("squared", "logistic", "poisson", "squared_hinge"):
+        for boxed in (False, True):
+            for icpt in (False, True):
+                for n, p in ((8, 6), (8, 40), (120, 6)):
+                    shifted = loss == "squared" and not boxed
+                    assert types((loss, boxed, icpt, shifted, n, p)) == expected
+
+
+def test_the_warm_up_takes_the_prestarted_process(monkeypatch):
+    """The process the command line started early compiles for the warm-up (no second one is
+    started), and ends normally once the node kernel is compiled."""
+    from sparsecert.solvers.perspective import precompile
+
+    def no_spawn(config):
+        raise AssertionError("a second compiling process was started")
+
+    monkeypatch.setattr(warmup, "_spawn", no_spawn)
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((60, 8))
+    prob = RelaxationProblem.from_data(X, X[:, 0], 1.0, fit_intercept=True, eig_shift="auto")
+    assert _root(prob) != "zspace"
+    precompile.prestart()
+    child = precompile._prestarted[0]
+    warmup.warm_up(prob)
+    assert child.returncode == 0  # awaited: it compiled the node kernel and ended
+    assert precompile.take_prestarted() is None
+    assert warmup.needs_compiling(prob) is False
+
+
+def test_a_prestarted_process_nobody_needs_is_ended(tmp_path):
+    """A run with nothing to compile (or a quiet one) does not leave the early process
+    behind: the command ends it whatever happens."""
+    from sparsecert.bnb import search
+    from sparsecert.cli import main
+    from sparsecert.solvers.perspective import precompile
+
+    started = []
+    real_spawn = precompile.spawn
+
+    def spawn(config):
+        started.append(real_spawn(config))
+        return started[-1]
+
+    rng = np.random.default_rng(4)
+    X = rng.standard_normal((40, 6))
+    data = tmp_path / "d.npz"
+    np.savez(data, X=X, y=X[:, 0] + 0.1 * rng.standard_normal(40))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(precompile, "spawn", spawn)
+        mp.setattr(search, "needs_compiling", lambda problem: False)
+        code = main(["certify", "--data", str(data), "--k", "2", "--lambda2", "1",
+                     "--out", str(tmp_path / "c.json")])
+        assert code == 0
+        assert len(started) == 1 and started[0].poll() is not None
+        assert precompile.take_prestarted() is None
+        code = main(["certify", "--data", str(data), "--k", "2", "--lambda2", "1", "--quiet",
+                     "--out", str(tmp_path / "c2.json")])
+        assert code == 0 and len(started) == 1  # a quiet run compiles silently, in-process

@@ -62,7 +62,7 @@ from sparsecert.bnb.node import Node, Witness
 from sparsecert.bnb.progress import ProgressLog
 from sparsecert.bnb.queues import QUEUE_STRATEGIES, make_queue
 from sparsecert.bnb.results import HistoryRecord, SearchResult
-from sparsecert.bnb.warmup import needs_compiling, warm_up
+from sparsecert.bnb.warmup import discard_prestarted, needs_compiling, warm_up
 from sparsecert.solvers.heuristics import SubsetModel, SupportRefitter, beam_search, swap_search
 from sparsecert.solvers.perspective import RelaxationProblem, RelaxationResult
 from sparsecert.statuses import (
@@ -463,6 +463,7 @@ class BranchAndBound:
         """On a first run (nothing in numba's cache for this configuration), say so and compile
         the kernels on a tiny problem, with the log ticking (see :mod:`sparsecert.bnb.warmup`)."""
         if self.progress.verbose < 1 or not needs_compiling(self.problem):
+            discard_prestarted()  # a compiling process the command line started early
             return
         self.progress.message("compiling the numerical kernels (first run only: numba caches "
                               "them for later runs) ...")

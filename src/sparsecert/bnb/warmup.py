@@ -17,13 +17,16 @@ kernel itself, loading all its callees from the cache. Meanwhile this process co
 only it uses (the relaxed indicators, the refit and the heuristics) and the bound evaluation.
 The tiny search that follows loads everything from the cache. Should the second process fail
 or be slow, this process compiles what is missing itself: only the time differs.
+
+The command line starts the second process before it reads the data
+(:func:`sparsecert.solvers.perspective.precompile.prestart`), so that its interpreter start and
+imports overlap this process's; :func:`warm_up` then sends it the configuration, and a run with
+nothing to compile ends it.
 """
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 import threading
 import time
 
@@ -33,10 +36,15 @@ from sparsecert.solvers.perspective.precompile import (
     SHARED_DONE,
     compile_node_callees,
     compile_node_kernel,
+    configure,
+    discard_prestarted,
+    spawn,
+    take_prestarted,
     tiny_problem,
 )
 
-__all__ = ["needs_compiling", "warm_up", "tiny_config", "tiny_problem", "compile_node_kernel"]
+__all__ = ["needs_compiling", "warm_up", "tiny_config", "tiny_problem", "compile_node_kernel",
+           "discard_prestarted"]
 
 #: the tiny problems' shapes, tried in this order until one takes the real problem's strategy
 _SHAPES = ((8, 6), (8, 40), (120, 6), (120, 500))
@@ -73,25 +81,21 @@ def tiny_config(problem) -> tuple:
 
 
 def _spawn(config: tuple) -> subprocess.Popen | None:
-    """Start the process that compiles the node kernel (``None`` if it cannot be started).
+    """Start the process that compiles the node kernel (``None`` if it cannot be started);
+    see :func:`sparsecert.solvers.perspective.precompile.spawn`."""
+    return spawn(config)
 
-    It prints :data:`SHARED_DONE` on its standard output once the kernels shared with this
-    process are in numba's cache, and compiles the node kernel once its standard input is
-    closed (:func:`_release`).
-    """
-    code = ("import sys; from sparsecert.solvers.perspective.precompile import child_main; "
-            "child_main(sys.argv[1:])")
-    loss, boxed, icpt, shifted, n, p = config
-    args = [loss, *("1" if b else "0" for b in (boxed, icpt, shifted)), str(n), str(p)]
-    env = dict(os.environ)
-    pkg_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    env["PYTHONPATH"] = os.pathsep.join([pkg_root, *filter(None, [env.get("PYTHONPATH")])])
-    try:
-        return subprocess.Popen([sys.executable, "-c", code, *args], env=env,
-                                stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=subprocess.DEVNULL, text=True)
-    except (OSError, ValueError):
-        return None
+
+def _child_for(config: tuple) -> subprocess.Popen | None:
+    """The compiling process for ``config``: the one the command line started early, if it is
+    still waiting, else a new one."""
+    child = take_prestarted()
+    if child is not None:
+        if configure(child, config):
+            return child
+        child.kill()
+        child.wait()
+    return _spawn(config)
 
 
 def _release(child: subprocess.Popen | None) -> None:
@@ -194,7 +198,11 @@ def warm_up(problem) -> float:
     t0 = time.perf_counter()
     config = tiny_config(problem)
     fista = _root_strategy(problem) != "zspace"
-    child = _spawn(config) if fista else None
+    if fista:
+        child = _child_for(config)
+    else:
+        child = None
+        discard_prestarted()
     shared_done = _watch(child)
     tiny = tiny_problem(*config)
     finished = False

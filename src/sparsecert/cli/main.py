@@ -160,6 +160,19 @@ def _load(args) -> tuple:
 
 
 def _cmd_certify(args) -> int:
+    from sparsecert.solvers.perspective import precompile
+
+    if not args.quiet:
+        # a first run compiles kernels in a second process: start it now, so that its
+        # interpreter and imports overlap this one's (it is ended if nothing is to be compiled)
+        precompile.prestart()
+    try:
+        return _certify(args)
+    finally:
+        precompile.discard_prestarted()
+
+
+def _certify(args) -> int:
     import numpy as np
 
     from sparsecert._validation import prepare_problem

@@ -2,16 +2,34 @@
 
 Public names: :class:`RelaxationProblem`, :class:`RelaxationResult`, :func:`solve_node`,
 :func:`perspective_relaxation`.
+
+They are imported on first use, so that importing one kernel module (as the process that
+compiles kernels on a first run does) does not load the solvers and scipy.
 """
 
-from sparsecert.solvers.perspective.api import (
-    DEFAULT_RESTART,
-    RESTARTS,
-    perspective_relaxation,
-    solve_node,
-)
-from sparsecert.solvers.perspective.problem import RelaxationProblem
-from sparsecert.solvers.perspective.result import RelaxationResult
+_LAZY = {
+    "DEFAULT_RESTART": "sparsecert.solvers.perspective.api",
+    "RESTARTS": "sparsecert.solvers.perspective.api",
+    "perspective_relaxation": "sparsecert.solvers.perspective.api",
+    "solve_node": "sparsecert.solvers.perspective.api",
+    "RelaxationProblem": "sparsecert.solvers.perspective.problem",
+    "RelaxationResult": "sparsecert.solvers.perspective.result",
+}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'sparsecert.solvers.perspective' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
 
 __all__ = [
     "RelaxationProblem",

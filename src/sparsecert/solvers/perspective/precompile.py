@@ -10,19 +10,34 @@ the first process compiles the other callees of the FISTA node kernel
 (:func:`compile_node_callees`) and then closes the second process's standard input; the second
 process then compiles the node kernel itself (:func:`compile_node_kernel`), loading all its
 callees from the cache.
+
+The command line starts that process before it has read the data (:func:`prestart`), so that
+its interpreter start and imports overlap the first process's; it then waits for its
+configuration on its standard input, and :func:`take_prestarted` hands it to the warm-up (or
+:func:`discard_prestarted` ends it when nothing is to be compiled). This module imports only
+numpy and the standard library at load time, so the command line can start the process first.
 """
 
 from __future__ import annotations
 
+import atexit
+import os
+import subprocess
 import sys
 
 import numpy as np
 
-__all__ = ["tiny_problem", "compile_shared", "compile_node_callees", "compile_node_kernel",
-           "child_main", "SHARED_DONE"]
+__all__ = ["tiny_problem", "shared_calls", "compile_shared", "compile_node_callees",
+           "compile_node_kernel", "child_main", "spawn", "configure", "prestart",
+           "take_prestarted", "discard_prestarted", "SHARED_DONE", "SHARED_CONFIG"]
 
 #: the line the compiling process prints once the shared kernels are in numba's cache
 SHARED_DONE = "shared-kernels-compiled"
+#: the eigenvalue shift of a shifted tiny problem (far below its smallest eigenvalue)
+TINY_SHIFT = 1e-3
+#: a configuration whose shared kernels (:func:`compile_shared`) have every configuration's
+#: argument types
+SHARED_CONFIG = ("squared", False, False, False, 8, 6)
 
 
 def tiny_problem(loss: str, boxed: bool, fit_intercept: bool, shifted: bool, n: int, p: int):
@@ -39,17 +54,16 @@ def tiny_problem(loss: str, boxed: bool, fit_intercept: bool, shifted: bool, n: 
     else:
         y = np.where(u + 0.5 * rng.standard_normal(n) > 0, 1.0, -1.0)
         y[:2] = (1.0, -1.0)
+    # a fixed shift (proven by from_data) instead of "auto": the types are what matter here, and
+    # no eigen-solver (scipy) has to be loaded by the compiling process
+    shift = TINY_SHIFT if shifted and loss == "squared" and n >= p else None
     return RelaxationProblem.from_data(X, y, 1.0, loss=loss, max_abs_coef=1.0 if boxed else None,
-                                       eig_shift="auto" if shifted else None,
-                                       fit_intercept=fit_intercept)
+                                       eig_shift=shift, fit_intercept=fit_intercept)
 
 
-def compile_shared(config: tuple) -> None:
-    """Compile the kernels that both the node kernel and the bound evaluation call.
-
-    Called with the argument types those callers pass, so that either process finds them in
-    numba's on-disk cache afterwards.
-    """
+def shared_calls(config: tuple) -> list[tuple]:
+    """``(kernel, args)`` of the kernels that both the node kernel and the bound evaluation
+    call, with the argument types those callers pass for ``config``'s problems."""
     from sparsecert.solvers.loss_kernels import loss_value_grad
     from sparsecert.solvers.perspective._gfun import g_node, gstar_node
     from sparsecert.solvers.perspective._linalg import xt_dot
@@ -59,10 +73,15 @@ def compile_shared(config: tuple) -> None:
     b, u, z = np.zeros(p), np.zeros(n), np.zeros(n)
     state = np.full(p, 2, dtype=np.int8)
     M = float(prob.M)
-    g_node(b, state, 1, M)
-    gstar_node(b, state, 1, M)
-    loss_value_grad(int(prob.loss_id), u, prob.y, z)
-    xt_dot(prob.X, z, b)
+    return [(g_node, (b, state, 1, M)), (gstar_node, (b, state, 1, M)),
+            (loss_value_grad, (int(prob.loss_id), u, prob.y, z)), (xt_dot, (prob.X, z, b))]
+
+
+def compile_shared(config: tuple) -> None:
+    """Compile the kernels that both the node kernel and the bound evaluation call
+    (:func:`shared_calls`), so that either process finds them in numba's on-disk cache."""
+    for kernel, args in shared_calls(config):
+        kernel(*args)
 
 
 def compile_node_callees(prob) -> None:
@@ -110,22 +129,108 @@ def compile_node_kernel(config: tuple) -> None:
     fista_chunk(fista_data(prob), intercept(prob), state, 1, it, 1e-6, 0, 1, np.inf, 1.0)
 
 
+def config_args(config: tuple) -> list[str]:
+    """``config`` as the compiling process's arguments (see :func:`child_main`)."""
+    loss, boxed, icpt, shifted, n, p = config
+    return [loss, *("1" if b else "0" for b in (boxed, icpt, shifted)), str(n), str(p)]
+
+
 def child_main(argv: list[str]) -> None:
-    """The compiling process: ``argv = [loss, boxed, fit_intercept, shifted, n, p]`` (0/1).
+    """The compiling process: ``argv = [loss, boxed, fit_intercept, shifted, n, p]`` (0/1),
+    or empty: then it compiles the shared kernels at once and reads them from the first line of
+    its standard input (a process started early, see :func:`prestart`; it ends if its input
+    ends first).
 
     After the shared kernels it waits for its standard input to reach its end (the other
     process closes it once the node kernel's other callees are in the cache; should that
     process end, the input ends too), then compiles the node kernel.
     """
+    if not argv:
+        # the shared kernels' argument types are the same for every configuration of the
+        # FISTA node kernel: compile them before the configuration is known
+        compile_shared(SHARED_CONFIG)
+        print(SHARED_DONE, flush=True)
+        try:
+            argv = sys.stdin.readline().split()
+        except (OSError, ValueError, AttributeError):
+            return
+        if not argv:
+            return
     config = (argv[0], argv[1] == "1", argv[2] == "1", argv[3] == "1", int(argv[4]),
               int(argv[5]))
-    compile_shared(config)
+    compile_shared(config)  # (loaded, or already in memory, after the lines above)
     print(SHARED_DONE, flush=True)
     try:
         sys.stdin.read()
     except (OSError, ValueError, AttributeError):
         pass
     compile_node_kernel(config)
+
+
+def spawn(config: tuple | None) -> subprocess.Popen | None:
+    """Start the compiling process for ``config`` (``None``: it waits for one on its standard
+    input, see :func:`configure`); ``None`` if it cannot be started.
+
+    It prints :data:`SHARED_DONE` on its standard output once the shared kernels are in
+    numba's cache, and compiles the node kernel once its standard input is closed.
+    """
+    code = ("import sys; from sparsecert.solvers.perspective.precompile import child_main; "
+            "child_main(sys.argv[1:])")
+    args = [] if config is None else config_args(config)
+    env = dict(os.environ)
+    pkg_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__)))))
+    env["PYTHONPATH"] = os.pathsep.join([pkg_root, *filter(None, [env.get("PYTHONPATH")])])
+    try:
+        return subprocess.Popen([sys.executable, "-c", code, *args], env=env,
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.DEVNULL, text=True)
+    except (OSError, ValueError):
+        return None
+
+
+def configure(child: subprocess.Popen, config: tuple) -> bool:
+    """Send ``config`` to a process started without one; False if it has gone."""
+    if child.poll() is not None or child.stdin is None:
+        return False
+    try:
+        child.stdin.write(" ".join(config_args(config)) + "\n")
+        child.stdin.flush()
+    except (OSError, ValueError):
+        return False
+    return True
+
+
+_prestarted: list[subprocess.Popen] = []
+
+
+def prestart() -> None:
+    """Start the compiling process now, before its configuration is known (a first run's
+    command line calls this before reading the data); :func:`take_prestarted` hands it over."""
+    if not _prestarted:
+        child = spawn(None)
+        if child is not None:
+            _prestarted.append(child)
+
+
+def take_prestarted() -> subprocess.Popen | None:
+    """The process :func:`prestart` started, if it is still waiting (then it is the caller's)."""
+    while _prestarted:
+        child = _prestarted.pop()
+        if child.poll() is None:
+            return child
+    return None
+
+
+def discard_prestarted() -> None:
+    """End the process :func:`prestart` started, if nobody took it (nothing to compile)."""
+    child = take_prestarted()
+    if child is not None:  # it has only imported modules: nothing of it to keep
+        child.kill()
+        child.wait()
+
+
+atexit.register(discard_prestarted)
 
 
 if __name__ == "__main__":

@@ -10,7 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-import scipy.linalg
 
 from sparsecert._validation import PreparedProblem, prepare_problem
 from sparsecert.solvers.losses import LOSS_IDS, get_loss
@@ -49,6 +48,8 @@ def _extreme_eigenvalues(G: np.ndarray, dense_max: int = 2000) -> tuple[float, f
     thousands. Only an estimate is needed: the caller proves the shift
     it derives with a Cholesky factorisation of ``G - mu I``.
     """
+    import scipy.linalg  # here: the process that compiles kernels imports this module only
+
     p = G.shape[0]
     if p <= dense_max:
         w = scipy.linalg.eigvalsh(G, check_finite=False)
