@@ -107,10 +107,13 @@ class Listener(event.Listener):
         names.append(e.data["dispatcher"].py_func.__name__)
 
 config = (sys.argv[1], sys.argv[2] == "1", sys.argv[3] == "1", sys.argv[4] == "1", 8, 6)
+hint = [precompile.node_kernel_cached_somewhere()]
 precompile.compile_shared(config)
 precompile.compile_node_callees(warmup.tiny_problem(*config))
 event.register("numba:compile", Listener())
 precompile.compile_node_kernel(config)
+hint.append(precompile.node_kernel_cached_somewhere())
+print(json.dumps(hint))
 print(json.dumps(names))
 """
 
@@ -132,6 +135,8 @@ def test_the_node_kernel_finds_all_its_callees_compiled(tmp_path):
     compiled = [n for n in json.loads(out.stdout.splitlines()[-1])
                 if not n.startswith(("impl", "ol_", "_ol_"))]
     assert compiled == ["fista_chunk"]
+    # the command line's hint (a first run: start the compiling process early) reads the cache
+    assert json.loads(out.stdout.splitlines()[-2]) == [False, True]
 
 
 def test_compiling_process_imports_neither_the_search_nor_scikit_learn():
@@ -261,6 +266,7 @@ def test_the_warm_up_takes_the_prestarted_process(monkeypatch):
         raise AssertionError("a second compiling process was started")
 
     monkeypatch.setattr(warmup, "_spawn", no_spawn)
+    monkeypatch.setattr(precompile, "node_kernel_cached_somewhere", lambda: False)
     rng = np.random.default_rng(3)
     X = rng.standard_normal((60, 8))
     prob = RelaxationProblem.from_data(X, X[:, 0], 1.0, fit_intercept=True, eig_shift="auto")
@@ -274,8 +280,8 @@ def test_the_warm_up_takes_the_prestarted_process(monkeypatch):
 
 
 def test_a_prestarted_process_nobody_needs_is_ended(tmp_path):
-    """A run with nothing to compile (or a quiet one) does not leave the early process
-    behind: the command ends it whatever happens."""
+    """A run with nothing to compile (the cache said otherwise) or a quiet one does not leave
+    the early process behind: the command ends it whatever happens."""
     from sparsecert.bnb import search
     from sparsecert.cli import main
     from sparsecert.solvers.perspective import precompile
@@ -294,6 +300,7 @@ def test_a_prestarted_process_nobody_needs_is_ended(tmp_path):
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(precompile, "spawn", spawn)
         mp.setattr(search, "needs_compiling", lambda problem: False)
+        mp.setattr(precompile, "node_kernel_cached_somewhere", lambda: False)
         code = main(["certify", "--data", str(data), "--k", "2", "--lambda2", "1",
                      "--out", str(tmp_path / "c.json")])
         assert code == 0
@@ -302,3 +309,7 @@ def test_a_prestarted_process_nobody_needs_is_ended(tmp_path):
         code = main(["certify", "--data", str(data), "--k", "2", "--lambda2", "1", "--quiet",
                      "--out", str(tmp_path / "c2.json")])
         assert code == 0 and len(started) == 1  # a quiet run compiles silently, in-process
+        mp.setattr(precompile, "node_kernel_cached_somewhere", lambda: True)
+        code = main(["certify", "--data", str(data), "--k", "2", "--lambda2", "1",
+                     "--out", str(tmp_path / "c3.json")])
+        assert code == 0 and len(started) == 1  # the node kernel is cached: nothing started

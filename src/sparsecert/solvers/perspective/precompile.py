@@ -21,6 +21,8 @@ numpy and the standard library at load time, so the command line can start the p
 from __future__ import annotations
 
 import atexit
+import glob
+import hashlib
 import os
 import subprocess
 import sys
@@ -29,7 +31,8 @@ import numpy as np
 
 __all__ = ["tiny_problem", "shared_calls", "compile_shared", "compile_node_callees",
            "compile_node_kernel", "child_main", "spawn", "configure", "prestart",
-           "take_prestarted", "discard_prestarted", "SHARED_DONE", "SHARED_CONFIG"]
+           "take_prestarted", "discard_prestarted", "node_kernel_cached_somewhere",
+           "SHARED_DONE", "SHARED_CONFIG"]
 
 #: the line the compiling process prints once the shared kernels are in numba's cache
 SHARED_DONE = "shared-kernels-compiled"
@@ -204,10 +207,30 @@ def configure(child: subprocess.Popen, config: tuple) -> bool:
 _prestarted: list[subprocess.Popen] = []
 
 
+def node_kernel_cached_somewhere() -> bool | None:
+    """Whether numba's cache holds the FISTA node kernel for some configuration, read from the
+    file system without importing numba (a hint: numba's cache layout is not a public API).
+
+    ``None`` when the cache is not where this looks (numba then uses a per-user directory
+    because the package's own is not writable).
+    """
+    here = os.path.dirname(os.path.abspath(__file__))
+    cache_dir = os.environ.get("NUMBA_CACHE_DIR")
+    if cache_dir:  # numba: <NUMBA_CACHE_DIR>/<parent>_<sha1 of the source's directory>
+        sub = os.path.basename(here) + "_" + hashlib.sha1(here.encode()).hexdigest()
+        where = os.path.join(cache_dir, sub)
+    elif os.access(here, os.W_OK):
+        where = os.path.join(here, "__pycache__")
+    else:
+        return None
+    return bool(glob.glob(os.path.join(glob.escape(where), "_fista.fista_chunk-*.nbi")))
+
+
 def prestart() -> None:
-    """Start the compiling process now, before its configuration is known (a first run's
-    command line calls this before reading the data); :func:`take_prestarted` hands it over."""
-    if not _prestarted:
+    """Start the compiling process now, before its configuration is known, when numba's cache
+    holds no node kernel yet (a first run); the command line calls this before it reads the
+    data, and :func:`take_prestarted` hands the process over."""
+    if not _prestarted and node_kernel_cached_somewhere() is False:
         child = spawn(None)
         if child is not None:
             _prestarted.append(child)
