@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import math
 
 import numpy as np
 import pytest
@@ -433,6 +434,7 @@ def test_decode_sum_equals_messages_added_one_by_one(s, sizes, n_senders):
     encs = [q.clone() for _ in range(n_senders)]
     fused = [q.clone() for _ in range(n_senders)]
     single = [q.clone() for _ in range(n_senders)]
+    generic = [q.clone() for _ in range(n_senders)]
     for step in range(3):
         msgs = []
         for k, enc in enumerate(encs):
@@ -445,6 +447,10 @@ def test_decode_sum_equals_messages_added_one_by_one(s, sizes, n_senders):
         want = out.copy()
         for dec, msg in zip(single, msgs, strict=True):
             want += dec.decode(msg)
+        ref = out.copy()  # the generic (pure numpy) reader, one message after the other
+        for dec, msg in zip(generic, msgs, strict=True):
+            ref += dec.dequantize(dec.read(msg))
+        assert np.array_equal(ref.view(np.uint64), want.view(np.uint64))
         strided = np.zeros((q.dim, 2))  # the same into a non-contiguous view
         strided[:, 0] = out
         decode_sum([dec.clone() for dec in fused], msgs, strided[:, 0])
@@ -529,3 +535,31 @@ def test_round_decoder_over_many_rounds_equals_decoding_one_by_one():
         assert np.array_equal(out.view(np.uint64), want.view(np.uint64))
         for a, b in zip(keep, single, strict=True):
             assert all(np.array_equal(x, y) for x, y in zip(a.levels, b.levels, strict=True))
+
+
+def test_layer_norms_are_the_float32_roundings_up_of_the_exact_norms():
+    """Each layer norm (eight running sums of squares) is a float32 value at or above the
+    exact norm (``math.fsum``) and the float32 value below it is under the exact norm (up to
+    the float64 rounding of the sums), on layers of every size modulo 8, with one coordinate
+    dominating or all equal."""
+    from sparsecert.distributed.quantize_kernels import layer_norms
+
+    rng = np.random.default_rng(11)
+    sizes = (1, 2, 7, 8, 9, 15, 16, 17, 1000, 1003)
+    offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    for trial in range(20):
+        v = rng.standard_normal(offsets[-1]) * 10.0 ** rng.uniform(-30, 30)
+        if trial % 3 == 1:
+            v[offsets[:-1]] *= 1e8  # the first coordinate of each layer dominates
+        elif trial % 3 == 2:
+            v[:] = 0.1
+        norms = layer_norms(v, offsets)
+        for li in range(len(sizes)):
+            block = v[offsets[li]:offsets[li + 1]]
+            exact = math.sqrt(math.fsum(float(x) * float(x) for x in block))
+            r = norms[li]
+            assert np.float64(np.float32(r)) == r
+            assert r >= np.abs(block).max()
+            assert r >= exact * (1 - 1e-13)
+            below = float(np.nextafter(np.float32(r), np.float32(0)))
+            assert below < exact * (1 + 1e-13)
