@@ -220,6 +220,27 @@ def test_identity_bits_and_values():
     np.testing.assert_array_equal(Identity(11, "float64").decode(m64), v)
 
 
+def test_identity_float32_stream_is_numpys_cast_and_bad_values_are_refused():
+    """The one-pass float32 encoder writes the bytes of numpy's little-endian cast (ties,
+    subnormals, values just below the largest float32, signed zeros), and refuses NaN, inf
+    and values beyond the float32 range with the errors of the checked path."""
+    rng = np.random.default_rng(3)
+    f32max = float(np.finfo(np.float32).max)
+    v = np.concatenate([rng.standard_normal(50) * 10.0 ** rng.uniform(-45, 38, 50),
+                        [f32max, -f32max, 1.0 + 2.0**-24, 1.0 + 3 * 2.0**-24, -0.0, 1e-46]])
+    enc = Identity(v.size)
+    assert enc.encode(v).payload == v.astype("<f4").tobytes()
+    assert enc.encode(list(v)).payload == v.astype("<f4").tobytes()
+    for bad, match in ((np.nan, "NaN"), (-np.inf, "NaN or inf"), (np.nextafter(f32max, 1e300),
+                                                                     "does not fit in float32")):
+        w = v.copy()
+        w[7] = bad
+        with pytest.raises(ValueError, match=match):
+            enc.encode(w)
+    with pytest.raises(ValueError, match="shape"):
+        enc.encode(v[:-1])
+
+
 def test_bad_inputs():
     with pytest.raises(ValueError, match="k must be"):
         TopK(5, 0)

@@ -341,9 +341,10 @@ def test_fixed_code_kernels_against_the_generic_reader(s):
 @pytest.mark.parametrize("s", [0, 1, 2, 6, 7, 14])
 def test_rounding_follows_the_rule_with_the_documented_uniforms(s):
     """Every index against the rule written out in numpy: ``u = min(|v_i| / r, 1)`` in the cell
-    ``[l_lo, l_lo+1]`` (``searchsorted``), rounded up iff ``U_i < (u - l_lo) / (l_lo+1 - l_lo)``
-    with ``U_i`` the i-th SplitMix64 uniform of the message seed (``uniform``); ties closer
-    than 1e-12 are not judged."""
+    ``[l_lo, l_lo+1]`` (``searchsorted``), rounded up iff ``l_lo + U_i (l_lo+1 - l_lo) < u``
+    (probability ``(u - l_lo) / (l_lo+1 - l_lo)``) with ``U_i`` the i-th SplitMix64 uniform of
+    the message seed (``uniform``); ties closer than 1e-12 are not judged. Both kernels: the
+    threshold count (``s <= 6``) and the binary search."""
     from sparsecert.distributed.quantize_kernels import layer_norms, uniform
 
     sizes = (700, 33, 5, 4)
@@ -359,10 +360,10 @@ def test_rounding_follows_the_rule_with_the_documented_uniforms(s):
     u = np.minimum(np.abs(v) / np.where(r > 0, r, 1.0), 1.0)
     lo = np.array([min(np.searchsorted(lv[i], u[i], side="right") - 1, s) for i in range(v.size)])
     a, b = lv[np.arange(v.size), lo], lv[np.arange(v.size), lo + 1]
-    p = (u - a) / (b - a)
     unif = np.array([uniform(seed, i) for i in range(v.size)])
-    want = lo + (unif < p)
-    clear = np.abs(unif - p) > 1e-12
+    threshold = a + unif * (b - a)
+    want = lo + (threshold < u)
+    clear = np.abs(threshold - u) > 1e-12
     assert clear.mean() > 0.99
     assert np.array_equal(qv.index[clear], want[clear])
     assert np.array_equal(qv.negative, v < 0)

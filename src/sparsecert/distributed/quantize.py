@@ -296,8 +296,8 @@ class Quantizer(Encoder):
         width = max(PAD, self.s + 2)
         self._ptab = np.full((len(lv), width), np.inf)
         self._ptab[:, :self.s + 2] = self._table
-        self._pig = np.zeros((len(lv), width))
-        self._pig[:, :self.s + 1] = 1.0 / np.diff(self._table, axis=1)
+        self._pgap = np.zeros((len(lv), width))  # level differences, 0 from the last level on
+        self._pgap[:, :self.s + 1] = np.diff(self._table, axis=1)
 
     def __repr__(self) -> str:
         kind = "adaptive" if self.adaptive else "uniform"
@@ -390,7 +390,7 @@ class Quantizer(Encoder):
         seed = self._seed(self._need_rng(rng))
         v, norms = self._norms(v)
         index = quantize_kernel(v, norms, self._offsets, self._ltypes, self._ptab,
-                                 self._pig, seed, self.s)
+                                 self._pgap, seed, self.s)
         qv = QuantizedVector(norms, index, v < 0, self._pending)
         self._pending = None
         return qv
@@ -442,7 +442,7 @@ class Quantizer(Encoder):
             levels32 = np.concatenate([lv[1:-1] for lv in pending]).astype(np.float32)
         out = np.zeros(self.dim) if want_decoded else _NO_OUT
         buf, n_bits = encode_fixed_kernel(v, self._offsets, self._ltypes, self._ptab,
-                                           self._pig, seed, self.index_bits, flag, levels32, out,
+                                           self._pgap, seed, self.index_bits, flag, levels32, out,
                                            self.s)
         if n_bits < 0:
             check_vector(v, self.dim)  # names NaN / inf entries
@@ -645,6 +645,9 @@ class RoundDecoder:
         if self.fused:
             self._src = [q._table for q in self.decoders]
             self._tables = np.array(self._src)
+            self._meta = np.zeros((len(self.decoders), 2), dtype=np.int64)
+            self._args = (q0.adaptive, q0.s)  # the kernel's fixed arguments
+            self._layout = (q0._offsets, q0._ltypes, q0.index_bits)
 
     def __call__(self, msgs: Sequence[Message], out: np.ndarray) -> None:
         decoders = self.decoders
@@ -662,12 +665,15 @@ class RoundDecoder:
             if q._table is not src[k]:  # levels set from outside since the last round
                 tables[k] = q._table
                 src[k] = q._table
-        bufs = np.frombuffer(b"".join([m.payload for m in msgs]), dtype=np.uint8)
-        meta = np.array([(len(m.payload), m.n_bits) for m in msgs], dtype=np.int64)
+        payloads = [m.payload for m in msgs]
+        bufs = np.frombuffer(b"".join(payloads), dtype=np.uint8)
+        meta = self._meta
+        meta[:, 0] = [len(p) for p in payloads]
+        meta[:, 1] = [m.n_bits for m in msgs]
         dst = out if out.flags.c_contiguous else np.ascontiguousarray(out)
+        offsets, ltypes, width = self._layout
         status, k, n_got, got, _ = decode_fixed_kernel(
-            bufs, meta, q0.adaptive, q0.s, tables, q0._offsets, q0._ltypes, q0.index_bits, dst,
-            _NO_HISTS)
+            bufs, meta, *self._args, tables, offsets, ltypes, width, dst, _NO_HISTS)
         if status < 0:
             raise ValueError(f"message {int(k)}: {_DECODE_ERRORS[int(status)]}")
         if dst is not out:

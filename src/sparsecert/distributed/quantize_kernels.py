@@ -10,7 +10,8 @@
   included) in one call, and all the messages of a round back into one sum in one call; the
   decoder validates every message before it touches the sum.
 * :func:`add_values`: ``out += values`` in one pass (the decoder of dense float32 / float64
-  messages, :class:`~sparsecert.distributed.compress.Identity`).
+  messages, :class:`~sparsecert.distributed.compress.Identity`); :func:`to_float32`: its
+  float32 encoder's cast and check in one pass.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ __all__ = [
     "encode_fixed_kernel",
     "decode_fixed_kernel",
     "add_values",
+    "to_float32",
 ]
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
@@ -99,34 +101,29 @@ PAD = 8  # level tables are padded to 8 entries: a fixed-length (branch-free) ce
 
 
 @njit(cache=True, nogil=True)
-def round_one(x, r, lvp, igp, seed, i, n_inner):  # pragma: no cover - compiled
-    """Level index of ``|x| / r`` after unbiased random rounding: ``u = min(|x| * (1 / r), 1)``
-    (``1 / r`` rounded to float64, once per layer in :func:`fill_codes`: a multiplication per
-    coordinate instead of a division, an error of at most 1.5 ulp in ``u``) lies
-    in ``[lv[lo], lv[lo + 1]]`` and is rounded up when the ``i``-th uniform of ``seed`` is
-    below ``(u - lv[lo]) / (lv[lo + 1] - lv[lo])``. ``lvp`` holds the ``n_inner + 2`` levels
-    (padded with ``+inf``), ``igp`` the inverse gaps (0 past the last level). With at most
-    6 inner levels ``lo`` counts the levels ``<= u`` in a loop of fixed length (no
-    data-dependent branch; ``u = 1`` gives ``lo = s + 1`` and a zero probability), else a
-    binary search."""
+def round_one(x, r, lvp, gap, seed, i, n_inner):  # pragma: no cover - compiled
+    """Level index of ``|x| / r`` after unbiased random rounding. With
+    ``u = min(|x| * (1 / r), 1)`` (``1 / r`` rounded to float64, once per layer in
+    :func:`fill_codes`: a multiplication per coordinate instead of a division) in the cell
+    ``[lv[lo], lv[lo + 1])``, the index is ``lo + 1`` when ``lv[lo] + U * (lv[lo + 1] -
+    lv[lo]) < u`` for ``U`` the ``i``-th uniform of ``seed`` (probability ``(u - lv[lo]) /
+    (lv[lo + 1] - lv[lo])`` up to rounding), else ``lo``. ``lvp`` holds the ``n_inner + 2``
+    levels (padded with ``+inf``), ``gap`` the differences of consecutive levels (0 from the
+    last level on); ``lo`` by binary search (:func:`_round_block` counts the thresholds
+    ``lv[j] + U gap[j]`` below ``u`` instead: the same index)."""
     if r <= 0.0:
         return 0
     u = abs(x) * (1.0 / r)
     if u > 1.0:
         u = 1.0
-    if n_inner <= PAD - 2:
-        lo = 0
-        for j in range(1, n_inner + 2):
-            lo += lvp[j] <= u
-    else:
-        lo, hi = 0, n_inner + 1
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            if lvp[mid] <= u:
-                lo = mid
-            else:
-                hi = mid
-    return lo + np.int64(uniform(seed, i) < (u - lvp[lo]) * igp[lo])
+    lo, hi = 0, n_inner + 1
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if lvp[mid] <= u:
+            lo = mid
+        else:
+            hi = mid
+    return lo + np.int64(lvp[lo] + uniform(seed, i) * gap[lo] < u)
 
 
 @njit(cache=True, nogil=True)
@@ -142,41 +139,41 @@ def _draw_uniforms(seed, start, unif):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True)
-def _round_block(v, r, lvp, igp, unif, width, codes):  # pragma: no cover - compiled
+def _round_block(v, r, lvp, gap, unif, width, codes, n_inner):  # pragma: no cover - compiled
     """Codes of ``v`` (one layer, at most 6 inner levels, ``r > 0``) given its uniforms: the
-    levels are held in scalars and the loop has no data-dependent branch (it vectorises);
-    ``u = min(|x| * (1 / r), 1)`` as in :func:`round_one`."""
-    l1, l2, l3, l4 = lvp[1], lvp[2], lvp[3], lvp[4]
-    l5, l6, l7 = lvp[5], lvp[6], lvp[7]
-    g0, g1, g2, g3 = igp[0], igp[1], igp[2], igp[3]
-    g4, g5, g6, g7 = igp[4], igp[5], igp[6], igp[7]
+    index is the number of thresholds ``lv[j] + U gap[j]`` (``j = 0 .. s``) below ``u``: the
+    index of :func:`round_one` (a threshold below ``lv[lo]`` lies below ``u``, the one of
+    ``u``'s cell decides the rounding, the others lie above ``u``). The thresholds are
+    held in scalars (3 with at most 2 inner levels, else 7; those past the last level are
+    ``+inf``) and the loop has no branch: it vectorises, with fewer operations than finding
+    the cell first."""
+    b0, b1, b2, b3 = lvp[0], lvp[1], lvp[2], lvp[3]
+    b4, b5, b6 = lvp[4], lvp[5], lvp[6]
+    d0, d1, d2, d3 = gap[0], gap[1], gap[2], gap[3]
+    d4, d5, d6 = gap[4], gap[5], gap[6]
     ir = 1.0 / r
-    for j in range(v.size):
-        x = v[j]
-        u = min(abs(x) * ir, 1.0)
-        base = 0.0
-        g = g0
-        lo = 0
-        if l1 <= u:
-            base, g, lo = l1, g1, 1
-        if l2 <= u:
-            base, g, lo = l2, g2, 2
-        if l3 <= u:
-            base, g, lo = l3, g3, 3
-        if l4 <= u:
-            base, g, lo = l4, g4, 4
-        if l5 <= u:
-            base, g, lo = l5, g5, 5
-        if l6 <= u:
-            base, g, lo = l6, g6, 6
-        if l7 <= u:
-            base, g, lo = l7, g7, 7
-        up = unif[j] < (u - base) * g
-        codes[j] = np.uint8((np.int64(x < 0.0) << width) | (lo + np.int64(up)))
+    if n_inner <= 2:
+        for j in range(v.size):
+            x = v[j]
+            u = min(abs(x) * ir, 1.0)
+            w = unif[j]
+            idx = (np.int64(b0 + w * d0 < u) + np.int64(b1 + w * d1 < u)
+                   + np.int64(b2 + w * d2 < u))
+            codes[j] = np.uint8((np.int64(x < 0.0) << width) | idx)
+    else:
+        for j in range(v.size):
+            x = v[j]
+            u = min(abs(x) * ir, 1.0)
+            w = unif[j]
+            idx = (np.int64(b0 + w * d0 < u) + np.int64(b1 + w * d1 < u)
+                   + np.int64(b2 + w * d2 < u) + np.int64(b3 + w * d3 < u)
+                   + np.int64(b4 + w * d4 < u) + np.int64(b5 + w * d5 < u)
+                   + np.int64(b6 + w * d6 < u))
+            codes[j] = np.uint8((np.int64(x < 0.0) << width) | idx)
 
 
 @njit(cache=True, nogil=True)
-def fill_codes(v, norms, offsets, ltype, ptab, pig, seed, n_inner, width, codes):  # noqa: E501
+def fill_codes(v, norms, offsets, ltype, ptab, pgap, seed, n_inner, width, codes):  # noqa: E501
     """``codes[i] = sign << width | index`` of every coordinate (``index`` after unbiased random
     rounding, as :func:`round_one`). With at most 6 inner levels the uniforms of a block are
     drawn in one loop and the rounding done in another (both vectorise; fused, they do not)."""
@@ -192,22 +189,23 @@ def fill_codes(v, norms, offsets, ltype, ptab, pig, seed, n_inner, width, codes)
             for b0 in range(start, stop, _BLOCK):
                 b1 = min(b0 + _BLOCK, stop)
                 _draw_uniforms(seed, b0, unif[:b1 - b0])
-                _round_block(v[b0:b1], r, ptab[t], pig[t], unif, width, codes[b0:b1])
+                _round_block(v[b0:b1], r, ptab[t], pgap[t], unif, width, codes[b0:b1],
+                             n_inner)
         else:
-            lvp, igp = ptab[t], pig[t]
+            lvp, gp = ptab[t], pgap[t]
             for i in range(start, stop):
                 x = v[i]
-                idx = round_one(x, r, lvp, igp, seed, i, n_inner)
+                idx = round_one(x, r, lvp, gp, seed, i, n_inner)
                 codes[i] = np.uint8((np.int64(x < 0.0) << width) | idx)
 
 
 @njit(cache=True, nogil=True)
-def quantize_kernel(v, norms, offsets, ltype, ptab, pig, seed, n_inner):  # pragma: no cover
+def quantize_kernel(v, norms, offsets, ltype, ptab, pgap, seed, n_inner):  # pragma: no cover
     width = 1
     while (1 << width) < n_inner + 2:
         width += 1
     codes = np.empty(v.size, dtype=np.uint8)
-    fill_codes(v, norms, offsets, ltype, ptab, pig, seed, n_inner, width, codes)
+    fill_codes(v, norms, offsets, ltype, ptab, pgap, seed, n_inner, width, codes)
     return (codes & np.uint8((1 << width) - 1)).astype(np.int64)
 
 
@@ -417,6 +415,23 @@ def add_values(out, values):  # pragma: no cover - compiled
         out[i] += values[i]
 
 
+_F32_MAX = float(np.finfo(np.float32).max)
+
+
+@njit(cache=True, nogil=True)
+def to_float32(v, out):  # pragma: no cover - compiled
+    """``out[i] = float32(v[i])`` (round to nearest) in one pass; returns the number of
+    entries that are NaN, infinite or larger in magnitude than the largest float32 (the
+    encoder of dense float32 messages, :class:`~sparsecert.distributed.compress.Identity`,
+    refuses those)."""
+    bad = 0
+    for i in range(v.size):
+        x = v[i]
+        bad += np.int64(not abs(x) <= _F32_MAX)
+        out[i] = np.float32(x)
+    return bad
+
+
 @njit(cache=True, nogil=True)
 def f32_bits(x):  # pragma: no cover - compiled
     """IEEE float32 bit pattern of ``x`` (already float32-representable) as uint64."""
@@ -426,7 +441,7 @@ def f32_bits(x):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True)
-def encode_fixed_kernel(v, offsets, ltype, ptab, pig, seed, width, flag, levels32, out,
+def encode_fixed_kernel(v, offsets, ltype, ptab, pgap, seed, width, flag, levels32, out,
                          n_inner):
     """One fixed-code message: the layer norms (float32, rounded up), the header (``flag`` <
     0: none; else the flag bit, then ``levels32`` if it is 1; then the norms) and the
@@ -450,7 +465,7 @@ def encode_fixed_kernel(v, offsets, ltype, ptab, pig, seed, width, flag, levels3
     for layer in range(norms.size):
         pos = put_bits(buf, pos, f32_bits(norms[layer]), 32)
     codes = np.empty(v.size, dtype=np.uint8)
-    fill_codes(v, norms, offsets, ltype, ptab, pig, seed, n_inner, width, codes)
+    fill_codes(v, norms, offsets, ltype, ptab, pgap, seed, n_inner, width, codes)
     end = pack_codes(codes, nb, buf, pos)
     if out.size > 0:
         imask = (1 << width) - 1
