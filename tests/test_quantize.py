@@ -564,3 +564,16 @@ def test_layer_norms_are_the_float32_roundings_up_of_the_exact_norms():
             assert r >= exact * (1 - 1e-13)
             below = float(np.nextafter(np.float32(r), np.float32(0)))
             assert below < exact * (1 + 1e-13)
+
+
+def test_prefix_sums_are_numpys_cumulative_sums():
+    """The one-pass prefix sums of the level optimiser equal numpy's ``cumsum`` of ``w``,
+    ``w u`` and ``w u u`` bit for bit."""
+    from sparsecert.distributed.levels import _prefix_sums
+
+    rng = np.random.default_rng(4)
+    for m in (0, 1, 5, 1000):
+        us, ws = np.sort(rng.random(m)), rng.uniform(0.0, 3.0, m)
+        got = _prefix_sums(us, ws)
+        for g, want in zip(got, (ws, ws * us, ws * us * us), strict=True):
+            assert g[0] == 0.0 and np.array_equal(g[1:], np.cumsum(want))

@@ -70,6 +70,22 @@ def levels_variance(u: np.ndarray, w: np.ndarray, levels: np.ndarray) -> float:
 
 
 @njit(cache=True, nogil=True)
+def _prefix_sums(us, ws):  # pragma: no cover - compiled
+    """Prefix sums of ``w``, ``w u`` and ``w u^2`` (a leading 0), in one pass: the sums of
+    ``numpy.cumsum(w)``, ``numpy.cumsum(w * u)`` and ``numpy.cumsum(w * u * u)``."""
+    m = us.size
+    cw, cwu, cwu2 = np.zeros(m + 1), np.zeros(m + 1), np.zeros(m + 1)
+    a = b = c = 0.0
+    for i in range(m):
+        wu = ws[i] * us[i]
+        a += ws[i]
+        b += wu
+        c += wu * us[i]
+        cw[i + 1], cwu[i + 1], cwu2[i + 1] = a, b, c
+    return cw, cwu, cwu2
+
+
+@njit(cache=True, nogil=True)
 def _prefix_variance(us, cw, cwu, cwu2, lv):  # pragma: no cover - compiled
     """``sum_j w_j (u_j - a)(b - u_j)`` over the cells of ``lv`` from prefix sums of ``w``,
     ``w u`` and ``w u^2`` (samples sorted): ``-S2 + (a + b) S1 - a b S0`` per cell."""
@@ -170,9 +186,8 @@ def optimize_sorted(us: np.ndarray, ws: np.ndarray, s: int,
                     inits: Sequence[str | np.ndarray] = DEFAULT_INITS, *,
                     max_sweeps: int = 30, rtol: float = 1e-7) -> tuple[np.ndarray, float]:
     """:func:`optimize_levels` on samples already sorted ascending (no checks)."""
-    cw = np.concatenate([[0.0], np.cumsum(ws)])
-    cwu = np.concatenate([[0.0], np.cumsum(ws * us)])
-    cwu2 = np.concatenate([[0.0], np.cumsum(ws * us * us)])
+    cw, cwu, cwu2 = _prefix_sums(np.ascontiguousarray(us, dtype=np.float64),
+                                 np.ascontiguousarray(ws, dtype=np.float64))
     best_lv, best_val = None, np.inf
     for init in inits:
         lv0 = _initial_levels(init, s, us, cw)

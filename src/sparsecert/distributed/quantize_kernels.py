@@ -707,8 +707,8 @@ def _add_nibble_messages(bufs, starts, body, out, offsets, lut, pair, zero):  # 
     n_msg = starts.size - 1
     n_layers = offsets.size - 1
     dim = offsets[n_layers]
-    k_first = 2 if zero else 0
-    blut = np.zeros((n_layers, n_msg, 256, 2))
+    k_first = 2 if zero else 0  # (the tables of the first two are not read then)
+    blut = np.empty((n_layers, n_msg, 256, 2))
     for layer in range(n_layers):
         for k in range(k_first, n_msg):
             t = blut[layer, k]
