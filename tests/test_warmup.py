@@ -191,13 +191,13 @@ def test_an_interrupted_warm_up_stops_the_compiling_process(monkeypatch):
 
     spawned = []
 
-    def spawn(config):  # a stand-in that would finish normally two seconds after its release
+    def spawn(config, claims=None):  # a stand-in that would end two seconds after its release
         code = "import sys, time; sys.stdin.read(); time.sleep(2)"
         spawned.append(subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE,
                                         stdout=subprocess.PIPE, text=True))
         return spawned[-1]
 
-    def interrupted(tiny):
+    def interrupted(tiny, claims=None):
         raise KeyboardInterrupt
 
     monkeypatch.setattr(warmup, "_spawn", spawn)
@@ -262,7 +262,7 @@ def test_the_warm_up_takes_the_prestarted_process(monkeypatch):
     started), and ends normally once the node kernel is compiled."""
     from sparsecert.solvers.perspective import precompile
 
-    def no_spawn(config):
+    def no_spawn(config, claims=None):
         raise AssertionError("a second compiling process was started")
 
     monkeypatch.setattr(warmup, "_spawn", no_spawn)
@@ -289,8 +289,8 @@ def test_a_prestarted_process_nobody_needs_is_ended(tmp_path):
     started = []
     real_spawn = precompile.spawn
 
-    def spawn(config):
-        started.append(real_spawn(config))
+    def spawn(config, claims=None):
+        started.append(real_spawn(config, claims))
         return started[-1]
 
     rng = np.random.default_rng(4)
@@ -313,3 +313,21 @@ def test_a_prestarted_process_nobody_needs_is_ended(tmp_path):
         code = main(["certify", "--data", str(data), "--k", "2", "--lambda2", "1",
                      "--out", str(tmp_path / "c3.json")])
         assert code == 0 and len(started) == 1  # the node kernel is cached: nothing started
+
+
+def test_each_of_the_node_kernels_other_callees_is_compiled_by_one_process(tmp_path,
+                                                                          monkeypatch):
+    """The two processes share the node kernel's other callees by claiming each in a
+    directory: whichever is free first takes the next one, and no kernel is compiled twice."""
+    from sparsecert.solvers.perspective import precompile
+
+    done = []
+    calls = [(name, lambda name=name: done.append(name), ()) for name in ("a", "b", "c")]
+    monkeypatch.setattr(precompile, "callee_calls", lambda prob: calls)
+    (tmp_path / "b").touch()  # the other process took "b"
+    precompile.compile_claimed(None, str(tmp_path))
+    assert done == ["a", "c"]
+    precompile.compile_claimed(None, str(tmp_path))  # nothing left to take
+    assert done == ["a", "c"]
+    precompile.compile_claimed(None, None)  # no second process: all of them
+    assert done == ["a", "c", "a", "b", "c"]

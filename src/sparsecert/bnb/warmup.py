@@ -11,9 +11,11 @@ numba compiles one function at a time per process, so :func:`warm_up` shares the
 second process through numba's on-disk cache (see
 :mod:`sparsecert.solvers.perspective.precompile`), and compiles no kernel twice: the second
 process compiles the kernels that the node kernel and the bound evaluation both call and says
-so, while this process compiles the node kernel's other callees (the proximal operator, the
-loss value, ``X b``, the polishing schedule) and then lets the second process compile the node
-kernel itself, loading all its callees from the cache. Meanwhile this process compiles what
+so, while this process compiles the proximal operator; then both take the node kernel's other
+callees (the loss value, ``X b``, the polishing schedule, the intercept's dual), each claiming
+the next one in a directory so that whichever process is free first compiles it, and this
+process lets the second one compile the node kernel itself, loading all its callees from the
+cache. Meanwhile this process compiles what
 only it uses (the relaxed indicators, the refit and the heuristics) and the bound evaluation.
 The tiny search that follows loads everything from the cache. Should the second process fail
 or be slow, this process compiles what is missing itself: only the time differs.
@@ -26,7 +28,9 @@ nothing to compile ends it.
 
 from __future__ import annotations
 
+import shutil
 import subprocess
+import tempfile
 import threading
 import time
 
@@ -80,22 +84,22 @@ def tiny_config(problem) -> tuple:
     return (*base, *shapes[0])
 
 
-def _spawn(config: tuple) -> subprocess.Popen | None:
+def _spawn(config: tuple, claims: str | None = None) -> subprocess.Popen | None:
     """Start the process that compiles the node kernel (``None`` if it cannot be started);
     see :func:`sparsecert.solvers.perspective.precompile.spawn`."""
-    return spawn(config)
+    return spawn(config, claims)
 
 
-def _child_for(config: tuple) -> subprocess.Popen | None:
+def _child_for(config: tuple, claims: str | None) -> subprocess.Popen | None:
     """The compiling process for ``config``: the one the command line started early, if it is
     still waiting, else a new one."""
     child = take_prestarted()
     if child is not None:
-        if configure(child, config):
+        if configure(child, config, claims):
             return child
         child.kill()
         child.wait()
-    return _spawn(config)
+    return _spawn(config, claims)
 
 
 def _release(child: subprocess.Popen | None) -> None:
@@ -198,8 +202,10 @@ def warm_up(problem) -> float:
     t0 = time.perf_counter()
     config = tiny_config(problem)
     fista = _root_strategy(problem) != "zspace"
+    claims = None
     if fista:
-        child = _child_for(config)
+        claims = tempfile.mkdtemp(prefix="sparsecert-compile-")
+        child = _child_for(config, claims)
     else:
         child = None
         discard_prestarted()
@@ -208,7 +214,7 @@ def warm_up(problem) -> float:
     finished = False
     try:
         if child is not None:
-            compile_node_callees(tiny)
+            compile_node_callees(tiny, claims)  # the callees the other process has not taken
             _release(child)
         _compile_first(tiny)
         # the shared kernels: loaded from the cache once the other process has them (should it
@@ -220,5 +226,7 @@ def warm_up(problem) -> float:
         finished = True
     finally:
         _end(child, finished)
+        if claims is not None:
+            shutil.rmtree(claims, ignore_errors=True)
     BranchAndBound(tiny, 2, BnBSettings(), verbose=0).run()
     return time.perf_counter() - t0

@@ -29,7 +29,8 @@ import sys
 
 import numpy as np
 
-__all__ = ["tiny_problem", "shared_calls", "compile_shared", "compile_node_callees",
+__all__ = ["tiny_problem", "shared_calls", "compile_shared", "callee_calls", "compile_claimed",
+           "compile_prox", "compile_node_callees",
            "compile_node_kernel", "child_main", "spawn", "configure", "prestart",
            "take_prestarted", "discard_prestarted", "node_kernel_cached_somewhere",
            "SHARED_DONE", "SHARED_CONFIG"]
@@ -87,31 +88,70 @@ def compile_shared(config: tuple) -> None:
         kernel(*args)
 
 
-def compile_node_callees(prob) -> None:
-    """Compile the node kernel's callees that the bound evaluation does not call (the proximal
-    operator, the loss value, ``X b``, the polishing schedule; the intercept's dual when the
-    problem carries one), with the argument types the node kernel passes for ``prob`` (a tiny
-    problem of the configuration)."""
+def callee_calls(prob) -> list[tuple]:
+    """``(name, kernel, args)`` of the node kernel's callees that the bound evaluation does not
+    call, other than the proximal operator (the loss value, ``X b``, the polishing schedule;
+    the intercept's dual when ``prob`` carries one), with the argument types the node kernel
+    passes for ``prob`` (a tiny problem of the configuration). Either process compiles them
+    (:func:`compile_claimed`)."""
     from sparsecert.solvers.loss_kernels import conjugate_sum, loss_value
     from sparsecert.solvers.perspective._bound import icpt_grad_dual
     from sparsecert.solvers.perspective._fista import _polish_due, new_iterate
     from sparsecert.solvers.perspective._linalg import x_dot
-    from sparsecert.solvers.perspective._prox import prox_node
 
     n, p = prob.n_samples, prob.n_features
     b, u = np.zeros(p), np.zeros(n)
-    state = np.full(p, 2, dtype=np.int8)
-    prox_node(b, state, 1, 1.0, float(prob.M))
-    loss_value(int(prob.loss_id), u, prob.y)
-    x_dot(prob.XT, b, u)
     it = new_iterate(b, u, 1.0, 0.0)
     it.set("pol_n", n)
     it.set("pol_active", p)
-    _polish_due(it.x, it.sig, it.sc[0])
+    calls = [("polish_due", _polish_due, (it.x, it.sig, it.sc[0])),
+             ("loss_value", loss_value, (int(prob.loss_id), u, prob.y)),
+             ("x_dot", x_dot, (prob.XT, b, np.zeros(n)))]
     if prob.icpt:
-        icpt_grad_dual(prob.X, prob.y, int(prob.loss_id), u, prob.cls, prob.Xty, np.zeros(p),
-                       np.zeros(n), np.zeros(p))
-        conjugate_sum(int(prob.loss_id), u, prob.y)
+        calls += [("icpt_grad_dual", icpt_grad_dual,
+                   (prob.X, prob.y, int(prob.loss_id), u, prob.cls, prob.Xty, np.zeros(p),
+                    np.zeros(n), np.zeros(p))),
+                  ("conjugate_sum", conjugate_sum, (int(prob.loss_id), u, prob.y))]
+    return calls
+
+
+def _claim(claims: str | None, name: str) -> bool:
+    """Claim the kernel ``name`` for this process (the file ``claims/name`` is created by
+    exactly one process); without a claims directory, or if it cannot be written, every
+    process claims everything (only the time differs)."""
+    if claims is None:
+        return True
+    try:
+        os.close(os.open(os.path.join(claims, name), os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+    except FileExistsError:
+        return False
+    except OSError:
+        return True
+    return True
+
+
+def compile_claimed(prob, claims: str | None) -> None:
+    """Compile, in order, the kernels of :func:`callee_calls` that no other process has
+    claimed in the directory ``claims``: both processes run this once their own share is done,
+    so whichever is free first takes the next kernel."""
+    for name, kernel, args in callee_calls(prob):
+        if _claim(claims, name):
+            kernel(*args)
+
+
+def compile_prox(prob) -> None:
+    """Compile the proximal operator (with its sort) for ``prob``'s argument types."""
+    from sparsecert.solvers.perspective._prox import prox_node
+
+    p = prob.n_features
+    prox_node(np.zeros(p), np.full(p, 2, dtype=np.int8), 1, 1.0, float(prob.M))
+
+
+def compile_node_callees(prob, claims: str | None = None) -> None:
+    """Compile the node kernel's callees that the bound evaluation does not call: the proximal
+    operator, then those of :func:`callee_calls` not claimed by the other process."""
+    compile_prox(prob)
+    compile_claimed(prob, claims)
 
 
 def compile_node_kernel(config: tuple) -> None:
@@ -132,21 +172,25 @@ def compile_node_kernel(config: tuple) -> None:
     fista_chunk(fista_data(prob), intercept(prob), state, 1, it, 1e-6, 0, 1, np.inf, 1.0)
 
 
-def config_args(config: tuple) -> list[str]:
-    """``config`` as the compiling process's arguments (see :func:`child_main`)."""
+def config_args(config: tuple, claims: str | None = None) -> list[str]:
+    """``config`` (and the claims directory, see :func:`compile_claimed`) as the compiling
+    process's arguments (see :func:`child_main`)."""
     loss, boxed, icpt, shifted, n, p = config
-    return [loss, *("1" if b else "0" for b in (boxed, icpt, shifted)), str(n), str(p)]
+    args = [loss, *("1" if b else "0" for b in (boxed, icpt, shifted)), str(n), str(p)]
+    return args if claims is None else [*args, claims]
 
 
 def child_main(argv: list[str]) -> None:
     """The compiling process: ``argv = [loss, boxed, fit_intercept, shifted, n, p]`` (0/1),
-    or empty: then it compiles the shared kernels at once and reads them from the first line of
-    its standard input (a process started early, see :func:`prestart`; it ends if its input
-    ends first).
+    optionally followed by a claims directory (:func:`compile_claimed`), or empty: then it
+    compiles the shared kernels at once and reads the same fields from the first line of its
+    standard input (a process started early, see :func:`prestart`; it ends if its input ends
+    first).
 
-    After the shared kernels it waits for its standard input to reach its end (the other
-    process closes it once the node kernel's other callees are in the cache; should that
-    process end, the input ends too), then compiles the node kernel.
+    After the shared kernels it compiles the node kernel's callees that the other process has
+    not claimed, waits for its standard input to reach its end (the other process closes it
+    once its own share of the callees is in the cache; should that process end, the input
+    ends too), then compiles the node kernel.
     """
     if not argv:
         # the shared kernels' argument types are the same for every configuration of the
@@ -154,15 +198,17 @@ def child_main(argv: list[str]) -> None:
         compile_shared(SHARED_CONFIG)
         print(SHARED_DONE, flush=True)
         try:
-            argv = sys.stdin.readline().split()
+            argv = sys.stdin.readline().rstrip("\n").split(maxsplit=6)
         except (OSError, ValueError, AttributeError):
             return
         if not argv:
             return
     config = (argv[0], argv[1] == "1", argv[2] == "1", argv[3] == "1", int(argv[4]),
               int(argv[5]))
+    claims = argv[6] if len(argv) > 6 else None
     compile_shared(config)  # (loaded, or already in memory, after the lines above)
     print(SHARED_DONE, flush=True)
+    compile_claimed(tiny_problem(*config), claims)
     try:
         sys.stdin.read()
     except (OSError, ValueError, AttributeError):
@@ -170,16 +216,17 @@ def child_main(argv: list[str]) -> None:
     compile_node_kernel(config)
 
 
-def spawn(config: tuple | None) -> subprocess.Popen | None:
-    """Start the compiling process for ``config`` (``None``: it waits for one on its standard
-    input, see :func:`configure`); ``None`` if it cannot be started.
+def spawn(config: tuple | None, claims: str | None = None) -> subprocess.Popen | None:
+    """Start the compiling process for ``config`` and the claims directory ``claims``
+    (``config = None``: it waits for both on its standard input, see :func:`configure`);
+    ``None`` if it cannot be started.
 
     It prints :data:`SHARED_DONE` on its standard output once the shared kernels are in
     numba's cache, and compiles the node kernel once its standard input is closed.
     """
     code = ("import sys; from sparsecert.solvers.perspective.precompile import child_main; "
             "child_main(sys.argv[1:])")
-    args = [] if config is None else config_args(config)
+    args = [] if config is None else config_args(config, claims)
     env = dict(os.environ)
     pkg_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
         os.path.abspath(__file__)))))
@@ -192,12 +239,13 @@ def spawn(config: tuple | None) -> subprocess.Popen | None:
         return None
 
 
-def configure(child: subprocess.Popen, config: tuple) -> bool:
-    """Send ``config`` to a process started without one; False if it has gone."""
+def configure(child: subprocess.Popen, config: tuple, claims: str | None = None) -> bool:
+    """Send ``config`` and ``claims`` to a process started without them; False if it has
+    gone."""
     if child.poll() is not None or child.stdin is None:
         return False
     try:
-        child.stdin.write(" ".join(config_args(config)) + "\n")
+        child.stdin.write(" ".join(config_args(config, claims)) + "\n")
         child.stdin.flush()
     except (OSError, ValueError):
         return False
