@@ -421,7 +421,8 @@ def test_histogram_of_counts_without_decoding():
 
 
 @pytest.mark.parametrize("s", [0, 1, 2, 6, 14])
-@pytest.mark.parametrize("sizes", [(7, 1, 4, 3), (3, 20, 1, 13, 16), (2045, 6, 2111)])
+@pytest.mark.parametrize("sizes", [(7, 1, 4, 3), (3, 20, 1, 13, 16), (2045, 6, 2111),
+                                   (4097, 3, 4100)])  # the last: whole-byte tables (4-bit codes)
 @pytest.mark.parametrize("n_senders", [1, 2, 3, 6])
 def test_decode_sum_equals_messages_added_one_by_one(s, sizes, n_senders):
     """The one-call decoder of several senders' messages against each decoder's own

@@ -45,6 +45,7 @@ _TWO_M53 = 2.0 ** -53
 _BYTE = np.uint64(255)
 _BLOCK = 512  # coordinates per block of fill_codes (its buffers stay in L1)
 _DBLOCK = 2048  # coordinates per block of the decoder (a multiple of 8)
+_BYTE_TABLES = 4096  # layers of at least this size are decoded through tables of whole bytes
 
 
 @njit(cache=True, nogil=True)
@@ -701,8 +702,10 @@ def _add_nibble_messages(bufs, starts, body, out, offsets, lut, pair, zero):  # 
     :func:`_add_codes` (each coordinate receives the messages in order; with ``zero``, the
     first two messages are one look-up in ``pair``). Block by block, each message's body is
     realigned to the byte grid (a byte holds the codes of coordinates ``2 j`` and
-    ``2 j + 1``) and read through per-layer tables of the two decoded values of every byte
-    value (``blut``): half the loads of reading code by code, and no unpacking. A layer
+    ``2 j + 1``) and, in layers of at least ``_BYTE_TABLES`` coordinates, read through
+    per-layer tables of the two decoded values of every byte value (``blut``): half the loads
+    of reading code by code, and no unpacking; smaller layers are read half byte by half
+    byte (:func:`_add_halves`: their tables would cost more to build than they save). A layer
     boundary inside a byte splits it: its coordinate is added on its own."""
     n_msg = starts.size - 1
     n_layers = offsets.size - 1
@@ -710,6 +713,8 @@ def _add_nibble_messages(bufs, starts, body, out, offsets, lut, pair, zero):  # 
     k_first = 2 if zero else 0  # (the tables of the first two are not read then)
     blut = np.empty((n_layers, n_msg, 256, 2))
     for layer in range(n_layers):
+        if offsets[layer + 1] - offsets[layer] < _BYTE_TABLES:
+            continue  # a small layer: read code by code (its byte tables would cost more)
         for k in range(k_first, n_msg):
             t = blut[layer, k]
             lk = lut[layer, k]
@@ -734,8 +739,10 @@ def _add_nibble_messages(bufs, starts, body, out, offsets, lut, pair, zero):  # 
             if e & 1 and e - 1 >= a:  # it ends in the high half of one
                 _add_one(bufs, starts, body, out, b0 + e - 1, lut[li], pair[li], zero)
                 e -= 1
-            if e > a:
+            if e > a and offsets[li + 1] - offsets[li] >= _BYTE_TABLES:
                 _add_bytes(out[b0 + a:b0 + e], rb, a // 2, e // 2, blut[li], pair[li], zero)
+            elif e > a:
+                _add_halves(out[b0 + a:b0 + e], rb, a // 2, e // 2, lut[li], pair[li], zero)
             li += 1
 
 
@@ -798,4 +805,28 @@ def _add_bytes(out, rb, j0, j1, blut, pair, zero):  # pragma: no cover - compile
             c0 = np.intp(x0[j])
             out[2 * j] += t0[c0, 0]
             out[2 * j + 1] += t0[c0, 1]
+        k += 1
+
+
+@njit(cache=True, nogil=True)
+def _add_halves(out, rb, j0, j1, lut, pair, zero):  # pragma: no cover - compiled
+    """:func:`_add_bytes` with the codes' tables ``lut`` (one value per 4-bit code): each half
+    of a byte is looked up on its own."""
+    n_msg = rb.shape[0]
+    n = j1 - j0
+    k = 0
+    if zero:
+        x0, x1 = rb[0, j0:j1], rb[1, j0:j1]
+        for j in range(n):
+            p, q = np.intp(x0[j]), np.intp(x1[j])
+            out[2 * j] = pair[(p >> 4) | (q & 240)]
+            out[2 * j + 1] = pair[(p & 15) | ((q & 15) << 4)]
+        k = 2
+    while k < n_msg:
+        t0 = lut[k]
+        x0 = rb[k, j0:j1]
+        for j in range(n):
+            c0 = np.intp(x0[j])
+            out[2 * j] += t0[c0 >> 4]
+            out[2 * j + 1] += t0[c0 & 15]
         k += 1
