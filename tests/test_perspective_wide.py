@@ -8,12 +8,13 @@ import pytest
 from sparsecert.solvers.perspective import RelaxationProblem, solve_node
 
 
-def _cvxpy_relaxation(X, y, k, lam, fixed_in=(), fixed_out=()):
+def _cvxpy_relaxation(X, y, k, lam, fixed_in=(), fixed_out=(), intercept=False):
     cp = pytest.importorskip("cvxpy")
     n, p = X.shape
     b = cp.Variable(p)
     z = cp.Variable(p)
-    obj = cp.sum(cp.logistic(-cp.multiply(y, X @ b)))
+    u = X @ b + cp.Variable() if intercept else X @ b
+    obj = cp.sum(cp.logistic(-cp.multiply(y, u)))
     obj += lam * cp.sum(cp.hstack([cp.quad_over_lin(b[j], z[j]) for j in range(p)]))
     cons = [z >= 0, z <= 1, cp.sum(z) <= k]
     cons += [z[j] == 1 for j in fixed_in] + [z[j] == 0 for j in fixed_out]
@@ -42,11 +43,14 @@ def test_wide_logistic_default_path_matches_cvxpy(fixings):
     assert res.objective == pytest.approx(ref, rel=1e-6)
 
 
-@pytest.mark.parametrize("loss", ["logistic", "squared"])
-def test_most_columns_fixed_out_iterates_on_the_rest_and_matches_cvxpy(loss, monkeypatch):
+@pytest.mark.parametrize("loss, icpt", [("logistic", False), ("squared", False),
+                                        ("logistic", True)])
+def test_most_columns_fixed_out_iterates_on_the_rest_and_matches_cvxpy(loss, icpt,
+                                                                       monkeypatch):
     """A node whose columns are mostly fixed out (reduced-cost fixing at p >> n) runs FISTA on
     the columns left (full.RESTRICT_FRACTION): the same relaxation value as cvxpy, a valid
-    bound, and the same answer as the iterations over all columns."""
+    bound, and the same answer as the iterations over all columns; also with an intercept
+    carried as a variable (logistic), whose zero-sum dual the restricted run keeps."""
     from sparsecert.solvers.perspective import full
 
     rng = np.random.default_rng(3)
@@ -59,7 +63,8 @@ def test_most_columns_fixed_out_iterates_on_the_rest_and_matches_cvxpy(loss, mon
     s1 = np.zeros(p, bool)
     s1[3] = True
     kw = {"max_abs_coef": 5.0} if loss == "squared" else {}  # squared: a box keeps it in FISTA
-    prob = RelaxationProblem.from_data(X, y, lam, loss=loss, **kw)
+    prob = RelaxationProblem.from_data(X, y, lam, loss=loss, fit_intercept=icpt, **kw)
+    assert prob.icpt == (icpt and loss != "squared")
     calls = []
     restricted = full._solve_restricted
     monkeypatch.setattr(full, "_solve_restricted", lambda *a: calls.append(1) or restricted(*a))
@@ -70,7 +75,10 @@ def test_most_columns_fixed_out_iterates_on_the_rest_and_matches_cvxpy(loss, mon
     whole = solve_node(prob, k, s1, s0, rel_tol=1e-9, working_set=False)
     assert len(calls) == 1
     assert res.objective == pytest.approx(whole.objective, rel=1e-6)
+    assert res.lower_bound == pytest.approx(whole.lower_bound, rel=1e-6)
     if loss == "logistic":
-        ref = _cvxpy_relaxation(X, y, k, lam, (3,), fout)
+        ref = _cvxpy_relaxation(X, y, k, lam, (3,), fout, intercept=icpt)
         assert res.lower_bound <= ref + 1e-6 * max(1.0, ref)
         assert res.objective == pytest.approx(ref, rel=1e-6)
+        if icpt:  # the certificate's dual: exactly zero-sum, its value over all columns
+            assert res.lower_bound >= ref - 1e-5 * max(1.0, ref)

@@ -21,6 +21,7 @@ from sparsecert.solvers.perspective._fista import (
     ST_CONVERGED,
     ST_CUTOFF,
     ST_POLISH,
+    Intercept,
     fista_chunk,
     fista_data,
     intercept,
@@ -109,9 +110,9 @@ def solve_full(prob, state, budget, x0, rel_tol, max_iter, cut, runner, t0, best
     iterations has already found and spent.
     """
     active = np.flatnonzero(state != OUT)
-    if not prob.icpt and 0 < active.size <= RESTRICT_FRACTION * prob.n_features:
+    if 0 < active.size <= RESTRICT_FRACTION * prob.n_features:
         return _solve_restricted(prob, state, budget, x0, rel_tol, max_iter, cut, runner, t0,
-                                 active, best, bp, dual, n_done, n_rest_done)
+                                 active, best, bp, dual, n_done, n_rest_done, c0)
     x = x0.copy()
     ux = xb(prob.XT, x) + c0
     it = new_iterate(x, ux, initial_L(prob, prob.norm_sq, ux),
@@ -143,27 +144,38 @@ def lift_best(prob, state, budget, cols, XcT, it, best, bp, dual):
 
 
 def _solve_restricted(prob, state, budget, x0, rel_tol, max_iter, cut, runner, t0, active,
-                      best, bp, dual, n_done, n_rest_done):
+                      best, bp, dual, n_done, n_rest_done, c0=0.0):
     """:func:`solve_full` on the columns ``active`` (those not fixed out) only.
 
     The columns fixed out are zero in every iterate and take no part in ``g*_node``, so the
     sub-problem's iterates and running bound are the node's; an iteration costs ``O(n |A|)``
-    instead of ``O(n p)``. The node's bound is then evaluated over all columns at the
-    sub-problem's best bound point, as the working set does (no intercept is carried).
+    instead of ``O(n p)``. Without an intercept the node's bound is then evaluated over all
+    columns at the sub-problem's best bound point, as the working set does. With an intercept
+    carried as a variable (its zero-sum dual uses ``X_A^T y`` for Poisson) the kernel's dual is
+    the node's, and :func:`finish` recomputes its value over all columns.
     """
     p = prob.n_features
     XA = np.ascontiguousarray(prob.X[:, active])
     XAT = np.ascontiguousarray(prob.XT[active])
     stA = np.ascontiguousarray(state[active])
     xA = x0[active].copy()
-    uxA = xb(XAT, xA)
+    uxA = xb(XAT, xA) + c0
     ns = spectral_norm_sq(XA, tol=1e-6, XT=XAT) * LIPSCHITZ_SAFETY
-    it = new_iterate(xA, uxA, initial_L(prob, ns, uxA), objective(prob, stA, budget, xA, uxA))
-    status, n_it = runner.run(fista_data(prob, XA, XAT), None, stA, budget, it, rel_tol,
+    icpt = None
+    if prob.icpt:
+        icpt = Intercept(prob.cls, np.ascontiguousarray(prob.Xty[active]))
+        ns += XA.shape[0]  # the intercept is an extra smooth variable: ||[X_A, 1]||^2
+    it = new_iterate(xA, uxA, initial_L(prob, ns, uxA), objective(prob, stA, budget, xA, uxA),
+                     c0=c0)
+    status, n_it = runner.run(fista_data(prob, XA, XAT), icpt, stA, budget, it, rel_tol,
                               max_iter - n_done, cut, None)
     x = np.zeros(p)
     x[active] = it.x
-    best, bp, dual = lift_best(prob, state, budget, active, XAT, it, best, bp, dual)
+    if icpt is None:
+        best, bp, dual = lift_best(prob, state, budget, active, XAT, it, best, bp, dual)
+    elif it.get("best") > best:
+        best, bp, dual = it.get("best"), np.zeros(p), it.dual.copy()
+        bp[active] = it.bound_point
     return finish(prob, state, budget, x, best, bp, dual, n_it + n_done,
                   it.get("n_restart") + n_rest_done, runner.status_name(status), t0, rel_tol,
-                  cut)
+                  cut, c=it.get("c"))
