@@ -139,29 +139,28 @@ def test_the_node_kernel_finds_all_its_callees_compiled(tmp_path):
     assert json.loads(out.stdout.splitlines()[-2]) == [False, True]
 
 
-def test_compiling_process_imports_neither_the_search_nor_scikit_learn():
+def _loaded_in_a_new_process(code: str, modules: tuple[str, ...]) -> list[str]:
+    """The ``modules`` a new interpreter has loaded after running ``code``."""
+    import ast
     import subprocess
     import sys
 
-    code = ("import sys; import sparsecert.solvers.perspective.precompile; "
-            "print(sorted(m for m in ('sparsecert.bnb', 'sklearn', 'scipy.optimize') "
-            "if m in sys.modules))")
+    code += f"; import sys; print(sorted(m for m in {modules!r} if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=120, check=True).stdout
-    assert out.strip() == "[]"
+    return ast.literal_eval(out.strip())
+
+
+def test_compiling_process_imports_neither_the_search_nor_scikit_learn():
+    assert _loaded_in_a_new_process("import sparsecert.solvers.perspective.precompile",
+                                    ("sparsecert.bnb", "sklearn", "scipy.optimize")) == []
 
 
 def test_the_search_does_not_import_scipy_optimize():
     """A first run pays for every import before it can start compiling: the command and the
     search leave scipy.optimize (only boxed refits use it) to the runs that need it."""
-    import subprocess
-    import sys
-
-    code = ("import sys; import sparsecert.cli.main, sparsecert.bnb.search; "
-            "print('scipy.optimize' in sys.modules)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         timeout=120, check=True).stdout
-    assert out.strip() == "False"
+    assert _loaded_in_a_new_process("import sparsecert.cli.main, sparsecert.bnb.search",
+                                    ("scipy.optimize",)) == []
 
 
 def test_a_z_space_problem_asks_for_the_z_space_kernel(monkeypatch):
@@ -213,19 +212,13 @@ def test_an_interrupted_warm_up_stops_the_compiling_process(monkeypatch):
 
 
 def test_compiling_process_loads_no_solver_and_no_eigen_solver():
-    """The second process starts compiling sooner when it imports only the kernels: building
-    its tiny problem (shifted least squares, the default job's configuration) loads neither
-    the solvers nor scipy.linalg."""
-    import subprocess
-    import sys
-
-    code = ("import sys; from sparsecert.solvers.perspective import precompile as p; "
-            "t = p.tiny_problem('squared', False, True, True, 8, 6); assert t.mu > 0; "
-            "print(sorted(m for m in ('scipy.linalg', 'sparsecert.solvers.perspective.api', "
-            "'sparsecert.solvers.perspective.full') if m in sys.modules))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         timeout=120, check=True).stdout
-    assert out.strip() == "[]"
+    """The second process imports only the kernels before it compiles: building its tiny
+    problem (shifted least squares, the default job's configuration) loads neither the
+    solvers nor an eigen-solver (numba loads scipy.linalg itself once it compiles)."""
+    code = ("from sparsecert.solvers.perspective import precompile as p; "
+            "t = p.tiny_problem('squared', False, True, True, 8, 6); assert t.mu > 0")
+    assert _loaded_in_a_new_process(code, ("scipy.linalg", "sparsecert.solvers.perspective.api",
+                                           "sparsecert.solvers.perspective.full")) == []
 
 
 def test_a_prestarted_process_ends_when_its_input_ends_without_a_configuration():

@@ -14,6 +14,7 @@ The package has two wings: the certified GLMs (:mod:`sparsecert.api`, :mod:`spar
 distributed methods (:mod:`sparsecert.distributed`).
 """
 
+from sparsecert._lazy import lazy_names
 from sparsecert._version import __version__
 from sparsecert.api import CertifyResult, certify, verify
 
@@ -33,14 +34,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str):
-    if name in _LAZY:
-        import importlib
-
-        value = getattr(importlib.import_module(_LAZY[name]), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'sparsecert' has no attribute {name!r}")
+__getattr__, __dir__ = lazy_names(__name__, _LAZY)
 
 __all__ = [
     "__version__",

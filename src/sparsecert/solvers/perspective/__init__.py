@@ -4,8 +4,10 @@ Public names: :class:`RelaxationProblem`, :class:`RelaxationResult`, :func:`solv
 :func:`perspective_relaxation`.
 
 They are imported on first use, so that importing one kernel module (as the process that
-compiles kernels on a first run does) does not load the solvers and scipy.
+compiles kernels on a first run does) does not load the solvers.
 """
+
+from sparsecert._lazy import lazy_names
 
 _LAZY = {
     "DEFAULT_RESTART": "sparsecert.solvers.perspective.api",
@@ -17,19 +19,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str):
-    if name in _LAZY:
-        import importlib
-
-        value = getattr(importlib.import_module(_LAZY[name]), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'sparsecert.solvers.perspective' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
-
+__getattr__, __dir__ = lazy_names(__name__, _LAZY)
 
 __all__ = [
     "RelaxationProblem",
