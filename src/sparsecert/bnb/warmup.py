@@ -15,8 +15,8 @@ so, while this process compiles the proximal operator; then both take the node k
 callees (the loss value, ``X b``, the polishing schedule, the intercept's dual), each claiming
 the next one in a directory so that whichever process is free first compiles it, and this
 process lets the second one compile the node kernel itself, loading all its callees from the
-cache. Meanwhile this process compiles what
-only it uses (the relaxed indicators, the refit and the heuristics) and the bound evaluation.
+cache. Meanwhile this process compiles what only it uses (the relaxed indicators, the refit
+and the heuristics) and the bound evaluation.
 The tiny search that follows loads everything from the cache. Should the second process fail
 or be slow, this process compiles what is missing itself: only the time differs.
 

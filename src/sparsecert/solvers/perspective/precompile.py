@@ -296,7 +296,9 @@ def take_prestarted() -> subprocess.Popen | None:
 def discard_prestarted() -> None:
     """End the process :func:`prestart` started, if nobody took it (nothing to compile)."""
     child = take_prestarted()
-    if child is not None:  # it has only imported modules: nothing of it to keep
+    if child is not None:
+        # at most it has written shared kernels to numba's cache, each file replaced
+        # atomically: killing it loses nothing
         child.kill()
         child.wait()
 
