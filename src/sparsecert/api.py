@@ -12,7 +12,7 @@ import numpy as np
 
 from sparsecert._validation import check_k, check_options, prepare_problem
 from sparsecert._version import __version__
-from sparsecert.statuses import OPTIMAL, PRECISION_LIMITED
+from sparsecert.statuses import BRANCHED, OPTIMAL, PRECISION_LIMITED
 
 __all__ = ["certify", "verify", "CertifyResult"]
 
@@ -239,10 +239,21 @@ def assemble_result(res, prob, X_raw: np.ndarray, y_raw: np.ndarray, y_used: np.
     # the columns each witness's terms are read on: those not fixed out at the nodes using it
     # (at a node with fixings, its base fixings); the other terms are not computed
     used: dict[int, np.ndarray] = {}
+    # the tree's structure from the parent links (a Ctrl-C can cut a branching short after
+    # the children joined the tree, before their parent was marked: it is branched)
+    branched = {nd.parent for nd in res.nodes if nd.parent is not None}
+    # a leaf without a witness (a root that a Ctrl-C stopped before its bound) gets the dual
+    # point zeta = 0: feasible for every loss, so its bound is weak but proven
+    zero = ("dual", np.zeros(X_raw.shape[0]))
+
+    def witness_of(nd):
+        return zero if nd.witness is None and nd.id not in branched else nd.witness
+
     for nd in res.nodes:
-        if nd.witness is not None and (not nd.children or nd.bound_fixings):
+        w = witness_of(nd)
+        if w is not None and (nd.id not in branched or nd.bound_fixings):
             out = nd.base_fixings()[1] if nd.bound_fixings else nd.fixed_out
-            key = id(nd.witness[1])
+            key = id(w[1])
             mask = ~np.asarray(out, dtype=bool).reshape(p)
             used[key] = mask if key not in used else used[key] | mask
 
@@ -266,11 +277,11 @@ def assemble_result(res, prob, X_raw: np.ndarray, y_raw: np.ndarray, y_used: np.
     nodes = []
     leaf_claims = []  # every region's claim: the leaves' and the regions cut off by fixings
     for nd in res.nodes:
-        is_leaf = not nd.children
+        is_leaf = nd.id not in branched
         fixings = [(int(j), int(v)) for j, v in nd.bound_fixings]
         witness, bound, wb = None, None, None
-        if (is_leaf or fixings) and nd.witness is not None:  # a node with fixings keeps it
-            witness, wb = leaf_witness(nd.witness)
+        if (is_leaf or fixings) and witness_of(nd) is not None:  # fixings keep the witness
+            witness, wb = leaf_witness(witness_of(nd))
         if is_leaf and wb is not None:
             fin = np.asarray(nd.fixed_in, dtype=bool).reshape(p)
             fout = np.asarray(nd.fixed_out, dtype=bool).reshape(p)
@@ -282,7 +293,8 @@ def assemble_result(res, prob, X_raw: np.ndarray, y_raw: np.ndarray, y_used: np.
                        fixing_regions(wb, *nd.base_fixings(), int(k), fixings))
             leaf_claims.extend(claim_lower(v, lo) for v, lo in regions)
         nodes.append(dict(id=nd.id, parent=nd.parent, branch_var=nd.branch_var,
-                          branch_value=nd.branch_value, status=nd.status,
+                          branch_value=nd.branch_value,
+                          status=nd.status if is_leaf else BRANCHED,
                           bound=bound if bound is not None and np.isfinite(bound) else None,
                           witness=witness, fixings=fixings))
     lower = min(min(leaf_claims, default=-np.inf), ub)

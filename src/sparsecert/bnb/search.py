@@ -286,9 +286,10 @@ class BranchAndBound:
                         witness=node.witness)
 
     def _close(self, node: Node, status: str) -> None:
+        # the bound is counted before the node stops counting as open (see _branch)
+        self._closed_lb = min(self._closed_lb, node.lower_bound)
         node.status = status
         node.warm_start = None
-        self._closed_lb = min(self._closed_lb, node.lower_bound)
 
     def _record_bound(self, node: Node, res: RelaxationResult) -> None:
         """Count the evaluation; keep the better of the node's own and inherited bounds."""
@@ -296,8 +297,8 @@ class BranchAndBound:
         self._n_iter += int(res.n_iter)
         node.n_iter = int(res.n_iter)
         if res.lower_bound > node.lower_bound:
-            node.lower_bound = float(res.lower_bound)
             node.witness = self._witness(res)
+            node.lower_bound = float(res.lower_bound)
 
     def _solve_leaf(self, node: Node) -> None:
         """A leaf without cardinality coupling: its best support (refitted by the task, see
@@ -316,10 +317,11 @@ class BranchAndBound:
         budget = self.k - int(fi.sum())
         if not plan.covers_node and (budget == 0 or int((~(fi | fo)).sum()) <= budget):
             return False  # the node would become a leaf problem its witness does not solve
+        # the cut-off regions are counted before they leave the node (see _branch)
+        self._closed_lb = min(self._closed_lb, min(plan.region_bounds))
         node.fixed_in, node.fixed_out = fi, fo
         node.bound_fixings = list(plan.fixings)
         self._n_fixed += len(plan.fixings)
-        self._closed_lb = min(self._closed_lb, min(plan.region_bounds))
         if plan.covers_node:  # the remainder lies in a cut-off region: its bound passes too
             node.lower_bound = max(node.lower_bound, plan.remainder_bound)
         return plan.covers_node
@@ -343,13 +345,16 @@ class BranchAndBound:
         node.warm_start = np.asarray(res.coef, dtype=float)
         kids = [node.child(self._next_id, j, 0), node.child(self._next_id + 1, j, 1)]
         self._next_id += 2
-        node.status = BRANCHED
+        # Every region stays counted between any two steps, should a Ctrl-C land there: the
+        # children join the tree (open) before their parent is marked branched, and the
+        # result's bound takes every open node of the tree, queued or not (see _result).
+        self.nodes.extend(kids)
         node.children = [c.id for c in kids]
+        node.status = BRANCHED
         if not node.bound_fixings:  # the children hold it; leaves and fixings are certified
             node.witness = None
         node.warm_start = None
         for c in kids:  # z_j = 1 pushed last: a depth-first dive follows the relaxation
-            self.nodes.append(c)
             self.queue.push(c)
 
     def _process(self, node: Node, out: NodeOutcome) -> None:
@@ -515,7 +520,9 @@ class BranchAndBound:
             self._offer(self.refitter.fit(()))
         s = self.settings
         ub = self.incumbent.objective
-        lb = min(self._global_lb(), ub)
+        # every open node of the tree, also one that an interrupt kept out of the queue
+        open_nodes = [n for n in self.nodes if n.status == OPEN]
+        lb = min(self._global_lb(open_nodes), ub)
         if gap_closed(ub, lb, s.rel_gap, s.abs_gap):
             status = OPTIMAL
         else:  # a limit, or the tree is exhausted but the leaves' bounds fall short
@@ -525,6 +532,6 @@ class BranchAndBound:
             status=status, coef=self.incumbent.dense(self.problem.n_features),
             intercept=self.incumbent.intercept, support=self.incumbent.support, upper_bound=ub,
             lower_bound=lb, absolute_gap=max(0.0, ub - lb), relative_gap=relative_gap(ub, lb),
-            n_nodes=len(self.nodes), n_open=len(self.queue), time=self._elapsed(),
+            n_nodes=len(self.nodes), n_open=len(open_nodes), time=self._elapsed(),
             nodes=self.nodes, history=self.history, settings=asdict(s),
             n_relaxation_iters=self._n_iter)
