@@ -369,6 +369,56 @@ def test_rounding_follows_the_rule_with_the_documented_uniforms(s):
     assert np.array_equal(qv.negative, v < 0)
 
 
+@pytest.mark.parametrize("s", [0, 1, 2, 3, 5, 6])
+def test_binary_search_rounding_is_the_threshold_count(s):
+    """The block rounding finds the number of thresholds ``l_j + U (l_{j+1} - l_j)`` below
+    ``u`` by a binary search: against the count written out in numpy, with ``u`` on levels,
+    on thresholds, at 0 and 1, and uniforms at 0 and just below 1. A table where a level plus
+    its gap is not the next level goes the scalar way (``round_one``)."""
+    from sparsecert.distributed.quantize_kernels import (
+        _exact_gaps,
+        _round_block,
+        fill_codes,
+        layer_norms,
+        round_one,
+    )
+
+    rng = np.random.default_rng(s)
+    q = layerwise_adaptive((64,), s)
+    q.adapt(rng.standard_normal(64) ** 3)
+    lvp, gap = q._ptab[0], q._pgap[0]
+    assert _exact_gaps(lvp, gap, s)
+    lv = q.levels[0]
+    n = 4000
+    unif = rng.random(n)
+    unif[:50] = 0.0
+    unif[50:100] = 1.0 - 2.0**-53
+    u = rng.random(n) * rng.choice([1.0, lv[1]], n)
+    u[100:300] = rng.choice(lv, 200)  # on a level
+    cell = rng.integers(0, s + 1, 200)
+    u[300:500] = lv[cell] + unif[300:500] * (lv[cell + 1] - lv[cell])  # on a threshold
+    u[500:520] = 1.0
+    codes = np.empty(n, dtype=np.uint8)
+    width = (s + 1).bit_length()
+    _round_block(-u, 1.0, lvp, gap, unif, width, codes, s)
+    thresholds = lvp[None, :s + 1] + unif[:, None] * gap[None, :s + 1]
+    want = (thresholds < u[:, None]).sum(axis=1)
+    assert np.array_equal(codes & ((1 << width) - 1), want)
+    assert np.array_equal(codes >> width, (u > 0).astype(np.uint8))  # -0.0 is not negative
+    # a table whose level plus gap overshoots the next level: the scalar way (round_one)
+    bad_gap = gap.copy()
+    bad_gap[s] *= 1 + 2.0**-20
+    assert not _exact_gaps(lvp, bad_gap, s)
+    v = rng.standard_normal(700)
+    offsets = np.array([0, 700])
+    norms = layer_norms(v, offsets)
+    codes = np.empty(700, dtype=np.uint8)
+    fill_codes(v, norms, offsets, np.zeros(1, dtype=np.int64), lvp[None], bad_gap[None],
+               np.uint64(9), s, width, codes)
+    want = [round_one(x, norms[0], lvp, bad_gap, np.uint64(9), i, s) for i, x in enumerate(v)]
+    assert np.array_equal(codes & ((1 << width) - 1), want)
+
+
 @pytest.mark.parametrize("nb", range(1, 8))
 def test_pack_and_unpack_codes_against_bit_strings(nb):
     from sparsecert.distributed.quantize_kernels import pack_codes, unpack_codes
@@ -427,9 +477,10 @@ def test_histogram_of_counts_without_decoding():
 def test_decode_sum_equals_messages_added_one_by_one(s, sizes, n_senders):
     """The one-call decoder of several senders' messages against each decoder's own
     ``decode`` added in order: the same sums bit for bit (signs of zeros included), into a
-    zero sum (where the first two messages are one look-up) and into a non-zero one, and the
-    same levels taken up."""
-    from sparsecert.distributed.quantize import decode_sum
+    zero sum (where the first two messages are one look-up; also with ``zeroed=True``, the
+    zero sum stated instead of checked) and into a non-zero one, and the same levels taken
+    up."""
+    from sparsecert.distributed.quantize import RoundDecoder, decode_sum
 
     rng = np.random.default_rng(s)
     q = layerwise_adaptive(sizes, s)
@@ -437,6 +488,7 @@ def test_decode_sum_equals_messages_added_one_by_one(s, sizes, n_senders):
     fused = [q.clone() for _ in range(n_senders)]
     single = [q.clone() for _ in range(n_senders)]
     generic = [q.clone() for _ in range(n_senders)]
+    stated = RoundDecoder([q.clone() for _ in range(n_senders)])  # zeroed=True on zero sums
     for step in range(3):
         msgs = []
         for k, enc in enumerate(encs):
@@ -447,6 +499,7 @@ def test_decode_sum_equals_messages_added_one_by_one(s, sizes, n_senders):
             msgs.append(enc.encode(v, rng))
         out = rng.standard_normal(q.dim) if step == 1 else np.zeros(q.dim)
         want = out.copy()
+        out_stated = out.copy()
         for dec, msg in zip(single, msgs, strict=True):
             want += dec.decode(msg)
         ref = out.copy()  # the generic (pure numpy) reader, one message after the other
@@ -458,6 +511,8 @@ def test_decode_sum_equals_messages_added_one_by_one(s, sizes, n_senders):
         decode_sum([dec.clone() for dec in fused], msgs, strided[:, 0])
         decode_sum(fused, msgs, out)
         assert np.array_equal(out.view(np.uint64), want.view(np.uint64))
+        stated(msgs, out_stated, zeroed=step != 1)  # the table of sums without the check
+        assert np.array_equal(out_stated.view(np.uint64), want.view(np.uint64))
         assert np.array_equal(strided[:, 0], want) and not strided[:, 1].any()
         hist, _ = single[0].histogram_of(msgs[0])  # counted block by block
         assert np.array_equal(hist, q.histogram(single[0].clone().read(msgs[0])))

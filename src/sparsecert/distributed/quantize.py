@@ -583,7 +583,7 @@ class Quantizer(Encoder):
             np.frombuffer(msg.payload, dtype=np.uint8),
             np.array([[len(msg.payload), msg.n_bits]], dtype=np.int64), self.adaptive, self.s,
             tables, self._offsets, self._ltypes, self.index_bits, dst,
-            hist[None] if hist.size else _NO_HISTS)
+            hist[None] if hist.size else _NO_HISTS, False)
         if status < 0:
             raise ValueError(_DECODE_ERRORS[int(status)])
         if dst is not out:
@@ -645,35 +645,36 @@ class RoundDecoder:
         if self.fused:
             self._src = [q._table for q in self.decoders]
             self._tables = np.array(self._src)
-            self._meta = np.zeros((len(self.decoders), 2), dtype=np.int64)
             self._args = (q0.adaptive, q0.s)  # the kernel's fixed arguments
             self._layout = (q0._offsets, q0._ltypes, q0.index_bits)
+            self._shape = (q0.dim,)
 
-    def __call__(self, msgs: Sequence[Message], out: np.ndarray) -> None:
+    def __call__(self, msgs: Sequence[Message], out: np.ndarray, zeroed: bool = False
+                 ) -> None:
+        """Add the round's decoded messages to ``out``. ``zeroed=True`` states that ``out``
+        is +0.0 everywhere (as just made by ``numpy.zeros``; not checked): the fused kernel
+        then skips the pass that checks it."""
         decoders = self.decoders
         if len(decoders) != len(msgs):
             raise ValueError(f"got {len(msgs)} messages for {len(decoders)} decoders")
-        if not self.fused or not all(isinstance(m, Message) for m in msgs):
+        # few Python operations: right after the oracles each one runs with cold caches
+        if not self.fused or not all([isinstance(m, Message) for m in msgs]):
             for q, m in zip(decoders, msgs, strict=True):
                 q.decode_add(m, out)
             return
-        q0 = decoders[0]
-        if not isinstance(out, np.ndarray) or out.shape != (q0.dim,) or out.dtype != np.float64:
-            raise ValueError(f"out must be a float64 array of shape ({q0.dim},)")
+        if not isinstance(out, np.ndarray) or out.shape != self._shape or (
+                out.dtype != np.float64):
+            raise ValueError(f"out must be a float64 array of shape {self._shape}")
+        meta = np.array([(len(m.payload), m.n_bits) for m in msgs], dtype=np.int64)
         src, tables = self._src, self._tables
         for k, q in enumerate(decoders):
             if q._table is not src[k]:  # levels set from outside since the last round
                 tables[k] = q._table
                 src[k] = q._table
-        payloads = [m.payload for m in msgs]
-        bufs = np.frombuffer(b"".join(payloads), dtype=np.uint8)
-        meta = self._meta
-        meta[:, 0] = [len(p) for p in payloads]
-        meta[:, 1] = [m.n_bits for m in msgs]
+        bufs = np.frombuffer(b"".join([m.payload for m in msgs]), dtype=np.uint8)
         dst = out if out.flags.c_contiguous else np.ascontiguousarray(out)
-        offsets, ltypes, width = self._layout
         status, k, n_got, got, _ = decode_fixed_kernel(
-            bufs, meta, *self._args, tables, offsets, ltypes, width, dst, _NO_HISTS)
+            bufs, meta, *self._args, tables, *self._layout, dst, _NO_HISTS, bool(zeroed))
         if status < 0:
             raise ValueError(f"message {int(k)}: {_DECODE_ERRORS[int(status)]}")
         if dst is not out:

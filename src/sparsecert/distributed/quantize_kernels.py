@@ -142,12 +142,14 @@ def _draw_uniforms(seed, start, unif):  # pragma: no cover - compiled
 @njit(cache=True, nogil=True)
 def _round_block(v, r, lvp, gap, unif, width, codes, n_inner):  # pragma: no cover - compiled
     """Codes of ``v`` (one layer, at most 6 inner levels, ``r > 0``) given its uniforms: the
-    index is the number of thresholds ``lv[j] + U gap[j]`` (``j = 0 .. s``) below ``u``: the
-    index of :func:`round_one` (a threshold below ``lv[lo]`` lies below ``u``, the one of
-    ``u``'s cell decides the rounding, the others lie above ``u``). The thresholds are
-    held in scalars (3 with at most 2 inner levels, else 7; those past the last level are
-    ``+inf``) and the loop has no branch: it vectorises, with fewer operations than finding
-    the cell first."""
+    index is the number of thresholds ``t_j = lv[j] + U gap[j]`` (``j = 0 .. s``) below ``u``:
+    the index of :func:`round_one` (a threshold below ``lv[lo]`` lies below ``u``, the one of
+    ``u``'s cell decides the rounding, the others lie above ``u``). The thresholds increase
+    (``t_j <= lv[j + 1] <= t_{j+1}`` in floating point too when each level plus its gap is
+    the next level, which :func:`fill_codes` checks with :func:`_exact_gaps`), so the count
+    is found by a branch-free binary search: 3 thresholds computed and compared instead of 7
+    (2 instead of 3 with at most 2 inner levels; those past the last level are ``1`` with
+    ``gap = 0``, or ``+inf``). The levels are held in scalars and the loop vectorises."""
     b0, b1, b2, b3 = lvp[0], lvp[1], lvp[2], lvp[3]
     b4, b5, b6 = lvp[4], lvp[5], lvp[6]
     d0, d1, d2, d3 = gap[0], gap[1], gap[2], gap[3]
@@ -158,26 +160,50 @@ def _round_block(v, r, lvp, gap, unif, width, codes, n_inner):  # pragma: no cov
             x = v[j]
             u = min(abs(x) * ir, 1.0)
             w = unif[j]
-            idx = (np.int64(b0 + w * d0 < u) + np.int64(b1 + w * d1 < u)
-                   + np.int64(b2 + w * d2 < u))
+            c1 = b1 + w * d1 < u
+            bk = b2 if c1 else b0
+            dk = d2 if c1 else d0
+            c0 = bk + w * dk < u
+            idx = (np.int64(c1) << 1) | np.int64(c0)
             codes[j] = np.uint8((np.int64(x < 0.0) << width) | idx)
     else:
         for j in range(v.size):
             x = v[j]
             u = min(abs(x) * ir, 1.0)
             w = unif[j]
-            idx = (np.int64(b0 + w * d0 < u) + np.int64(b1 + w * d1 < u)
-                   + np.int64(b2 + w * d2 < u) + np.int64(b3 + w * d3 < u)
-                   + np.int64(b4 + w * d4 < u) + np.int64(b5 + w * d5 < u)
-                   + np.int64(b6 + w * d6 < u))
+            c2 = b3 + w * d3 < u  # count >= 4
+            bb = b5 if c2 else b1
+            db = d5 if c2 else d1
+            c1 = bb + w * db < u  # then t_5 (count >= 6) or t_1 (count >= 2)
+            bh = b6 if c1 else b4
+            dh = d6 if c1 else d4
+            bl = b2 if c1 else b0
+            dl = d2 if c1 else d0
+            bk = bh if c2 else bl
+            dk = dh if c2 else dl
+            c0 = bk + w * dk < u  # then t_6, t_4, t_2 or t_0
+            idx = (np.int64(c2) << 2) | (np.int64(c1) << 1) | np.int64(c0)
             codes[j] = np.uint8((np.int64(x < 0.0) << width) | idx)
+
+
+@njit(cache=True, nogil=True)
+def _exact_gaps(lvp, gap, n_inner):  # pragma: no cover - compiled
+    """Whether ``lvp[j] + gap[j] == lvp[j + 1]`` in float64 for every cell: then
+    ``t_j <= lv[j + 1] <= t_{j+1}`` for the thresholds of :func:`_round_block` (rounding is
+    monotone), so they increase."""
+    for j in range(n_inner + 1):
+        if lvp[j] + gap[j] != lvp[j + 1]:
+            return False
+    return True
 
 
 @njit(cache=True, nogil=True)
 def fill_codes(v, norms, offsets, ltype, ptab, pgap, seed, n_inner, width, codes):  # noqa: E501
     """``codes[i] = sign << width | index`` of every coordinate (``index`` after unbiased random
     rounding, as :func:`round_one`). With at most 6 inner levels the uniforms of a block are
-    drawn in one loop and the rounding done in another (both vectorise; fused, they do not)."""
+    drawn in one loop and the rounding done in another (both vectorise; fused, they do not);
+    a table where a level plus its gap is not the next level in float64 (not seen with
+    float32 levels; a safety net) goes through :func:`round_one`."""
     unif = np.empty(_BLOCK)
     for layer in range(offsets.size - 1):
         r = norms[layer]
@@ -186,7 +212,7 @@ def fill_codes(v, norms, offsets, ltype, ptab, pgap, seed, n_inner, width, codes
         if r <= 0.0:
             for i in range(start, stop):
                 codes[i] = np.uint8(np.int64(v[i] < 0.0) << width)
-        elif n_inner <= PAD - 2:
+        elif n_inner <= PAD - 2 and _exact_gaps(ptab[t], pgap[t], n_inner):
             for b0 in range(start, stop, _BLOCK):
                 b1 = min(b0 + _BLOCK, stop)
                 _draw_uniforms(seed, b0, unif[:b1 - b0])
@@ -524,7 +550,7 @@ def _read_header(buf, end, has_flag, n_inner, new, norms, dim, nb):  # pragma: n
 
 @njit(cache=True, nogil=True)
 def decode_fixed_kernel(bufs, meta, has_flag, n_inner, tables, offsets, ltype, width, out,
-                         hists):  # pragma: no cover - compiled
+                         hists, zeroed):  # pragma: no cover - compiled
     """Read ``K`` fixed-code messages and add their vectors to ``out`` (if not empty).
 
     ``bufs`` holds the payloads one after the other, ``meta[k] = (bytes, bits)`` of message
@@ -534,7 +560,9 @@ def decode_fixed_kernel(bufs, meta, has_flag, n_inner, tables, offsets, ltype, w
     unpacked block by block and added through per-layer tables of signed ``r * level``
     values; each coordinate of ``out`` receives the messages in order (the same sums as adding
     the decoded vectors one after the other). If ``hists`` is not empty, the indices of
-    message ``k`` are counted per layer in ``hists[k]``.
+    message ``k`` are counted per layer in ``hists[k]``. ``zeroed``: the caller guarantees
+    that ``out`` is +0.0 everywhere (not checked: the first two messages' table of sums is
+    then used without a pass over ``out`` to check it).
 
     Returns ``(status, k, n_got, got_levels, norms)``; status 0, or for message ``k`` -1
     truncated stream / trailing bits (or an ``out`` of the wrong size, or payloads that do
@@ -603,8 +631,8 @@ def decode_fixed_kernel(bufs, meta, has_flag, n_inner, tables, offsets, ltype, w
                 idx = c & imask
                 val = r * tables[k, ltype[layer], idx] if idx < n_sym else 0.0
                 lut[layer, k, c] = -val if (c >> width) else val
-    zero = False  # out is +0.0 everywhere: the first two messages at once
-    if n_msg >= 2 and nb <= 5:
+    zero = zeroed and n_msg >= 2 and nb <= 5  # out is +0.0: the first two messages at once
+    if n_msg >= 2 and nb <= 5 and not zeroed:
         ov = out.view(np.uint64)
         bits = np.uint64(0)
         for i in range(dim):  # an OR of all the bit patterns (a loop that vectorises)
@@ -711,7 +739,7 @@ def _add_nibble_messages(bufs, starts, body, out, offsets, lut, pair, zero):  # 
     n_layers = offsets.size - 1
     dim = offsets[n_layers]
     k_first = 2 if zero else 0  # (the tables of the first two are not read then)
-    blut = np.empty((n_layers, n_msg, 256, 2))
+    blut = np.empty((n_layers, n_msg, 512))  # byte b: its two values at 2 b and 2 b + 1
     for layer in range(n_layers):
         if offsets[layer + 1] - offsets[layer] < _BYTE_TABLES:
             continue  # a small layer: read code by code (its byte tables would cost more)
@@ -719,8 +747,8 @@ def _add_nibble_messages(bufs, starts, body, out, offsets, lut, pair, zero):  # 
             t = blut[layer, k]
             lk = lut[layer, k]
             for b in range(256):
-                t[b, 0] = lk[b >> 4]
-                t[b, 1] = lk[b & 15]
+                t[2 * b] = lk[b >> 4]
+                t[2 * b + 1] = lk[b & 15]
     rb = np.empty((n_msg, _DBLOCK // 2), dtype=np.uint8)
     layer = 0
     for b0 in range(0, dim, _DBLOCK):
@@ -766,8 +794,9 @@ def _add_one(bufs, starts, body, out, i, lut, pair, zero):  # pragma: no cover -
 @njit(cache=True, nogil=True)
 def _add_bytes(out, rb, j0, j1, blut, pair, zero):  # pragma: no cover - compiled
     """``out[2 j + h] += value of the code in half h of byte j0 + j`` of every message in
-    turn (``h = 0``: the high half), four messages per pass; with ``zero`` (``out`` is +0.0)
-    the first two messages are one look-up in ``pair`` (as :func:`_add_codes`)."""
+    turn (``h = 0``: the high half; ``blut[k, 2 b + h]``), four messages per pass; with
+    ``zero`` (``out`` is +0.0) the first two messages are one look-up in ``pair`` (as
+    :func:`_add_codes`)."""
     n_msg = rb.shape[0]
     n = j1 - j0
     k = 0
@@ -778,9 +807,9 @@ def _add_bytes(out, rb, j0, j1, blut, pair, zero):  # pragma: no cover - compile
             x2, x3 = rb[2, j0:j1], rb[3, j0:j1]
             for j in range(n):
                 p, q = np.intp(x0[j]), np.intp(x1[j])
-                c2, c3 = np.intp(x2[j]), np.intp(x3[j])
-                out[2 * j] = (pair[(p >> 4) | (q & 240)] + t2[c2, 0]) + t3[c3, 0]
-                out[2 * j + 1] = (pair[(p & 15) | ((q & 15) << 4)] + t2[c2, 1]) + t3[c3, 1]
+                c2, c3 = np.intp(x2[j]) << 1, np.intp(x3[j]) << 1
+                out[2 * j] = (pair[(p >> 4) | (q & 240)] + t2[c2]) + t3[c3]
+                out[2 * j + 1] = (pair[(p & 15) | ((q & 15) << 4)] + t2[c2 + 1]) + t3[c3 + 1]
             k = 4
         else:
             for j in range(n):
@@ -792,19 +821,19 @@ def _add_bytes(out, rb, j0, j1, blut, pair, zero):  # pragma: no cover - compile
         t0, t1, t2, t3 = blut[k], blut[k + 1], blut[k + 2], blut[k + 3]
         x0, x1, x2, x3 = rb[k, j0:j1], rb[k + 1, j0:j1], rb[k + 2, j0:j1], rb[k + 3, j0:j1]
         for j in range(n):
-            c0, c1 = np.intp(x0[j]), np.intp(x1[j])
-            c2, c3 = np.intp(x2[j]), np.intp(x3[j])
-            out[2 * j] = (((out[2 * j] + t0[c0, 0]) + t1[c1, 0]) + t2[c2, 0]) + t3[c3, 0]
-            out[2 * j + 1] = ((((out[2 * j + 1] + t0[c0, 1]) + t1[c1, 1]) + t2[c2, 1])
-                              + t3[c3, 1])
+            c0, c1 = np.intp(x0[j]) << 1, np.intp(x1[j]) << 1
+            c2, c3 = np.intp(x2[j]) << 1, np.intp(x3[j]) << 1
+            out[2 * j] = (((out[2 * j] + t0[c0]) + t1[c1]) + t2[c2]) + t3[c3]
+            out[2 * j + 1] = ((((out[2 * j + 1] + t0[c0 + 1]) + t1[c1 + 1]) + t2[c2 + 1])
+                              + t3[c3 + 1])
         k += 4
     while k < n_msg:
         t0 = blut[k]
         x0 = rb[k, j0:j1]
         for j in range(n):
-            c0 = np.intp(x0[j])
-            out[2 * j] += t0[c0, 0]
-            out[2 * j + 1] += t0[c0, 1]
+            c0 = np.intp(x0[j]) << 1
+            out[2 * j] += t0[c0]
+            out[2 * j + 1] += t0[c0 + 1]
         k += 1
 
 

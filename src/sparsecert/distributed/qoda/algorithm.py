@@ -232,7 +232,7 @@ class _Exchange:
         self.calls += 1
         total = np.zeros(self.d)
         with clock("decode"):
-            self.decode_round(msgs, total)
+            self.decode_round(msgs, total, zeroed=True)
             total /= len(msgs)
         # book-keeping, not timed: what the same messages cost under the other codes (a user
         # sending one code does not compute these)
