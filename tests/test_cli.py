@@ -131,6 +131,14 @@ def test_bad_input_exit_2_one_line(files, capsys, make, needle):
     assert needle in one_error_line(capsys)
 
 
+def test_certify_data_beyond_float64_range_exit_2_one_line(tmp_path, capsys):
+    rng = np.random.default_rng(0)
+    np.savez(tmp_path / "huge.npz", X=rng.normal(size=(20, 4)) * 1e300, y=rng.normal(size=20))
+    assert main(["certify", "--data", str(tmp_path / "huge.npz"), "--k", "2", "--lambda2",
+                 "1"]) == 2
+    assert "too large for float64" in one_error_line(capsys)
+
+
 @pytest.mark.parametrize("text", ["{ not json", None, "[" * 100000 + "]" * 100000])
 def test_unreadable_certificate_exit_2_from_verify_and_show(files, capsys, text):
     """A truncated or unparsable certificate is an input error for both commands: exit 2, one

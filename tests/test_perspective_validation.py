@@ -65,6 +65,18 @@ def test_bad_data():
         perspective_relaxation(X, y, 2, 1.0, loss="poisson")
 
 
+def test_data_beyond_float64_range_is_refused_in_one_line():
+    """Finite values whose sums of squares overflow (a Gram matrix of inf) get a clear error,
+    not a failure inside the eigen-solver; values just inside the range are accepted."""
+    X, y = _xy()
+    with pytest.raises(ValueError, match="X is too large for float64.*column 0"):
+        perspective_relaxation(X * 1e160, y, 2, 1.0)
+    with pytest.raises(ValueError, match="y is too large for float64"):
+        perspective_relaxation(X, y * 1e160, 2, 1.0)
+    res = perspective_relaxation(X * 1e140, y, 2, 1.0)
+    assert np.isfinite(res.lower_bound)
+
+
 def test_labels_converted_without_mutation():
     X, y = _xy()
     y01 = (y > 0).astype(float)

@@ -265,7 +265,29 @@ def check_X_y(X, y) -> tuple[np.ndarray, np.ndarray]:
     if y.shape[0] != X.shape[0]:
         raise ValueError(f"X and y have inconsistent numbers of samples: X has {X.shape[0]} rows, "
                          f"y has length {y.shape[0]}")
+    check_scale(X, y)
     return X, y
+
+
+#: the largest sum of squares of a column of X or of y: the Gram matrix, the losses and the
+#: rigorous error bounds all stay well inside float64's range (overflow at about 1.8e308)
+MAX_SUM_OF_SQUARES = 1e300
+
+
+def check_scale(X: np.ndarray, y: np.ndarray) -> None:
+    """Refuse data whose column sums of squares leave float64's range (one line, not a failure
+    deep inside a factorisation)."""
+    with np.errstate(over="ignore"):
+        col = np.einsum("ij,ij->j", X, X)
+        yy = float(np.dot(y, y))
+    worst = float(np.max(col))
+    if not worst <= MAX_SUM_OF_SQUARES:
+        j = int(np.argmax(np.where(np.isfinite(col), col, np.inf)))
+        raise ValueError(f"X is too large for float64 arithmetic: the sum of squares of column "
+                         f"{j} is {worst:.3g} (at most {MAX_SUM_OF_SQUARES:g}); rescale X")
+    if not yy <= MAX_SUM_OF_SQUARES:
+        raise ValueError(f"y is too large for float64 arithmetic: its sum of squares is "
+                         f"{yy:.3g} (at most {MAX_SUM_OF_SQUARES:g}); rescale y")
 
 
 def check_lambda2(lambda2) -> float:
