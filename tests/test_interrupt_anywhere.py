@@ -21,17 +21,20 @@ from sparsecert.certificate import verify_certificate
 #: the engine's methods that change the tree (the interrupt lands inside one of them)
 UPDATES = ("_branch", "_close", "_fix", "_process", "_next_batch", "_evaluate", "_record_bound",
            "_prune")
-LAM = 0.1
 
 
-def _data():
-    rng = np.random.default_rng(0)
-    n, p = 30, 12
+def _data(seed=0, n=30, p=12):
+    rng = np.random.default_rng(seed)
     X = rng.normal(size=(n, p))
-    X[:, 1] = X[:, 0] + 0.1 * rng.normal(size=n)  # two nearly collinear pairs
-    X[:, 3] = X[:, 2] + 0.1 * rng.normal(size=n)
+    X[:, 1] = X[:, 0] + 0.1 * rng.normal(size=n)  # nearly collinear pairs
+    if seed == 0:
+        X[:, 3] = X[:, 2] + 0.1 * rng.normal(size=n)
     y = X[:, [0, 2, 5]] @ np.array([1.0, -1.0, 0.5]) + rng.normal(size=n)
     return X, y
+
+
+#: (data, lambda2): a tree that branches, and one that also fixes variables by reduced costs
+PROBLEMS = {"branching": ((0, 30, 12), 0.1), "fixing": ((1, 40, 30), 1.0)}
 
 
 def _brute_force_optimum(X, y, k, lam):
@@ -46,13 +49,13 @@ def _brute_force_optimum(X, y, k, lam):
 
 
 class _Interrupter:
-    """Counts the bytecodes executed inside :data:`UPDATES`; raises KeyboardInterrupt at the
-    ``at``-th one (never when ``at`` is None)."""
+    """Counts the bytecodes executed inside the methods ``names``; raises KeyboardInterrupt at
+    the ``at``-th one (never when ``at`` is None)."""
 
-    def __init__(self, at: int | None):
+    def __init__(self, at: int | None, names=UPDATES):
         self.at = at
         self.count = 0
-        self.codes = {getattr(search_mod.BranchAndBound, name).__code__ for name in UPDATES}
+        self.codes = {getattr(search_mod.BranchAndBound, name).__code__ for name in names}
 
     def __call__(self, frame, event, arg):
         if event == "call" and frame.f_code in self.codes:
@@ -69,30 +72,33 @@ class _Interrupter:
         return self._local
 
 
-def _certify(X, y, at):
-    tracer = _Interrupter(at)
+def _certify(X, y, lam, at, names=UPDATES):
+    tracer = _Interrupter(at, names)
     sys.settrace(tracer)
     try:
-        res = sparsecert.certify(X, y, 3, LAM, fit_intercept=False, rel_gap=0.0, verbose=0,
+        res = sparsecert.certify(X, y, 3, lam, fit_intercept=False, rel_gap=0.0, verbose=0,
                                  batch_size=3)
     finally:
         sys.settrace(None)
     return res, tracer.count
 
 
-@pytest.fixture(scope="module")
-def problem():
-    X, y = _data()
-    res, total = _certify(X, y, None)
+@pytest.fixture(scope="module", params=sorted(PROBLEMS))
+def problem(request):
+    shape, lam = PROBLEMS[request.param]
+    X, y = _data(*shape)
+    res, total = _certify(X, y, lam, None)
     assert res.status == "optimal" and res.n_nodes >= 15  # a real tree
-    return X, y, total, _brute_force_optimum(X, y, 3, LAM)
+    n_fixed = sum(len(n.bound_fixings) for n in res.search.nodes)
+    assert (n_fixed > 0) == (request.param == "fixing")
+    return X, y, lam, total, _brute_force_optimum(X, y, 3, lam)
 
 
 @pytest.mark.parametrize("fraction", np.linspace(0.0, 1.0, 41)[1:-1])
 def test_an_interrupt_at_any_bytecode_keeps_the_bound_valid(problem, fraction):
-    X, y, total, optimum = problem
+    X, y, lam, total, optimum = problem
     at = max(1, int(fraction * total))
-    res, _ = _certify(X, y, at)
+    res, _ = _certify(X, y, lam, at)
     assert res.status in ("interrupted", "optimal")
     assert res.lower_bound <= optimum * (1 + 1e-9)
     open_nodes = [n for n in res.search.nodes if n.status == "open"]
@@ -110,6 +116,7 @@ def test_an_interrupt_before_the_root_bound_still_gives_a_certificate_that_verif
     """Stopped before the root's relaxation: the root leaf gets the dual point zeta = 0, whose
     bound is weak but proven for every loss."""
     X, y = _data()
+    lam = PROBLEMS["branching"][1]
     if loss == "poisson":
         y = np.floor(np.abs(y))
     elif loss != "squared":
@@ -117,7 +124,7 @@ def test_an_interrupt_before_the_root_bound_still_gives_a_certificate_that_verif
     tracer = _Interrupter(1)
     sys.settrace(tracer)
     try:
-        res = sparsecert.certify(X, y, 3, LAM, loss=loss, fit_intercept=fit_intercept,
+        res = sparsecert.certify(X, y, 3, lam, loss=loss, fit_intercept=fit_intercept,
                                  verbose=0)
     finally:
         sys.settrace(None)
@@ -125,3 +132,47 @@ def test_an_interrupt_before_the_root_bound_still_gives_a_certificate_that_verif
     rep = verify_certificate(res.certificate, X, y)
     assert rep.ok, str(rep)
     assert res.certificate.bounds["lower_bound"] <= res.objective
+
+
+@pytest.mark.parametrize("method", ["_branch", "_fix"])
+def test_an_interrupt_at_every_bytecode_of_the_first_branching_or_fixing(method):
+    """Every bytecode of the first call of ``_branch`` (and of ``_fix`` that fixes
+    variables): the narrow windows between the steps of one update, one by one."""
+    shape, lam = PROBLEMS["fixing"]
+    X, y = _data(*shape)
+    calls = []  # (first, last) bytecode count of each call that changed the tree
+    original = getattr(search_mod.BranchAndBound, method)
+    tracer_box = []
+
+    def spy(self, *args):
+        first = tracer_box[0].count + 1
+        out = original(self, *args)
+        if method == "_branch" or out or args[0].bound_fixings:
+            calls.append((first, tracer_box[0].count))
+        return out
+
+    setattr(search_mod.BranchAndBound, method, spy)
+    try:
+        tracer_box.append(_Interrupter(None, (method,)))
+        tracer_box[0].codes.add(original.__code__)
+        sys.settrace(tracer_box[0])
+        try:
+            sparsecert.certify(X, y, 3, lam, fit_intercept=False, rel_gap=0.0, verbose=0,
+                               batch_size=3)
+        finally:
+            sys.settrace(None)
+    finally:
+        setattr(search_mod.BranchAndBound, method, original)
+    first, last = calls[0]
+    assert last - first > 10
+    optimum = _brute_force_optimum(X, y, 3, lam)
+    for at in range(first, last + 1):
+        res, _ = _certify(X, y, lam, at, (method,))
+        # (optimal: stopped after the last region's bound reached the cutoff)
+        assert res.status in ("interrupted", "optimal")
+        assert res.lower_bound <= optimum * (1 + 1e-9)
+        open_nodes = [n for n in res.search.nodes if n.status == "open"]
+        if open_nodes:
+            assert res.search.lower_bound <= min(n.lower_bound for n in open_nodes)
+        rep = verify_certificate(res.certificate, X, y)
+        assert rep.ok, f"interrupted at bytecode {at} of {method}: {rep}"

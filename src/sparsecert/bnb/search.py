@@ -317,10 +317,13 @@ class BranchAndBound:
         budget = self.k - int(fi.sum())
         if not plan.covers_node and (budget == 0 or int((~(fi | fo)).sum()) <= budget):
             return False  # the node would become a leaf problem its witness does not solve
-        # the cut-off regions are counted before they leave the node (see _branch)
+        # the cut-off regions are counted before they leave the node, and the fixings are
+        # recorded before the node's sets take them: at every step the node's sets are its
+        # base fixings plus some of the recorded ones, a region its witness bounds (see _branch)
         self._closed_lb = min(self._closed_lb, min(plan.region_bounds))
-        node.fixed_in, node.fixed_out = fi, fo
         node.bound_fixings = list(plan.fixings)
+        node.fixed_in = fi
+        node.fixed_out = fo
         self._n_fixed += len(plan.fixings)
         if plan.covers_node:  # the remainder lies in a cut-off region: its bound passes too
             node.lower_bound = max(node.lower_bound, plan.remainder_bound)
