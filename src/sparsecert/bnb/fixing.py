@@ -278,23 +278,43 @@ class WitnessTerms:
     """
 
     def __init__(self, problem) -> None:
+        from sparsecert.solvers.losses import SQUARED, get_loss
+
         self.problem = problem
         self._ev = None
+        self._loss = get_loss(problem.loss)
+        self._squared = self._loss.loss_id == SQUARED
+        # the last point witness and its zeta, as one tuple (atomic under threads; holding the
+        # point keeps its identity unique): the screen and the safe terms share one product
+        self._last: tuple[np.ndarray, np.ndarray] | None = None
 
     def _zeta(self, witness) -> np.ndarray:
         kind, vec = witness
         if kind == "dual":
             return np.asarray(vec, dtype=float)
-        from sparsecert.solvers.losses import get_loss
-
+        last = self._last
+        if last is not None and last[0] is vec:
+            return last[1]
         prob = self.problem
-        return get_loss(prob.loss).gradient(prob.X @ vec, prob.y)
+        u = prob.X @ vec
+        # f'(u) = 2 (u - y) for least squares (the loss's own operations, without its checks)
+        zeta = 2.0 * (u - prob.y) if self._squared else self._loss.gradient(u, prob.y)
+        self._last = (vec, zeta)
+        return zeta
+
+    def _conjugate_sum(self, zeta: np.ndarray) -> float:
+        """``sum_i f*(zeta_i; y_i)`` (least squares: ``f*(z) = z^2 / 4 + y z``, every z in its
+        domain; the loss's own operations, without its checks)."""
+        y = self.problem.y
+        if self._squared:
+            return float(np.sum(0.25 * zeta * zeta + y * zeta))
+        return self._loss.conjugate_sum(zeta, y)
 
     def plain(self, witness, cols: np.ndarray | None = None) -> tuple[float, float, np.ndarray]:
         """``(bound constant K, weight lam, terms h)`` of a witness, plain floating point.
 
         With ``cols`` (the columns not fixed out at the node) the terms of the other columns are
-        not computed (they are ``inf``: no node region reads them).
+        not computed when that saves work (they are then ``inf``: no node region reads them).
         """
         prob = self.problem
         kind, vec = witness
@@ -308,17 +328,14 @@ class WitnessTerms:
         if cols is None or cols.size == prob.n_features:
             K, h = dual_terms(prob, zeta)
             return K, prob.lambda2, h
-        from sparsecert.solvers.losses import get_loss
-
-        K = -get_loss(prob.loss).conjugate_sum(zeta, prob.y)
-        h = np.full(prob.n_features, np.inf)
-        # X_cols^T zeta from the contiguous rows of X^T (a gather of X's columns costs more
-        # than the whole product when most columns are active)
+        K = -self._conjugate_sum(zeta)
+        # X_cols^T zeta from the contiguous rows of X^T; when most columns are active, the
+        # whole product (a gather of X's columns costs more) and every term
         if 2 * cols.size >= prob.n_features:
-            xtz = (prob.XT @ zeta)[cols]
-        else:
-            xtz = prob.XT[cols] @ zeta
-        h[cols] = _huber(np.abs(xtz) / (2.0 * prob.lambda2), prob.M)
+            return float(K), prob.lambda2, _huber(np.abs(prob.XT @ zeta) / (2.0 * prob.lambda2),
+                                                  prob.M)
+        h = np.full(prob.n_features, np.inf)
+        h[cols] = _huber(np.abs(prob.XT[cols] @ zeta) / (2.0 * prob.lambda2), prob.M)
         return float(K), prob.lambda2, h
 
     def safe(self, witness, cols: np.ndarray | None = None) -> TermBound | None:
@@ -354,14 +371,15 @@ def fixing_plan(terms: WitnessTerms, witness, fixed_in: np.ndarray, fixed_out: n
     plan is made on the safe terms (:func:`plan_fixings`) against the cutoff raised by
     :data:`FIX_SLACK` relative.
     """
-    free = np.flatnonzero(~(fixed_in | fixed_out))
-    beta = k - int(fixed_in.sum())
-    if beta <= 0 or free.size <= beta or not math.isfinite(cutoff):
+    not_out = ~fixed_out
+    free = not_out & ~fixed_in
+    beta = k - int(np.count_nonzero(fixed_in))
+    if beta <= 0 or np.count_nonzero(free) <= beta or not math.isfinite(cutoff):
         return None
-    cols = np.flatnonzero(~fixed_out)
+    cols = not_out.nonzero()[0]
     K, lam, h = terms.plain(witness, cols)
     hf = h[free]
-    top = -np.partition(-hf, beta)[:beta + 1]  # the beta + 1 largest, unordered
+    top = np.partition(hf, hf.size - beta - 1)[hf.size - beta - 1:]  # the beta + 1 largest
     top.sort()
     h_beta1, h_beta, h_1 = top[0], top[1], top[-1]
     bound = K - 2.0 * lam * (float(h[fixed_in].sum()) + float(top[1:].sum()))

@@ -16,6 +16,7 @@ affects speed, never correctness.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -88,6 +89,7 @@ class SupportRefitter:
         self._loss = get_loss(loss)
         self.lambda2 = float(lambda2)
         self.M = float(max_abs_coef)
+        self._boxed = math.isfinite(self.M)
         self.fit_intercept = bool(fit_intercept)
         self.n, self.p = X.shape
         self._cache: dict[tuple[int, ...], SubsetModel] = {}
@@ -115,14 +117,14 @@ class SupportRefitter:
     # -- refits ------------------------------------------------------------------------------
     def fit(self, support) -> SubsetModel:
         """Optimal model on ``support`` (cached)."""
-        key = tuple(sorted(int(j) for j in support))
+        key = tuple(sorted(map(int, support)))
         hit = self._cache.get(key)
         if hit is not None:
             return hit
         self.n_fits += 1
         if self._loss.loss_id == SQUARED and not self.fit_intercept:
             coef, obj = self._fit_ridge_kernel(key)
-            if obj is not None and not (np.isfinite(self.M) and coef.size
+            if obj is not None and not (self._boxed and coef.size
                                         and np.max(np.abs(coef)) > self.M):
                 model = SubsetModel(key, coef, 0.0, obj)
                 self._cache[key] = model
@@ -146,9 +148,10 @@ class SupportRefitter:
     def _fit_ridge_kernel(self, key: tuple[int, ...]) -> tuple[np.ndarray, float | None]:
         """Ridge refit and objective in one GIL-free kernel (``None``: use LAPACK instead)."""
         coef = np.zeros(len(key))
-        obj, ok = ridge_refit(self._xt(), self.y, np.asarray(key, dtype=np.int64), self.lambda2,
-                              coef)
-        return coef, (float(obj) if ok and np.isfinite(obj) else None)
+        XT = self._XT if self._XT is not None else self._xt()
+        obj, ok = ridge_refit(XT, self.y, np.array(key, dtype=np.int64), self.lambda2, coef)
+        obj = float(obj)
+        return coef, (obj if ok and math.isfinite(obj) else None)
 
     def _fit_ridge(self, XS: np.ndarray) -> np.ndarray:
         if XS.shape[1] == 0:
@@ -305,10 +308,11 @@ def swap_search(refitter: SupportRefitter, model: SubsetModel, k: int, *, fixed_
         mags = {j: abs(c) for j, c in zip(cur.support, cur.coef, strict=True)}
         removable.sort(key=lambda j: (mags[j], j))
         improved = False
+        cand_list = cands.tolist()
         for i in removable:
             base = tuple(j for j in cur.support if j != i)
-            for j in cands:
-                mod = refitter.fit(base + (int(j),))
+            for j in cand_list:
+                mod = refitter.fit(base + (j,))
                 if mod.objective < cur.objective * (1 - 1e-12) - 1e-12:
                     cur, improved = mod, True
                     break
@@ -322,10 +326,10 @@ def swap_search(refitter: SupportRefitter, model: SubsetModel, k: int, *, fixed_
 def round_relaxation(refitter: SupportRefitter, relaxed_coef: np.ndarray, k: int,
                      fixed_in: np.ndarray, fixed_out: np.ndarray) -> SubsetModel:
     """Support = fixed-in coordinates + the largest free relaxed coefficients; exact refit."""
-    free = ~(fixed_in | fixed_out)
-    budget = k - int(fixed_in.sum())
-    score = np.where(free, np.abs(relaxed_coef), -np.inf)
-    take = _top(score, budget)
-    take = take[np.abs(relaxed_coef[take]) > 0] if take.size else take
-    support = tuple(np.flatnonzero(fixed_in)) + tuple(int(j) for j in take)
-    return refitter.fit(support)
+    budget = k - int(np.count_nonzero(fixed_in))
+    mag = np.abs(relaxed_coef)
+    # the free coordinates with a finite magnitude, largest first, ties to the lower index
+    ok = (~(fixed_in | fixed_out) & np.isfinite(mag)).nonzero()[0]
+    take = ok[np.lexsort((ok, -mag[ok]))][:budget]
+    take = take[mag[take] > 0]
+    return refitter.fit(fixed_in.nonzero()[0].tolist() + take.tolist())

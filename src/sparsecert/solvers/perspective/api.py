@@ -106,11 +106,13 @@ def solve_node(prob: RelaxationProblem, k: int, fixed_in=None, fixed_out=None, *
     k = check_k(k, p)
     s1 = fixing_mask(fixed_in, p, "fixed_in")
     s0 = fixing_mask(fixed_out, p, "fixed_out")
-    if np.any(s1 & s0):
+    both = s1 & s0
+    if both.any():
         raise ValueError(f"fixed_in and fixed_out overlap on features "
-                         f"{np.flatnonzero(s1 & s0)[:5].tolist()}")
-    if int(s1.sum()) > k:
-        raise ValueError(f"|fixed_in| = {int(s1.sum())} exceeds k = {k}")
+                         f"{np.flatnonzero(both)[:5].tolist()}")
+    n_in = int(np.count_nonzero(s1))
+    if n_in > k:
+        raise ValueError(f"|fixed_in| = {n_in} exceeds k = {k}")
     if restart not in RESTARTS:
         raise ValueError(f"restart must be one of {tuple(RESTARTS)}, got {restart!r}")
     if not (isinstance(max_iter, (int, np.integer)) and max_iter >= 0):
@@ -124,13 +126,13 @@ def solve_node(prob: RelaxationProblem, k: int, fixed_in=None, fixed_out=None, *
     state, budget = node_state(p, k, s1, s0)
     x0, c0 = _start(prob, state, warm_start)
 
-    n_free = int(np.sum(state == FREE))
+    n_free = int(np.count_nonzero(state == FREE))
     if n_free == 0 and prob.loss_id == SQUARED and prob.M == np.inf:
         coef = exact_ridge(prob, state)
         return finish(prob, state, budget, coef, -np.inf, None, None, 0, 0, "converged", t0,
                       rel_tol, cut)
 
-    how = strategy(prob, int(np.sum(state != OUT)), n_free, solver, working_set)
+    how = strategy(prob, int(np.count_nonzero(state != OUT)), n_free, solver, working_set)
     if how == "zspace":
         try:
             return zspace.solve_zspace(prob, state, budget, x0, rel_tol, max_iter, cut,
@@ -184,7 +186,7 @@ def _start(prob: RelaxationProblem, state: np.ndarray, warm_start) -> tuple[np.n
     w = np.asarray(w, dtype=np.float64)
     if w.shape != (p,):
         raise ValueError(f"warm_start must have shape ({p},), got {w.shape}")
-    if not np.all(np.isfinite(w)):
+    if not np.isfinite(w).all():
         raise ValueError("warm_start contains NaN or infinite values")
     x0 = np.where(state == OUT, 0.0, w)
     if prob.M < np.inf:

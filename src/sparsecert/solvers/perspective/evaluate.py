@@ -9,6 +9,7 @@ and, with an unpenalised intercept, the dyadic zero-sum dual and the bound recom
 
 from __future__ import annotations
 
+import math
 import time
 
 import numpy as np
@@ -24,10 +25,13 @@ from sparsecert.solvers.perspective.zero_sum import dyadic_zero_sum, icpt_bound
 __all__ = ["objective", "full_bound", "finish"]
 
 
-def objective(prob, state: np.ndarray, budget: int, b: np.ndarray, ub: np.ndarray) -> float:
-    """``P(b)`` with ``ub = X b`` (plus the intercept)."""
+def objective(prob, state: np.ndarray, budget: int, b: np.ndarray, ub: np.ndarray,
+              data=None) -> float:
+    """``P(b)`` with ``ub = X b`` (plus the intercept); ``data``: ``fista_data(prob)`` if the
+    caller has it."""
     zeta = np.empty(ub.shape[0])
-    P, _ = point_values(fista_data(prob), state, budget, b, ub, zeta, False)
+    P, _ = point_values(fista_data(prob) if data is None else data, state, budget, b, ub, zeta,
+                        False)
     return float(P)
 
 
@@ -40,32 +44,37 @@ def full_bound(prob, state: np.ndarray, budget: int, b: np.ndarray, ub: np.ndarr
 
 
 def finish(prob, state, budget, coef, best, bp, dual, n_iter, n_rest, status, t0, rel_tol,
-           cut, c=0.0) -> RelaxationResult:
+           cut, c=0.0, data=None) -> RelaxationResult:
     """Final objective and bound at the final iterate (both over all columns), the record.
 
     ``best, bp, dual``: the strategy's best bound, the point and the dual vector that attained
-    it (``bp = None`` when there is none); ``c``: the internal intercept (non-squared losses).
+    it (``bp = None`` when there is none); ``c``: the internal intercept (non-squared losses);
+    ``data``: ``fista_data(prob)`` if the caller has it.
     """
-    coef = np.where(state == OUT, 0.0, coef)
+    out = state == OUT
+    coef = np.where(out, 0.0, coef)
     ux = xb(prob.XT, coef)
     if prob.icpt:
         ux += c
     zeta_end = np.empty(prob.n_samples)
-    obj, lb_end = point_values(fista_data(prob), state, budget, coef, ux, zeta_end,
-                               not prob.icpt)
+    obj, lb_end = point_values(fista_data(prob) if data is None else data, state, budget, coef,
+                               ux, zeta_end, not prob.icpt)
     z = np.empty(prob.n_features)
     relaxed_z_into(coef, state, budget, z)
     obj = float(obj)
     if prob.icpt:
         lb_end, zeta_end = icpt_bound(prob, state, budget, ux)
     if bp is None or not lb_end <= best:
+        # a copy of coef, which is already zero on the columns fixed out
         best, bp, dual = lb_end, coef.copy(), zeta_end
+    else:
+        bp = np.where(out, 0.0, bp)
     if prob.icpt:
         # certify with a dual whose entries are dyadic and whose sum is exactly zero
         dual = dyadic_zero_sum(dual, prob.y, prob.loss)
         best = float(dual_value(prob.X, prob.y, prob.loss_id, prob.lambda2, prob.M, state,
                                 budget, dual))
-    gap = (obj - best) / max(1.0, abs(obj)) if np.isfinite(obj) else np.inf
+    gap = (obj - best) / max(1.0, abs(obj)) if math.isfinite(obj) else math.inf
     if status in ("max_iter", "time_limit"):
         if best >= cut:
             status = "cutoff"
@@ -78,6 +87,6 @@ def finish(prob, state, budget, coef, best, bp, dual, n_iter, n_rest, status, t0
         intercept = float(c - prob.x_mean @ coef)
     return RelaxationResult(
         coef=coef, intercept=intercept, objective=obj, lower_bound=float(best), dual=dual,
-        bound_point=np.where(state == OUT, 0.0, bp), z=z,
+        bound_point=bp, z=z,
         n_iter=int(n_iter), n_restarts=int(n_rest), status=status,
         time=time.perf_counter() - t0, eig_shift=float(prob.mu), gap=float(gap))

@@ -12,6 +12,7 @@ on the active columns only (:func:`_solve_restricted`).
 
 from __future__ import annotations
 
+import math
 import time
 
 import numpy as np
@@ -113,21 +114,29 @@ def solve_full(prob, state, budget, x0, rel_tol, max_iter, cut, runner, t0, best
     if 0 < active.size <= RESTRICT_FRACTION * prob.n_features:
         return _solve_restricted(prob, state, budget, x0, rel_tol, max_iter, cut, runner, t0,
                                  active, best, bp, dual, n_done, n_rest_done, c0)
-    x = x0.copy()
-    ux = xb(prob.XT, x) + c0
-    it = new_iterate(x, ux, initial_L(prob, prob.norm_sq, ux),
-                     objective(prob, state, budget, x, ux), c0=c0, best=best, bound_point=bp,
-                     dual=dual)
+    data = fista_data(prob)
+    ux = xb(prob.XT, x0) + c0
+    # (new_iterate copies x0 and ux)
+    it = new_iterate(x0, ux, initial_L(prob, prob.norm_sq, ux),
+                     objective(prob, state, budget, x0, ux, data), c0=c0, best=best,
+                     bound_point=bp, dual=dual)
     polisher = None
-    if POLISH and not prob.icpt and int(np.sum(state != OUT)) >= POLISH_MIN_COLUMNS:
+    if POLISH and not prob.icpt and active.size >= POLISH_MIN_COLUMNS:
         polisher = Polisher(prob, state, budget)
-    status, n_it = runner.run(fista_data(prob), intercept(prob), state, budget, it, rel_tol,
+    status, n_it = runner.run(data, intercept(prob), state, budget, it, rel_tol,
                               max_iter - n_done, cut, polisher)
-    best = it.get("best")
-    bp, dual = (it.bound_point, it.dual) if np.isfinite(best) else (None, None)
+    best, n_rest, c = _final_scalars(it)
+    bp, dual = (it.bound_point, it.dual) if math.isfinite(best) else (None, None)
     return finish(prob, state, budget, it.x, best, bp, dual, n_it + n_done,
-                  it.get("n_restart") + n_rest_done, runner.status_name(status), t0, rel_tol,
-                  cut, c=it.get("c"))
+                  n_rest + n_rest_done, runner.status_name(status), t0, rel_tol, cut, c=c,
+                  data=data)
+
+
+def _final_scalars(it) -> tuple[float, int, float]:
+    """The best bound, the number of restarts and the intercept of a FISTA state (one read of
+    its scalars: ``it.get`` costs a structured-array lookup per name)."""
+    sc = it.sc
+    return float(sc["best"][0]), int(sc["n_restart"][0]), float(sc["c"][0])
 
 
 def lift_best(prob, state, budget, cols, XcT, it, best, bp, dual):

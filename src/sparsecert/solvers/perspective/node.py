@@ -31,9 +31,9 @@ def node_state(p: int, k: int, s1: np.ndarray, s0: np.ndarray) -> tuple[np.ndarr
     state = np.full(p, FREE, dtype=np.int8)
     state[s1] = IN
     state[s0] = OUT
-    budget = k - int(s1.sum())
+    budget = k - int(np.count_nonzero(s1))
     free = state == FREE
-    n_free = int(free.sum())
+    n_free = int(np.count_nonzero(free))
     if budget <= 0:
         state[free] = OUT  # no budget left: the free coordinates are forced to zero
         budget = 0

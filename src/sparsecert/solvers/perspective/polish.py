@@ -354,7 +354,7 @@ class Polisher:
     def __init__(self, prob, state, budget):
         self.prob, self.state, self.budget = prob, state, budget
         self.n_polish = 0
-        self.n_active = int(np.sum(state != OUT))
+        self.n_active = int(np.count_nonzero(state != OUT))
 
     def arm(self, it) -> None:
         """Switch the kernel's polishing schedule on for the FISTA state ``it``."""
