@@ -324,3 +324,32 @@ def test_each_of_the_node_kernels_other_callees_is_compiled_by_one_process(tmp_p
     assert done == ["a", "c"]
     precompile.compile_claimed(None, None)  # no second process: all of them
     assert done == ["a", "c", "a", "b", "c"]
+
+
+def test_the_cache_hint_counts_only_a_current_index_for_this_python(tmp_path, monkeypatch):
+    """An index older than the kernel's source (numba ignores it: an upgraded package) or of
+    another Python version is no node kernel in the cache: the command line then starts the
+    compiling process early, as on a first run."""
+    import hashlib
+    import os
+    import sys
+
+    from sparsecert.solvers.perspective import precompile
+
+    here = os.path.dirname(os.path.abspath(precompile.__file__))
+    where = tmp_path / (os.path.basename(here) + "_" + hashlib.sha1(here.encode()).hexdigest())
+    where.mkdir()
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))
+    source = os.path.getmtime(os.path.join(here, "_fista.py"))
+    tag = f"py{sys.version_info.major}{sys.version_info.minor}"
+    assert precompile.node_kernel_cached_somewhere() is False
+    other = where / "_fista.fista_chunk-212.py27.nbi"
+    other.write_bytes(b"")
+    os.utime(other, (source + 10, source + 10))
+    assert precompile.node_kernel_cached_somewhere() is False
+    index = where / f"_fista.fista_chunk-212.{tag}.nbi"
+    index.write_bytes(b"")
+    os.utime(index, (source - 10, source - 10))
+    assert precompile.node_kernel_cached_somewhere() is False
+    os.utime(index, (source + 10, source + 10))
+    assert precompile.node_kernel_cached_somewhere() is True

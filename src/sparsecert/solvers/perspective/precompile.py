@@ -259,6 +259,10 @@ def node_kernel_cached_somewhere() -> bool | None:
     """Whether numba's cache holds the FISTA node kernel for some configuration, read from the
     file system without importing numba (a hint: numba's cache layout is not a public API).
 
+    Only an index for this Python version, written after the kernel's source file, counts:
+    numba ignores an index older than its source (a package upgraded in place), so such a
+    run compiles everything, as a first run does.
+
     ``None`` when the cache is not where this looks (numba then uses a per-user directory
     because the package's own is not writable).
     """
@@ -271,7 +275,13 @@ def node_kernel_cached_somewhere() -> bool | None:
         where = os.path.join(here, "__pycache__")
     else:
         return None
-    return bool(glob.glob(os.path.join(glob.escape(where), "_fista.fista_chunk-*.nbi")))
+    tag = f"py{sys.version_info.major}{sys.version_info.minor}"
+    try:
+        source = os.path.getmtime(os.path.join(here, "_fista.py"))
+        return any(os.path.getmtime(f) >= source for f in glob.glob(
+            os.path.join(glob.escape(where), f"_fista.fista_chunk-*.{tag}.nbi")))
+    except OSError:  # a file gone between the listing and its date, or no source file
+        return None
 
 
 def prestart() -> None:
