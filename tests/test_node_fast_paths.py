@@ -1,9 +1,11 @@
-"""The lean Python of a node evaluation gives bit for bit what the plain forms give.
+"""The lean Python of a node evaluation gives what the plain forms give.
 
 The node task's Python (the witness terms of the fixing screen, the screen itself, the rounding
-heuristic) avoids generic checks and repeated numpy calls; each piece is compared here, exactly,
-with the straightforward form it replaces, and a whole serial search with the plain forms swapped
-in must give the same tree, node by node.
+heuristic) avoids generic checks and repeated numpy calls, and the screen's products with X run
+in the compiled (GIL-free) kernels. Each piece is compared here with the straightforward form it
+replaces: the rounding and the fixing plans exactly, the screen's terms to rounding (the screen
+has a relative slack of 1e-9, so its verdicts, and the plans, are the same); and a whole serial
+search with the plain forms swapped in must give the same tree, node by node.
 """
 
 from __future__ import annotations
@@ -102,26 +104,27 @@ def test_witness_zeta_and_conjugate_sum_are_the_loss_s_own(loss):
     rng = np.random.default_rng(1)
     for _ in range(3):
         vec = rng.normal(size=prob.n_features)
-        zeta = terms._zeta(("point", vec))
+        zeta = terms._zeta(("point", vec))  # what the safe terms (the certificate's) start from
         assert np.array_equal(zeta, f.gradient(prob.X @ vec, prob.y))
-        assert terms._zeta(("point", vec)) is zeta  # the screen and the safe terms share it
         assert terms._conjugate_sum(zeta) == f.conjugate_sum(zeta, prob.y)
-    other = vec.copy()  # equal values, another witness: computed afresh
-    assert terms._zeta(("point", other)) is not zeta
-    assert np.array_equal(terms._zeta(("point", other)), zeta)
 
 
 @pytest.mark.parametrize("n_out", [0, 3, 12])
-def test_plain_terms_equal_the_generic_computation_on_every_column_read(n_out):
-    prob = _problem()
+@pytest.mark.parametrize("loss", ["squared", "logistic"])
+def test_plain_terms_agree_with_the_generic_computation_to_rounding(n_out, loss):
+    prob = _problem(loss)
     rng = np.random.default_rng(n_out)
     fi, fo = _masks(prob.n_features, rng, 2, n_out)
     cols = np.flatnonzero(~fo)
-    witness = ("point", rng.normal(size=prob.n_features) * ~fo)
-    K, lam, h = WitnessTerms(prob).plain(witness, cols)
-    K0, lam0, h0 = _plain_terms(prob, witness, cols)
-    assert (K, lam) == (K0, lam0)
-    assert np.array_equal(h[cols], h0[cols])
+    for witness in (("point", rng.normal(size=prob.n_features) * ~fo),
+                    ("dual", 0.3 * rng.normal(size=prob.n_samples))):
+        if loss == "logistic" and witness[0] == "dual":
+            witness = ("dual", -prob.y * rng.uniform(0.1, 0.9, size=prob.n_samples))
+        K, lam, h = WitnessTerms(prob).plain(witness, cols)
+        K0, lam0, h0 = _plain_terms(prob, witness, cols)
+        assert lam == lam0
+        assert K == pytest.approx(K0, rel=1e-13, abs=1e-13)
+        np.testing.assert_allclose(h[cols], h0[cols], rtol=1e-12, atol=1e-14)
 
 
 @pytest.mark.parametrize("seed", range(4))

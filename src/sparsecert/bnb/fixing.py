@@ -284,23 +284,19 @@ class WitnessTerms:
         self._ev = None
         self._loss = get_loss(problem.loss)
         self._squared = self._loss.loss_id == SQUARED
-        # the last point witness and its zeta, as one tuple (atomic under threads; holding the
-        # point keeps its identity unique): the screen and the safe terms share one product
-        self._last: tuple[np.ndarray, np.ndarray] | None = None
+
+    def _gradient(self, u: np.ndarray) -> np.ndarray:
+        """``f'(u)``: least squares ``2 (u - y)`` (the loss's own operations, without its
+        checks), else the loss's gradient."""
+        if self._squared:
+            return 2.0 * (u - self.problem.y)
+        return self._loss.gradient(u, self.problem.y)
 
     def _zeta(self, witness) -> np.ndarray:
         kind, vec = witness
         if kind == "dual":
             return np.asarray(vec, dtype=float)
-        last = self._last
-        if last is not None and last[0] is vec:
-            return last[1]
-        prob = self.problem
-        u = prob.X @ vec
-        # f'(u) = 2 (u - y) for least squares (the loss's own operations, without its checks)
-        zeta = 2.0 * (u - prob.y) if self._squared else self._loss.gradient(u, prob.y)
-        self._last = (vec, zeta)
-        return zeta
+        return self._gradient(self.problem.X @ vec)
 
     def _conjugate_sum(self, zeta: np.ndarray) -> float:
         """``sum_i f*(zeta_i; y_i)`` (least squares: ``f*(z) = z^2 / 4 + y z``, every z in its
@@ -315,7 +311,13 @@ class WitnessTerms:
 
         With ``cols`` (the columns not fixed out at the node) the terms of the other columns are
         not computed when that saves work (they are then ``inf``: no node region reads them).
+        The products with ``X`` run in the solver's compiled matrix-vector kernels (they
+        release the GIL; their sums are ordered otherwise than BLAS's, so the values may differ
+        from :meth:`safe`'s evaluation in the last bits: the screen that reads them has a
+        relative slack of 1e-9 for rounding).
         """
+        from sparsecert.solvers.perspective._linalg import xb, xtz
+
         prob = self.problem
         kind, vec = witness
         if kind == "point" and prob.mu > 0.0:  # the shifted relaxation's tangent at b~
@@ -324,19 +326,17 @@ class WitnessTerms:
             lam = prob.lambda2 + prob.mu
             K = float(prob.y @ prob.y - u @ u + prob.mu * (vec @ vec))
             return K, lam, _huber(np.abs(s) / (2.0 * lam), prob.M)
-        zeta = self._zeta(witness)
-        if cols is None or cols.size == prob.n_features:
-            K, h = dual_terms(prob, zeta)
-            return K, prob.lambda2, h
+        vec = np.ascontiguousarray(vec, dtype=np.float64)
+        zeta = vec if kind == "dual" else self._gradient(xb(prob.XT, vec))
         K = -self._conjugate_sum(zeta)
-        # X_cols^T zeta from the contiguous rows of X^T; when most columns are active, the
-        # whole product (a gather of X's columns costs more) and every term
-        if 2 * cols.size >= prob.n_features:
-            return float(K), prob.lambda2, _huber(np.abs(prob.XT @ zeta) / (2.0 * prob.lambda2),
-                                                  prob.M)
+        lam = prob.lambda2
+        # X_cols^T zeta: all of X^T zeta when most columns are active (a gather of X's columns
+        # costs more than the whole product), else from the contiguous rows of X^T
+        if cols is None or 2 * cols.size >= prob.n_features:
+            return float(K), lam, _huber(np.abs(xtz(prob.X, zeta)) / (2.0 * lam), prob.M)
         h = np.full(prob.n_features, np.inf)
-        h[cols] = _huber(np.abs(prob.XT[cols] @ zeta) / (2.0 * prob.lambda2), prob.M)
-        return float(K), prob.lambda2, h
+        h[cols] = _huber(np.abs(prob.XT[cols] @ zeta) / (2.0 * lam), prob.M)
+        return float(K), lam, h
 
     def safe(self, witness, cols: np.ndarray | None = None) -> TermBound | None:
         """The rigorous terms of a witness (as the certificate evaluates it).

@@ -103,7 +103,8 @@ def solve_node(prob: RelaxationProblem, k: int, fixed_in=None, fixed_out=None, *
     """
     t0 = time.perf_counter()
     p = prob.n_features
-    k = check_k(k, p)
+    if not (type(k) is int and 1 <= k <= p):  # the engine's k skips the generic check
+        k = check_k(k, p)
     s1 = fixing_mask(fixed_in, p, "fixed_in")
     s0 = fixing_mask(fixed_out, p, "fixed_out")
     both = s1 & s0
@@ -175,10 +176,9 @@ def strategy(prob: RelaxationProblem, n_active: int, n_free: int, solver: str = 
 def _start(prob: RelaxationProblem, state: np.ndarray, warm_start) -> tuple[np.ndarray, float]:
     """The starting point (zeros on S0, inside the box) and intercept from ``warm_start``."""
     p = prob.n_features
-    x0 = np.zeros(p)
     c0 = initial_intercept(prob) if prob.icpt else 0.0
     if warm_start is None:
-        return x0, c0
+        return np.zeros(p), c0
     if prob.icpt and isinstance(warm_start, RelaxationResult):
         if np.isfinite(warm_start.intercept):  # user coordinates -> centred columns
             c0 = float(warm_start.intercept + prob.x_mean @ warm_start.coef)
