@@ -284,6 +284,9 @@ class WitnessTerms:
         self._ev = None
         self._loss = get_loss(problem.loss)
         self._squared = self._loss.loss_id == SQUARED
+        # least squares without a box: the screen's terms from the residual (below)
+        self._plain_ls = self._squared and not np.isfinite(problem.M)
+        self._two_y = 2.0 * problem.y
 
     def _gradient(self, u: np.ndarray) -> np.ndarray:
         """``f'(u)``: least squares ``2 (u - y)`` (the loss's own operations, without its
@@ -327,12 +330,21 @@ class WitnessTerms:
             K = float(prob.y @ prob.y - u @ u + prob.mu * (vec @ vec))
             return K, lam, _huber(np.abs(s) / (2.0 * lam), prob.M)
         vec = np.ascontiguousarray(vec, dtype=np.float64)
+        lam = prob.lambda2
+        whole = cols is None or 2 * cols.size >= prob.n_features
+        if kind == "point" and self._plain_ls and whole:
+            # with the residual w = X b~ - y: zeta = 2 w, sum_i f*(zeta_i) = w^T (w + 2 y) and
+            # h_j = a_j^2 / 2 with a_j = |x_j^T zeta| / (2 lam) = |x_j^T w| / lam
+            w = xb(prob.XT, vec) - prob.y
+            v = xtz(prob.X, w)
+            h = v * v
+            h *= 0.5 / (lam * lam)
+            return -float(w @ (w + self._two_y)), lam, h
         zeta = vec if kind == "dual" else self._gradient(xb(prob.XT, vec))
         K = -self._conjugate_sum(zeta)
-        lam = prob.lambda2
         # X_cols^T zeta: all of X^T zeta when most columns are active (a gather of X's columns
         # costs more than the whole product), else from the contiguous rows of X^T
-        if cols is None or 2 * cols.size >= prob.n_features:
+        if whole:
             return float(K), lam, _huber(np.abs(xtz(prob.X, zeta)) / (2.0 * lam), prob.M)
         h = np.full(prob.n_features, np.inf)
         h[cols] = _huber(np.abs(prob.XT[cols] @ zeta) / (2.0 * lam), prob.M)
@@ -376,8 +388,10 @@ def fixing_plan(terms: WitnessTerms, witness, fixed_in: np.ndarray, fixed_out: n
     beta = k - int(np.count_nonzero(fixed_in))
     if beta <= 0 or np.count_nonzero(free) <= beta or not math.isfinite(cutoff):
         return None
-    cols = not_out.nonzero()[0]
-    K, lam, h = terms.plain(witness, cols)
+    n_cols = np.count_nonzero(not_out)
+    # (the columns not fixed out are listed only if the terms are computed on them alone)
+    K, lam, h = terms.plain(witness, None if 2 * n_cols >= fixed_out.size else
+                            not_out.nonzero()[0])
     hf = h[free]
     top = np.partition(hf, hf.size - beta - 1)[hf.size - beta - 1:]  # the beta + 1 largest
     top.sort()
@@ -386,7 +400,7 @@ def fixing_plan(terms: WitnessTerms, witness, fixed_in: np.ndarray, fixed_out: n
     gain = 2.0 * lam * max(h_beta, h_1 - h_beta1)
     if not bound + gain >= cutoff - 1e-9 * max(1.0, abs(cutoff)):
         return None
-    wb = terms.safe(witness, cols)
+    wb = terms.safe(witness, not_out.nonzero()[0])
     if wb is None:
         return None
     plan = plan_fixings(wb, fixed_in, fixed_out, k, cutoff + FIX_SLACK * max(1.0, abs(cutoff)))

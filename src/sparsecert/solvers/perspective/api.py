@@ -125,7 +125,8 @@ def solve_node(prob: RelaxationProblem, k: int, fixed_in=None, fixed_out=None, *
     max_iter = int(max_iter)
 
     state, budget = node_state(p, k, s1, s0)
-    x0, c0 = _start(prob, state, warm_start)
+    out = state == OUT  # (one mask for the start, the active columns and the record)
+    x0, c0 = _start(prob, state, warm_start, out)
 
     n_free = int(np.count_nonzero(state == FREE))
     if n_free == 0 and prob.loss_id == SQUARED and prob.M == np.inf:
@@ -133,7 +134,8 @@ def solve_node(prob: RelaxationProblem, k: int, fixed_in=None, fixed_out=None, *
         return finish(prob, state, budget, coef, -np.inf, None, None, 0, 0, "converged", t0,
                       rel_tol, cut)
 
-    how = strategy(prob, int(np.count_nonzero(state != OUT)), n_free, solver, working_set)
+    active = (~out).nonzero()[0]
+    how = strategy(prob, active.size, n_free, solver, working_set)
     if how == "zspace":
         try:
             return zspace.solve_zspace(prob, state, budget, x0, rel_tol, max_iter, cut,
@@ -145,7 +147,8 @@ def solve_node(prob: RelaxationProblem, k: int, fixed_in=None, fixed_out=None, *
     runner = Runner(deadline, RESTARTS[restart])
     if how == "working_set":
         return solve_ws(prob, state, budget, x0, rel_tol, max_iter, cut, runner, t0)
-    return solve_full(prob, state, budget, x0, rel_tol, max_iter, cut, runner, t0, c0=c0)
+    return solve_full(prob, state, budget, x0, rel_tol, max_iter, cut, runner, t0, c0=c0,
+                      active=active, out=out)
 
 
 def strategy(prob: RelaxationProblem, n_active: int, n_free: int, solver: str = "auto",
@@ -173,8 +176,10 @@ def strategy(prob: RelaxationProblem, n_active: int, n_free: int, solver: str = 
     return "full"
 
 
-def _start(prob: RelaxationProblem, state: np.ndarray, warm_start) -> tuple[np.ndarray, float]:
-    """The starting point (zeros on S0, inside the box) and intercept from ``warm_start``."""
+def _start(prob: RelaxationProblem, state: np.ndarray, warm_start,
+           out: np.ndarray | None = None) -> tuple[np.ndarray, float]:
+    """The starting point (zeros on S0, inside the box) and intercept from ``warm_start``
+    (``out``: the mask ``state == OUT`` if the caller has it)."""
     p = prob.n_features
     c0 = initial_intercept(prob) if prob.icpt else 0.0
     if warm_start is None:
@@ -188,7 +193,7 @@ def _start(prob: RelaxationProblem, state: np.ndarray, warm_start) -> tuple[np.n
         raise ValueError(f"warm_start must have shape ({p},), got {w.shape}")
     if not np.isfinite(w).all():
         raise ValueError("warm_start contains NaN or infinite values")
-    x0 = np.where(state == OUT, 0.0, w)
+    x0 = np.where(state == OUT if out is None else out, 0.0, w)
     if prob.M < np.inf:
         x0 = np.clip(x0, -prob.M, prob.M)
     return x0, c0

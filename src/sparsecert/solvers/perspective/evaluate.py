@@ -44,14 +44,15 @@ def full_bound(prob, state: np.ndarray, budget: int, b: np.ndarray, ub: np.ndarr
 
 
 def finish(prob, state, budget, coef, best, bp, dual, n_iter, n_rest, status, t0, rel_tol,
-           cut, c=0.0, data=None) -> RelaxationResult:
+           cut, c=0.0, data=None, out=None) -> RelaxationResult:
     """Final objective and bound at the final iterate (both over all columns), the record.
 
     ``best, bp, dual``: the strategy's best bound, the point and the dual vector that attained
     it (``bp = None`` when there is none); ``c``: the internal intercept (non-squared losses);
-    ``data``: ``fista_data(prob)`` if the caller has it.
+    ``data``, ``out``: ``fista_data(prob)`` and the mask ``state == OUT`` if the caller has them.
     """
-    out = state == OUT
+    if out is None:
+        out = state == OUT
     coef = np.where(out, 0.0, coef)
     ux = xb(prob.XT, coef)
     if prob.icpt:

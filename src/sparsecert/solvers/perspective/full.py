@@ -104,32 +104,36 @@ class Runner:
 
 
 def solve_full(prob, state, budget, x0, rel_tol, max_iter, cut, runner, t0, best=-np.inf,
-               bp=None, dual=None, n_done=0, n_rest_done=0, c0=0.0):
+               bp=None, dual=None, n_done=0, n_rest_done=0, c0=0.0, active=None, out=None):
     """FISTA over all active columns from ``x0`` (and intercept ``c0``).
 
     ``best, bp, dual, n_done, n_rest_done``: what a working-set run that falls back to full
-    iterations has already found and spent.
+    iterations has already found and spent; ``active``, ``out``: the columns not fixed out and
+    the mask ``state == OUT``, if the caller has them.
     """
-    active = np.flatnonzero(state != OUT)
+    if active is None:
+        active = np.flatnonzero(state != OUT)
     if 0 < active.size <= RESTRICT_FRACTION * prob.n_features:
         return _solve_restricted(prob, state, budget, x0, rel_tol, max_iter, cut, runner, t0,
                                  active, best, bp, dual, n_done, n_rest_done, c0)
     data = fista_data(prob)
-    ux = xb(prob.XT, x0) + c0
+    ux = xb(prob.XT, x0)
+    if c0 != 0.0:  # (adding a zero would change nothing: X b holds no -0.0)
+        ux += c0
     # (new_iterate copies x0 and ux)
     it = new_iterate(x0, ux, initial_L(prob, prob.norm_sq, ux),
                      objective(prob, state, budget, x0, ux, data), c0=c0, best=best,
                      bound_point=bp, dual=dual)
     polisher = None
     if POLISH and not prob.icpt and active.size >= POLISH_MIN_COLUMNS:
-        polisher = Polisher(prob, state, budget)
+        polisher = Polisher(prob, state, budget, n_active=active.size)
     status, n_it = runner.run(data, intercept(prob), state, budget, it, rel_tol,
                               max_iter - n_done, cut, polisher)
     best, n_rest, c = _final_scalars(it)
     bp, dual = (it.bound_point, it.dual) if math.isfinite(best) else (None, None)
     return finish(prob, state, budget, it.x, best, bp, dual, n_it + n_done,
                   n_rest + n_rest_done, runner.status_name(status), t0, rel_tol, cut, c=c,
-                  data=data)
+                  data=data, out=out)
 
 
 def _final_scalars(it) -> tuple[float, int, float]:

@@ -351,10 +351,10 @@ class Polisher:
 
     every = 10
 
-    def __init__(self, prob, state, budget):
+    def __init__(self, prob, state, budget, n_active: int | None = None):
         self.prob, self.state, self.budget = prob, state, budget
         self.n_polish = 0
-        self.n_active = int(np.count_nonzero(state != OUT))
+        self.n_active = int(np.count_nonzero(state != OUT)) if n_active is None else n_active
 
     def arm(self, it) -> None:
         """Switch the kernel's polishing schedule on for the FISTA state ``it``."""
