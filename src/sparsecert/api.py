@@ -181,6 +181,7 @@ def certify(X, y, k: int, lambda2: float, loss: str = "squared", max_abs_coef: f
         Bad argument types / values (checked before any expensive setup).
     """
     from sparsecert.bnb import BnBSettings, BranchAndBound
+    from sparsecert.bnb.interrupts import deferred_interrupt
     from sparsecert.solvers.perspective import RelaxationProblem
 
     t0 = time.perf_counter()
@@ -196,9 +197,10 @@ def certify(X, y, k: int, lambda2: float, loss: str = "squared", max_abs_coef: f
     engine = BranchAndBound(prob, k, settings, n_jobs=n_jobs, executor=executor,
                             backend=backend, verbose=verbose, log=log)
     res = engine.run()
-    result = assemble_result(res, prob, pp.X, pp.y, pp.y_used, pp.labels, k, pp.lambda2,
-                             pp.loss, pp.max_abs_coef, pp.fit_intercept, rel_gap, abs_gap,
-                             n_jobs, executor, backend, t0, feature_names=names)
+    with deferred_interrupt():  # a second Ctrl-C here would lose the result (see interrupts)
+        result = assemble_result(res, prob, pp.X, pp.y, pp.y_used, pp.labels, k, pp.lambda2,
+                                 pp.loss, pp.max_abs_coef, pp.fit_intercept, rel_gap,
+                                 abs_gap, n_jobs, executor, backend, t0, feature_names=names)
     result.feature_names = names
     return result
 

@@ -39,6 +39,8 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from sparsecert._validation import check_hyperparameters, check_ks, check_options, prepare_problem
 from sparsecert.api import CertifyResult, assemble_result
 from sparsecert.bnb import BnBSettings, BranchAndBound
+from sparsecert.bnb.interrupts import deferred_interrupt
+from sparsecert.statuses import INTERRUPTED
 
 __all__ = ["certify_path", "PathResult", "KSparseCV", "KSparseLinearRegressionCV"]
 
@@ -156,7 +158,9 @@ def certify_path(X, y, ks, lambda2: float, loss: str = "squared",
     Returns
     -------
     PathResult
-        ``.results[i]`` is the :class:`~sparsecert.api.CertifyResult` for ``.ks[i]``.
+        ``.results[i]`` is the :class:`~sparsecert.api.CertifyResult` for ``.ks[i]``. Ctrl-C
+        stops the whole path: the result holds the points done so far, the last one with the
+        status ``"interrupted"`` and the certificate of the bound it reached.
 
     Examples
     --------
@@ -199,11 +203,15 @@ def certify_path(X, y, ks, lambda2: float, loss: str = "squared",
                                 backend=backend, verbose=verbose, log=log)
         res = engine.run()
         start = tuple(res.support)
-        results.append(assemble_result(res, prob, pp.X, pp.y, pp.y_used, pp.labels, int(k),
-                                       pp.lambda2, pp.loss, pp.max_abs_coef, pp.fit_intercept,
-                                       rel_gap, abs_gap, n_jobs, executor, backend, t0,
-                                       path=True))
-    return PathResult(ks=ks_arr, results=results, time=time.perf_counter() - t_path)
+        with deferred_interrupt():  # a second Ctrl-C here would lose the point's result
+            results.append(assemble_result(
+                res, prob, pp.X, pp.y, pp.y_used, pp.labels, int(k), pp.lambda2, pp.loss,
+                pp.max_abs_coef, pp.fit_intercept, rel_gap, abs_gap, n_jobs, executor,
+                backend, t0, path=True))
+        if res.status == INTERRUPTED:  # Ctrl-C stops the path, not only this point
+            break
+    return PathResult(ks=ks_arr[:len(results)], results=results,
+                      time=time.perf_counter() - t_path)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -233,6 +241,8 @@ def _path_cv(base, X: np.ndarray, y: np.ndarray, ks, cv, scoring):
                             max_abs_coef=base.max_abs_coef, fit_intercept=base.fit_intercept,
                             rel_gap=base.rel_gap, time_limit=base.time_limit,
                             n_jobs=base.n_jobs, verbose=base.verbose)
+        if INTERRUPTED in path.statuses:  # Ctrl-C: no score of an interrupted model
+            raise KeyboardInterrupt
         row = []
         for k, res in zip(path.ks, path, strict=True):
             est = clone(base).set_params(k=int(k))

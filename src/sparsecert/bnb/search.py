@@ -58,6 +58,7 @@ from sparsecert.bnb.evaluate import (
     release,
 )
 from sparsecert.bnb.fixing import FixingPlan
+from sparsecert.bnb.interrupts import deferred_interrupt
 from sparsecert.bnb.node import Node, Witness
 from sparsecert.bnb.progress import ProgressLog
 from sparsecert.bnb.queues import QUEUE_STRATEGIES, make_queue
@@ -511,11 +512,15 @@ class BranchAndBound:
         except KeyboardInterrupt:
             stopped = INTERRUPTED
         finally:
-            blas.__exit__(None, None, None)
-            if own:
-                executor.shutdown(wait=True, cancel_futures=True)
-                release(token)
-        return self._result(stopped)
+            # a second Ctrl-C while the workers end (or the result is assembled, below) is
+            # deferred once: it would throw the result away
+            with deferred_interrupt():
+                blas.__exit__(None, None, None)
+                if own:
+                    executor.shutdown(wait=True, cancel_futures=True)
+                    release(token)
+        with deferred_interrupt():
+            return self._result(stopped)
 
     def _result(self, stopped: str | None) -> SearchResult:
         """The record; the status is ``"optimal"`` whenever the gap closed, whatever stopped."""

@@ -205,6 +205,7 @@ def _certify(args) -> int:
         f"(n={X.shape[0]}, p={X.shape[1]})")
 
     from sparsecert.api import certify  # lazy: the solver is only needed here
+    from sparsecert.bnb.interrupts import deferred_interrupt
 
     try:
         result = certify(X, y, k, lambda2, loss=args.loss, max_abs_coef=args.max_abs_coef,
@@ -215,7 +216,8 @@ def _certify(args) -> int:
     except NotImplementedError as exc:  # an option combination the solver does not support
         raise _InputError(f"not supported: {exc}") from None
     try:
-        result.certificate.save(args.out, overwrite=args.force)
+        with deferred_interrupt():  # the result is complete: a stray Ctrl-C must not lose it
+            result.certificate.save(args.out, overwrite=args.force)
     except OSError as exc:
         raise _InputError(f"cannot write {args.out}: {exc.strerror or exc}") from None
     from sparsecert.certificate.document import sidecar_path
