@@ -433,7 +433,11 @@ class _Terms:
 
 
 def _huber_up(t: np.ndarray, M: float | None) -> np.ndarray:
-    """Upper bound of H_M(t) for t >= 0 (exact floats; H is nondecreasing in t)."""
+    """Upper bound of H_M(t) for t >= 0 (exact floats; H is nondecreasing in t).
+
+    A t that is not a number (an overflowing product X^T zeta computed as inf - inf, a radius
+    inf * 0) gives +inf: it must rank as the largest term, never drop out of a top-beta sum."""
+    t = np.where(np.isnan(t), np.inf, t)
     quad = _up(0.5 * _sq_up(t))
     if M is None:
         return quad

@@ -1,0 +1,59 @@
+"""Hand-written certificates from a second red-team pass over the verifier's bounds.
+
+Each test forges a certificate (JSON and sidecar consistent, hashes right) whose claim is false
+in exact rational arithmetic (tests/_exact.py) and checks that the verifier refuses it. Before
+its fix, each of these certificates was accepted.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from _exact import squared_optimum
+
+from sparsecert.certificate import Certificate, verify_certificate
+from sparsecert.certificate import verify as V
+
+
+def _one_node(X, y, k, lam, lb, ub, witness, fixings):
+    p = X.shape[1]
+    return Certificate.build(
+        X, y, problem=dict(loss="squared", k=k, lambda2=lam, max_abs_coef=None,
+                           fit_intercept=False),
+        incumbent=dict(coef=np.zeros(p), intercept=0.0, objective=ub),
+        bounds=dict(lower_bound=lb, upper_bound=ub, status="optimal", rel_gap_tol=1e-4),
+        eig_shift=0.0,
+        nodes=[dict(id=0, parent=None, branch_var=None, branch_value=None, status="solved",
+                    witness=witness, fixings=fixings)])
+
+
+def test_a_huber_term_that_is_not_a_number_ranks_first():
+    """inf - inf in X^T zeta (or inf * 0 in a radius) is NaN; sorted, NaN goes last, so it
+    used to drop out of the top-beta sums of the bound fixings' regions."""
+    h = V._huber_up(np.array([np.nan, 1.0, 0.0]), None)
+    assert h[0] == np.inf and h[1] >= 0.5
+    h = V._huber_up(np.array([np.nan, 1.0, 3.0]), 2.0)
+    assert h[0] == np.inf and h[2] >= 4.0
+    t = V._Terms(k_low=4.0, lam=1.0, h_up=V._huber_up(np.array([np.nan, 0.0, 0.0]), None))
+    state = np.zeros(3, dtype=np.int8)
+    for j, v in ([1, 1], [2, 1]):  # regions where variable 0 is free with budget 1
+        assert V._fixing_bounds(t, state, 1, [(j, v)])[0] == -np.inf
+    assert V._fixing_bounds(t, state, 1, [(1, 0)])[0] > 3.9  # z_1 = 1 leaves no budget for 0
+    assert V._fixing_bounds(t, state, 2, [(1, 0)])[0] == -np.inf
+    assert V._region_bound(t, V._g_star_up(t.h_up, state, 1)) == -np.inf
+
+
+def test_overflowing_gradient_column_cannot_hide_the_optimum():
+    """Column 0 is ~1e308: the exact (X^T zeta)_0 = 2e307, but the two halves of the product
+    overflow to +inf and -inf, and OpenBLAS's split accumulators return NaN. The region cut off
+    by the root's bound fixing [1, 1] (supports inside {0, 2}) holds the optimum, support {0};
+    its bound must not be computed as if h_0 were absent."""
+    X = np.zeros((4, 3))
+    X[:, 0] = [1e308, 1e308, 0.95e308, 0.95e308]
+    X[:, 1] = 1.0
+    X[:, 2] = 3.0
+    y = np.array([-1.0, -1.0, 1.0, 1.0])
+    lb, ub = 4.0 - 1e-12, 4.0 + 1e-12
+    assert squared_optimum(X, y, 1, 1.0) < lb  # the claim is false: b_0 ~ -2.6e-310 fits
+    cert = _one_node(X, y, 1, 1.0, lb, ub, ("dual", -2.0 * y), [[1, 1]])
+    rep = verify_certificate(cert, X, y)
+    assert rep.exit_code == 1 and rep.failed_checks == ["leaf_bounds"], str(rep)
