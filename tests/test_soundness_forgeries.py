@@ -7,8 +7,11 @@ its fix, each of these certificates was accepted.
 
 from __future__ import annotations
 
+import math
+from fractions import Fraction
+
 import numpy as np
-from _exact import squared_optimum
+from _exact import ridge_on_support, squared_optimum
 
 from sparsecert.certificate import Certificate, verify_certificate
 from sparsecert.certificate import verify as V
@@ -55,5 +58,59 @@ def test_overflowing_gradient_column_cannot_hide_the_optimum():
     lb, ub = 4.0 - 1e-12, 4.0 + 1e-12
     assert squared_optimum(X, y, 1, 1.0) < lb  # the claim is false: b_0 ~ -2.6e-310 fits
     cert = _one_node(X, y, 1, 1.0, lb, ub, ("dual", -2.0 * y), [[1, 1]])
+    rep = verify_certificate(cert, X, y)
+    assert rep.exit_code == 1 and rep.failed_checks == ["leaf_bounds"], str(rep)
+
+
+def _overflow_edge_data(n=113, m=13, k=7, alpha=2.0**-19):
+    """y: one entry near sqrt(max float) and m entries near 2^485 placed so that numpy's
+    8-accumulator sum of the squares (rounded down) rounds up at every step and overflows,
+    while the exact sum of squares is below the largest float; x fits y partly."""
+    y2 = math.sqrt(2.0**970 * 1.001)
+    big = float(np.sqrt(float(Fraction(2**1024) - k * Fraction(2**971))))
+    y = np.zeros(n)
+    y[1] = big - 2 * np.spacing(big)
+    rows = 1 + 8 * np.arange(1, m + 1)
+    y[rows] = y2
+    x = np.zeros(n)
+    x[1] = alpha
+    x[rows] = 1.0
+    return x[:, None], y
+
+
+def test_a_sum_of_squares_that_overflows_is_no_lower_bound_of_the_largest_float():
+    X, y = _overflow_edge_data()
+    squares = V._sq_dn(y)
+    exact = sum(Fraction(float(v)) ** 2 for v in y)
+    assert exact < Fraction(np.finfo(float).max)  # the exact sum does not overflow...
+    with np.errstate(over="ignore"):
+        assert np.isinf(squares.sum())  # ...but numpy's does
+        assert Fraction(float(V._sum_dn(squares))) <= exact
+
+
+def test_shifted_witness_at_the_overflow_edge_cannot_claim_above_the_optimum():
+    """||y||^2 is computed as inf but is exactly below the largest float; the lower bound of
+    ||P y||^2 in the shifted witness's constant used to be the largest float, several ulps
+    above the truth, enough to certify a lower bound above the exact optimum."""
+    X, y = _overflow_edge_data()
+    lam = 1.0
+    xx = sum(Fraction(float(v)) ** 2 for v in X[:, 0])
+    mu = float(xx * (1 - Fraction(1, 2**30)))
+    assert V.proves_eig_shift(X, mu, False)[0]
+    opt = squared_optimum(X, y, 1, lam)  # exact rational optimum (k = p = 1)
+    lb = float(opt)
+    if Fraction(lb) <= opt:
+        lb = float(np.nextafter(lb, np.inf))
+    b = float(ridge_on_support(X, y, [0], lam, False)[1][0])
+    _, ub = V.objective_upper_bound(X, y, "squared", lam, np.array([b]), 0.0)
+    assert Fraction(lb) > opt and lb <= ub < np.inf
+    cert = Certificate.build(
+        X, y, problem=dict(loss="squared", k=1, lambda2=lam, max_abs_coef=None,
+                           fit_intercept=False),
+        incumbent=dict(coef=np.array([b]), intercept=0.0, objective=ub),
+        bounds=dict(lower_bound=lb, upper_bound=ub, status="optimal", rel_gap_tol=1e-4),
+        eig_shift=mu,
+        nodes=[dict(id=0, parent=None, branch_var=None, branch_value=None, status="solved",
+                    witness=("shifted", np.array([b])))])
     rep = verify_certificate(cert, X, y)
     assert rep.exit_code == 1 and rep.failed_checks == ["leaf_bounds"], str(rep)

@@ -155,10 +155,14 @@ def _sum_up(v: np.ndarray, axis=None):
 
 
 def _sum_dn(v: np.ndarray, axis=None):
-    """Lower bound (>= 0) of the exact sum of a nonnegative array."""
+    """Lower bound (>= 0) of the exact sum of a nonnegative array.
+
+    A floating-point sum that overflows gives 0: its rounded partial sums may overflow while the
+    exact sum is just below the largest float, which ``_dn(inf)`` would return."""
     v = np.asarray(v, dtype=np.float64)
     m = v.size if axis is None else v.shape[axis]
-    return np.maximum(_dn(v.sum(axis=axis) * _sum_dn_factor(m)), 0.0)
+    s = v.sum(axis=axis)
+    return np.where(np.isinf(s), 0.0, np.maximum(_dn(s * _sum_dn_factor(m)), 0.0))
 
 
 def _signed_sum_up(v: np.ndarray) -> float:
