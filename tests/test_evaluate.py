@@ -6,6 +6,7 @@ import pickle
 
 import numpy as np
 import pytest
+from _data import sparse_glm_data
 
 from sparsecert.bnb.evaluate import (
     NO_HEURISTIC,
@@ -21,10 +22,7 @@ from sparsecert.solvers.perspective import RelaxationProblem
 
 
 def _data(n=40, p=12, seed=0):
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(n, p))
-    y = X[:, [1, 5, 9]] @ np.array([1.0, -0.8, 0.6]) + 0.5 * rng.normal(size=n)
-    return X, y
+    return sparse_glm_data("squared", n, p, seed, support=(1, 5, 9), coef=(1.0, -0.8, 0.6))
 
 
 @pytest.mark.parametrize("support", [(), (3,), (0, 4, 7), tuple(range(10))])

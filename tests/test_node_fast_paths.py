@@ -14,6 +14,7 @@ import math
 
 import numpy as np
 import pytest
+from _data import sparse_glm_data
 
 import sparsecert.bnb.evaluate as bnb_evaluate
 from sparsecert.bnb.fixing import (
@@ -29,10 +30,7 @@ from sparsecert.solvers.perspective import RelaxationProblem, solve_node
 
 
 def _data(n=30, p=16, seed=0):
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(n, p))
-    y = X[:, [1, 5, 9]] @ np.array([1.0, -0.8, 0.6]) + 0.5 * rng.normal(size=n)
-    return X, y
+    return sparse_glm_data("squared", n, p, seed, support=(1, 5, 9), coef=(1.0, -0.8, 0.6))
 
 
 def _problem(loss="squared", seed=0, **kw):
