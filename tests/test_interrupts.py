@@ -182,3 +182,23 @@ def test_cli_ctrl_c_while_writing_keeps_the_files(data, tmp_path, monkeypatch, c
     assert code == 0
     assert DEFERRED_MESSAGE in capsys.readouterr().err
     assert out.exists() and out.with_suffix(".npz").exists()
+
+
+def test_cli_ctrl_c_while_checking_names_the_written_files(data, tmp_path, monkeypatch, capsys):
+    X, y = data
+    src = tmp_path / "d.npz"
+    np.savez(src, X=X, y=y)
+    out = tmp_path / "c.json"
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("sparsecert.certificate.verify.verify_certificate", interrupted)
+    code = main(["certify", "--data", str(src), "--k", "3", "--lambda2", "1", "--out", str(out),
+                 "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 130 and len(err.strip().splitlines()) == 1
+    assert f"sparsecert show {out}" in err
+    assert out.exists() and out.with_suffix(".npz").exists()
+    monkeypatch.undo()
+    assert main(["verify", str(out), "--data", str(src), "--k", "3", "--lambda2", "1"]) == 0

@@ -222,9 +222,15 @@ def _certify(args) -> int:
         raise _InputError(f"cannot write {args.out}: {exc.strerror or exc}") from None
     from sparsecert.certificate.document import sidecar_path
 
-    report = verify_certificate(args.out, X, y, loss=args.loss, k=k, lambda2=lambda2,
-                                fit_intercept=fit_intercept, rel_gap=args.rel_gap,
-                                max_abs_coef=args.max_abs_coef)
+    try:
+        report = verify_certificate(args.out, X, y, loss=args.loss, k=k, lambda2=lambda2,
+                                    fit_intercept=fit_intercept, rel_gap=args.rel_gap,
+                                    max_abs_coef=args.max_abs_coef)
+    except KeyboardInterrupt:  # the files are written: say where, not only "interrupted"
+        print(f"sparsecert: interrupted while checking the written certificate {args.out}; "
+              f"'sparsecert show {args.out}' prints its model, 'sparsecert verify' checks it",
+              file=sys.stderr)
+        return EXIT_INTERRUPTED
     coef = np.asarray(result.coef)
     support = np.flatnonzero(coef).tolist()
     named = f" ({', '.join(_label(names, j) for j in support)})" if names else ""
