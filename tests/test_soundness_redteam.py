@@ -109,3 +109,14 @@ def test_bound_fixings_that_break_the_partition_are_refused(tmp_path, sq_icpt, h
     doc = _fixing_attack(cert.to_dict(), how)
     rep = verify_certificate(_write(tmp_path, doc, dict(cert.arrays)), X, y)
     assert rep.exit_code == 1 and "tree_fixings" in rep.failed_checks, str(rep)
+
+
+def test_shifted_offsets_that_wrap_around_in_int64_are_an_input_error(tmp_path, sq_icpt):
+    """[0, 5e18, -5e18, 0] decreases, but np.diff wraps -1e19 around to a positive int64."""
+    X, y, cert = sq_icpt
+    doc, arrays = cert.to_dict(), {k: v.copy() for k, v in cert.arrays.items()}
+    arrays["shifted_offsets"] = np.array([0, 5 * 10**18, -5 * 10**18, 0], dtype="<i8")
+    arrays["shifted_indices"] = np.zeros(0, dtype="<i8")
+    arrays["shifted_values"] = np.zeros(0)
+    rep = verify_certificate(_write(tmp_path, doc, arrays), X, y)
+    assert rep.exit_code == 2 and "shifted_offsets" in rep.error_line, str(rep)

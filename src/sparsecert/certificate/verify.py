@@ -1275,7 +1275,9 @@ def _load_sidecar(data: bytes, c: _Parsed) -> dict[str, np.ndarray]:
     off, idx, val = (arrays[k] for k in ("shifted_offsets", "shifted_indices", "shifted_values"))
     if dual.ndim != 2 or dual.shape[1] != c.n:
         raise _Malformed(f"sidecar dual_values has shape {dual.shape}, expected (m, {c.n})")
-    if off.ndim != 1 or off.size < 1 or off[0] != 0 or (np.diff(off) < 0).any():
+    # range first: np.diff of int64 offsets far apart wraps around (5e18 - -5e18 > 0)
+    if (off.ndim != 1 or off.size < 1 or off[0] != 0 or (off < 0).any()
+            or (off > off[-1]).any() or (np.diff(off) < 0).any()):
         raise _Malformed("sidecar shifted_offsets must be 1-D, start at 0 and be non-decreasing")
     if idx.ndim != 1 or val.ndim != 1 or idx.size != val.size or off[-1] != idx.size:
         raise _Malformed("sidecar shifted_indices/shifted_values must be 1-D of length "
