@@ -2,14 +2,15 @@
 
 Every float is converted exactly (``Fraction(float)``), so the optimum of the squared loss over a
 support is the exact solution of its ridge normal equations; the other losses get rigorous
-enclosures from ``decimal`` at 60 digits, whose ``exp`` and ``ln`` are correctly rounded (the
-enclosure is widened by two units in the last place).
+enclosures from ``decimal`` at 60 digits, whose ``exp`` and ``ln`` are correctly rounded: each
+term's enclosure is widened, and the terms are summed exactly in ``fractions`` (a 60-digit sum of
+terms of very different sizes that cancel would round away more than any widening covers).
 """
 
 from __future__ import annotations
 
 import itertools
-from decimal import Decimal, localcontext
+from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal, localcontext
 from fractions import Fraction
 
 import numpy as np
@@ -108,20 +109,44 @@ def _interval_loss(loss: str, u: Decimal, y: Decimal, up: bool) -> Decimal:
         return v + sgn * (abs(v) + 1) * ulp
 
 
-def objective_enclosure(X, y, loss, lam, coef, intercept) -> tuple[Decimal, Decimal]:
-    """[lo, hi] containing F(coef, intercept) exactly (labels already -1/+1)."""
+def _decimal(q: Fraction, rounding) -> Decimal:
+    """q rounded to 60 digits in the given direction."""
+    with localcontext() as ctx:
+        ctx.prec, ctx.rounding = _PREC, rounding
+        return Decimal(q.numerator) / Decimal(q.denominator)
+
+
+def _poisson_end(u: Decimal, y: Decimal, v: Decimal, up: bool) -> Fraction:
+    """exp(u) - y v rounded outward (the widening covers both terms: they may cancel)."""
     with localcontext() as ctx:
         ctx.prec = _PREC
-        S = np.flatnonzero(coef)
-        lo = hi = Decimal(0)
-        for i in range(X.shape[0]):
-            u = Decimal(float(intercept)) + sum(
-                (Decimal(float(X[i, j])) * Decimal(float(coef[j])) for j in S), Decimal(0))
-            lo += _interval_loss(loss, u, Decimal(float(y[i])), up=False)
-            hi += _interval_loss(loss, u, Decimal(float(y[i])), up=True)
-        ridge = Decimal(float(lam)) * sum((Decimal(float(coef[j])) ** 2 for j in S), Decimal(0))
-        slack = Decimal(10) ** (-_PREC + 6) * (abs(hi) + 1)
-        return lo + ridge - slack, hi + ridge + slack
+        e, yv = u.exp(), y * v
+        slack = (abs(e) + abs(yv) + 1) * Decimal(10) ** (-_PREC + 3)
+        return Fraction(e - yv + (slack if up else -slack))
+
+
+def objective_enclosure(X, y, loss, lam, coef, intercept) -> tuple[Decimal, Decimal]:
+    """[lo, hi] containing F(coef, intercept) exactly (labels already -1/+1, Poisson y >= 0).
+
+    Each u_i = x_i^T b + c is exact (fractions), rounded outward to 60 digits; each loss term is
+    evaluated at the end of that interval where it is largest (smallest), since the logistic and
+    squared-hinge terms are nondecreasing in -y u and the Poisson term's exp(u) increases while
+    -y u decreases; the sums and the ridge term are exact."""
+    S = np.flatnonzero(coef)
+    lo = hi = Fraction(0)
+    for i in range(X.shape[0]):
+        u = F(intercept) + sum((F(X[i, j]) * F(coef[j]) for j in S), Fraction(0))
+        ul, uh = _decimal(u, ROUND_FLOOR), _decimal(u, ROUND_CEILING)
+        yi = Decimal(float(y[i]))
+        if loss == "poisson":
+            lo += _poisson_end(ul, yi, uh, up=False)
+            hi += _poisson_end(uh, yi, ul, up=True)
+        else:  # -y u is largest at ul when y > 0
+            big, small = (ul, uh) if yi > 0 else (uh, ul)
+            lo += Fraction(_interval_loss(loss, small, yi, up=False))
+            hi += Fraction(_interval_loss(loss, big, yi, up=True))
+    ridge = F(lam) * sum((F(coef[j]) ** 2 for j in S), Fraction(0))
+    return _decimal(lo + ridge, ROUND_FLOOR), _decimal(hi + ridge, ROUND_CEILING)
 
 
 def _conj(loss: str, z: Decimal, y: Decimal, up: bool) -> Decimal:
@@ -164,10 +189,11 @@ def dual_value_upper(X, y, loss, lam, M, k, fixed_in, fixed_out, zeta,
     budget = k - len(fixed_in)
     top = sorted((h[j] for j in free), reverse=True)[:max(budget, 0)]
     g_star = sum(h[j] for j in fixed_in) + sum(top)
+    # each term's enclosure at 60 digits, summed exactly (a Decimal sum of terms of very
+    # different sizes that cancel would round away more than any relative widening covers)
+    conj_lo = sum((Fraction(_conj(loss, Decimal(float(z)), Decimal(float(yy)), up=False))
+                   for z, yy in zip(zeta, y, strict=True)), Fraction(0))
+    value = -conj_lo - 2 * lam * g_star
     with localcontext() as ctx:
-        ctx.prec = _PREC
-        conj_lo = sum((_conj(loss, Decimal(float(z)), Decimal(float(yy)), up=False)
-                       for z, yy in zip(zeta, y, strict=True)), Decimal(0))
-        two = 2 * lam * g_star
-        d = Decimal(two.numerator) / Decimal(two.denominator)
-        return -conj_lo - d + Decimal(10) ** (-_PREC + 8) * (abs(d) + abs(conj_lo) + 1)
+        ctx.prec, ctx.rounding = _PREC, ROUND_CEILING
+        return Decimal(value.numerator) / Decimal(value.denominator)
