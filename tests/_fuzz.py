@@ -311,6 +311,12 @@ def make_case(rng, loss=None):
             if rng.random() < 0.3:
                 X[:, int(rng.integers(0, p))] += float(rng.choice([1e9, 1e16, -3e20]))
         X = np.where(np.isfinite(X), X, 1.0)
+        if p > 2 and rng.random() < 0.4:  # (nearly) dependent columns: lambda_min ~ 0
+            X = np.round(X / np.abs(X).max() * 8)
+            X[:, 0] = X[:, 1] - X[:, 2] * float(rng.choice([1.0, 1 + 2.0 ** -40, 2.0]))
+            with np.errstate(all="ignore"):
+                X = X * _edge_scale(rng)
+            X = np.where(np.isfinite(X), X, 1.0)
     if loss == "squared":
         y = rng.standard_normal(n) * _edge_scale(rng)
         if rng.random() < 0.2:
