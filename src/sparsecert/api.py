@@ -363,7 +363,7 @@ def verify(path, X, y, *, loss: str | None = None, k: int | None = None,
     from sparsecert.certificate.verify import DEFAULT_REL_GAP, verify_certificate
 
     kwargs = {} if max_abs_coef is _NOT_GIVEN else {"max_abs_coef": max_abs_coef}
-    return verify_certificate(path, np.asarray(X, dtype=float), np.asarray(y, dtype=float),
+    return verify_certificate(path, X, y,
                               loss=loss, k=k, lambda2=lambda2, fit_intercept=fit_intercept,
                               rel_gap=DEFAULT_REL_GAP if rel_gap is None else rel_gap,
                               **kwargs)

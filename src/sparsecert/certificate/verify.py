@@ -1346,15 +1346,37 @@ def _check_data(X: Any, y: Any) -> tuple[np.ndarray, np.ndarray]:
     y = np.asarray(y)
     if X.dtype.kind not in "biuf" or y.dtype.kind not in "biuf":
         raise TypeError(f"X and y must be numeric arrays, got dtypes {X.dtype} and {y.dtype}")
-    X = np.ascontiguousarray(X, dtype=np.float64)
-    y = np.ascontiguousarray(y, dtype=np.float64)
-    if X.ndim != 2:
-        raise ValueError(f"X must be 2-D, got shape {X.shape}")
-    if y.ndim != 1:
-        raise ValueError(f"y must be 1-D, got shape {y.shape}")
-    if not np.isfinite(X).all() or not np.isfinite(y).all():
+    X64 = np.ascontiguousarray(X, dtype=np.float64)
+    y64 = np.ascontiguousarray(y, dtype=np.float64)
+    if X64.ndim != 2:
+        raise ValueError(f"X must be 2-D, got shape {X64.shape}")
+    if y64.ndim != 1:
+        raise ValueError(f"y must be 1-D, got shape {y64.shape}")
+    if not np.isfinite(X64).all() or not np.isfinite(y64).all():
         raise ValueError("X and y must not contain NaN or infinity")
-    return X, y
+    for name, raw, conv in (("X", X, X64), ("y", y, y64)):
+        bad = _inexact_entry(raw, conv)
+        if bad is not None:
+            where = ", ".join(str(int(i)) for i in bad)
+            raise ValueError(f"{name}[{where}] = {str(raw[bad])} is not exactly a float64 (it "
+                             f"would be verified as {float(conv[bad])!r}): give the data as "
+                             "float64")
+    return X64, y64
+
+
+def _inexact_entry(raw: np.ndarray, conv: np.ndarray) -> tuple[int, ...] | None:
+    """Index of an entry that the conversion to float64 changed (integers beyond 2^53, long
+    doubles), or None: a certificate verified on rounded data says nothing about the data."""
+    if raw.dtype.kind in "iu":
+        big = np.argwhere((raw > 2 ** 53) | (raw < -(2 ** 53)))
+        for idx in map(tuple, big):
+            if int(conv[idx]) != int(raw[idx]):
+                return idx
+    elif raw.dtype.kind == "f" and raw.dtype.itemsize > 8:
+        diff = np.argwhere(conv.astype(raw.dtype) != raw)
+        if diff.size:
+            return tuple(diff[0])
+    return None
 
 
 def _list(items: list, fmt=str) -> str:
