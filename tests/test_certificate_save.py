@@ -103,6 +103,22 @@ def test_version_1_files_are_refused_with_one_line(tmp_path, cert_data):
         Certificate.load(tmp_path / "c.json")
 
 
+def test_a_repeated_json_key_is_refused_as_by_the_verifier(tmp_path, cert_data):
+    """With a repeated key, readers keeping the first or the last value see two different
+    certificates: the loader refuses it, as the standalone verifier does."""
+    X, y, cert = cert_data
+    cert.save(tmp_path / "c.json")
+    text = (tmp_path / "c.json").read_text()
+    lb = json.dumps(cert.bounds["lower_bound"])
+    head, sep, tail = text.partition('"bounds": {')
+    assert sep
+    (tmp_path / "c.json").write_text(f'{head}{sep}"lower_bound": {lb} + 1, {tail}'
+                                     .replace(f"{lb} + 1", repr(cert.upper_bound)))
+    with pytest.raises(ValueError, match="duplicate key 'lower_bound'"):
+        Certificate.load(tmp_path / "c.json")
+    assert verify_certificate(tmp_path / "c.json", X, y).exit_code == 2
+
+
 def test_cli_certify_never_overwrites_the_data(tmp_path, capsys, monkeypatch):
     """`sparsecert certify --data d.npz --out d.json` must not touch d.npz; with --force the
     user chooses to replace it; --out d.npz is refused."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import pickle
 import warnings
 
@@ -74,6 +75,27 @@ def test_linear_equals_certify(reg_data):
     np.testing.assert_allclose(est.predict(X), X @ res.coef + res.intercept, rtol=1e-10)
     assert verify(est.certificate_, X, y).ok
     assert est.verify_certificate(X, y).ok
+
+
+def test_verify_certificate_checks_this_estimators_problem_and_model(reg_data):
+    """The estimator's verification poses its own problem (not the certificate's) and requires
+    the certificate's incumbent to be coef_ / intercept_."""
+    X, y = reg_data
+    est = KSparseLinearRegression(k=3, lambda2=0.5, rel_gap=0.25).fit(X, y)
+    rep = est.verify_certificate(X, y)
+    assert rep.ok and ("estimator_model", True) in [(n, ok) for n, ok, _ in rep.checks]
+    assert rep.rel_gap_tolerance == 0.25  # the estimator's own tolerance by default
+    assert all(src == "user" for _, src in rep.parameters.values())
+    other = KSparseLinearRegression(k=3, lambda2=2.0).fit(X, y)
+    swapped = copy.deepcopy(est)
+    swapped.certificate_ = other.certificate_  # a valid certificate, of another problem
+    rep = swapped.verify_certificate(X, y)
+    assert not rep.ok and rep.exit_code == 1
+    assert "parameters" in [n for n, _ in rep.failures]
+    nudged = copy.deepcopy(est)
+    nudged.coef_[nudged.support_[0]] += 1e-9  # a model the certificate does not prove
+    rep = nudged.verify_certificate(X, y)
+    assert not rep.ok and [n for n, _ in rep.failures] == ["estimator_model"]
 
 
 def test_linear_intercept_is_exact(reg_data):

@@ -198,17 +198,22 @@ class _KSparseBase(BaseEstimator):
         return np.asarray(y, dtype=np.float64)
 
     def verify_certificate(self, X, y, rel_gap: float | None = None):
-        """Re-check ``certificate_`` on ``(X, y)`` with the standalone verifier.
+        """Re-check ``certificate_`` on ``(X, y)`` with the standalone verifier, for this
+        estimator's problem and model.
 
         Pass the training data as given to :meth:`fit` (for classifiers, the original labels:
-        they are coded as for the certifier here).
+        they are coded as for the certifier here). The problem is this estimator's (its loss,
+        ``k``, ``lambda2``, ``max_abs_coef`` and ``fit_intercept``), not the one the
+        certificate states, so a certificate of another problem fails; one more check,
+        ``estimator_model``, requires the certificate's incumbent to be ``coef_`` and
+        ``intercept_``.
 
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
         y : array-like of shape (n_samples,)
         rel_gap : float, optional
-            Gap tolerance to judge against (default: the certificate's).
+            Gap tolerance to judge against (default: this estimator's ``rel_gap``).
 
         Returns
         -------
@@ -216,8 +221,30 @@ class _KSparseBase(BaseEstimator):
             ``.ok``, ``.exit_code``, ``.checks``, ``.failures``.
         """
         check_is_fitted(self)
+        check_hyperparameters(self)
         X = validate_data(self, X, reset=False, dtype=np.float64)
-        return verify(self.certificate_, X, self._target_as_certified(y), rel_gap=rel_gap)
+        cert = self.certificate_
+        report = verify(cert, X, self._target_as_certified(y), loss=self._loss,
+                        k=min(int(self.k), self.n_features_in_), lambda2=float(self.lambda2),
+                        max_abs_coef=self.max_abs_coef, fit_intercept=bool(self.fit_intercept),
+                        rel_gap=float(self.rel_gap) if rel_gap is None else rel_gap)
+        if not report.input_error:
+            report.add("estimator_model", *self._is_certified_model(cert))
+        return report
+
+    def _is_certified_model(self, cert) -> tuple[bool, str]:
+        """Whether ``coef_`` and ``intercept_`` are the certificate's incumbent."""
+        try:
+            inc = cert.incumbent
+            coef = np.asarray(inc["coef"], dtype=np.float64)
+            icpt = 0.0 if inc.get("intercept") is None else float(inc["intercept"])
+        except (KeyError, TypeError, ValueError, AttributeError):
+            return False, "the certificate's incumbent cannot be read"
+        if coef.shape == self.coef_.shape and np.array_equal(coef, self.coef_) \
+                and icpt == self.intercept_:
+            return True, "coef_ and intercept_ are the certificate's incumbent"
+        return False, ("coef_ or intercept_ differ from the certificate's incumbent: the "
+                       "certificate does not prove this model")
 
     def _min_samples(self) -> int:
         check_hyperparameters(self)

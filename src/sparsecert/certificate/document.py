@@ -548,7 +548,7 @@ class Certificate:
         with open(path, encoding="utf-8") as fh:
             text = fh.read()
         try:
-            data = json.loads(text, parse_constant=_reject)
+            data = json.loads(text, parse_constant=_reject, object_pairs_hook=_unique_keys)
         except (ValueError, RecursionError) as exc:
             raise ValueError(f"{path} is not valid JSON: {exc}") from None
         if not isinstance(data, dict) or data.get("format") != FORMAT_NAME:
@@ -592,6 +592,17 @@ class Certificate:
 
 def _reject(name: str):
     raise ValueError(f"non-standard JSON constant {name}")
+
+
+def _unique_keys(pairs: list[tuple[str, object]]) -> dict:
+    """A JSON object whose keys are distinct (as the standalone verifier requires: with a
+    repeated key, readers that keep the first and the last value would see two certificates)."""
+    out: dict = {}
+    for key, value in pairs:
+        if key in out:
+            raise ValueError(f"duplicate key {key!r} in a JSON object")
+        out[key] = value
+    return out
 
 
 def _depths(nodes: list[dict]) -> dict:
