@@ -17,10 +17,12 @@ from fractions import Fraction
 import _fuzz
 import numpy as np
 import pytest
+from _cli import one_error_line
 
 import sparsecert
 from sparsecert.certificate import Certificate, verify_certificate
 from sparsecert.certificate import verify as V
+from sparsecert.cli import main as cli_main
 
 
 @pytest.mark.parametrize("loss", _fuzz._LOSSES)
@@ -104,3 +106,18 @@ def test_standalone_verifier_refuses_integer_data_in_one_line(tmp_path, capsys):
     assert V._main([str(tmp_path / "c.json"), str(tmp_path / "d.npz")]) == 2
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and "not exactly a float64" in err
+
+
+def test_command_line_refuses_integer_data_in_one_line(tmp_path, capsys):
+    """The command line's loader converted the arrays to float64 before the verifier saw
+    them: ``sparsecert verify`` said VERIFIED for the forgery above."""
+    X, y, cert = _integer_forgery()
+    cert.save(tmp_path / "c.json")
+    np.savez(tmp_path / "d.npz", X=X, y=y)
+    assert cli_main(["verify", str(tmp_path / "c.json"), "--data", str(tmp_path / "d.npz")]) == 2
+    assert "X[0, 0] = 9007199254740993 is not exactly a float64" in one_error_line(capsys)
+    np.save(tmp_path / "X.npy", X.astype(float))
+    np.save(tmp_path / "y.npy", np.array([2 ** 64 - 1], dtype=np.uint64))
+    assert cli_main(["verify", str(tmp_path / "c.json"), "--data", str(tmp_path / "X.npy"),
+                     "--y", str(tmp_path / "y.npy")]) == 2
+    assert "y[0] = 18446744073709551615 is not exactly" in one_error_line(capsys)

@@ -1357,7 +1357,7 @@ def _check_data(X: Any, y: Any) -> tuple[np.ndarray, np.ndarray]:
     for name, raw, conv in (("X", X, X64), ("y", y, y64)):
         bad = _inexact_entry(raw, conv)
         if bad is not None:
-            where = ", ".join(str(int(i)) for i in bad)
+            where = ", ".join(map(str, bad))
             raise ValueError(f"{name}[{where}] = {str(raw[bad])} is not exactly a float64 (it "
                              f"would be verified as {float(conv[bad])!r}): give the data as "
                              "float64")
@@ -1369,13 +1369,13 @@ def _inexact_entry(raw: np.ndarray, conv: np.ndarray) -> tuple[int, ...] | None:
     doubles), or None: a certificate verified on rounded data says nothing about the data."""
     if raw.dtype.kind in "iu":
         big = np.argwhere((raw > 2 ** 53) | (raw < -(2 ** 53)))
-        for idx in map(tuple, big):
+        for idx in map(tuple, big.tolist()):
             if int(conv[idx]) != int(raw[idx]):
                 return idx
     elif raw.dtype.kind == "f" and raw.dtype.itemsize > 8:
         diff = np.argwhere(conv.astype(raw.dtype) != raw)
         if diff.size:
-            return tuple(diff[0])
+            return tuple(diff[0].tolist())
     return None
 
 
