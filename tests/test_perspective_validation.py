@@ -77,6 +77,32 @@ def test_data_beyond_float64_range_is_refused_in_one_line():
     assert np.isfinite(res.lower_bound)
 
 
+def test_data_that_float64_would_round_is_refused():
+    """Integers beyond 2^53 (and long doubles) that the conversion to float64 would change are
+    refused with the entry named, as by the standalone verifier: the certificate would be about
+    other data. Large integers that float64 holds exactly are accepted."""
+    X, y = _xy()
+    Xi = np.round(X * 1000).astype(np.int64)
+    Xi[2, 1] = 2 ** 53 + 1
+    with pytest.raises(ValueError, match=r"X\[2, 1\] = 9007199254740993 is not exactly a float64"):
+        perspective_relaxation(Xi, y, 2, 1.0)
+    yi = np.round(y * 1000).astype(np.int64)
+    yi[3] = -(2 ** 60) - 1
+    with pytest.raises(ValueError, match=r"y\[3\] = .* is not exactly a float64"):
+        perspective_relaxation(X, yi, 2, 1.0)
+    Xi[2, 1] = 2 ** 53 + 2  # even: a float64
+    assert np.isfinite(perspective_relaxation(Xi / 1.0, y, 2, 1.0).lower_bound)
+    from sparsecert._validation import check_X_y
+
+    Xc, _ = check_X_y(Xi, y)  # the integer array itself, exactly representable
+    assert Xc[2, 1] == 2 ** 53 + 2
+    if np.finfo(np.longdouble).nmant > 52:  # a wider long double on this platform
+        Xl = X.astype(np.longdouble)
+        Xl[0, 0] += np.longdouble(2) ** -60
+        with pytest.raises(ValueError, match=r"X\[0, 0\] = .* is not exactly a float64"):
+            check_X_y(Xl, y)
+
+
 def test_labels_converted_without_mutation():
     X, y = _xy()
     y01 = (y > 0).astype(float)

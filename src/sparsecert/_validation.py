@@ -31,6 +31,7 @@ __all__ = [
     "check_options",
     "check_hyperparameters",
     "check_array_2d",
+    "check_exactly_float64",
     "check_vector",
     "check_X_y",
     "check_k",
@@ -227,9 +228,10 @@ def check_array_2d(X, name: str = "X") -> np.ndarray:
     if arr.shape[0] < 1 or arr.shape[1] < 1:
         raise ValueError(f"{name} must have at least one sample and one feature, got shape "
                          f"{arr.shape}")
-    arr = np.ascontiguousarray(arr, dtype=np.float64)
+    raw, arr = arr, np.ascontiguousarray(arr, dtype=np.float64)
     if not np.all(np.isfinite(arr)):
         raise ValueError(f"{name} contains NaN or infinite values")
+    check_exactly_float64(raw, arr, name)
     return arr
 
 
@@ -249,10 +251,31 @@ def check_vector(v, name: str, length: int | None = None) -> np.ndarray:
         raise ValueError(f"{name} must be 1-dimensional, got shape {arr.shape}")
     if length is not None and arr.shape[0] != length:
         raise ValueError(f"{name} has length {arr.shape[0]}, expected {length}")
-    arr = np.array(arr, dtype=np.float64, copy=True)
+    raw, arr = arr, np.array(arr, dtype=np.float64, copy=True)
     if not np.all(np.isfinite(arr)):
         raise ValueError(f"{name} contains NaN or infinite values")
+    check_exactly_float64(raw, arr, name)
     return arr
+
+
+def check_exactly_float64(raw: np.ndarray, converted: np.ndarray, name: str) -> None:
+    """Refuse values that the conversion to float64 rounded (integers beyond 2^53, long
+    doubles): the problem solved, and its certificate, would be about other data than the
+    user's (the standalone verifier refuses such data too)."""
+    where = None
+    if raw.dtype.kind in "iu" and raw.dtype.itemsize >= 8:
+        for idx in map(tuple, np.argwhere((raw > 2 ** 53) | (raw < -(2 ** 53)))):
+            if int(converted[idx]) != int(raw[idx]):
+                where = idx
+                break
+    elif raw.dtype.kind == "f" and raw.dtype.itemsize > 8:
+        diff = np.argwhere(converted.astype(raw.dtype) != raw)
+        where = tuple(diff[0]) if diff.size else None
+    if where is not None:
+        at = ", ".join(str(int(i)) for i in where)
+        raise ValueError(f"{name}[{at}] = {raw[where]} is not exactly a float64 (it would become "
+                         f"{float(converted[where])!r}); convert the data to float64 yourself if "
+                         "that rounding is intended")
 
 
 def check_X_y(X, y) -> tuple[np.ndarray, np.ndarray]:
