@@ -21,6 +21,8 @@ import zipfile
 
 import numpy as np
 
+from sparsecert._validation import check_exactly_float64
+
 __all__ = ["load_data", "load_default_data", "feature_names", "validate_data"]
 
 DEFAULT_DATA_DESCRIPTION = "the diabetes data (Efron et al. 2004, as scikit-learn ships them)"
@@ -180,16 +182,14 @@ def validate_data(X, y, source: str = "data") -> tuple[np.ndarray, np.ndarray]:
         raise ValueError(f"{source}: X has {X.shape[0]} rows but y has {y.shape[0]} entries")
     if X.shape[0] < 1 or X.shape[1] < 1:
         raise ValueError(f"{source}: empty data (X has shape {X.shape})")
-    from sparsecert.certificate.verify import _inexact_entry
-
     raw = {"X": X, "y": y}
     X = X.astype(np.float64, copy=False)
     y = y.astype(np.float64, copy=False)
     for name, arr in (("X", X), ("y", y)):
-        idx = _inexact_entry(raw[name], arr)  # integers beyond 2^53, long doubles
-        if idx is not None:
-            raise ValueError(f"{source}: {name}{list(idx)} = {raw[name][idx]} is not exactly a "
-                             "float64: rounded data would be other data; store it as float64")
+        try:  # integers beyond 2^53, long doubles: rounded data would be other data
+            check_exactly_float64(raw[name], arr, name)
+        except ValueError as exc:
+            raise ValueError(f"{source}: {exc}") from None
         bad = ~np.isfinite(arr)
         if bad.any():
             where = np.argwhere(bad)[0].tolist()
