@@ -707,19 +707,82 @@ def run_e2e(seed: int, loss: str | None = None) -> list[str]:
             f"M={M}, mu={mu!r}): {b}" for b in bad]
 
 
+def run_package(seed: int, loss: str | None = None) -> list[str]:
+    """The package's own certificate on edge data it accepts, mutated by a forger
+    (tests/test_soundness_mutations.py) and claimed as tightly as the verifier allows; the
+    claims of an accepted mutant must be true (squared loss: the exact optimum; every loss:
+    the exact objective of the incumbent and of the package's model)."""
+    from test_soundness_mutations import _mutate
+
+    import sparsecert
+    from sparsecert.certificate import verify_certificate
+    from sparsecert.certificate.schema import npz_bytes, sha256_bytes
+
+    rng = np.random.default_rng(seed)
+    cs = make_case(rng, loss)
+    loss, X, y, k, lam, M, fit = (cs[key] for key in ("loss", "X", "y", "k", "lam", "M", "fit"))
+    n, p = X.shape
+    ym = V.binary_labels(y) if loss in V.CLASSIFICATION_LOSSES else y
+    try:
+        with np.errstate(all="ignore"):
+            res = sparsecert.certify(X, y, k, lam, loss=loss, max_abs_coef=M, fit_intercept=fit,
+                                     verbose=0, rel_gap=1e-6, node_limit=200, time_limit=5.0)
+    except (ValueError, TypeError, NotImplementedError, np.linalg.LinAlgError,
+            FloatingPointError, OverflowError, ZeroDivisionError):
+        return []
+    cert = res.certificate
+    STATS["package_certified"] = STATS.get("package_certified", 0) + 1
+    doc, arr = cert.to_dict(), {key: v.copy() for key, v in cert.arrays.items()}
+    opt = None
+    if loss == "squared" and M is None:
+        from _exact import squared_optimum
+        opt = squared_optimum(X, y, k, lam, fit)
+    bad = []
+    for _ in range(4):
+        d, a = _mutate(doc, arr, X, fit, rng)
+        side = npz_bytes(a)
+        d["arrays"]["sha256"] = sha256_bytes(side)
+        d["bounds"].update(lower_bound=-1e300, upper_bound=1e300, status="time_limit")
+        probe = verify_certificate(d, X, y, sidecar=side)
+        lb, ub = probe.certified_lower_bound, probe.objective_upper
+        if not (np.isfinite(lb) and np.isfinite(ub)):
+            continue
+        d["bounds"].update(lower_bound=float(min(lb, ub)), upper_bound=float(ub))
+        if not verify_certificate(d, X, y, sidecar=side).ok:
+            continue
+        STATS["package_accepted"] = STATS.get("package_accepted", 0) + 1
+        LB, UB = Q(d["bounds"]["lower_bound"]), Q(d["bounds"]["upper_bound"])
+        inc = d["incumbent"]
+        coef, c = np.array(inc["coef"], dtype=float), float(inc["intercept"])
+        lo = objective_lower(X, ym, loss, lam, coef, c)
+        if lo is None or UB < lo:
+            bad.append(f"package: UB {float(UB)!r} below the incumbent's exact objective")
+        if opt is not None and LB > opt:
+            bad.append(f"package: LB {float(LB)!r} above the exact optimum {_fmt(opt)}")
+        up = objective_upper_exact(X, ym, loss, lam, np.asarray(res.coef, dtype=float),
+                                   float(res.intercept) if fit else 0.0)
+        if up is not None and LB > up:
+            bad.append(f"package: LB {float(LB)!r} above the package model's F {_fmt(up)}")
+    return [f"seed {seed} ({loss}, n={n}, p={p}, k={k}, fit={fit}, lam={lam:.3g}, "
+            f"M={M}): {b}" for b in bad]
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cases", type=int, default=1000)
     ap.add_argument("--start", type=int, default=0)
     ap.add_argument("--loss", choices=_LOSSES, default=None, help="only this loss")
-    ap.add_argument("--e2e", action="store_true", help="whole certificates (slower)")
+    ap.add_argument("--e2e", action="store_true", help="whole random certificates (slower)")
+    ap.add_argument("--package", action="store_true",
+                    help="the package's own certificates, mutated (slower)")
     args = ap.parse_args(argv)
     np.seterr(all="ignore")
     t0, c0 = time.time(), time.process_time()
     found = 0
     for seed in range(args.start, args.start + args.cases):
         try:
-            bad = (run_e2e if args.e2e else run_case)(seed, args.loss)
+            run = run_package if args.package else run_e2e if args.e2e else run_case
+            bad = run(seed, args.loss)
         except Exception as exc:  # a crash of the harness or the verifier: report it
             bad = [f"seed {seed}: exception {type(exc).__name__}: {exc}"]
         for line in bad:
