@@ -788,6 +788,10 @@ def main(argv=None) -> int:
         for line in bad:
             print(line, flush=True)
         found += bool(bad)
+        done = seed - args.start + 1
+        if done % 250 == 0:
+            print(f"... {done} cases, {found} with violations, "
+                  f"{time.process_time() - c0:.0f} s CPU", flush=True)
     print("finite bounds compared:", STATS)
     print(f"{args.cases} cases (seeds {args.start}..{args.start + args.cases - 1}), "
           f"{found} with violations, {time.process_time() - c0:.1f} s CPU, "
