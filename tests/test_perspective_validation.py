@@ -20,6 +20,7 @@ def _xy(n=12, p=5, seed=0):
         ({"lambda2": 0.0}, ValueError, "lambda2 must be > 0"),
         ({"lambda2": -1.0}, ValueError, "lambda2 must be > 0"),
         ({"lambda2": np.nan}, ValueError, "lambda2 must be finite"),
+        ({"lambda2": 1.7e308}, ValueError, "lambda2 must be at most 1e"),
         ({"loss": "hinge"}, ValueError, "unknown loss"),
         ({"max_abs_coef": -1.0}, ValueError, "max_abs_coef must be > 0"),
         ({"fixed_in": [0, 1], "fixed_out": [1]}, ValueError, "overlap"),
@@ -75,6 +76,17 @@ def test_data_beyond_float64_range_is_refused_in_one_line():
         perspective_relaxation(X, y * 1e160, 2, 1.0)
     res = perspective_relaxation(X * 1e140, y, 2, 1.0)
     assert np.isfinite(res.lower_bound)
+
+
+def test_a_ridge_weight_near_the_largest_float_is_refused_before_the_search():
+    """lambda2 = 1.7e308 (2 lambda2 overflows) made the node solver's step search loop on
+    inf - inf, past the time limit; it is refused in one line."""
+    from sparsecert import certify
+
+    with pytest.raises(ValueError, match="lambda2 must be at most 1e"):
+        certify(np.array([[-6.85473557363738e32, 0.0]]), np.array([2.0]), 1, 1.7e308,
+                max_abs_coef=2.4947162005845917e-162, fit_intercept=False, verbose=0,
+                time_limit=2.0)
 
 
 def test_data_that_float64_would_round_is_refused():

@@ -323,7 +323,15 @@ def check_lambda2(lambda2) -> float:
     if lam <= 0.0:
         raise ValueError(f"lambda2 must be > 0 (the perspective bound needs a ridge term), "
                          f"got {lam}")
+    if lam > MAX_LAMBDA2:
+        raise ValueError(f"lambda2 must be at most {MAX_LAMBDA2:g} (larger values overflow "
+                         f"float64 arithmetic in the relaxation), got {lam:g}")
     return lam
+
+
+#: the largest ridge weight: 2 lambda2 and the relaxation's terms stay finite (lambda2 near the
+#: largest float made the node solver's step search loop on inf - inf)
+MAX_LAMBDA2 = 1e300
 
 
 def check_max_abs_coef(M) -> float:
