@@ -463,6 +463,8 @@ def _conjugate_sum_up(loss: str, Z: np.ndarray, des: _Design) -> np.ndarray:
         q4 = _up(0.25 * _sum_up(_sq_up(Z), axis=1))
         # linear part sum_i y_i zeta_i (centred y for the squared loss with an intercept)
         lin_c = Z @ y
+        # a sum that overflowed (or gave NaN) is no estimate: then there is no upper bound
+        lin_c = np.where(np.isfinite(lin_c), lin_c, np.inf)
         s_abs = _sum_up(_up(np.abs(Z) * np.abs(y)[None, :]), axis=1)
         lin_r = _up(_up(_up(_gamma(n) * s_abs) + n * ETA)
                     + _sum_up(_up(np.abs(Z) * des.yr[None, :]), axis=1))
