@@ -40,6 +40,25 @@ def _data(kind: str, rng):
     return X, y
 
 
+def tightly_claimed_mutants(cert, X, y, fit_intercept, rng, tries: int):
+    """The forger's mutants of ``cert`` (``tries`` of them) that the verifier accepts once
+    re-hashed and claimed as tightly as it allows: LB raised to its own recomputed minimum, UB
+    lowered to its upper estimate. Yields each accepted certificate (a dict)."""
+    doc, arr = cert.to_dict(), {key: v.copy() for key, v in cert.arrays.items()}
+    for _ in range(tries):
+        d, a = _mutate(doc, arr, X, fit_intercept, rng)
+        side = npz_bytes(a)
+        d["arrays"]["sha256"] = sha256_bytes(side)
+        d["bounds"].update(lower_bound=-1e300, upper_bound=1e300, status="time_limit")
+        probe = verify_certificate(d, X, y, sidecar=side)
+        lb, ub = probe.certified_lower_bound, probe.objective_upper
+        if not (np.isfinite(lb) and np.isfinite(ub)):
+            continue
+        d["bounds"].update(lower_bound=float(min(lb, ub)), upper_bound=float(ub))
+        if verify_certificate(d, X, y, sidecar=side).ok:
+            yield d
+
+
 def _mutate(doc, arr, X, fit_intercept, rng):
     d = copy.deepcopy(doc)
     a = {k: v.copy() for k, v in arr.items()}
@@ -112,20 +131,8 @@ def test_accepted_mutants_are_true_in_exact_arithmetic(seed):
         cert = sparsecert.certify(X, y, k, lam, fit_intercept=fit_intercept, verbose=0,
                                   rel_gap=1e-6).certificate
     opt = squared_optimum(X, y, k, lam, fit_intercept)
-    doc, arr = cert.to_dict(), {key: v.copy() for key, v in cert.arrays.items()}
     accepted = 0
-    for _ in range(12):
-        d, a = _mutate(doc, arr, X, fit_intercept, rng)
-        side = npz_bytes(a)
-        d["arrays"]["sha256"] = sha256_bytes(side)
-        d["bounds"].update(lower_bound=-1e300, upper_bound=1e300, status="time_limit")
-        probe = verify_certificate(d, X, y, sidecar=side)
-        lb, ub = probe.certified_lower_bound, probe.objective_upper
-        if not (np.isfinite(lb) and np.isfinite(ub)):
-            continue
-        d["bounds"].update(lower_bound=float(min(lb, ub)), upper_bound=float(ub))
-        if not verify_certificate(d, X, y, sidecar=side).ok:
-            continue
+    for d in tightly_claimed_mutants(cert, X, y, fit_intercept, rng, 12):
         accepted += 1
         inc = d["incumbent"]
         assert F(d["bounds"]["lower_bound"]) <= opt
