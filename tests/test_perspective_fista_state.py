@@ -141,3 +141,23 @@ def test_the_kernels_polishing_schedule_equals_the_python_schedule():
     assert (st_c, done_c) == (st_a, done_a)
     np.testing.assert_array_equal(c.x, a.x)
     assert c.get("best") == a.get("best")
+
+
+def test_step_search_ends_when_the_values_are_not_numbers():
+    """With lambda2 near the largest float (refused by the entry points since; set here on the
+    kernel's data) the step search met inf - inf and doubled L a billion times; it now stops
+    once L is infinite, so a chunk returns and the caller's clock is read."""
+    prob = RelaxationProblem.from_data(np.array([[-6.85473557363738e32, 0.0]]),
+                                       np.array([2.0]), 1.0,
+                                       max_abs_coef=2.4947162005845917e-162,
+                                       fit_intercept=False)
+    state, budget = node_state(2, 1, np.zeros(2, bool), np.zeros(2, bool))
+    data = fista_data(prob)._replace(lam=1.7e308)
+    x0 = np.zeros(2)
+    ux0 = xb(prob.XT, x0)
+    it = new_iterate(x0, ux0, initial_L(prob, prob.norm_sq, ux0),
+                     objective(prob, state, budget, x0, ux0))
+    status, n_it = fista_chunk(data, None, state, budget, it, 1e-6, 5, RESTART_BOTH, np.inf,
+                               0.9)
+    assert (status, n_it) == (0, 5)
+    assert it.get("n_backtrack") < 5 * 2000  # a few thousand doublings reach inf, not 1e9

@@ -331,7 +331,9 @@ def fista_chunk(data, icpt, state, budget, it, rel_tol, max_iter, restart, cutof
                 lin += gc * (cn - cy)
                 dd += (cn - cy) * (cn - cy)
             q = Fy + lin + 0.5 * L * dd
-            if Fn <= q + 1e-12 * max(1.0, abs(Fy)) or nback > 1e9:
+            # (L = inf: no smaller step exists; it only happens when the values are not
+            # numbers, and the search must not loop on them)
+            if Fn <= q + 1e-12 * max(1.0, abs(Fy)) or nback > 1e9 or not L < np.inf:
                 break
             L *= 2.0
             nback += 1
