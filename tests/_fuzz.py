@@ -225,14 +225,18 @@ def largest_proven_shift(X, fit) -> float:
     return _from_bits(lo)
 
 
+def _ridge_and_margins(X, ym, lam, coef, c) -> tuple[Fraction, list]:
+    """The exact ridge term lam ||coef||^2 and every sample's exact (x_i^T coef + c, y_i)."""
+    S = [j for j in range(X.shape[1]) if coef[j] != 0]
+    ridge = Q(lam) * sum((Q(coef[j]) ** 2 for j in S), Fraction(0))
+    return ridge, [(Q(c) + sum((Q(X[i, j]) * Q(coef[j]) for j in S), Fraction(0)), Q(ym[i]))
+                   for i in range(X.shape[0])]
+
+
 def objective_lower(X, ym, loss, lam, coef, c) -> Fraction | None:
     """A lower bound of the exact F(coef, c) (None if it cannot be enclosed)."""
-    n, p = X.shape
-    S = [j for j in range(p) if coef[j] != 0]
-    out = Q(lam) * sum((Q(coef[j]) ** 2 for j in S), Fraction(0))
-    for i in range(n):
-        u = Q(c) + sum((Q(X[i, j]) * Q(coef[j]) for j in S), Fraction(0))
-        y = Q(ym[i])
+    out, samples = _ridge_and_margins(X, ym, lam, coef, c)
+    for u, y in samples:
         if loss == "squared":
             out += (y - u) ** 2
         elif loss == "squared_hinge":
@@ -551,13 +555,9 @@ def run_case(seed: int, loss: str | None = None) -> list[str]:
 
 def objective_upper_exact(X, ym, loss, lam, coef, c) -> Fraction | None:
     """An upper bound of the exact F(coef, c) (None if it cannot be enclosed)."""
-    n, p = X.shape
-    S = [j for j in range(p) if coef[j] != 0]
-    out = Q(lam) * sum((Q(coef[j]) ** 2 for j in S), Fraction(0))
+    out, samples = _ridge_and_margins(X, ym, lam, coef, c)
     tiny = Fraction(1, 10 ** 800)  # > exp(-2000)
-    for i in range(n):
-        u = Q(c) + sum((Q(X[i, j]) * Q(coef[j]) for j in S), Fraction(0))
-        y = Q(ym[i])
+    for u, y in samples:
         if loss == "squared":
             out += (y - u) ** 2
         elif loss == "squared_hinge":
