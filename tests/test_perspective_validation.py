@@ -115,6 +115,50 @@ def test_data_that_float64_would_round_is_refused():
             check_X_y(Xl, y)
 
 
+def test_lists_frames_and_parameters_that_float64_would_round_are_refused():
+    """numpy converts a list mixing floats and integers beyond 2^53 (pandas, a frame with such
+    an integer column beside float columns) to float64 itself, rounding before any dtype can be
+    checked; and float() rounds a Fraction or a large integer given as lambda2 or the box. Each
+    is refused, naming the entry or the parameter, by certify, the estimators and the checks."""
+    pd = pytest.importorskip("pandas")
+    from fractions import Fraction
+
+    from sparsecert import certify
+    from sparsecert._validation import check_lambda2, check_max_abs_coef
+    from sparsecert.estimators import KSparseLinearRegression, KSparseLogisticRegression
+
+    X, y = _xy()
+    rows = X.tolist()
+    rows[1][2] = 2 ** 53 + 1  # an int among floats
+    with pytest.raises(ValueError, match=r"X\[1, 2\] = 9007199254740993 is not exactly"):
+        certify(rows, y, 2, 1.0, verbose=0)
+    with pytest.raises(ValueError, match=r"y\[4\] = 9007199254740993 is not exactly"):
+        certify(X, [*y[:4].tolist(), 2 ** 53 + 1, *y[5:].tolist()], 2, 1.0, verbose=0)
+    frame = pd.DataFrame(X, columns=[f"c{j}" for j in range(X.shape[1])])
+    frame["c3"] = np.arange(X.shape[0]) + 2 ** 60 + 1  # an integer column beside floats
+    with pytest.raises(ValueError, match=r"X\[0, 3\] = 1152921504606846977 is not exactly"):
+        certify(frame, y, 2, 1.0, verbose=0)
+    with pytest.raises(ValueError, match=r"X\[0, 3\] = 1152921504606846977 is not exactly"):
+        KSparseLinearRegression(k=2).fit(frame, y)  # scikit-learn's conversion would round it
+    with pytest.raises(ValueError, match=r"X\[0, 3\] = 1152921504606846977 is not exactly"):
+        KSparseLogisticRegression(k=2).fit(frame, y > 0)
+    with pytest.raises(ValueError, match=r"y\[0\] = 9007199254740993 is not exactly"):
+        KSparseLinearRegression(k=2).fit(X, [2 ** 53 + 1, *y[1:].tolist()])
+    for bad, check in ((Fraction(1, 3), check_lambda2), (2 ** 60 + 1, check_lambda2),
+                       (Fraction(1, 3), check_max_abs_coef)):
+        with pytest.raises(ValueError, match="is not exactly a float64"):
+            check(bad)
+    with pytest.raises(ValueError, match=r"lambda2 = 10+\.\.\. \(401 characters\) is too large"):
+        check_lambda2(10 ** 400)
+    with pytest.raises(ValueError, match="lambda2 = 1/3 is not exactly"):
+        certify(X, y, 2, Fraction(1, 3), verbose=0)
+    # what float64 holds exactly is accepted as given
+    assert check_lambda2(Fraction(1, 4)) == 0.25 and check_lambda2(2 ** 60) == 2.0 ** 60
+    assert check_max_abs_coef(np.float32(0.1)) == float(np.float32(0.1))
+    frame["c3"] = np.arange(X.shape[0])
+    assert certify(frame, y, 2, Fraction(1, 2), verbose=0).status == "optimal"
+
+
 def test_labels_converted_without_mutation():
     X, y = _xy()
     y01 = (y > 0).astype(float)

@@ -99,6 +99,64 @@ def test_integer_data_beyond_2_53_is_refused_not_verified_rounded():
                               np.array([2 ** 53 + 2], dtype=np.uint64)).ok
 
 
+def _padded_integer_forgery():
+    """The forgery above with a zero row and a zero column added (the same claim, false on
+    the user's integers): room for data given as a list that mixes floats with the integer,
+    or as a data frame with an integer column beside a float column. numpy and pandas
+    convert such data to float64 themselves, rounding 2^53 + 1, before any dtype is seen."""
+    b, lam = 1.0 + 2.0 ** -52, 1e-6
+    X = np.array([[2.0 ** 53, 0.0], [0.0, 0.0]])  # the rounded data the certificate is about
+    y = np.array([2.0 ** 53 + 2, 0.0])
+    _, ub = V.objective_upper_bound(X, y, "squared", lam, np.array([b, 0.0]), 0.0)
+    cert = Certificate.build(
+        X, y, problem=dict(loss="squared", k=1, lambda2=lam, max_abs_coef=None,
+                           fit_intercept=False),
+        incumbent=dict(coef=np.array([b, 0.0]), intercept=0.0, objective=ub),
+        bounds=dict(lower_bound=-1e-300, upper_bound=ub, status="optimal", rel_gap_tol=1e-4),
+        eig_shift=0.0,
+        nodes=[dict(id=0, parent=None, branch_var=None, branch_value=None, status="solved",
+                    witness=("dual", np.zeros(2)))])
+    exact = (Fraction(2 ** 53 + 2) - Fraction(2 ** 53 + 1) * Fraction(b)) ** 2 \
+        + Fraction(lam) * Fraction(b) ** 2
+    assert exact > 1 > ub
+    return cert
+
+
+def test_lists_and_frames_rounded_by_their_conversion_are_refused():
+    """Used to be VERIFIED: the verifier looked at the dtype numpy (or pandas) produced, float64,
+    after the conversion had rounded the user's integer."""
+    pd = pytest.importorskip("pandas")
+    cert = _padded_integer_forgery()
+    y = [2 ** 53 + 2, 0.0]
+    assert verify_certificate(cert, [[2.0 ** 53, 0.0], [0.0, 0.0]], y).ok  # the rounded data
+    with pytest.raises(ValueError, match=r"X\[0, 0\] = 9007199254740993 is not exactly"):
+        verify_certificate(cert, [[2 ** 53 + 1, 0.0], [0, 0.0]], y)
+    frame = pd.DataFrame({"a": [2 ** 53 + 1, 0], "b": [0.0, 0.0]})
+    with pytest.raises(ValueError, match=r"X\[0, 0\] = 9007199254740993 is not exactly"):
+        verify_certificate(cert, frame, y)
+    with pytest.raises(ValueError, match=r"y\[0\] = 9007199254740993 is not exactly"):
+        verify_certificate(cert, [[2.0 ** 53, 0.0], [0.0, 0.0]], [2 ** 53 + 1, 0.5])
+    # the same entry points, on data that float64 holds exactly, verify
+    exact_frame = pd.DataFrame({"a": [2 ** 53, 0], "b": [0.0, 0.0]})
+    assert verify_certificate(cert, exact_frame, pd.Series(y)).ok
+
+
+def test_parameters_the_user_fixes_must_be_exactly_float64():
+    """A parameter the user fixes replaces the certificate's only if it is the same number:
+    lambda2 = 1/3 as a Fraction used to be checked as 0.333...3 and VERIFIED."""
+    X = np.array([[1.0, 2.0], [3.0, 1.0], [0.5, -1.0], [2.0, 2.0]])
+    y = np.array([1.0, 2.0, 0.0, 3.0])
+    cert = sparsecert.certify(X, y, 1, 1 / 3, max_abs_coef=10.0, verbose=0).certificate
+    assert verify_certificate(cert, X, y, lambda2=1 / 3, max_abs_coef=10.0).ok
+    assert verify_certificate(cert, X, y, lambda2=Fraction(1 / 3), max_abs_coef=10).ok
+    for kw in (dict(lambda2=Fraction(1, 3)), dict(max_abs_coef=Fraction(10) + Fraction(1, 2 ** 60)),
+               dict(lambda2=2 ** 60 + 1), dict(lambda2=10 ** 400)):
+        with pytest.raises(ValueError, match="exactly a float64|too large"):
+            verify_certificate(cert, X, y, **kw)
+    with pytest.raises(TypeError, match="lambda2 must be a real number"):
+        verify_certificate(cert, X, y, lambda2="0.3")
+
+
 def test_standalone_verifier_refuses_integer_data_in_one_line(tmp_path, capsys):
     X, y, cert = _integer_forgery()
     cert.save(tmp_path / "c.json")

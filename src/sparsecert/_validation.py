@@ -32,6 +32,8 @@ __all__ = [
     "check_hyperparameters",
     "check_array_2d",
     "check_exactly_float64",
+    "check_exact_source",
+    "check_exact_input",
     "check_vector",
     "check_X_y",
     "check_k",
@@ -232,6 +234,7 @@ def check_array_2d(X, name: str = "X") -> np.ndarray:
     if not np.all(np.isfinite(arr)):
         raise ValueError(f"{name} contains NaN or infinite values")
     check_exactly_float64(raw, arr, name)
+    check_exact_source(X, arr, name)
     return arr
 
 
@@ -255,6 +258,7 @@ def check_vector(v, name: str, length: int | None = None) -> np.ndarray:
     if not np.all(np.isfinite(arr)):
         raise ValueError(f"{name} contains NaN or infinite values")
     check_exactly_float64(raw, arr, name)
+    check_exact_source(v, arr, name)
     return arr
 
 
@@ -262,20 +266,102 @@ def check_exactly_float64(raw: np.ndarray, converted: np.ndarray, name: str) -> 
     """Refuse values that the conversion to float64 rounded (integers beyond 2^53, long
     doubles): the problem solved, and its certificate, would be about other data than the
     user's (the standalone verifier refuses such data too)."""
-    where = None
+    where = _rounded_entry(raw, converted)
+    if where is not None:
+        _refuse_rounded(name, where, raw[where], converted[where])
+
+
+def _rounded_entry(raw: np.ndarray, converted: np.ndarray) -> tuple | None:
+    """Index of an entry of the array ``raw`` that its float64 ``converted`` changed, or None."""
     if raw.dtype.kind in "iu" and raw.dtype.itemsize >= 8:
         for idx in map(tuple, np.argwhere((raw > 2 ** 53) | (raw < -(2 ** 53)))):
             if int(converted[idx]) != int(raw[idx]):
-                where = idx
-                break
+                return idx
     elif raw.dtype.kind == "f" and raw.dtype.itemsize > 8:
         diff = np.argwhere(converted.astype(raw.dtype) != raw)
-        where = tuple(diff[0]) if diff.size else None
-    if where is not None:
-        at = ", ".join(str(int(i)) for i in where)
-        raise ValueError(f"{name}[{at}] = {raw[where]} is not exactly a float64 (it would become "
-                         f"{float(converted[where])!r}); convert the data to float64 yourself if "
-                         "that rounding is intended")
+        if diff.size:
+            return tuple(diff[0])
+    return None
+
+
+def _refuse_rounded(name: str, where: tuple, value, rounded) -> None:
+    at = ", ".join(str(int(i)) for i in where)
+    raise ValueError(f"{name}[{at}] = {_show(value)} is not exactly a float64 (it would become "
+                     f"{float(rounded)!r}); convert the data to float64 yourself if that "
+                     "rounding is intended")
+
+
+def _show(value) -> str:
+    """A number as the user gave it, every digit of a long double, at most about 40 characters."""
+    text = (np.format_float_positional(value, unique=True) if isinstance(value, np.floating)
+            else str(value))
+    return text if len(text) <= 40 else f"{text[:24]}... ({len(text)} characters)"
+
+
+def _exactly(value, rounded: float) -> bool:
+    """Whether the real number ``value`` equals the Python float ``rounded`` exactly (Python
+    compares an int, a Fraction or a Decimal with a float exactly; numpy integers are made
+    Python ints first, numpy would compare them after converting to float64; a long double
+    compares in long double)."""
+    if type(value) is float:
+        return True
+    if isinstance(value, numbers.Integral):
+        return int(value) == rounded
+    return bool(value == rounded)
+
+
+def check_exact_source(source, converted: np.ndarray, name: str) -> None:
+    """Refuse an input that is not a numpy array (nested lists, a data frame, ...) when numpy's
+    conversion rounded one of its entries: numpy converts a list that mixes floats and integers
+    beyond 2^53, and pandas a data frame with such an integer column beside float columns, to
+    float64 before :func:`check_exactly_float64` sees a dtype to check. A data frame is checked
+    column by column (its float64 and narrower columns are exact), anything else entry by entry,
+    each entry compared exactly with its float64 value."""
+    if isinstance(source, np.ndarray) or converted.dtype != np.float64:
+        return
+    if getattr(source, "dtypes", None) is not None and hasattr(source, "iloc"):
+        if converted.ndim != 2:  # pragma: no cover - a frame is 2-D
+            return
+        for j in range(converted.shape[1]):
+            column = np.asarray(source.iloc[:, j])
+            if column.dtype.kind in "fb" and column.dtype.itemsize <= 8:
+                continue
+            if column.dtype != object:
+                at = _rounded_entry(column, converted[:, j])
+                if at is not None:
+                    _refuse_rounded(name, (at[0], j), column[at], converted[at[0], j])
+                continue
+            for i, value in enumerate(column.tolist()):
+                if not _exactly(value, float(converted[i, j])):
+                    _refuse_rounded(name, (i, j), value, converted[i, j])
+        return
+    try:
+        obj = np.asarray(source, dtype=object)
+    except (TypeError, ValueError):  # pragma: no cover - numpy converted it just before
+        return
+    if obj.shape != converted.shape:
+        return
+    for i, (value, rounded) in enumerate(zip(obj.ravel().tolist(),
+                                             converted.ravel().tolist(), strict=True)):
+        if not _exactly(value, rounded):
+            where = tuple(int(j) for j in np.unravel_index(i, converted.shape))
+            _refuse_rounded(name, where, value, rounded)
+
+
+def check_exact_input(X, name: str) -> None:
+    """Refuse an array-like that the conversion to float64 would round (as
+    :func:`check_exactly_float64` and :func:`check_exact_source`), and nothing else: for callers
+    that hand the input to another validator (scikit-learn's) afterwards, which reports every
+    other problem in its own words."""
+    try:
+        raw = np.asarray(X)
+        if raw.dtype == object:
+            return
+        converted = raw if raw.dtype == np.float64 else raw.astype(np.float64)
+    except (TypeError, ValueError):
+        return
+    check_exactly_float64(raw, converted, name)
+    check_exact_source(X, converted, name)
 
 
 def check_X_y(X, y) -> tuple[np.ndarray, np.ndarray]:
@@ -313,11 +399,25 @@ def check_scale(X: np.ndarray, y: np.ndarray) -> None:
                          f"{yy:.3g} (at most {MAX_SUM_OF_SQUARES:g}); rescale y")
 
 
+def _exact_float(value, name: str) -> float:
+    """``float(value)`` for a real number that float64 holds exactly; a ValueError naming
+    ``name`` otherwise (an integer beyond 2^53, a Fraction such as 1/3, a long double): the
+    problem solved, and its certificate, would have another parameter than the user's."""
+    try:
+        f = float(value)
+    except OverflowError:
+        raise ValueError(f"{name} = {_show(value)} is too large for float64") from None
+    if not (math.isnan(f) or _exactly(value, f)):
+        raise ValueError(f"{name} = {_show(value)} is not exactly a float64 (it would become "
+                         f"{f!r}); pass a float if that rounding is intended")
+    return f
+
+
 def check_lambda2(lambda2) -> float:
     """Check the ridge weight ``lambda2 > 0`` (finite)."""
     if isinstance(lambda2, bool) or not isinstance(lambda2, numbers.Real):
         raise TypeError(f"lambda2 must be a real number, got {type(lambda2).__name__}")
-    lam = float(lambda2)
+    lam = _exact_float(lambda2, "lambda2")
     if not np.isfinite(lam):
         raise ValueError(f"lambda2 must be finite, got {lam}")
     if lam <= 0.0:
@@ -341,7 +441,7 @@ def check_max_abs_coef(M) -> float:
     if isinstance(M, bool) or not isinstance(M, numbers.Real):
         raise TypeError(f"max_abs_coef must be a positive number or None, got "
                         f"{type(M).__name__}")
-    M = float(M)
+    M = _exact_float(M, "max_abs_coef")
     if np.isnan(M) or M <= 0.0:
         raise ValueError(f"max_abs_coef must be > 0 (or None / inf for no box), got {M}")
     return M

@@ -33,7 +33,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from sparsecert._validation import check_hyperparameters
+from sparsecert._validation import check_exact_input, check_hyperparameters
 from sparsecert.api import certify, verify
 from sparsecert.solvers.losses import binary_codes, get_loss
 from sparsecert.statuses import OPTIMAL, STATUS_HINTS
@@ -271,6 +271,8 @@ class _KSparseRegressor(RegressorMixin, _KSparseBase):
         -------
         self
         """
+        check_exact_input(X, "X")  # before scikit-learn's conversion rounds it silently
+        check_exact_input(y, "y")
         X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True,
                              ensure_min_samples=self._min_samples())
         try:  # the loss's target rule (Poisson: y >= 0), from the loss registry
@@ -327,6 +329,7 @@ class _KSparseClassifier(ClassifierMixin, _KSparseBase):
         -------
         self
         """
+        check_exact_input(X, "X")  # before scikit-learn's conversion rounds it silently
         X, y = validate_data(self, X, y, dtype=np.float64,
                              ensure_min_samples=self._min_samples())
         check_classification_targets(y)

@@ -1343,9 +1343,9 @@ def _obtain(certificate: Any, sidecar: Any) -> tuple[Any, bytes | None, str]:
         return doc, None, f"sidecar {spath} cannot be read ({exc.strerror or exc})"
 
 
-def _check_data(X: Any, y: Any) -> tuple[np.ndarray, np.ndarray]:
-    X = np.asarray(X)
-    y = np.asarray(y)
+def _check_data(X_given: Any, y_given: Any) -> tuple[np.ndarray, np.ndarray]:
+    X = np.asarray(X_given)
+    y = np.asarray(y_given)
     if X.dtype.kind not in "biuf" or y.dtype.kind not in "biuf":
         raise TypeError(f"X and y must be numeric arrays, got dtypes {X.dtype} and {y.dtype}")
     X64 = np.ascontiguousarray(X, dtype=np.float64)
@@ -1356,14 +1356,54 @@ def _check_data(X: Any, y: Any) -> tuple[np.ndarray, np.ndarray]:
         raise ValueError(f"y must be 1-D, got shape {y64.shape}")
     if not np.isfinite(X64).all() or not np.isfinite(y64).all():
         raise ValueError("X and y must not contain NaN or infinity")
-    for name, raw, conv in (("X", X, X64), ("y", y, y64)):
+    for name, given, raw, conv in (("X", X_given, X, X64), ("y", y_given, y, y64)):
         bad = _inexact_entry(raw, conv)
+        value = None if bad is None else raw[bad]
+        if bad is None and not isinstance(given, np.ndarray):
+            bad, value = _inexact_given(given, conv)
         if bad is not None:
             where = ", ".join(map(str, bad))
-            raise ValueError(f"{name}[{where}] = {str(raw[bad])} is not exactly a float64 (it "
+            raise ValueError(f"{name}[{where}] = {str(value)} is not exactly a float64 (it "
                              f"would be verified as {float(conv[bad])!r}): give the data as "
                              "float64")
     return X64, y64
+
+
+def _exact_value(v: Any, f: float) -> bool:
+    """Whether the number v equals the Python float f exactly (integers compared as Python
+    ints: numpy would compare an integer with a float after converting it to float64; a
+    Fraction, a Decimal and a long double compare exactly with a Python float)."""
+    if type(v) is float:
+        return True
+    if isinstance(v, (int, np.integer)):
+        return int(v) == f
+    return bool(v == f)
+
+
+def _inexact_given(given: Any, conv: np.ndarray) -> tuple[tuple[int, ...] | None, Any]:
+    """For data that is not a numpy array (nested lists, a data frame): an entry, and its value,
+    that numpy's (or pandas') conversion to float64 already rounded before a dtype could be
+    checked (a list mixing floats with integers beyond 2^53; a frame with such an integer column
+    beside float columns, which pandas converts through float64)."""
+    if hasattr(given, "iloc") and getattr(given, "dtypes", None) is not None and conv.ndim == 2:
+        for j in range(conv.shape[1]):
+            col = np.asarray(given.iloc[:, j])
+            if col.dtype.kind in "fb" and col.dtype.itemsize <= 8:
+                continue
+            for i, v in enumerate(col.tolist() if col.dtype == object else list(col)):
+                if not _exact_value(v, float(conv[i, j])):
+                    return (i, j), v
+        return None, None
+    try:
+        obj = np.asarray(given, dtype=object)
+    except (TypeError, ValueError):
+        return None, None
+    if obj.shape != conv.shape:
+        return None, None
+    for i, (v, f) in enumerate(zip(obj.ravel().tolist(), conv.ravel().tolist(), strict=True)):
+        if not _exact_value(v, f):
+            return tuple(int(t) for t in np.unravel_index(i, conv.shape)), v
+    return None, None
 
 
 def _inexact_entry(raw: np.ndarray, conv: np.ndarray) -> tuple[int, ...] | None:
@@ -1386,6 +1426,23 @@ def _list(items: list, fmt=str) -> str:
     return ", ".join(fmt(x) for x in items[:_MAX_LISTED]) + more
 
 
+def _user_float(v: Any, name: str) -> float:
+    """A parameter the user fixes, as a float64 that is exactly the value given (a certificate
+    checked against a rounded parameter would be about another problem)."""
+    if isinstance(v, np.ndarray) and v.ndim == 0:
+        v = v[()]
+    if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating, Fraction)):
+        raise TypeError(f"{name} must be a real number, got {type(v).__name__}")
+    try:
+        f = float(v)
+    except OverflowError:
+        raise ValueError(f"{name} = {_short(v)} is too large for a float64") from None
+    if not (math.isnan(f) or _exact_value(v, f)):
+        raise ValueError(f"{name} = {_short(v)} is not exactly a float64 (it would be "
+                         f"checked as {f!r}): give it as a float")
+    return f
+
+
 def _user_params(loss, k, lambda2, max_abs_coef, fit_intercept, rel_gap) -> dict[str, Any]:
     """Validate the parameters the user fixes (ValueError/TypeError with one clear line)."""
     out: dict[str, Any] = {}
@@ -1398,15 +1455,15 @@ def _user_params(loss, k, lambda2, max_abs_coef, fit_intercept, rel_gap) -> dict
             raise ValueError(f"k must be an integer >= 0, got {k!r}")
         out["k"] = int(k)
     if lambda2 is not None:
-        lam = float(lambda2)
+        lam = _user_float(lambda2, "lambda2")
         if not (math.isfinite(lam) and lam > 0):
             raise ValueError(f"lambda2 must be a finite number > 0, got {lambda2!r}")
         out["lambda2"] = lam
     if max_abs_coef is not _NOT_GIVEN:
-        if max_abs_coef is None or math.isinf(float(max_abs_coef)):
+        if max_abs_coef is None or math.isinf(_user_float(max_abs_coef, "max_abs_coef")):
             out["max_abs_coef"] = None
         else:
-            m = float(max_abs_coef)
+            m = _user_float(max_abs_coef, "max_abs_coef")
             if not (m > 0 and math.isfinite(m)):
                 raise ValueError(f"max_abs_coef must be > 0 (inf or None: no box), got "
                                  f"{max_abs_coef!r}")
