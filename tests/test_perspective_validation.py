@@ -123,7 +123,7 @@ def test_lists_frames_and_parameters_that_float64_would_round_are_refused():
     pd = pytest.importorskip("pandas")
     from fractions import Fraction
 
-    from sparsecert import certify
+    from sparsecert import KSparseCV, certify
     from sparsecert._validation import check_lambda2, check_max_abs_coef
     from sparsecert.estimators import KSparseLinearRegression, KSparseLogisticRegression
 
@@ -144,6 +144,10 @@ def test_lists_frames_and_parameters_that_float64_would_round_are_refused():
         KSparseLogisticRegression(k=2).fit(frame, y > 0)
     with pytest.raises(ValueError, match=r"y\[0\] = 9007199254740993 is not exactly"):
         KSparseLinearRegression(k=2).fit(X, [2 ** 53 + 1, *y[1:].tolist()])
+    with pytest.raises(ValueError, match=r"X\[0, 3\] = 1152921504606846977 is not exactly"):
+        KSparseCV(ks=[1, 2], cv=2).fit(frame, y)
+    with pytest.raises(ValueError, match=r"y\[0\] = 9007199254740993 is not exactly"):
+        KSparseCV(ks=[1, 2], cv=2).fit(X, [2 ** 53 + 1, *y[1:].tolist()])
     for bad, check in ((Fraction(1, 3), check_lambda2), (2 ** 60 + 1, check_lambda2),
                        (Fraction(1, 3), check_max_abs_coef)):
         with pytest.raises(ValueError, match="is not exactly a float64"):

@@ -36,7 +36,13 @@ from sklearn.model_selection import check_cv
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from sparsecert._validation import check_hyperparameters, check_ks, check_options, prepare_problem
+from sparsecert._validation import (
+    check_exact_input,
+    check_hyperparameters,
+    check_ks,
+    check_options,
+    prepare_problem,
+)
 from sparsecert.api import CertifyResult, assemble_result
 from sparsecert.bnb import BnBSettings, BranchAndBound
 from sparsecert.bnb.interrupts import deferred_interrupt
@@ -351,6 +357,9 @@ class KSparseCV(MetaEstimatorMixin, BaseEstimator):
         check_hyperparameters(base)
         classifier = is_classifier(base)
         X_given, y_given = X, y  # the refit sees them as given (feature names included)
+        check_exact_input(X, "X")  # before scikit-learn's conversion rounds it silently
+        if not classifier:
+            check_exact_input(y, "y")
         X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=not classifier,
                              ensure_min_samples=2)
         if classifier:
