@@ -113,6 +113,12 @@ def test_verify_gap_above_tolerance_exit_3(files, capsys, problem):
          "3 rows but y has 2"),
         (lambda d: ["verify", str(d / "cert.json"), "--data", str(d / "obj.npz")],
          "cannot"),
+        (lambda d: ["verify", str(d / "cert.json"), "--data", str(d / "index.csv"), "--target",
+                    "t"], "column 1 has no name in the header (a row index"),
+        (lambda d: ["certify", "--data", str(d / "noheader.csv"), "--target", "t", "--k", "1",
+                    "--lambda2", "1"], "the first line holds numbers: a .csv needs a header"),
+        (lambda d: ["certify", "--data", str(d / "semicolon.csv"), "--target", "t", "--k", "1",
+                    "--lambda2", "1"], "does not seem to be comma-separated"),
         (lambda d: ["show", str(d / "missing.json")], "missing.json"),
         (lambda d: ["show", str(d / "data.csv")], "not valid JSON"),
     ],
@@ -124,6 +130,9 @@ def test_bad_input_exit_2_one_line(files, capsys, make, needle):
     np.savez(files / "nan.npz", X=np.array([[1.0, np.nan]]), y=np.array([1.0]))
     (files / "data.txt").write_text("1 2 3\n")
     (files / "ragged.csv").write_text("a,b,t\n1,2,3\n4,5\n")
+    (files / "index.csv").write_text(",a,b,t\n0,1,2,3\n1,4,5,7\n")  # pandas' to_csv()
+    (files / "noheader.csv").write_text("1,2,3\n4,5,7\n")
+    (files / "semicolon.csv").write_text("a;b;t\n1;2;3\n4;5;7\n")
     np.savez(files / "y2d.npz", X=np.ones((3, 2)), y=np.ones((3, 1)))
     np.savez(files / "rows.npz", X=np.ones((3, 2)), y=np.ones(2))
     np.savez(files / "obj.npz", X=np.array([[1, "a"]], dtype=object), y=np.ones(1))

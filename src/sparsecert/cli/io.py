@@ -8,8 +8,8 @@ Supported files:
 
 - ``.npz`` with arrays ``X`` (n x p) and ``y`` (n);
 - ``.npy`` holding X, with the target in a second ``.npy`` given by ``--y FILE``;
-- ``.csv`` with a header row; ``--target COLUMN`` names the target column, every other column is
-  a feature and must be numeric.
+- ``.csv`` (comma-separated) with a header row naming every column; ``--target COLUMN`` names the
+  target column, every other column is a feature and must be numeric.
 """
 
 from __future__ import annotations
@@ -143,9 +143,15 @@ def _load_csv(path: str, target: str | None) -> tuple[np.ndarray, np.ndarray]:
         raise ValueError(f"{path}: empty CSV file")
     header = [h.strip() for h in rows[0]]
     if target is None:
-        raise ValueError(f"{path}: CSV data needs --target COLUMN (columns: {', '.join(header)})")
+        raise ValueError(f"{path}: CSV data needs --target COLUMN (columns: {', '.join(header)})"
+                         f"{_header_hint(header)}")
     if target not in header:
-        raise ValueError(f"{path}: no column {target!r} (columns: {', '.join(header)})")
+        raise ValueError(f"{path}: no column {target!r} (columns: {', '.join(header)})"
+                         f"{_header_hint(header)}")
+    if "" in header:  # pandas' to_csv writes its row index as a column without a name
+        raise ValueError(f"{path}: column {header.index('') + 1} has no name in the header (a "
+                         "row index, as pandas' to_csv writes by default? Save without it, "
+                         "to_csv(..., index=False), or name the column)")
     if len(set(header)) != len(header):
         raise ValueError(f"{path}: duplicate column names in the header")
     if len(rows) < 2:
@@ -165,6 +171,23 @@ def _load_csv(path: str, target: str | None) -> tuple[np.ndarray, np.ndarray]:
     if data.shape[1] < 2:
         raise ValueError(f"{path}: no feature columns besides the target")
     return np.delete(data, t, axis=1), data[:, t]
+
+
+def _header_hint(header: list[str]) -> str:
+    """Why a column named on the command line may be missing from a CSV header."""
+    if len(header) == 1 and any(sep in header[0] for sep in (";", "\t", "|")):
+        return "; the file does not seem to be comma-separated: sparsecert reads commas only"
+    if all(_is_number(h) for h in header):
+        return "; the first line holds numbers: a .csv needs a header row naming the columns"
+    return ""
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 def validate_data(X, y, source: str = "data") -> tuple[np.ndarray, np.ndarray]:
