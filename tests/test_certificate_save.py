@@ -52,6 +52,13 @@ def test_foreign_files_are_never_replaced(tmp_path, cert_data):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["d.json", "d.npz", "notes.json"]
 
 
+def test_a_missing_folder_is_named_before_anything_is_written(tmp_path, cert_data):
+    _, _, cert = cert_data
+    with pytest.raises(FileNotFoundError, match="folder .*nodir does not exist"):
+        cert.save(tmp_path / "nodir" / "c.json")
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_an_existing_certificate_pair_is_replaced(tmp_path, cert_data):
     X, y, cert = cert_data
     cert.save(tmp_path / "c.json")

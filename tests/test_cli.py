@@ -325,6 +325,13 @@ def test_certify_unsupported_option_exit_2(files, capsys, monkeypatch):
     assert "not supported" in one_error_line(capsys)
 
 
+def test_certify_refuses_an_out_in_a_missing_folder_before_solving(files, capsys, fake_api):
+    assert main(["certify", "--data", str(files / "data.npz"), "--k", "2", "--lambda2", "0.5",
+                 "--out", str(files / "nodir" / "c.json")]) == 2
+    assert "nodir does not exist" in one_error_line(capsys)
+    assert fake_api == []  # refused before the (possibly long) solve
+
+
 def test_certify_default_job_uses_diabetes(tmp_path, monkeypatch, capsys, fake_api):
     monkeypatch.chdir(tmp_path)
     # the stand-in enumerates all supports: keep it quick by capping k through the flag

@@ -133,6 +133,8 @@ def check_save_path(path: str | os.PathLike, overwrite: bool = False) -> tuple[s
         ``path`` does not end in ``.json``.
     IsADirectoryError
         ``path`` or its sidecar path is a directory.
+    FileNotFoundError
+        The folder of ``path`` does not exist.
     FileExistsError
         A file that is not a sparsecert certificate (or sidecar) would be replaced and
         ``overwrite`` is false.
@@ -144,6 +146,9 @@ def check_save_path(path: str | os.PathLike, overwrite: bool = False) -> tuple[s
     spath = sidecar_path(path)
     if os.path.isdir(path) or os.path.isdir(spath):
         raise IsADirectoryError(f"{path if os.path.isdir(path) else spath} is a directory")
+    folder = os.path.dirname(path) or os.curdir
+    if not os.path.isdir(folder):
+        raise FileNotFoundError(f"folder {folder} does not exist (create it first)")
     if not overwrite:
         for f, ours, what in ((path, _is_certificate_json, "a sparsecert certificate"),
                               (spath, _is_sidecar, "a sparsecert certificate sidecar")):
