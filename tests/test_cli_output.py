@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 
 import numpy as np
 import pytest
@@ -35,10 +36,20 @@ def csv_file(tmp_path, data):
 def test_every_certify_option_has_help_text():
     sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
     for name, parser in sub.choices.items():
+        assert parser.description, f"sparsecert {name} --help has no description"
         for action in parser._actions:
-            if isinstance(action, argparse._HelpAction) or not action.option_strings:
+            if isinstance(action, argparse._HelpAction):
                 continue
-            assert action.help, f"sparsecert {name} {action.option_strings[0]} has no help"
+            what = action.option_strings[0] if action.option_strings else action.metavar
+            assert action.help, f"sparsecert {name} {what} has no help"
+
+
+def test_help_names_every_exit_code():
+    cli = importlib.import_module("sparsecert.cli.main")  # the package exports main()
+    epilog = build_parser().epilog
+    for code in (cli.EXIT_OK, cli.EXIT_FAILED, cli.EXIT_USAGE, cli.EXIT_GAP,
+                 cli.EXIT_INTERRUPTED):
+        assert f" {code} " in epilog, code
 
 
 def test_csv_header_gives_the_feature_names(csv_file):

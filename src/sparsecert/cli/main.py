@@ -84,7 +84,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Certified k-sparse GLMs: solve to proven optimality and write a "
                     "certificate that an independent numpy-only verifier re-checks.",
         epilog="exit codes: 0 verified, 1 verification failed, 2 usage/input error, "
-               "3 verified but gap above tolerance",
+               "3 verified but gap above tolerance, 130 interrupted (Ctrl-C) before a model "
+               "existed",
     )
     ap.add_argument("--version", action="version", version=f"sparsecert {__version__}")
     sub = ap.add_subparsers(dest="command", metavar="{certify,verify,show}")
@@ -144,8 +145,12 @@ def build_parser() -> argparse.ArgumentParser:
                         "1e-4, never the certificate's own)")
     v.add_argument("--quiet", action="store_true", help="print one line only")
 
-    s = sub.add_parser("show", help="print a human summary of a certificate")
-    s.add_argument("certificate", metavar="CERT.json")
+    s = sub.add_parser("show", help="print a human summary of a certificate",
+                       description="Print what a certificate states (problem, model, bounds, "
+                                   "tree) without checking it: 'sparsecert verify' checks it. "
+                                   "Exit code 0, or 2 if it cannot be read.")
+    s.add_argument("certificate", metavar="CERT.json",
+                   help="the certificate (its JSON file; the sidecar is not read)")
     return ap
 
 
