@@ -48,3 +48,11 @@ def test_python_examples_run_as_written(tmp_path, monkeypatch):
     # what the pages say they write
     for name in ("cert.json", "cert.npz", "diabetes.json", "model.json", "k3.json"):
         assert (tmp_path / name).is_file(), name
+
+
+def test_user_guide_names_every_status_a_search_can_end_with():
+    from sparsecert.statuses import STATUSES
+
+    text = (ROOT / "docs" / "user_guide.md").read_text(encoding="utf-8")
+    for status in STATUSES:
+        assert f'`"{status}"`' in text, status
