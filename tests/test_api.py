@@ -30,6 +30,15 @@ def test_certify_is_a_plain_function_with_its_signature():
     assert list(params)[:4] == ["X", "y", "k", "lambda2"]
     assert "Solve a k-sparse GLM" in sparsecert.certify.__doc__
     assert Certificate is certificate_pkg.Certificate
+    # help(sparsecert.verify) shows its defaults readably (not an object's address)
+    assert "object at" not in str(inspect.signature(sparsecert.verify))
+
+
+def test_verify_takes_the_result_of_certify():
+    X, y = _data(n=30, p=5)
+    res = sparsecert.certify(X, y, 2, 0.5, verbose=0)
+    assert sparsecert.verify(res, X, y).ok
+    assert not sparsecert.verify(res, X, y + 1.0).ok
 
 
 @pytest.mark.parametrize("loss,fit_intercept", [("squared", False), ("squared", True),

@@ -16,7 +16,14 @@ from sparsecert.statuses import BRANCHED, OPTIMAL, PRECISION_LIMITED
 
 __all__ = ["certify", "verify", "CertifyResult"]
 
-_NOT_GIVEN: Any = object()
+class _NotGiven:
+    """The default of a keyword whose ``None`` means something (shown in ``help()``)."""
+
+    def __repr__(self) -> str:
+        return "<not given>"
+
+
+_NOT_GIVEN: Any = _NotGiven()
 
 
 @dataclass
@@ -343,9 +350,9 @@ def verify(path, X, y, *, loss: str | None = None, k: int | None = None,
 
     Parameters
     ----------
-    path : str, path-like, Certificate or dict
+    path : str, path-like, Certificate, CertifyResult or dict
         The certificate (JSON path; its ``.npz`` sidecar is the file of the same name next to
-        it).
+        it), or the result of :func:`certify` (its ``certificate``).
     X, y : array-like
         The data the certificate claims to be about (raw labels: the verifier maps the smaller
         of two label values to -1, the larger to +1).
@@ -362,6 +369,8 @@ def verify(path, X, y, *, loss: str | None = None, k: int | None = None,
     """
     from sparsecert.certificate.verify import DEFAULT_REL_GAP, verify_certificate
 
+    if isinstance(path, CertifyResult):
+        path = path.certificate
     kwargs = {} if max_abs_coef is _NOT_GIVEN else {"max_abs_coef": max_abs_coef}
     return verify_certificate(path, X, y,
                               loss=loss, k=k, lambda2=lambda2, fit_intercept=fit_intercept,
