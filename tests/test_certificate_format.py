@@ -230,6 +230,7 @@ def test_standalone_verifier_runs_as_a_script(tmp_path, sq):
                          capture_output=True, text=True, env={"PYTHONPATH": str(SRC)})
     assert run.returncode == 0, run.stdout + run.stderr
     assert "VERIFIED" in run.stdout
+    assert run.stderr == ""  # no runpy warning about the module being imported twice
     y2 = y.copy()
     y2[0] += 1.0
     np.savez(tmp_path / "d2.npz", X=X, y=y2)
@@ -299,6 +300,7 @@ def test_verifier_file_runs_alone_without_the_package(tmp_path, sq):
                          cwd=tmp_path, env={"PATH": "/usr/bin:/bin"})
     assert run.returncode == 0, run.stdout + run.stderr
     assert "VERIFIED" in run.stdout
+    assert run.stderr == ""  # no runpy warning about the module being imported twice
 
 
 def test_tree_exhausted_status_claims_nothing():
