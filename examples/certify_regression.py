@@ -26,7 +26,7 @@ def run(name, X, y, k, lambda2, feature_names, out, time_limit):
     res = certify(X, y, k, lambda2, time_limit=time_limit, verbose=0)
     print(res.summary())
     cert_path = out / f"{name}_certificate.json"
-    res.save(cert_path)
+    res.save(cert_path, overwrite=True)  # the example's own output folder
     report = verify(cert_path, X, y)
     print(f"verifier: ok={report.ok} exit code={report.exit_code} ({cert_path.name})")
     fig, ax = plt.subplots(figsize=(6, 3.2))

@@ -59,13 +59,18 @@ def test_a_missing_folder_is_named_before_anything_is_written(tmp_path, cert_dat
     assert list(tmp_path.iterdir()) == []
 
 
-def test_an_existing_certificate_pair_is_replaced(tmp_path, cert_data):
+def test_only_a_certificate_of_the_same_problem_is_replaced(tmp_path, cert_data):
     X, y, cert = cert_data
     cert.save(tmp_path / "c.json")
-    other, _ = enumeration_certificate(X, y, "squared", 3, 0.5)
-    other.save(tmp_path / "c.json")  # re-running the same command works
-    assert json.loads((tmp_path / "c.json").read_text())["problem"]["k"] == 3
-    assert verify_certificate(tmp_path / "c.json", X, y).ok
+    cert.save(tmp_path / "c.json")  # re-running the same job works
+    before = (tmp_path / "c.json").read_bytes(), (tmp_path / "c.npz").read_bytes()
+    for other_k, other_y in ((3, y), (2, y + 1.0)):  # another k; other data
+        other, _ = enumeration_certificate(X, other_y, "squared", other_k, 0.5)
+        with pytest.raises(FileExistsError, match="certificate of another problem"):
+            other.save(tmp_path / "c.json")
+        assert ((tmp_path / "c.json").read_bytes(), (tmp_path / "c.npz").read_bytes()) == before
+    other.save(tmp_path / "c.json", overwrite=True)  # the user asked for it
+    assert verify_certificate(tmp_path / "c.json", X, y + 1.0).ok
 
 
 def test_renamed_pair_stays_valid_and_loads(tmp_path, cert_data):
@@ -143,6 +148,10 @@ def test_cli_certify_never_overwrites_the_data(tmp_path, capsys, monkeypatch):
     assert main(args + ["--out", "cert.json"]) == 0
     assert main(args + ["--out", "cert.json"]) == 0  # re-running replaces its own pair
     capsys.readouterr()
+    cert = (tmp_path / "cert.json").read_bytes()
+    assert main(args[:4] + ["3"] + args[5:] + ["--out", "cert.json"]) == 2  # another k
+    assert "holds a certificate of another problem (k = 2, not 3)" in one_error_line(capsys)
+    assert (tmp_path / "cert.json").read_bytes() == cert
     assert (tmp_path / "d.npz").read_bytes() == data
     os.rename(tmp_path / "cert.json", tmp_path / "renamed.json")
     os.rename(tmp_path / "cert.npz", tmp_path / "renamed.npz")

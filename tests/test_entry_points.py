@@ -53,7 +53,7 @@ def _cli_objective(tmp_path, X, y, k, lam, *extra):
     np.savez(tmp_path / "d.npz", X=X, y=y)
     out = tmp_path / "c.json"
     code = main(["certify", "--data", str(tmp_path / "d.npz"), "--k", str(k), "--lambda2",
-                 str(lam), "--out", str(out), "--quiet", *extra])
+                 str(lam), "--out", str(out), "--quiet", "--force", *extra])  # one scratch file
     assert code == 0
     return json.loads(out.read_text())["incumbent"]["objective"]
 

@@ -79,8 +79,9 @@ class CertifyResult:
 
     def save(self, path: str | PathLike, overwrite: bool = False) -> None:
         """Write the certificate (``path`` ends in ``.json``; the ``.npz`` sidecar of the same
-        name goes next to it). Files that are not a sparsecert certificate pair are never
-        replaced unless ``overwrite=True``."""
+        name goes next to it). Only a certificate of the same problem on the same data is
+        replaced; any other file (a certificate of another problem included) is kept
+        (``FileExistsError``) unless ``overwrite=True``."""
         self.certificate.save(path, overwrite=overwrite)
 
     def summary(self) -> str:

@@ -119,9 +119,46 @@ def _is_sidecar(path: str) -> bool:
         return False
 
 
-def check_save_path(path: str | os.PathLike, overwrite: bool = False) -> tuple[str, str]:
+#: The fields of a certificate's ``problem`` that say which problem it certifies.
+PROBLEM_KEYS = ("loss", "k", "lambda2", "max_abs_coef", "fit_intercept", "n_samples",
+                "n_features", "X_sha256", "y_sha256")
+
+
+def problem_key(X, y, *, loss: str, k: int, lambda2: float, max_abs_coef: float | None,
+                fit_intercept: bool) -> dict:
+    """The :data:`PROBLEM_KEYS` fields of the certificate that :meth:`Certificate.build` would
+    write for this problem and data (what :func:`check_save_path` compares)."""
+    X = np.asarray(X)
+    M = max_abs_coef
+    M = None if M is None or math.isinf(float(M)) else float(M)
+    return dict(loss=loss, k=int(k), lambda2=float(lambda2), max_abs_coef=M,
+                fit_intercept=bool(fit_intercept), n_samples=int(X.shape[0]),
+                n_features=int(X.shape[1]), X_sha256=array_sha256(X), y_sha256=array_sha256(y))
+
+
+def _other_problem(path: str, problem: Mapping[str, Any]) -> str:
+    """How the certificate at ``path`` differs from ``problem`` ('' if it certifies it)."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            old = json.load(fh)["problem"]
+        diff = [key for key in PROBLEM_KEYS if old.get(key) != problem.get(key)]
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return "it cannot be read"
+    data = [key for key in diff if key in ("n_samples", "n_features", "X_sha256", "y_sha256")]
+    said = [f"{key} = {old.get(key)!r}, not {problem.get(key)!r}" for key in diff
+            if key not in data]
+    return ", ".join(said + (["other data"] if data else []))
+
+
+def check_save_path(path: str | os.PathLike, overwrite: bool = False,
+                    problem: Mapping[str, Any] | None = None) -> tuple[str, str]:
     """The checks :meth:`Certificate.save` makes before writing anything, on their own, so that
     a caller can refuse a bad output path before a long solve.
+
+    With ``problem`` (the :data:`PROBLEM_KEYS` of the certificate to be written, see
+    :func:`problem_key`), an existing certificate at ``path`` is replaced only if it certifies
+    the same problem on the same data (re-running the same job); a certificate of another
+    problem is the user's result and is kept unless ``overwrite``.
 
     Returns
     -------
@@ -136,8 +173,8 @@ def check_save_path(path: str | os.PathLike, overwrite: bool = False) -> tuple[s
     FileNotFoundError
         The folder of ``path`` does not exist.
     FileExistsError
-        A file that is not a sparsecert certificate (or sidecar) would be replaced and
-        ``overwrite`` is false.
+        A file that is not a sparsecert certificate (or sidecar), or a certificate of another
+        problem than ``problem``, would be replaced and ``overwrite`` is false.
     """
     path = os.fspath(path)
     if not path.lower().endswith(".json") or os.path.basename(path).lower() == ".json":
@@ -155,6 +192,12 @@ def check_save_path(path: str | os.PathLike, overwrite: bool = False) -> tuple[s
             if os.path.lexists(f) and not ours(f):
                 raise FileExistsError(f"{f} exists and is not {what}: refusing to replace "
                                       "it (choose another name, or overwrite=True / --force)")
+        if problem is not None and os.path.lexists(path):
+            other = _other_problem(path, problem)
+            if other:
+                raise FileExistsError(f"{path} holds a certificate of another problem "
+                                      f"({other}): refusing to replace it (choose another "
+                                      "name, or overwrite=True / --force)")
     return path, spath
 
 
@@ -498,10 +541,11 @@ class Certificate:
         """Write the certificate to ``path`` (must end in ``.json``) and its sidecar next to it
         (``cert.json`` -> ``cert.npz``).
 
-        An existing certificate pair is replaced; any other existing file at either path is
-        left untouched (``FileExistsError``) unless ``overwrite=True``. Both files are written
-        to temporary names first and renamed into place, sidecar first, so an interrupted save
-        never leaves a half-written JSON under the certificate's name.
+        An existing certificate pair of the same problem on the same data is replaced (the
+        same job re-run); a certificate of another problem, and any other existing file at
+        either path, is left untouched (``FileExistsError``) unless ``overwrite=True``. Both
+        files are written to temporary names first and renamed into place, sidecar first, so
+        an interrupted save never leaves a half-written JSON under the certificate's name.
 
         Returns
         -------
@@ -512,11 +556,12 @@ class Certificate:
         ValueError
             ``path`` does not end in ``.json``.
         FileExistsError
-            A file that is not a sparsecert certificate (or sidecar) would be replaced.
+            A file that is not a sparsecert certificate (or sidecar), or a certificate of
+            another problem, would be replaced.
         OSError
             The files cannot be written.
         """
-        path, spath = check_save_path(path, overwrite)
+        path, spath = check_save_path(path, overwrite, problem=self.data.get("problem"))
         folder = os.path.dirname(os.path.abspath(path))
         tag = f"{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp"
         tmp_side = os.path.join(folder, f".{os.path.basename(spath)}.{tag}")

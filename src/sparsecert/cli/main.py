@@ -122,7 +122,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"certificate path (default {DEFAULT_OUT}; sidecar .npz next to it)")
     c.add_argument("--force", action="store_true",
                    help="replace existing files at --out and its sidecar even if they are not "
-                        "a sparsecert certificate pair")
+                        "a certificate of this problem on this data (without it, only the "
+                        "same job's certificate is replaced)")
     c.add_argument("--quiet", action="store_true", help="no progress log, one summary line")
 
     v = sub.add_parser("verify", help="verify a certificate against the data",
@@ -181,7 +182,7 @@ def _certify(args) -> int:
     import numpy as np
 
     from sparsecert._validation import prepare_problem
-    from sparsecert.certificate.document import check_save_path
+    from sparsecert.certificate.document import check_save_path, problem_key
     from sparsecert.certificate.verify import verify_certificate
     from sparsecert.cli.io import feature_names
 
@@ -200,7 +201,10 @@ def _certify(args) -> int:
     check_k(k, prepared.X.shape[1])
     # refuse a bad --out (or one that would replace a user's file) now, not after the solve
     try:
-        check_save_path(args.out, overwrite=args.force)
+        check_save_path(args.out, overwrite=args.force,
+                        problem=problem_key(X, y, loss=args.loss, k=k, lambda2=lambda2,
+                                            max_abs_coef=args.max_abs_coef,
+                                            fit_intercept=fit_intercept))
     except OSError as exc:
         raise _InputError(f"cannot write {args.out}: {exc}") from None
     names = feature_names(args.data, args.target)
