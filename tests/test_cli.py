@@ -119,6 +119,8 @@ def test_verify_gap_above_tolerance_exit_3(files, capsys, problem):
                     "--lambda2", "1"], "the first line holds numbers: a .csv needs a header"),
         (lambda d: ["certify", "--data", str(d / "semicolon.csv"), "--target", "t", "--k", "1",
                     "--lambda2", "1"], "does not seem to be comma-separated"),
+        (lambda d: ["verify", str(d / "cert.json"), "--data", str(d / "gap.csv"), "--target",
+                    "t"], "line 3, column 'b' is empty (a missing value"),
         (lambda d: ["show", str(d / "missing.json")], "missing.json"),
         (lambda d: ["show", str(d / "data.csv")], "not valid JSON"),
     ],
@@ -133,6 +135,7 @@ def test_bad_input_exit_2_one_line(files, capsys, make, needle):
     (files / "index.csv").write_text(",a,b,t\n0,1,2,3\n1,4,5,7\n")  # pandas' to_csv()
     (files / "noheader.csv").write_text("1,2,3\n4,5,7\n")
     (files / "semicolon.csv").write_text("a;b;t\n1;2;3\n4;5;7\n")
+    (files / "gap.csv").write_text("a,b,t\n1,2,3\n4,,7\n")
     np.savez(files / "y2d.npz", X=np.ones((3, 2)), y=np.ones((3, 1)))
     np.savez(files / "rows.npz", X=np.ones((3, 2)), y=np.ones(2))
     np.savez(files / "obj.npz", X=np.array([[1, "a"]], dtype=object), y=np.ones(1))

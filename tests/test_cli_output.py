@@ -10,7 +10,7 @@ import pytest
 from _certgen import make_data
 
 import sparsecert
-from sparsecert.cli.io import feature_names
+from sparsecert.cli.io import feature_names, load_data
 from sparsecert.cli.main import build_parser, main
 
 NAMES = ["age", "dose", "weight", "height", "score"]
@@ -54,6 +54,13 @@ def test_help_names_every_exit_code():
 
 def test_csv_header_gives_the_feature_names(csv_file):
     assert feature_names(csv_file, "target") == NAMES
+    # a spreadsheet's "CSV UTF-8" starts with a byte-order mark: not part of the first name
+    bom = csv_file.with_name("bom.csv")
+    bom.write_bytes(b"\xef\xbb\xbf" + csv_file.read_bytes())
+    assert feature_names(bom, "target") == NAMES
+    X, y, _ = load_data(csv_file, target="target")
+    X_bom, y_bom, _ = load_data(bom, target="target")
+    assert np.array_equal(X, X_bom) and np.array_equal(y, y_bom)
     assert feature_names(str(csv_file).replace(".csv", ".npz")) is None
     assert feature_names(None)[:3] == ["age", "sex", "bmi"]  # the default diabetes job
 

@@ -50,7 +50,7 @@ def feature_names(path: str | os.PathLike | None, target: str | None = None) -> 
     path = os.fspath(path)
     if os.path.splitext(path)[1].lower() != ".csv":
         return None
-    with open(path, newline="", encoding="utf-8") as fh:
+    with open(path, newline="", encoding="utf-8-sig") as fh:
         for row in csv.reader(fh):
             if any(cell.strip() for cell in row):
                 return [h.strip() for h in row if h.strip() != target]
@@ -132,7 +132,7 @@ def load_data(
 
 def _load_csv(path: str, target: str | None) -> tuple[np.ndarray, np.ndarray]:
     try:
-        with open(path, newline="", encoding="utf-8") as fh:
+        with open(path, newline="", encoding="utf-8-sig") as fh:
             rows = list(csv.reader(fh))
     except UnicodeDecodeError:
         raise ValueError(f"{path}: not a UTF-8 text CSV file") from None
@@ -166,6 +166,9 @@ def _load_csv(path: str, target: str | None) -> tuple[np.ndarray, np.ndarray]:
             try:
                 data[i - 2, j] = float(cell)
             except ValueError:
+                if not cell.strip():
+                    raise ValueError(f"{path}: line {i}, column {header[j]!r} is empty (a "
+                                     "missing value: drop or impute it first)") from None
                 raise ValueError(f"{path}: line {i}, column {header[j]!r}: {cell.strip()!r} is "
                                  "not a number (only numeric columns are supported)") from None
     if data.shape[1] < 2:
