@@ -222,7 +222,11 @@ def test_usage_errors_exit_2(capsys):
                         (["--rel-gap", "nan"], "nan must be a finite number >= 0"),
                         (["--rel-gap", "inf"], "inf must be a finite number >= 0")):
         assert main(["verify", "c.json", "--data", "d.npz", *bad]) == 2
-        assert needle in capsys.readouterr().err
+        assert needle in one_error_line(capsys)
+    for argv in (["certify", "--k", "0"], ["certify", "--lambda2", "x"], ["verify"],
+                 ["certify", "--bogus"], ["show", "a.json", "b.json"], ["nosuchcommand"]):
+        assert main(argv) == 2
+        assert "--help')" in one_error_line(capsys), argv  # one line, no usage block
 
 
 # ------------------------------------------------------------------------------ show

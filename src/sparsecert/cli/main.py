@@ -77,9 +77,18 @@ def _add_data_args(p: argparse.ArgumentParser, default_note: str) -> None:
     p.add_argument("--target", metavar="COLUMN", help="name of the target column of a .csv")
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with the command's error contract: a usage error is one line on stderr (the
+    one ``sparsecert: error:`` line every other bad input gives) and exit code 2."""
+
+    def error(self, message: str):
+        self.exit(EXIT_USAGE, f"sparsecert: error: {' '.join(message.split())} (see "
+                              f"'{self.prog} --help')\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``sparsecert`` command."""
-    ap = argparse.ArgumentParser(
+    ap = _Parser(
         prog="sparsecert",
         description="Certified k-sparse GLMs: solve to proven optimality and write a "
                     "certificate that an independent numpy-only verifier re-checks.",
