@@ -77,6 +77,13 @@ def _add_data_args(p: argparse.ArgumentParser, default_note: str) -> None:
     p.add_argument("--target", metavar="COLUMN", help="name of the target column of a .csv")
 
 
+def _state(report) -> str:
+    """The verdict of ``--quiet`` (certify and verify say it alike; it matches the exit code)."""
+    if not report.ok:
+        return "FAILED: " + ", ".join(report.failed_checks)
+    return "verified" if report.gap_within_tolerance else "verified, gap above tolerance"
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse with the command's error contract: a usage error is one line on stderr (the
     one ``sparsecert: error:`` line every other bad input gives) and exit code 2."""
@@ -255,7 +262,7 @@ def _certify(args) -> int:
     if args.quiet:
         print(f"{result.status}: objective {result.objective:.10g}, lower bound "
               f"{result.lower_bound:.10g}, gap {result.gap:.2e}, support {support}{named}; "
-              f"{args.out}: {'verified' if report.ok else 'VERIFICATION FAILED'}")
+              f"{args.out}: {_state(report)}")
     else:
         print(f"status      : {result.status}")
         print(f"objective   : {result.objective:.12g}")
@@ -298,10 +305,7 @@ def _cmd_verify(args) -> int:
     if report.input_error:
         raise _InputError(f"{args.certificate}: {report.error_line}")
     if args.quiet:
-        state = ("verified" if report.gap_within_tolerance else
-                 "verified, gap above tolerance") if report.ok else \
-            "FAILED: " + ", ".join(report.failed_checks)
-        print(f"{args.certificate}: {state}")
+        print(f"{args.certificate}: {_state(report)}")
     else:
         print(f"data: {desc} (n={X.shape[0]}, p={X.shape[1]})")
         print(report)
