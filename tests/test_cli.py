@@ -159,9 +159,9 @@ def test_unreadable_certificate_exit_2_from_verify_and_show(files, capsys, text)
     (files / "junk.json").write_text(full[: len(full) // 2] if text is None else text)
     (files / "junk.npz").write_bytes((files / "cert.npz").read_bytes())
     assert main(["verify", str(files / "junk.json"), "--data", str(files / "data.npz")]) == 2
-    assert "junk.json" in one_error_line(capsys)
+    assert one_error_line(capsys).count("junk.json") == 1
     assert main(["show", str(files / "junk.json")]) == 2
-    assert "junk.json" in one_error_line(capsys)
+    assert one_error_line(capsys).count("junk.json") == 1
 
 
 @pytest.mark.parametrize("edit, needle", [

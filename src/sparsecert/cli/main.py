@@ -302,8 +302,10 @@ def _cmd_verify(args) -> int:
     except OSError as exc:
         raise _InputError(f"cannot read certificate {args.certificate}: "
                           f"{exc.strerror or exc}") from None
-    if report.input_error:
-        raise _InputError(f"{args.certificate}: {report.error_line}")
+    if report.input_error:  # named once: the verifier's line may start with the name already
+        line = report.error_line
+        raise _InputError(line if line.startswith(f"{args.certificate} ") else
+                          f"{args.certificate}: {line}")
     if args.quiet:
         print(f"{args.certificate}: {_state(report)}")
     else:
