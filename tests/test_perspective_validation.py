@@ -163,6 +163,28 @@ def test_lists_frames_and_parameters_that_float64_would_round_are_refused():
     assert certify(frame, y, 2, Fraction(1, 2), verbose=0).status == "optimal"
 
 
+def test_frames_with_bool_and_integer_columns_are_data_like_any_other():
+    """pandas converts a frame whose bool columns stand beside float columns to objects; certify
+    took it for non-numeric data while the estimators (scikit-learn's conversion) accepted it.
+    Such a frame is now read column by column: the same problem as its float64 array, and the
+    verifier takes the same frame. A text column is named."""
+    pd = pytest.importorskip("pandas")
+    from sparsecert import certify, verify
+
+    X, y = _xy()
+    frame = pd.DataFrame(X[:, :3], columns=["a", "b", "c"])
+    frame["flag"] = X[:, 3] > 0
+    frame["count"] = pd.array(np.arange(X.shape[0]), dtype="Int64")
+    dense = frame.to_numpy(dtype=np.float64)
+    res = certify(frame, y, 2, 1.0, verbose=0)
+    ref = certify(dense, y, 2, 1.0, verbose=0)
+    assert res.objective == ref.objective and res.lower_bound == ref.lower_bound
+    assert verify(res, frame, y).ok and verify(res, dense, y).ok
+    frame["name"] = [f"row{i}" for i in range(X.shape[0])]
+    with pytest.raises(TypeError, match="column 'name' is not numeric"):
+        certify(frame, y, 2, 1.0, verbose=0)
+
+
 def test_labels_converted_without_mutation():
     X, y = _xy()
     y01 = (y > 0).astype(float)

@@ -155,6 +155,8 @@ def test_parameters_the_user_fixes_must_be_exactly_float64():
             verify_certificate(cert, X, y, **kw)
     with pytest.raises(TypeError, match="lambda2 must be a real number"):
         verify_certificate(cert, X, y, lambda2="0.3")
+    with pytest.raises(TypeError, match="k must be an integer"):  # a type, as certify says
+        verify_certificate(cert, X, y, k="1")
 
 
 def test_standalone_verifier_refuses_integer_data_in_one_line(tmp_path, capsys):

@@ -218,6 +218,8 @@ def check_array_2d(X, name: str = "X") -> np.ndarray:
         arr = np.asarray(X)
     except Exception as exc:  # pragma: no cover - exotic inputs
         raise TypeError(f"{name} could not be converted to a numpy array: {exc}") from exc
+    if arr.dtype == object and _is_frame(X):
+        arr = _frame_as_float64(X, name)  # pandas mixes bool and float columns into objects
     if arr.dtype == object or not (
         np.issubdtype(arr.dtype, np.number) or arr.dtype == np.bool_
     ):
@@ -236,6 +238,34 @@ def check_array_2d(X, name: str = "X") -> np.ndarray:
     check_exactly_float64(raw, arr, name)
     check_exact_source(X, arr, name)
     return arr
+
+
+def _is_frame(X) -> bool:
+    """Whether ``X`` looks like a pandas data frame (columns with their own dtypes)."""
+    return (not isinstance(X, np.ndarray) and getattr(X, "dtypes", None) is not None
+            and hasattr(X, "iloc") and getattr(X, "ndim", 0) == 2)
+
+
+def _frame_as_float64(X, name: str) -> np.ndarray:
+    """A data frame of numeric and boolean columns as a float64 array, column by column (its
+    own conversion gives objects when bool columns stand beside float ones); each column is
+    checked for exactness as :func:`check_exactly_float64` does, and a column that is not
+    numeric (text, categories) is named."""
+    cols = []
+    for j in range(X.shape[1]):
+        raw = np.asarray(X.iloc[:, j])
+        if raw.dtype == object or not (np.issubdtype(raw.dtype, np.number)
+                                       or raw.dtype == np.bool_):
+            raise TypeError(f"{name}: column {X.columns[j]!r} is not numeric (dtype "
+                            f"{X.dtypes.iloc[j]})")
+        if np.iscomplexobj(raw):
+            raise TypeError(f"{name} must be real, column {X.columns[j]!r} is complex")
+        col = raw.astype(np.float64)
+        at = _rounded_entry(raw, col)
+        if at is not None:
+            _refuse_rounded(name, (at[0], j), raw[at], col[at])
+        cols.append(col)
+    return np.ascontiguousarray(np.column_stack(cols)) if cols else np.asarray(X)
 
 
 def check_vector(v, name: str, length: int | None = None) -> np.ndarray:

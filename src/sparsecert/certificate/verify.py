@@ -1346,6 +1346,8 @@ def _obtain(certificate: Any, sidecar: Any) -> tuple[Any, bytes | None, str]:
 def _check_data(X_given: Any, y_given: Any) -> tuple[np.ndarray, np.ndarray]:
     X = np.asarray(X_given)
     y = np.asarray(y_given)
+    if X.dtype == object and hasattr(X_given, "iloc") and X.ndim == 2:
+        X = _frame_columns(X_given, X)
     if X.dtype.kind not in "biuf" or y.dtype.kind not in "biuf":
         raise TypeError(f"X and y must be numeric arrays, got dtypes {X.dtype} and {y.dtype}")
     X64 = np.ascontiguousarray(X, dtype=np.float64)
@@ -1367,6 +1369,28 @@ def _check_data(X_given: Any, y_given: Any) -> tuple[np.ndarray, np.ndarray]:
                              f"would be verified as {float(conv[bad])!r}): give the data as "
                              "float64")
     return X64, y64
+
+
+def _frame_columns(frame: Any, fallback: np.ndarray) -> np.ndarray:
+    """A data frame whose bool and numeric columns pandas converts to objects together, as
+    its columns side by side in a common dtype (float64, or an integer dtype when every
+    column is integer or bool, so that exactness is checked on the integers); ``fallback``
+    (the object array, refused later) when a column is not numeric."""
+    cols = [np.asarray(frame.iloc[:, j]) for j in range(fallback.shape[1])]
+    if not cols or any(c.dtype.kind not in "biuf" for c in cols):
+        return fallback
+    kinds = {c.dtype.kind for c in cols}
+    if kinds <= {"b", "i", "u"}:
+        return np.column_stack([c.astype(np.int64) if c.dtype.kind == "b" else c
+                                for c in cols])
+    for j, c in enumerate(cols):
+        if c.dtype.kind in "iu":
+            bad = _inexact_entry(c, c.astype(np.float64))
+            if bad is not None:
+                raise ValueError(f"X[{bad[0]}, {j}] = {c[bad]} is not exactly a float64 (it "
+                                 f"would be verified as {float(c[bad])!r}): give the data "
+                                 "as float64")
+    return np.column_stack([c.astype(np.float64) for c in cols])
 
 
 def _exact_value(v: Any, f: float) -> bool:
@@ -1451,7 +1475,9 @@ def _user_params(loss, k, lambda2, max_abs_coef, fit_intercept, rel_gap) -> dict
             raise ValueError(f"loss must be one of {list(LOSSES)}, got {loss!r}")
         out["loss"] = loss
     if k is not None:
-        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 0:
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
+            raise TypeError(f"k must be an integer >= 0, got {k!r}")
+        if k < 0:
             raise ValueError(f"k must be an integer >= 0, got {k!r}")
         out["k"] = int(k)
     if lambda2 is not None:
