@@ -349,9 +349,7 @@ def check_exact_source(source, converted: np.ndarray, name: str) -> None:
     each entry compared exactly with its float64 value."""
     if isinstance(source, np.ndarray) or converted.dtype != np.float64:
         return
-    if getattr(source, "dtypes", None) is not None and hasattr(source, "iloc"):
-        if converted.ndim != 2:  # pragma: no cover - a frame is 2-D
-            return
+    if _is_frame(source):
         for j in range(converted.shape[1]):
             column = np.asarray(source.iloc[:, j])
             if column.dtype.kind in "fb" and column.dtype.itemsize <= 8:
