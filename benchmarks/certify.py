@@ -468,7 +468,8 @@ def kernel_scaling(X, y, c: dict, seconds: float = 1.0) -> float:
 
 def parallel_figure(quick: bool) -> list[dict]:
     """Serial against parallel runs of the same synthetic tree, back to back (ratios: the
-    machine may be shared). Threads at batch size 8 (``--quick``: its batches allow two workers
+    machine may be shared), three pairs per row with the order of the two runs alternating
+    (the claims take the medians). Threads at batch size 8 (``--quick``: its batches allow two workers
     the most, about 1.9x against 1.8x at the default 4) and, without ``--quick``, at 4 too,
     then processes and MPI (if mpi4py is installed) at batch sizes 4 and 8."""
     c = PARALLEL_TREE
@@ -483,7 +484,7 @@ def parallel_figure(quick: bool) -> list[dict]:
             runs += [("mpi", 4), ("mpi", 8)]
         except ImportError:
             print("[skip] mpi backend: mpi4py is not installed")
-    repeats = 1 if quick else 2
+    repeats = 3  # pairs per row; the claims take the median
     out = []
     for backend, bs in runs:
         for rep in range(repeats):
@@ -492,15 +493,28 @@ def parallel_figure(quick: bool) -> list[dict]:
             simd = simd_capacity()
             kernel = kernel_scaling(X, y, c)
             timed = _TimedInline()
-            t0, c0 = time.perf_counter(), time.process_time()
-            serial = sparsecert.certify(X, y, c["k"], c["lambda2"], verbose=0, rel_gap=REL_GAP,
-                                        executor=timed, **kw)
-            t_serial, cpu_serial = time.perf_counter() - t0, time.process_time() - c0
+
+            def run_serial():
+                t0, c0 = time.perf_counter(), time.process_time()
+                res = sparsecert.certify(X, y, c["k"], c["lambda2"], verbose=0,
+                                         rel_gap=REL_GAP, executor=timed, **kw)
+                return res, time.perf_counter() - t0, time.process_time() - c0
+
+            def run_parallel():
+                t0, c0 = time.perf_counter(), time.process_time()
+                res = sparsecert.certify(X, y, c["k"], c["lambda2"], verbose=0,
+                                         rel_gap=REL_GAP, n_jobs=2, backend=backend, **kw)
+                return res, time.perf_counter() - t0, time.process_time() - c0
+
             load = os.getloadavg()[0]
-            t0, c0 = time.perf_counter(), time.process_time()
-            par = sparsecert.certify(X, y, c["k"], c["lambda2"], verbose=0, rel_gap=REL_GAP,
-                                     n_jobs=2, backend=backend, **kw)
-            t_par, cpu_par = time.perf_counter() - t0, time.process_time() - c0
+            # the order alternates between repeats, so that a machine that speeds up or slows
+            # down during a pair does not favour one side in every pair
+            if rep % 2 == 0:
+                serial, t_serial, cpu_serial = run_serial()
+                par, t_par, cpu_par = run_parallel()
+            else:
+                par, t_par, cpu_par = run_parallel()
+                serial, t_serial, cpu_serial = run_serial()
             same = (_tree_signature(serial) == _tree_signature(par)
                     and serial.lower_bound == par.lower_bound
                     and serial.objective == par.objective)
