@@ -496,13 +496,13 @@ def parallel_figure(quick: bool) -> list[dict]:
             kernel = kernel_scaling(X, y, c)
             timed = _TimedInline()
 
-            def run_serial():
+            def run_serial(timed=timed, kw=kw):
                 t0, c0 = time.perf_counter(), time.process_time()
                 res = sparsecert.certify(X, y, c["k"], c["lambda2"], verbose=0,
                                          rel_gap=REL_GAP, executor=timed, **kw)
                 return res, time.perf_counter() - t0, time.process_time() - c0
 
-            def run_parallel():
+            def run_parallel(backend=backend, kw=kw):
                 t0, c0 = time.perf_counter(), time.process_time()
                 res = sparsecert.certify(X, y, c["k"], c["lambda2"], verbose=0,
                                          rel_gap=REL_GAP, n_jobs=2, backend=backend, **kw)

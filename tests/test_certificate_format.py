@@ -179,6 +179,34 @@ def test_build_rejects_bad_input(over, err, match):
         _build(X, y, **over)
 
 
+def _root_with(fixings):
+    return dict(nodes=[dict(id=0, parent=None, branch_var=None, branch_value=None,
+                            status="open", bound=None, witness=None, fixings=fixings)])
+
+
+@pytest.mark.parametrize(
+    "fixings, err, match",
+    [
+        ([(0, 0), (1, 1), (True, 0)], TypeError, r"fixings\[2\]"),
+        ([(0, 0), (2**70, 1)], ValueError, "needs j in"),
+        ([(0, 0), (1, 2)], ValueError, r"fixing \(1, 2\)"),
+        ([(0, 0), (1.0, 1)], TypeError, r"fixings\[1\]"),
+        ([(0, 0), (-1, 0)], ValueError, r"fixing \(-1, 0\)"),
+        ([(0, 0), (np.int64(1), 1), (4, 0)], ValueError, r"fixing \(4, 0\)"),
+    ],
+)
+def test_build_checks_every_fixing(fixings, err, match):
+    """Long lists of plain int pairs take an array check, anything else the pair-by-pair one:
+    either way the first bad fixing is named and nothing is accepted that should not be."""
+    X, y = make_data("squared", n=10, p=4, seed=0)
+    with pytest.raises(err, match=match):
+        _build(X, y, **_root_with(fixings))
+    ok = [(j, v) for j, v in ((3, 0), (0, 1), (np.int64(2), 0))]
+    cert = _build(X, y, **_root_with(ok))
+    assert cert.nodes[0]["fixings"] == [[3, 0], [0, 1], [2, 0]]
+    assert all(type(x) is int for fx in cert.nodes[0]["fixings"] for x in fx)
+
+
 def test_build_minimal_root_certificate_verifies_with_exit_3():
     X, y = make_data("squared", n=10, p=4, seed=0)
     cert = _build(X, y, producer=dict(settings=dict(time_limit=float("inf")), n_jobs=2))

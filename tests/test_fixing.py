@@ -13,11 +13,13 @@ from _bruteforce import solve_support
 from sparsecert.bnb.fixing import (
     claimable,
     dual_terms,
+    fixing_regions,
     plan_fixings,
     region_bounds,
     root_fixing_counts,
 )
 from sparsecert.solvers.perspective import RelaxationProblem, solve_node
+from sparsecert.solvers.rigorous import claim_lower, claim_lower_array
 
 
 @dataclass
@@ -63,6 +65,49 @@ def test_region_bounds_match_the_definition_exactly(seed):
             exact = Fraction(K) - 2 * Fraction(lam) * _g_node(h, fi2, fo2, k)
             assert lower <= exact  # safe
             assert value == pytest.approx(float(exact), rel=1e-12, abs=1e-12)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_fixing_regions_bound_each_cut_off_region_exactly(seed):
+    """One entry per fixing, in the fixings' order: the region z_j = 1 - v with the base
+    fixings, bounded safely below its exact value; a fixing of a variable that is not free at
+    the node (or out of range) gets -inf, so no claim can rest on it."""
+    rng = np.random.default_rng(100 + seed)
+    p, k = 10, 3
+    h = rng.exponential(size=p) * rng.choice([1e-2, 1.0, 1e2], size=p)
+    fi, fo = _masks(p, fixed_in=[0], fixed_out=[1, 2])
+    K, lam = 40.0 + rng.normal(), 0.7
+    free = [int(j) for j in rng.permutation(np.arange(3, p))]
+    fixings = [(j, int(rng.integers(2))) for j in free] + [(0, 1), (1, 0), (p + 3, 0)]
+    values, lowers = fixing_regions(Terms(K, K, lam, h, h), fi, fo, k, fixings)
+    assert values.shape == lowers.shape == (len(fixings),)
+    for (j, v), value, lower in zip(fixings, values, lowers, strict=True):
+        if j not in free:
+            assert value == lower == -np.inf
+            continue
+        fi2, fo2 = fi.copy(), fo.copy()
+        (fo2 if v == 1 else fi2)[j] = True  # fixed out (v = 0) cuts off z_j = 1, and back
+        exact = Fraction(K) - 2 * Fraction(lam) * _g_node(h, fi2, fo2, k)
+        assert Fraction(float(lower)) <= exact
+        assert value == pytest.approx(float(exact), rel=1e-12, abs=1e-12)
+
+
+def test_claim_lower_array_claims_what_the_scalar_rule_claims():
+    """Entry by entry the rounding of claim_lower (never above the safe lower bound's side of
+    the computed value), -inf wherever either input is not finite."""
+    rng = np.random.default_rng(7)
+    v = rng.normal(size=200) * 10.0 ** rng.integers(-8, 8, size=200)
+    lo = v - np.abs(rng.normal(size=200)) * 10.0 ** rng.integers(-20, 0, size=200) * np.abs(v)
+    lo[:5] = v[:5] + 1.0  # a "lower" bound above the value: radius 0
+    v[5], lo[6], v[7], lo[7] = np.inf, -np.inf, np.nan, 0.0
+    got = claim_lower_array(v, lo)
+    want = np.array([claim_lower(float(a), float(b)) for a, b in zip(v, lo, strict=True)])
+    assert np.array_equal(got, want)
+    ok = np.isfinite(v) & np.isfinite(lo)
+    below = ok & (lo <= v)  # a claim never exceeds the safe lower bound it rests on
+    assert all(Fraction(float(g)) <= Fraction(float(b))
+               for g, b in zip(got[below], lo[below], strict=True))
+    assert (got[ok] < v[ok]).all() and np.isneginf(got[~ok]).all()
 
 
 def test_safe_terms_are_used_for_the_lower_bounds():

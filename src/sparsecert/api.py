@@ -231,7 +231,12 @@ def assemble_result(res, prob, X_raw: np.ndarray, y_raw: np.ndarray, y_used: np.
     """
     from sparsecert.bnb.fixing import fixing_regions
     from sparsecert.certificate import Certificate
-    from sparsecert.solvers.rigorous import SafeEvaluator, claim_lower, claim_upper
+    from sparsecert.solvers.rigorous import (
+        SafeEvaluator,
+        claim_lower,
+        claim_lower_array,
+        claim_upper,
+    )
 
     coef = res.coef.copy()
     intercept = float(res.intercept)
@@ -285,7 +290,8 @@ def assemble_result(res, prob, X_raw: np.ndarray, y_raw: np.ndarray, y_used: np.
         return terms[key]
 
     nodes = []
-    leaf_claims = []  # every region's claim: the leaves' and the regions cut off by fixings
+    # each leaf's claim, and the smallest claim of the regions a node's fixings cut off
+    leaf_claims = []
     for nd in res.nodes:
         is_leaf = nd.id not in branched
         fixings = [(int(j), int(v)) for j, v in nd.bound_fixings]
@@ -299,9 +305,11 @@ def assemble_result(res, prob, X_raw: np.ndarray, y_raw: np.ndarray, y_used: np.
         if is_leaf:
             leaf_claims.append(-np.inf if bound is None else bound)
         if fixings:  # each cut-off region z_j = 1 - v, bounded with the node's base fixings
-            regions = ([(-np.inf, -np.inf)] * len(fixings) if wb is None else
-                       fixing_regions(wb, *nd.base_fixings(), int(k), fixings))
-            leaf_claims.extend(claim_lower(v, lo) for v, lo in regions)
+            if wb is None:
+                leaf_claims.append(-np.inf)
+            else:
+                values, lowers = fixing_regions(wb, *nd.base_fixings(), int(k), fixings)
+                leaf_claims.append(float(claim_lower_array(values, lowers).min()))
         nodes.append(dict(id=nd.id, parent=nd.parent, branch_var=nd.branch_var,
                           branch_value=nd.branch_value,
                           status=nd.status if is_leaf else BRANCHED,

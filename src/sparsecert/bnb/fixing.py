@@ -408,20 +408,26 @@ def fixing_plan(terms: WitnessTerms, witness, fixed_in: np.ndarray, fixed_out: n
 
 
 def fixing_regions(wb: TermBound, base_in: np.ndarray, base_out: np.ndarray, k: int,
-                   fixings) -> list[tuple[float, float]]:
-    """``(computed value, safe lower bound)`` of the region each bound fixing ``(j, v)`` of a
-    node cuts off (``z_j = 1 - v`` with the node's base fixings), from one sort."""
+                   fixings) -> tuple[np.ndarray, np.ndarray]:
+    """``(computed values, safe lower bounds)``, one entry per bound fixing ``(j, v)`` of a
+    node, of the region it cuts off (``z_j = 1 - v`` with the node's base fixings), from one
+    sort; ``-inf`` where there is no region (the variable is not free at the node: the
+    verifier rejects such a fixing)."""
+    fx = np.asarray(fixings, dtype=np.int64).reshape(-1, 2)
+    values = np.full(fx.shape[0], -math.inf)
+    lowers = np.full(fx.shape[0], -math.inf)
     reg = region_bounds(wb, base_in, base_out, k)
-    if reg is None:
-        return [(-math.inf, -math.inf)] * len(list(fixings))
-    pos = {int(j): i for i, j in enumerate(reg.free)}
-    out = []
-    for j, v in fixings:
-        i = pos.get(int(j))
-        if i is None:  # not free at the node: no region (the verifier rejects it)
-            out.append((-math.inf, -math.inf))
-        elif v == 0:  # region z_j = 1
-            out.append((float(reg.in_value[i]), float(reg.in_lower[i])))
-        else:  # region z_j = 0
-            out.append((float(reg.out_value[i]), float(reg.out_lower[i])))
-    return out
+    if reg is None or fx.shape[0] == 0:
+        return values, lowers
+    pos = np.full(wb.h_hi.size, -1, dtype=np.int64)
+    pos[reg.free] = np.arange(reg.free.size)
+    j, v = fx[:, 0], fx[:, 1]
+    inside = (j >= 0) & (j < pos.size)
+    i = np.where(inside, pos[np.where(inside, j, 0)], -1)
+    cut_in = (i >= 0) & (v == 0)  # region z_j = 1
+    cut_out = (i >= 0) & (v != 0)  # region z_j = 0
+    values[cut_in] = reg.in_value[i[cut_in]]
+    lowers[cut_in] = reg.in_lower[i[cut_in]]
+    values[cut_out] = reg.out_value[i[cut_out]]
+    lowers[cut_out] = reg.out_lower[i[cut_out]]
+    return values, lowers

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import io
+import itertools
 import json
 import math
 import os
@@ -78,6 +79,30 @@ def _int(v: Any, what: str) -> int:
     if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
         raise TypeError(f"{what} must be an integer, got {v!r}")
     return int(v)
+
+
+def _encode_fixings(fixings, nid: int, p: int) -> list[list[int]]:
+    """A node's fixings as ``[[j, v], ...]``, each checked: integers, ``0 <= j < p``, ``v`` in
+    {0, 1}. Pairs of plain ints (what the engine writes, often thousands per node) are checked
+    as one array; anything else pair by pair, with the message naming the first bad one."""
+    fixings = list(fixings)
+    if fixings and all(type(fx) in (tuple, list) and len(fx) == 2 for fx in fixings) and \
+            set(map(type, itertools.chain.from_iterable(fixings))) == {int}:
+        try:
+            arr = np.asarray(fixings, dtype=np.int64)
+        except OverflowError:  # beyond int64: the pair-by-pair check names it
+            arr = None
+        if arr is not None and ((arr[:, 0] >= 0) & (arr[:, 0] < p)
+                                & ((arr[:, 1] == 0) | (arr[:, 1] == 1))).all():
+            return arr.tolist()
+    out = []
+    for q, fx in enumerate(fixings):
+        j, v = (_int(x, f"node {nid} fixings[{q}]") for x in fx)
+        if not 0 <= j < p or v not in (0, 1):
+            raise ValueError(f"node {nid}: fixing ({j}, {v}) needs j in [0, {p}) and v "
+                             "in {0, 1}")
+        out.append([j, v])
+    return out
 
 
 def _jsonable(v: Any) -> Any:
@@ -387,13 +412,7 @@ class Certificate:
                 bound = float(bound)
                 if not math.isfinite(bound):
                     bound = None  # e.g. -inf for a node that was never evaluated
-            fixings = []
-            for q, fx in enumerate(nd.get("fixings") or ()):
-                j, v = (_int(x, f"node {nid} fixings[{q}]") for x in fx)
-                if not 0 <= j < p or v not in (0, 1):
-                    raise ValueError(f"node {nid}: fixing ({j}, {v}) needs j in [0, {p}) and v "
-                                     "in {0, 1}")
-                fixings.append([j, v])
+            fixings = _encode_fixings(nd.get("fixings") or (), nid, p)
             recs.append((nid, parent, bvar, bval, status, bound, nd.get("witness"), fixings))
         recs.sort(key=lambda r: r[0])
         by_id = {r[0]: r for r in recs}

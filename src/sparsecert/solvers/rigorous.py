@@ -32,6 +32,7 @@ __all__ = [
     "SafeEvaluator",
     "WitnessBound",
     "claim_lower",
+    "claim_lower_array",
     "claim_upper",
     "exact_zero_sum",
     "proves_eig_shift",
@@ -531,6 +532,16 @@ def claim_lower(value: float, lower: float) -> float:
         return -math.inf
     r = max(value - lower, 0.0)
     return float(_dn(value - float(_up(CLAIM_FACTOR * r))))
+
+
+def claim_lower_array(values: np.ndarray, lowers: np.ndarray) -> np.ndarray:
+    """:func:`claim_lower` elementwise over arrays (the same roundings, entry by entry)."""
+    values = np.asarray(values, dtype=np.float64)
+    lowers = np.asarray(lowers, dtype=np.float64)
+    ok = np.isfinite(values) & np.isfinite(lowers)
+    v = np.where(ok, values, 0.0)
+    r = np.maximum(v - np.where(ok, lowers, 0.0), 0.0)
+    return np.where(ok, _dn(v - _up(CLAIM_FACTOR * r)), -np.inf)
 
 
 def claim_upper(value: float, upper: float) -> float:
