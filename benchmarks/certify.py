@@ -14,7 +14,9 @@ Peers (each skipped with the printed reason when missing; install them with
 
 All objectives are the package convention ``sum_i loss + lambda2 ||b||^2`` without intercept
 (the data are centred and the columns scaled to unit norm). A solver "certifies" when its
-reported relative gap ``(UB - LB) / max(1, |UB|)`` is <= 1e-4.
+reported relative gap ``(UB - LB) / max(1, |UB|)`` is <= 1e-4. sparsecert's time of an
+instance it certifies in under a second is the median of 5 runs (a single sub-second time
+is mostly noise; ``--compare`` needs the instance's time).
 
 The frontier section (after the comparison; ``--frontier only`` runs just it): riboflavin (least
 squares) and leukemia (logistic) at k in {5, 10}, lambda2 in {0.1, 1} with 600 s each
@@ -96,18 +98,29 @@ def instances(quick: bool):
 # ----------------------------------------------------------------------------------------------
 # solvers
 # ----------------------------------------------------------------------------------------------
+SHORT_RUN = 1.0  # seconds: a run shorter than this is repeated, the median time kept
+SHORT_REPEATS = 5
+
+
 def run_sparsecert(X, y, k, lam, loss, time_limit):
-    t0 = time.perf_counter()
-    res = sparsecert.certify(X, y, k, lam, loss=loss, fit_intercept=False, rel_gap=REL_GAP,
-                             time_limit=time_limit, verbose=0)
-    t_cert = time.perf_counter() - t0
+    """One certify (repeated when it is short: a single sub-second time is mostly noise, and
+    the comparison with other code needs the instance's time, not one draw of it)."""
+    times = []
+    while True:
+        t0 = time.perf_counter()
+        res = sparsecert.certify(X, y, k, lam, loss=loss, fit_intercept=False, rel_gap=REL_GAP,
+                                 time_limit=time_limit, verbose=0)
+        times.append(time.perf_counter() - t0)
+        if times[0] >= SHORT_RUN or len(times) >= SHORT_REPEATS:
+            break
+    t_cert = float(np.median(times))
     with tempfile.TemporaryDirectory() as tmp:  # what a user runs: the files, the verifier
         path = os.path.join(tmp, "cert.json")
         res.save(path)
         t1 = time.perf_counter()
         rep = sparsecert.verify(path, X, y)
         t_verify = time.perf_counter() - t1
-    return dict(time=t_cert, ub=res.objective, lb=res.lower_bound,
+    return dict(time=t_cert, times=times, ub=res.objective, lb=res.lower_bound,
                 gap=res.gap, nodes=res.n_nodes, status=res.status,
                 support=sorted(int(j) for j in res.support), verify_time=t_verify,
                 verify_exit=rep.exit_code)
