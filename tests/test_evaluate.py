@@ -12,6 +12,7 @@ from sparsecert.bnb.evaluate import (
     NO_HEURISTIC,
     ROUND,
     ROUND_AND_SWAP,
+    BatchEvaluator,
     NodeContext,
     NodeTask,
     blas_single_thread,
@@ -153,9 +154,81 @@ def test_tree_depends_on_the_batch_size_not_on_the_executor(backend):
     serial = run(5)
     assert len(serial[0]) > 10
     assert run(5, n_jobs=2, backend=backend) == serial
+    if backend != "mpi":
+        assert run(5, n_jobs=3, backend=backend) == serial
     if backend == "threads":
         with cf.ThreadPoolExecutor(3) as ex:
             assert run(5, executor=ex) == serial
+
+
+def test_the_calling_thread_runs_tasks_no_worker_has_started():
+    """caller_runs: outcomes in task order, each task run exactly once, by the pool's thread
+    and by the calling thread, whatever order the tasks finish in."""
+    import concurrent.futures as cf
+    import threading
+    import time
+
+    rng = np.random.default_rng(0)
+    delays = rng.uniform(0.0, 0.01, size=(5, 12))
+    ran = []
+
+    def task(t):
+        time.sleep(t[1])
+        ran.append((t[0], threading.get_ident()))
+        return 10 * t[0]
+
+    with cf.ThreadPoolExecutor(1) as pool:
+        evaluator = BatchEvaluator(pool, caller_runs=True, run_task=task)
+        for batch in delays:
+            ran.clear()
+            tasks = list(enumerate(batch))
+            assert list(evaluator.outcomes(tasks)) == [10 * i for i in range(len(tasks))]
+            assert sorted(i for i, _ in ran) == list(range(len(tasks)))
+            assert threading.get_ident() in {t for _, t in ran}
+            assert len({t for _, t in ran}) == 2
+
+
+def test_a_task_that_fails_in_the_calling_thread_raises_there():
+    import concurrent.futures as cf
+
+    def task(t):
+        if t == 0:
+            raise ValueError("task 0")
+        return t
+
+    with cf.ThreadPoolExecutor(1) as pool:
+        pool.submit(time_sleep, 0.05)  # keeps the worker busy: task 0 runs in this thread
+        with pytest.raises(ValueError, match="task 0"):
+            list(BatchEvaluator(pool, caller_runs=True, run_task=task).outcomes([0, 1, 2]))
+
+
+def time_sleep(seconds):
+    import time
+
+    time.sleep(seconds)
+
+
+def test_n_jobs_threads_run_the_tasks_on_n_jobs_threads(monkeypatch):
+    """The engine's pool has n_jobs - 1 threads; the engine's own thread is the last worker."""
+    import threading
+
+    import sparsecert.bnb.evaluate as evaluate
+    from sparsecert.bnb import BnBSettings, BranchAndBound
+
+    X, y = _data(n=20, p=30, seed=1)
+    X = X + np.random.default_rng(0).normal(size=X.shape)  # a tree of some size
+    prob = RelaxationProblem.from_data(X, y, 0.01)
+    threads = set()
+
+    def recording(task):
+        threads.add(threading.get_ident())
+        return evaluate_task(task)
+
+    monkeypatch.setattr(evaluate, "evaluate_task", recording)
+    s = BnBSettings(rel_gap=0.0, abs_gap=0.0, node_limit=60, batch_size=8, fixing=False)
+    res = BranchAndBound(prob, 4, s, verbose=0, n_jobs=2).run()
+    assert res.n_nodes > 20
+    assert threading.get_ident() in threads and len(threads) == 2
 
 
 def test_an_interrupt_inside_a_batch_keeps_the_unapplied_nodes_open():

@@ -11,9 +11,10 @@ the engine's serial part small: the workers do all the per-node work.
 Executors:
 
 * serial (``n_jobs=1``): the tasks run in the calling thread;
-* threads (the default for ``n_jobs > 1``): the relaxation kernels release the GIL; BLAS is
-  pinned to one thread for the whole search (:func:`blas_single_thread`), since each worker
-  already keeps a core busy;
+* threads (the default for ``n_jobs > 1``): ``n_jobs - 1`` pool threads and the calling
+  thread, which runs the tasks no worker has started while it waits for the outcomes in order;
+  the relaxation kernels release the GIL; BLAS is pinned to one thread for the whole search
+  (:func:`blas_single_thread`), since each worker already keeps a core busy;
 * processes (``backend="processes"``) and MPI (``backend="mpi"``: an
   ``mpi4py.futures.MPIPoolExecutor`` of ``n_jobs`` workers, spawned or from ``mpiexec -n N python
   -m mpi4py.futures``): the problem is sent once to each worker by the pool initializer, which
@@ -27,7 +28,7 @@ from __future__ import annotations
 import concurrent.futures as cf
 import contextlib
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -194,14 +195,18 @@ def make_executor(n_jobs: int, backend: str, context: NodeContext
                   ) -> tuple[cf.Executor | None, str | None]:
     """The engine's own executor for ``n_jobs`` workers (``None`` when serial).
 
-    Returns the executor and the token under which process workers know the context.
+    With threads the pool has ``n_jobs - 1`` threads: the calling thread is the last worker
+    (see :class:`BatchEvaluator`), so that ``n_jobs`` threads share ``n_jobs`` cores instead of
+    ``n_jobs`` workers and an engine thread. Returns the executor and the token under which
+    process workers know the context.
     """
     if n_jobs == -1:
         n_jobs = os.cpu_count() or 1
     if n_jobs <= 1:
         return None, None
     if backend == "threads":
-        return cf.ThreadPoolExecutor(max_workers=n_jobs, thread_name_prefix="sparsecert"), None
+        # the calling thread is the n_jobs-th worker (BatchEvaluator(caller_runs=True))
+        return cf.ThreadPoolExecutor(max_workers=n_jobs - 1, thread_name_prefix="sparsecert"), None
     if backend in ("processes", "mpi"):
         token = f"context-{id(context)}-{os.getpid()}"
         _register(token, context)  # also here: single-task batches run in this process
@@ -232,10 +237,30 @@ def blas_single_thread(active: bool):
 
 
 class BatchEvaluator:
-    """Evaluates a batch of tasks, serially or on an executor, returning outcomes in order."""
+    """Evaluates a batch of tasks, serially or on an executor, returning outcomes in order.
 
-    def __init__(self, executor: cf.Executor | None = None) -> None:
+    Parameters
+    ----------
+    executor : concurrent.futures.Executor, optional
+        Where the tasks run; ``None`` runs them in the calling thread.
+    caller_runs : bool
+        The calling thread works too: while it waits for the next outcome in order, it takes
+        the first task of the batch that no worker has started (cancelling its future) and runs
+        it itself. For the engine's thread pool, whose calling thread would otherwise sit
+        waiting and wake for every outcome: ``n_jobs`` threads then keep ``n_jobs`` cores busy
+        with no third thread competing for them (measured on the parallel figure's tree,
+        2 cores: 1.69x-1.77x against 1.57x-1.70x for two pool threads, and 1.04-1.06 times the
+        serial CPU time against 1.07-1.14). The outcomes are the same: every task is a pure
+        function of its inputs, and each runs exactly once.
+    run_task : callable
+        The function a task is evaluated with (:func:`evaluate_task`).
+    """
+
+    def __init__(self, executor: cf.Executor | None = None, caller_runs: bool = False,
+                 run_task: Callable[[NodeTask], NodeOutcome] | None = None) -> None:
         self.executor = executor
+        self.caller_runs = caller_runs
+        self.run_task = evaluate_task if run_task is None else run_task
 
     def map(self, tasks: list[NodeTask]) -> list[NodeOutcome]:
         return list(self.outcomes(tasks))
@@ -247,9 +272,24 @@ class BatchEvaluator:
         outcomes while the workers still evaluate the rest (the outcomes do not depend on
         when they are applied: every task's inputs were fixed when it was made).
         """
+        run = self.run_task
         if self.executor is None or len(tasks) == 1:
-            yield from [evaluate_task(t) for t in tasks]
+            yield from [run(t) for t in tasks]
             return
-        futures = [self.executor.submit(evaluate_task, t) for t in tasks]
-        for f in futures:
-            yield f.result()
+        futures = [self.executor.submit(run, t) for t in tasks]
+        if not self.caller_runs:
+            for f in futures:
+                yield f.result()
+            return
+        here: dict[int, NodeOutcome] = {}  # outcomes of the tasks this thread ran
+        nxt = 0  # every task before this one has started, on a worker or here
+        for i, f in enumerate(futures):
+            while i not in here and not f.done():
+                nxt = max(nxt, i)
+                while nxt < len(futures) and not futures[nxt].cancel():
+                    nxt += 1  # started (or done) on a worker
+                if nxt == len(futures):
+                    break  # nothing left to take: wait for the worker
+                here[nxt] = run(tasks[nxt])
+                nxt += 1
+            yield here.pop(i) if i in here else f.result()

@@ -491,7 +491,8 @@ class BranchAndBound:
         else:
             executor, token = make_executor(self.n_jobs, self.backend, self._context)
             own = executor is not None
-        evaluator = BatchEvaluator(executor)
+        # the engine's thread pool leaves one worker's share to this thread
+        evaluator = BatchEvaluator(executor, caller_runs=own and self.backend == "threads")
         stopped: str | None = None
         # the engine's threads: one busy worker per core, so BLAS gets one thread while they run
         blas = blas_single_thread(own and self.backend == "threads")
