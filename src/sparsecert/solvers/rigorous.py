@@ -21,6 +21,7 @@ verifier, whose own radius for the same quantity is within a factor 1.5 of ours,
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from fractions import Fraction
@@ -81,11 +82,16 @@ def gamma(m: int) -> float:
     return _G[m]
 
 
+@functools.lru_cache(maxsize=1024)
 def _inv_one_minus(g: float) -> float:
+    """Float upper bound of 1 / (1 - g), exactly (a pure function of ``g``: memoised, since a
+    certificate's assembly asks it for the same few gamma values thousands of times)."""
     return _rat_up(1 / (1 - Fraction(g)))
 
 
+@functools.lru_cache(maxsize=1024)
 def _inv_one_plus(g: float) -> float:
+    """Float lower bound of 1 / (1 + g), exactly (memoised like :func:`_inv_one_minus`)."""
     return _rat_dn(1 / (1 + Fraction(g)))
 
 
@@ -292,9 +298,16 @@ class SafeEvaluator:
     def _xt(self, w: Ball, cols: np.ndarray | None = None) -> Ball:
         """(X - 1 m^T)^T w as a ball (Cauchy-Schwarz on the a priori product bound); with
         ``cols``, its entries on those columns only."""
-        Xd, cn = (self.Xd, self.col_norm) if cols is None else (self.Xd[:, cols],
-                                                                self.col_norm[cols])
-        mid = w.mid @ Xd
+        # with most columns asked for, the product over every column read on ``cols`` (one
+        # pass over X); with few, the product over a copy of those columns (each entry's error
+        # bound below holds for any order of its sum, so both are proven alike)
+        if cols is None or 4 * cols.size >= self.p:
+            mid = w.mid @ self.Xd
+            cn = self.col_norm
+            if cols is not None:
+                mid, cn = mid[cols], cn[cols]
+        else:
+            mid, cn = w.mid @ self.Xd[:, cols], self.col_norm[cols]
         wn = float(_norm_hi(w.mid))
         rn = float(_norm_hi(w.rad))
         f = _up(_up(_up(gamma(self.n) + self.e) * wn) + _up(_up(1.0 + self.e) * rn))
