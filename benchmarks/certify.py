@@ -24,7 +24,7 @@ squares) and leukemia (logistic) at k in {5, 10}, lambda2 in {0.1, 1} with 600 s
 verifier, the search on riboflavin (k = 5, lambda2 = 1) with and without reduced-cost fixing
 back to back, and the parallel figure: one synthetic tree of about 10,000 nodes (5,000
 evaluated) run serially and with ``n_jobs=2`` back to back, three pairs in alternating order
-(threads at batch size 16; without ``--quick`` also at 8 and 4, and processes and MPI),
+(threads at batch size 32; without ``--quick`` also at 16, 8 and 4, and processes and MPI),
 checking that the trees are identical. The serial
 run records how long each batch's nodes took, which bounds what two workers can gain on those
 batches (a batch ends with its slowest node).
@@ -248,7 +248,7 @@ PEERS = {"gurobi": run_gurobi, "okridge": run_okridge, "scip": run_scip, "l0bnb"
 # frontier: p >> n instances, and one large tree for the parallel figure
 # ----------------------------------------------------------------------------------------------
 #: the synthetic tree of the parallel figure: (n, p, k, lambda2, snr) and its evaluated nodes
-#: (5,000 evaluated nodes make a tree of about 10,000; the quick run times one batch size, 16,
+#: (5,000 evaluated nodes make a tree of about 10,000; the quick run times one batch size, 32,
 #: so that it stays under five minutes)
 PARALLEL_TREE = dict(n=300, p=300, k=10, lambda2=0.1, snr=0.5, node_limit=5000)
 
@@ -483,16 +483,18 @@ def kernel_scaling(X, y, c: dict, seconds: float = 1.0) -> float:
 def parallel_figure(quick: bool) -> list[dict]:
     """Serial against parallel runs of the same synthetic tree, back to back (ratios: the
     machine may be shared), three pairs per row with the order of the two runs alternating
-    (the claims take the medians). Threads at batch size 16 (``--quick``: on this tree two
-    workers ran 1.65x-1.84x faster at 16, 1.58x-1.71x at 8 and 1.65x at 32; the batches allow
-    about 1.9x from 8 on, 1.8x at the default 4) and, without ``--quick``, at 8 and 4 too, then
+    (the claims take the medians). Threads at batch size 32 (``--quick``: on this tree two
+    threads ran the search 1.79x-1.80x faster at 32, 1.75x-1.78x at 16 and 1.80x-1.83x at 64,
+    three pairs each on a quiet 2-core host; the batches allow about 1.9x from 8 on, 1.8x at
+    the default 4) and, without ``--quick``, at 16, 8 and 4 too, then
     processes and MPI (if mpi4py is installed) at batch sizes 8 and 16."""
     c = PARALLEL_TREE
     X, y, _ = make_synthetic(c["n"], c["p"], c["k"], snr=c["snr"], seed=0)
     X, y = _standardise(X, y, "squared")
-    runs = [("threads", 16)]
+    runs = [("threads", 32)]
     if not quick:
-        runs += [("threads", 8), ("threads", 4), ("processes", 8), ("processes", 16)]
+        runs += [("threads", 16), ("threads", 8), ("threads", 4), ("processes", 8),
+                 ("processes", 16)]
         try:
             import mpi4py.futures  # noqa: F401
 

@@ -214,6 +214,9 @@ def test_usage_errors_exit_2(capsys):
     assert main([]) == 2
     assert main(["certify", "--k", "zero"]) == 2
     assert main(["certify", "--jobs", "0"]) == 2
+    capsys.readouterr()
+    assert main(["certify", "--batch-size", "0"]) == 2
+    assert "batch_size must be >= 1, got 0" in one_error_line(capsys)
     assert main(["certify", "--rel-gap", "-1"]) == 2
     assert main(["verify"]) == 2
     assert main(["--version"]) == 0
@@ -307,14 +310,16 @@ def fake_api(monkeypatch):
 def test_certify_flow_with_stand_in_solver(files, capsys, fake_api):
     out = files / "new.json"
     code = main(["certify", "--data", str(files / "data.npz"), "--k", "2", "--lambda2", "0.5",
-                 "--out", str(out), "--jobs", "2", "--rel-gap", "1e-6", "--time-limit", "30"])
+                 "--out", str(out), "--jobs", "2", "--batch-size", "32", "--rel-gap", "1e-6",
+                 "--time-limit", "30"])
     assert code == 0
     text = capsys.readouterr().out
     assert "status      : optimal" in text and "VERIFIED" in text
     assert out.exists() and (files / "new.npz").exists()
     assert fake_api[0] == dict(k=2, lambda2=0.5, loss="squared", max_abs_coef=None,
                                fit_intercept=True, rel_gap=1e-6, time_limit=30.0,
-                               node_limit=None, n_jobs=2, verbose=1, feature_names=None)
+                               node_limit=None, n_jobs=2, batch_size=32, verbose=1,
+                               feature_names=None)
     assert main(["verify", str(out), "--data", str(files / "data.npz")]) == 0
 
 

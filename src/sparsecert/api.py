@@ -158,7 +158,10 @@ def certify(X, y, k: int, lambda2: float, loss: str = "squared", max_abs_coef: f
         adds its own time (rigorous bounds of the leaves: about a millisecond per node on
         riboflavin's 4088 columns).
     n_jobs : int
-        Parallel node evaluations (threads by default; -1 for all cores).
+        Parallel node evaluations (threads by default: this thread and ``n_jobs - 1`` more;
+        -1 for all cores). Give them a larger ``batch_size`` too (16 per thread or more keeps
+        them busy; on two cores the search of a 10,000-node tree ran 1.8x as fast at 32);
+        the certificate depends on ``batch_size``, not on ``n_jobs``.
     verbose : int
         0 silent; 1 a progress line every 5 seconds.
     node_limit : int, optional

@@ -191,8 +191,9 @@ class BranchAndBound:
         Use this executor instead (a Dask client's executor, a pool made elsewhere, ...). Its
         tasks carry the problem (pickled once per task).
     backend : str
-        ``"threads"`` (default: the relaxation kernels release the GIL; BLAS pinned to one
-        thread during the search), ``"processes"`` or ``"mpi"`` (an
+        ``"threads"`` (default: ``n_jobs - 1`` pool threads and the engine's own thread, which
+        runs the tasks no worker has started while it waits; the relaxation kernels release the
+        GIL; BLAS pinned to one thread during the search), ``"processes"`` or ``"mpi"`` (an
         ``mpi4py.futures.MPIPoolExecutor``); these two send the problem once per worker.
     verbose : int
         0 silent, 1 a progress line every ``settings.log_interval`` seconds.
