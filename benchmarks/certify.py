@@ -633,16 +633,22 @@ def compare_times(rows: list[dict], baseline_path: str) -> dict | None:
     script on other code (e.g. the previous version): the "no instance slower" check."""
     base = json.loads(Path(baseline_path).read_text())
     before = {r["instance"]: r["sparsecert"] for r in base.get("rows", [])}
+
+    def fastest(r):
+        # a sub-second instance is run several times: its fastest run is its cost (the others
+        # add the machine's noise; on a 20 ms instance the five runs spread over 3x)
+        return min(r.get("times") or [r["time"]])
+
     ratios = []
     for row in rows:
         b = before.get(row["instance"])
         if b and b.get("time") and b.get("status") == "optimal":
-            ratios.append(row["sparsecert"]["time"] / b["time"])
+            ratios.append(fastest(row["sparsecert"]) / fastest(b))
     if not ratios:
         return None
     return dict(name=f"largest time ratio now / {Path(baseline_path).name} over the instances "
-                     "both certified", measured=float(max(ratios)), target=1.05, unit="x",
-                better="lower")
+                     "both certified (the fastest of the repeats of a sub-second instance)",
+                measured=float(max(ratios)), target=1.05, unit="x", better="lower")
 
 
 def _fmt_time(r):

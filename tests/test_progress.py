@@ -66,6 +66,38 @@ def test_first_run_announces_compilation_once(monkeypatch):
     assert not any("compil" in s for s in lines) and len(calls) == 1
 
 
+def test_the_log_keeps_ticking_through_the_certificate(monkeypatch):
+    """After the search, the certificate's assembly is a phase of its own: the ticker repeats
+    the last row naming how far it is, and a line says how long it took."""
+    import dataclasses
+
+    import sparsecert.api as api
+
+    monkeypatch.setattr(search_module, "needs_compiling", lambda prob: False)
+    slow_parts = []
+    original = api.assemble_result
+
+    def slow(*args, note=None, **kwargs):
+        note("certificate: rigorous bounds, node 0 of 3")
+        time.sleep(0.4)
+        slow_parts.append(1)
+        return original(*args, note=note, **kwargs)
+
+    monkeypatch.setattr(api, "assemble_result", slow)
+    from_options = BnBSettings.from_options
+    monkeypatch.setattr(BnBSettings, "from_options", classmethod(
+        lambda cls, **kw: dataclasses.replace(from_options(**kw), log_interval=0.1)))
+    lines = []
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((20, 6))
+    res = api.certify(X, X[:, 0] + rng.standard_normal(20), 2, 1.0, log=lines.append)
+    assert slow_parts and res.certificate is not None
+    ticks = [s for s in lines if s.endswith("certificate: rigorous bounds, node 0 of 3")]
+    assert len(ticks) >= 2
+    assert any(s.startswith("certificate: ") and s.endswith("s after the search")
+               for s in lines)
+
+
 def test_is_cached_reads_numbas_cache(tmp_path):
     (tmp_path / "kmod.py").write_text(textwrap.dedent("""
         from numba import njit

@@ -210,10 +210,12 @@ def certify(X, y, k: int, lambda2: float, loss: str = "squared", max_abs_coef: f
     engine = BranchAndBound(prob, k, settings, n_jobs=n_jobs, executor=executor,
                             backend=backend, verbose=verbose, log=log)
     res = engine.run()
-    with deferred_interrupt():  # a second Ctrl-C here would lose the result (see interrupts)
+    # a second Ctrl-C here would lose the result (see interrupts); the log keeps ticking
+    with deferred_interrupt(), engine.after_search("certificate") as note:
         result = assemble_result(res, prob, pp.X, pp.y, pp.y_used, pp.labels, k, pp.lambda2,
                                  pp.loss, pp.max_abs_coef, pp.fit_intercept, rel_gap,
-                                 abs_gap, n_jobs, executor, backend, t0, feature_names=names)
+                                 abs_gap, n_jobs, executor, backend, t0, feature_names=names,
+                                 note=note)
     result.feature_names = names
     return result
 
@@ -221,7 +223,8 @@ def certify(X, y, k: int, lambda2: float, loss: str = "squared", max_abs_coef: f
 def assemble_result(res, prob, X_raw: np.ndarray, y_raw: np.ndarray, y_used: np.ndarray,
                     labels, k: int, lambda2: float, loss: str, max_abs_coef, fit_intercept: bool,
                     rel_gap: float, abs_gap: float, n_jobs: int, executor, backend: str,
-                    t0: float, feature_names=None, **producer_extra) -> CertifyResult:
+                    t0: float, feature_names=None, note=None,
+                    **producer_extra) -> CertifyResult:
     """The engine's record -> a :class:`CertifyResult` with its certificate.
 
     Maps the engine's model back to the user's coordinates, and builds the certificate with
@@ -232,7 +235,8 @@ def assemble_result(res, prob, X_raw: np.ndarray, y_raw: np.ndarray, y_used: np.
     claimed gap, rounded up, is within the tolerance; when rounding alone keeps it open the
     status is ``"precision_limited"``. Shared by :func:`certify` and
     :func:`sparsecert.path.certify_path`. (``labels`` is unused: the verifier derives the label
-    coding from the data.)
+    coding from the data.) ``note``, if given, is called with how far the assembly has got
+    (the progress log's phase).
     """
     from sparsecert.bnb.fixing import fixing_regions
     from sparsecert.certificate import Certificate
@@ -297,7 +301,10 @@ def assemble_result(res, prob, X_raw: np.ndarray, y_raw: np.ndarray, y_used: np.
     nodes = []
     # each leaf's claim, and the smallest claim of the regions a node's fixings cut off
     leaf_claims = []
-    for nd in res.nodes:
+    n_nodes = len(res.nodes)
+    for i, nd in enumerate(res.nodes):
+        if note is not None and i % 1000 == 0:
+            note(f"certificate: rigorous bounds, node {i:,} of {n_nodes:,}")
         is_leaf = nd.id not in branched
         fixings = [(int(j), int(v)) for j, v in nd.bound_fixings]
         witness, bound, wb = None, None, None
@@ -328,6 +335,8 @@ def assemble_result(res, prob, X_raw: np.ndarray, y_raw: np.ndarray, y_used: np.
     status = res.status
     if status == OPTIMAL and not (gap <= rel_gap or abs_gap_v <= abs_gap):
         status = PRECISION_LIMITED  # the search closed the gap; rounding keeps it open
+    if note is not None:
+        note("certificate: the document")
     cert = Certificate.build(
         X_raw, y_raw,
         problem=dict(loss=loss, k=int(k), lambda2=float(lambda2),

@@ -209,11 +209,12 @@ def certify_path(X, y, ks, lambda2: float, loss: str = "squared",
                                 backend=backend, verbose=verbose, log=log)
         res = engine.run()
         start = tuple(res.support)
-        with deferred_interrupt():  # a second Ctrl-C here would lose the point's result
+        # a second Ctrl-C here would lose the point's result; the log keeps ticking
+        with deferred_interrupt(), engine.after_search("certificate") as note:
             results.append(assemble_result(
                 res, prob, pp.X, pp.y, pp.y_used, pp.labels, int(k), pp.lambda2, pp.loss,
                 pp.max_abs_coef, pp.fit_intercept, rel_gap, abs_gap, n_jobs, executor,
-                backend, t0, path=True))
+                backend, t0, note=note, path=True))
         if res.status == INTERRUPTED:  # Ctrl-C stops the path, not only this point
             break
     return PathResult(ks=ks_arr[:len(results)], results=results,

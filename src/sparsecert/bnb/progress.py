@@ -98,6 +98,11 @@ class ProgressLog:
             with self._lock:
                 self._phase = previous
 
+    def note(self, name: str | None) -> None:
+        """Rename the current phase (e.g. with how far a long phase has got)."""
+        with self._lock:
+            self._phase = name
+
     @contextlib.contextmanager
     def ticking(self, t0: float) -> Iterator[None]:
         """Inside the block, a line at least every ``interval`` seconds (time since ``t0``)."""

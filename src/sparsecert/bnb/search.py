@@ -27,8 +27,9 @@ the minimum over the leaves is a valid global lower bound, whatever the relaxati
 from __future__ import annotations
 
 import concurrent.futures as cf
+import contextlib
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -481,6 +482,18 @@ class BranchAndBound:
         with self.progress.ticking(t0), self.progress.phase("compiling"):
             seconds = warm_up(self.problem)
         self.progress.message(f"kernels compiled in {seconds:.1f} s")
+
+    @contextlib.contextmanager
+    def after_search(self, phase: str) -> Iterator[Callable[[str], None]]:
+        """The log keeps ticking through work after the search (the certificate's assembly),
+        its lines naming ``phase``; yields a function that renames the phase (how far it is),
+        and says how long the phase took when that was longer than a log interval."""
+        t0 = time.perf_counter()
+        with self.progress.ticking(self._t0), self.progress.phase(phase):
+            yield self.progress.note
+        seconds = time.perf_counter() - t0
+        if seconds >= self.settings.log_interval:
+            self.progress.message(f"{phase}: {seconds:.1f} s after the search")
 
     def run(self) -> SearchResult:
         """Search until the gap closes or a limit is hit; Ctrl-C returns the best so far."""
