@@ -190,6 +190,7 @@ def test_the_calling_thread_runs_tasks_no_worker_has_started():
 
 def test_a_task_that_fails_in_the_calling_thread_raises_there():
     import concurrent.futures as cf
+    import time
 
     def task(t):
         if t == 0:
@@ -197,15 +198,9 @@ def test_a_task_that_fails_in_the_calling_thread_raises_there():
         return t
 
     with cf.ThreadPoolExecutor(1) as pool:
-        pool.submit(time_sleep, 0.05)  # keeps the worker busy: task 0 runs in this thread
+        pool.submit(time.sleep, 0.05)  # keeps the worker busy: task 0 runs in this thread
         with pytest.raises(ValueError, match="task 0"):
             list(BatchEvaluator(pool, caller_runs=True, run_task=task).outcomes([0, 1, 2]))
-
-
-def time_sleep(seconds):
-    import time
-
-    time.sleep(seconds)
 
 
 def test_n_jobs_threads_run_the_tasks_on_n_jobs_threads(monkeypatch):
