@@ -59,4 +59,24 @@ def test_names_agree_with_the_writer_and_the_verifier():
     assert set(verify.STATUSES) == set(st.STATUSES)
     assert set(verify.NODE_STATUSES) == set(st.NODE_STATUSES)
     assert verify.RELATIVE_GAP_DEFINITION == st.RELATIVE_GAP_DEFINITION
-    assert set(st.STATUS_HINTS) == set(st.STATUSES) - {st.OPTIMAL}
+    assert set(st.STATUS_HINTS) == set(st.STATUSES) - st.CERTIFIED
+
+
+def test_statuses_are_the_format_strings():
+    """str enums equal to the names of the certificate format: comparisons, JSON, ``str()``
+    and ``repr()`` read as the plain strings did; the groups partition what a user acts on."""
+    import json
+
+    names = ["optimal", "time_limit", "node_limit", "interrupted", "tree_exhausted",
+             "precision_limited"]
+    assert list(st.STATUSES) == names and all(type(s) is st.SearchStatus for s in st.STATUSES)
+    assert list(st.NODE_STATUSES) == ["branched", "pruned", "solved", "open"]
+    assert json.loads(json.dumps({"status": st.TIME_LIMIT})) == {"status": "time_limit"}
+    assert type(str(st.OPTIMAL)) is str and str(st.OPTIMAL) == "optimal"
+    assert f"{st.PRUNED}" == "pruned" and repr([st.OPTIMAL]) == "['optimal']"
+    assert st.SearchStatus("node_limit") is st.NODE_LIMIT and hash(st.OPEN) == hash("open")
+    assert st.CERTIFIED == {"optimal"}
+    assert st.LIMITED == {"time_limit", "node_limit", "interrupted"}
+    assert st.OPTIMAL.certified and not st.OPTIMAL.limited
+    assert st.INTERRUPTED.limited and not st.PRECISION_LIMITED.certified
+    assert not (st.TREE_EXHAUSTED.limited or st.TREE_EXHAUSTED.certified)

@@ -36,7 +36,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from sparsecert._validation import check_exact_input, check_hyperparameters
 from sparsecert.api import certify, verify
 from sparsecert.solvers.losses import binary_codes, get_loss
-from sparsecert.statuses import OPTIMAL, STATUS_HINTS
+from sparsecert.statuses import CERTIFIED, STATUS_HINTS
 
 __all__ = [
     "KSparseLinearRegression",
@@ -184,7 +184,7 @@ class _KSparseBase(BaseEstimator):
         self.gap_ = float(res.gap)
         self.status_ = str(res.status)
         self.certificate_ = res.certificate
-        if res.status != OPTIMAL:
+        if res.status not in CERTIFIED:
             hint = STATUS_HINTS.get(res.status, "")
             warnings.warn(
                 f"{type(self).__name__}: the search stopped ({res.status}) before certifying "

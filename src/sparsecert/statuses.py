@@ -2,9 +2,13 @@
 
 This is the one place that names the outcomes of a certified solve and defines the gap, so
 that the engine (:mod:`sparsecert.bnb`), the results, the estimators, the command line and the
-certificate writer all speak the same words. It imports nothing (no numpy, no numba): the
-certificate writer and the command line's argument parser read it cheaply. The standalone
-verifier keeps its own copy of these names, on purpose (it shares no code with the solver).
+certificate writer all speak the same words. The statuses are ``str`` enums
+(:class:`SearchStatus`, :class:`NodeStatus`) equal to their names in the certificate format, so
+comparing with a string and writing JSON work as with plain strings; :data:`CERTIFIED` and
+:data:`LIMITED` group them for the code that acts on an outcome. The module imports the
+standard library only (no numpy, no numba): the certificate writer and the command line's
+argument parser read it cheaply. The standalone verifier keeps its own copy of these names, on
+purpose (it shares no code with the solver).
 
 Search statuses
 ---------------
@@ -32,24 +36,65 @@ remaining budget).
 
 from __future__ import annotations
 
+import enum
 import math
 
 __all__ = [
+    "SearchStatus", "NodeStatus",
     "OPTIMAL", "TIME_LIMIT", "NODE_LIMIT", "INTERRUPTED", "TREE_EXHAUSTED",
-    "PRECISION_LIMITED", "STATUSES",
+    "PRECISION_LIMITED", "STATUSES", "CERTIFIED", "LIMITED",
     "STATUS_HINTS", "OPEN", "BRANCHED", "PRUNED", "SOLVED", "NODE_STATUSES",
     "RELATIVE_GAP_DEFINITION", "relative_gap", "absolute_gap", "gap_closed", "cutoff",
 ]
 
+
+class _Status(enum.StrEnum):
+    """A status: a ``str`` equal to its name in the certificate format (``"optimal"``, ...).
+
+    It compares, hashes, formats and serialises (``json``) as that string, and its ``repr`` is
+    the string's, so results print as they did when the statuses were plain strings.
+    """
+
+    def __repr__(self) -> str:
+        return repr(self.value)
+
+
 # -- statuses of a search ------------------------------------------------------------------------
-OPTIMAL = "optimal"
-TIME_LIMIT = "time_limit"
-NODE_LIMIT = "node_limit"
-INTERRUPTED = "interrupted"
-TREE_EXHAUSTED = "tree_exhausted"
-PRECISION_LIMITED = "precision_limited"
-#: Every status a search (and its certificate) can end with.
-STATUSES = (OPTIMAL, TIME_LIMIT, NODE_LIMIT, INTERRUPTED, TREE_EXHAUSTED, PRECISION_LIMITED)
+class SearchStatus(_Status):
+    """Every status a search (and its certificate) can end with."""
+
+    OPTIMAL = "optimal"
+    TIME_LIMIT = "time_limit"
+    NODE_LIMIT = "node_limit"
+    INTERRUPTED = "interrupted"
+    TREE_EXHAUSTED = "tree_exhausted"
+    PRECISION_LIMITED = "precision_limited"
+
+    @property
+    def certified(self) -> bool:
+        """The gap is proven within the tolerance asked for (:data:`CERTIFIED`)."""
+        return self in CERTIFIED
+
+    @property
+    def limited(self) -> bool:
+        """A limit or the user stopped the search early (:data:`LIMITED`): raising the limit
+        may close the gap."""
+        return self in LIMITED
+
+
+OPTIMAL = SearchStatus.OPTIMAL
+TIME_LIMIT = SearchStatus.TIME_LIMIT
+NODE_LIMIT = SearchStatus.NODE_LIMIT
+INTERRUPTED = SearchStatus.INTERRUPTED
+TREE_EXHAUSTED = SearchStatus.TREE_EXHAUSTED
+PRECISION_LIMITED = SearchStatus.PRECISION_LIMITED
+#: Every status a search (and its certificate) can end with, in the format's order.
+STATUSES = tuple(SearchStatus)
+#: The statuses of a certified optimum: the proven gap is within the tolerance.
+CERTIFIED = frozenset({OPTIMAL})
+#: The statuses of a search stopped early, by a limit or by the user (Ctrl-C): the model is the
+#: best found and the certificate proves the bound reached.
+LIMITED = frozenset({TIME_LIMIT, NODE_LIMIT, INTERRUPTED})
 
 #: What a user can do about each non-optimal status (one phrase each).
 STATUS_HINTS = {
@@ -63,13 +108,23 @@ STATUS_HINTS = {
                     "cause: try standardising X)",
 }
 
+
 # -- statuses of a node --------------------------------------------------------------------------
-OPEN = "open"
-BRANCHED = "branched"
-PRUNED = "pruned"
-SOLVED = "solved"
+class NodeStatus(_Status):
+    """Every status a node of the tree can have."""
+
+    BRANCHED = "branched"
+    PRUNED = "pruned"
+    SOLVED = "solved"
+    OPEN = "open"
+
+
+OPEN = NodeStatus.OPEN
+BRANCHED = NodeStatus.BRANCHED
+PRUNED = NodeStatus.PRUNED
+SOLVED = NodeStatus.SOLVED
 #: Every status a node of the tree can have.
-NODE_STATUSES = (BRANCHED, PRUNED, SOLVED, OPEN)
+NODE_STATUSES = tuple(NodeStatus)
 
 # -- the gap ---------------------------------------------------------------------------------------
 #: The relative gap, as written into certificates.
