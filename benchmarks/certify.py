@@ -306,7 +306,7 @@ def fixing_effect() -> dict:
                time_limit=c["time_limit"])
     for key, fixing in (("with", True), ("without", False)):
         eng = BranchAndBound(prob, c["k"], BnBSettings(rel_gap=REL_GAP, fixing=fixing,
-                                                       time_limit=c["time_limit"]), verbose=0)
+                                                       time_limit=c["time_limit"], verbose=0))
         res = eng.run()
         row[key] = dict(time=res.time, nodes=res.n_nodes, status=res.status,
                         gap=res.relative_gap, fixings=eng.n_fixed)

@@ -25,12 +25,7 @@ def make_data(loss: str, n: int = 40, p: int = 9, seed: int = 0, rho: float = 0.
 def run(X, y, k, loss, lambda2, M=None, fit_intercept=False, eig_shift=None, **kw):
     prob = RelaxationProblem.from_data(X, y, lambda2, loss=loss, max_abs_coef=M,
                                        eig_shift=eig_shift, fit_intercept=fit_intercept)
-    n_jobs = kw.pop("n_jobs", 1)
-    executor = kw.pop("executor", None)
-    backend = kw.pop("backend", "threads")
-    settings = BnBSettings(**kw)
-    return BranchAndBound(prob, k, settings, n_jobs=n_jobs, executor=executor, backend=backend,
-                          verbose=0).run()
+    return BranchAndBound(prob, k, BnBSettings(verbose=0, **kw)).run()
 
 
 def _centred_objective_matches(res, X, y, loss, lam, fit_intercept):
@@ -179,11 +174,11 @@ def test_progress_log_lines():
     X, y = make_data("logistic", p=8)
     prob = RelaxationProblem.from_data(X, y, 0.1, loss="logistic")
     lines: list[str] = []
-    BranchAndBound(prob, 3, verbose=1, log=lines.append).run()
+    BranchAndBound(prob, 3, BnBSettings(verbose=1, log=lines.append)).run()
     assert any("incumbent" in ln and "lower bound" in ln for ln in lines)
     assert any(ln.strip().endswith("%") for ln in lines)
     quiet: list[str] = []
-    BranchAndBound(prob, 3, verbose=0, log=quiet.append).run()
+    BranchAndBound(prob, 3, BnBSettings(verbose=0, log=quiet.append)).run()
     assert quiet == []
 
 
@@ -209,8 +204,8 @@ def test_start_support_is_the_first_incumbent(monkeypatch):
     lam = 0.1
     ref, best = brute_force(X, y, 3, "logistic", lam)
     prob = RelaxationProblem.from_data(X, y, lam, loss="logistic")
-    cold = BranchAndBound(prob, 3, verbose=0).run()
-    warm = BranchAndBound(prob, 3, start_supports=[best], verbose=0).run()
+    cold = BranchAndBound(prob, 3, BnBSettings(verbose=0)).run()
+    warm = BranchAndBound(prob, 3, BnBSettings(verbose=0), start_supports=[best]).run()
     empty = cold.history[0].upper_bound
     assert warm.history[0].upper_bound == pytest.approx(ref, rel=1e-8)
     assert ref < empty
@@ -246,7 +241,7 @@ def test_root_warm_start_reaches_the_root_task(monkeypatch):
 
     monkeypatch.setattr(ev, "solve_node", spy)
     start = np.linspace(-1.0, 1.0, 8)
-    res = BranchAndBound(prob, 3, root_warm_start=start, verbose=0).run()
+    res = BranchAndBound(prob, 3, BnBSettings(verbose=0), root_warm_start=start).run()
     assert res.status == "optimal"
     assert not seen[0][0]  # the root comes first
     np.testing.assert_array_equal(seen[0][1], start)
@@ -256,8 +251,8 @@ def test_node_callback_sees_every_evaluated_node(monkeypatch):
     X, y = make_data("logistic", p=9, seed=1)
     prob = RelaxationProblem.from_data(X, y, 0.05, loss="logistic")
     calls = []
-    res = BranchAndBound(prob, 3, BnBSettings(rel_gap=0.0, abs_gap=0.0, node_limit=30),
-                         node_callback=lambda node, r: calls.append((node, r)), verbose=0).run()
+    res = BranchAndBound(prob, 3, BnBSettings(rel_gap=0.0, abs_gap=0.0, node_limit=30, verbose=0),
+                         node_callback=lambda node, r: calls.append((node, r))).run()
     ids = [n.id for n, _ in calls]
     assert ids[0] == 0 and len(set(ids)) == len(ids)
     assert all(n.status in ("branched", "pruned", "solved") for n, _ in calls)
@@ -281,7 +276,7 @@ def test_offer_support_from_a_callback(monkeypatch):
             answers.append(engine.offer_support(best))
             answers.append(engine.offer_support(()))  # the empty model is worse now
 
-    engine = BranchAndBound(prob, 3, node_callback=offer_at_root, verbose=0)
+    engine = BranchAndBound(prob, 3, BnBSettings(verbose=0), node_callback=offer_at_root)
     res = engine.run()
     assert answers == [True, False]
     assert res.status == "optimal"
@@ -292,8 +287,8 @@ def test_offer_support_from_a_callback(monkeypatch):
 def test_history_is_named_records():
     X, y = make_data("logistic", p=8, seed=4)
     prob = RelaxationProblem.from_data(X, y, 0.1, loss="logistic")
-    res = BranchAndBound(prob, 3, BnBSettings(rel_gap=0.0, abs_gap=0.0, node_limit=20),
-                         verbose=0).run()
+    res = BranchAndBound(prob, 3, BnBSettings(rel_gap=0.0, abs_gap=0.0, node_limit=20,
+                                              verbose=0)).run()
     h = res.history
     assert len(h) >= 2
     times = [r.time for r in h]

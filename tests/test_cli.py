@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import math
 import subprocess
 import sys
 import types
@@ -272,7 +274,8 @@ def test_certify_missing_target_column_exit_2(files, capsys):
 
 
 class _FakeResult:
-    """What sparsecert.api.certify returns, built here from the enumeration certificate."""
+    """What sparsecert.api.certify_prepared returns, built here from the enumeration
+    certificate."""
 
     def __init__(self, cert, info):
         self.certificate = cert
@@ -294,20 +297,33 @@ def fake_api(monkeypatch):
     """Stand-in for the solver so the certify flow of the CLI is tested on its own."""
     calls = []
 
-    def certify(X, y, k, lambda2, **kw):
-        calls.append(dict(k=k, lambda2=lambda2, **kw))
-        cert, info = enumeration_certificate(X, y, kw["loss"], k, lambda2,
-                                             M=kw["max_abs_coef"],
-                                             fit_intercept=kw["fit_intercept"])
+    def certify_prepared(prepared, options, *, feature_names=None):
+        spec = prepared.spec
+        calls.append(dict(prepared=prepared, feature_names=feature_names,
+                          **{f.name: getattr(spec, f.name) for f in dataclasses.fields(spec)},
+                          **{f.name: getattr(options, f.name)
+                             for f in dataclasses.fields(options)}))
+        cert, info = enumeration_certificate(prepared.X, prepared.y, spec.loss, spec.k,
+                                             spec.lambda2,
+                                             M=spec.max_abs_coef if spec.has_box else None,
+                                             fit_intercept=spec.fit_intercept)
         return _FakeResult(cert, info)
 
     mod = types.ModuleType("sparsecert.api")
-    mod.certify = certify
+    mod.certify_prepared = certify_prepared
     monkeypatch.setitem(sys.modules, "sparsecert.api", mod)
     return calls
 
 
-def test_certify_flow_with_stand_in_solver(files, capsys, fake_api):
+def test_certify_flow_with_stand_in_solver(files, capsys, fake_api, monkeypatch):
+    """The command prepares the problem once (its checks run before anything is printed) and
+    hands that prepared problem, with the options as the records hold them, to the solver."""
+    import sparsecert._validation as validation
+
+    prepared = []
+    prepare = validation.prepare
+    monkeypatch.setattr(validation, "prepare",
+                        lambda *a, **kw: prepared.append(prepare(*a, **kw)) or prepared[-1])
     out = files / "new.json"
     code = main(["certify", "--data", str(files / "data.npz"), "--k", "2", "--lambda2", "0.5",
                  "--out", str(out), "--jobs", "2", "--batch-size", "32", "--rel-gap", "1e-6",
@@ -316,19 +332,24 @@ def test_certify_flow_with_stand_in_solver(files, capsys, fake_api):
     text = capsys.readouterr().out
     assert "status      : optimal" in text and "VERIFIED" in text
     assert out.exists() and (files / "new.npz").exists()
-    assert fake_api[0] == dict(k=2, lambda2=0.5, loss="squared", max_abs_coef=None,
-                               fit_intercept=True, rel_gap=1e-6, time_limit=30.0,
-                               node_limit=None, n_jobs=2, batch_size=32, verbose=1,
-                               feature_names=None)
+    call = dict(fake_api[0])
+    assert len(prepared) == 1 and call.pop("prepared") is prepared[0]
+    assert {key: call[key] for key in ("k", "lambda2", "loss", "max_abs_coef", "fit_intercept",
+                                        "eig_shift", "rel_gap", "abs_gap", "time_limit",
+                                        "node_limit", "n_jobs", "batch_size", "backend",
+                                        "verbose", "feature_names")} == dict(
+        k=2, lambda2=0.5, loss="squared", max_abs_coef=math.inf, fit_intercept=True,
+        eig_shift="auto", rel_gap=1e-6, abs_gap=1e-9, time_limit=30.0, node_limit=None,
+        n_jobs=2, batch_size=32, backend="threads", verbose=1, feature_names=None)
     assert main(["verify", str(out), "--data", str(files / "data.npz")]) == 0
 
 
 def test_certify_unsupported_option_exit_2(files, capsys, monkeypatch):
-    def certify(*a, **kw):
+    def certify_prepared(*a, **kw):
         raise NotImplementedError("fit_intercept=True is implemented for the squared loss only")
 
     mod = types.ModuleType("sparsecert.api")
-    mod.certify = certify
+    mod.certify_prepared = certify_prepared
     monkeypatch.setitem(sys.modules, "sparsecert.api", mod)
     X, y = make_data("logistic", n=20, p=4, seed=0)
     np.savez(files / "cls.npz", X=X, y=y)

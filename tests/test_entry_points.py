@@ -180,6 +180,7 @@ def test_cli_refuses_a_bad_out_before_solving(reg, tmp_path, monkeypatch, capsys
         raise AssertionError("the solver ran before --out was checked")
 
     monkeypatch.setattr(sparsecert.api, "certify", solve)
+    monkeypatch.setattr(sparsecert.api, "certify_prepared", solve)
     monkeypatch.chdir(tmp_path)
     X, y = reg
     np.savez("d.npz", X=X, y=y)

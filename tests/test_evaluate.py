@@ -148,8 +148,8 @@ def test_tree_depends_on_the_batch_size_not_on_the_executor(backend):
 
     def run(batch_size, **kw):
         s = BnBSettings(rel_gap=0.0, abs_gap=0.0, node_limit=40, batch_size=batch_size,
-                        heuristic_every=3)
-        return _tree(BranchAndBound(prob, 4, s, verbose=0, **kw).run())
+                        heuristic_every=3, verbose=0, **kw)
+        return _tree(BranchAndBound(prob, 4, s).run())
 
     serial = run(5)
     assert len(serial[0]) > 10
@@ -220,8 +220,9 @@ def test_n_jobs_threads_run_the_tasks_on_n_jobs_threads(monkeypatch):
         return evaluate_task(task)
 
     monkeypatch.setattr(evaluate, "evaluate_task", recording)
-    s = BnBSettings(rel_gap=0.0, abs_gap=0.0, node_limit=60, batch_size=8, fixing=False)
-    res = BranchAndBound(prob, 4, s, verbose=0, n_jobs=2).run()
+    s = BnBSettings(rel_gap=0.0, abs_gap=0.0, node_limit=60, batch_size=8, fixing=False,
+                    verbose=0, n_jobs=2)
+    res = BranchAndBound(prob, 4, s).run()
     assert res.n_nodes > 20
     assert threading.get_ident() in threads and len(threads) == 2
 
@@ -258,8 +259,9 @@ def test_an_interrupt_inside_a_batch_keeps_the_unapplied_nodes_open():
             fut.result = result
             return fut
 
-    s = BnBSettings(rel_gap=0.0, abs_gap=0.0, node_limit=40, batch_size=4)
-    res = BranchAndBound(prob, 4, s, verbose=0, executor=Interrupting()).run()
+    s = BnBSettings(rel_gap=0.0, abs_gap=0.0, node_limit=40, batch_size=4, verbose=0,
+                    executor=Interrupting())
+    res = BranchAndBound(prob, 4, s).run()
     assert res.status == "interrupted"
     assert batches == [2, 2, 2, 4]  # (the root ran alone, without the executor)
     evaluated = [n for n in res.nodes if n.status != "open"]
@@ -283,8 +285,8 @@ def test_an_interrupt_while_applying_a_batch_keeps_the_rest_of_it_open():
         if len(calls) == sum(sizes[:-1]) + 2 and sizes[-1] == 4:
             raise KeyboardInterrupt
 
-    s = BnBSettings(rel_gap=0.0, abs_gap=0.0, node_limit=40, batch_size=4)
-    eng = BranchAndBound(prob, 4, s, verbose=0, node_callback=callback)
+    s = BnBSettings(rel_gap=0.0, abs_gap=0.0, node_limit=40, batch_size=4, verbose=0)
+    eng = BranchAndBound(prob, 4, s, node_callback=callback)
     batch = eng._next_batch
 
     def next_batch():

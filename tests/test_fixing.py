@@ -236,8 +236,7 @@ def _engine(case, **kw):
     X, y = _case_data(n, p, loss)
     prob = RelaxationProblem.from_data(X, y, lam, loss=loss, fit_intercept=icpt,
                                        eig_shift=shift)
-    n_jobs = kw.pop("n_jobs", 1)
-    return BranchAndBound(prob, k, BnBSettings(**kw), verbose=0, n_jobs=n_jobs)
+    return BranchAndBound(prob, k, BnBSettings(verbose=0, **kw))
 
 
 @pytest.mark.parametrize("case", FIXING_CASES)

@@ -175,8 +175,8 @@ def test_a_serial_search_with_the_plain_forms_gives_the_same_tree(monkeypatch):
 
     def run():
         s = BnBSettings(rel_gap=0.0, abs_gap=0.0, node_limit=80, batch_size=4,
-                        heuristic_every=3)
-        eng = BranchAndBound(prob, 5, s, verbose=0)
+                        heuristic_every=3, verbose=0)
+        eng = BranchAndBound(prob, 5, s)
         res = eng.run()
         tree = [(n.id, n.parent, n.branch_var, n.branch_value, n.status, n.lower_bound,
                  list(n.bound_fixings)) for n in res.nodes]

@@ -55,14 +55,14 @@ def test_first_run_announces_compilation_once(monkeypatch):
     monkeypatch.setattr(search_module, "needs_compiling", lambda prob: True)
     monkeypatch.setattr(search_module, "warm_up", lambda prob: calls.append(prob) or 1.25)
     lines = []
-    BranchAndBound(_problem(), 2, BnBSettings(), verbose=1, log=lines.append).run()
+    BranchAndBound(_problem(), 2, BnBSettings(verbose=1, log=lines.append)).run()
     assert len(calls) == 1
     i = next(i for i, s in enumerate(lines) if s.startswith("compiling the numerical kernels"))
     assert "first run only" in lines[i] and lines[i + 1] == "kernels compiled in 1.2 s"
     assert lines[i - 1].startswith("sparsecert branch and bound")
     monkeypatch.setattr(search_module, "needs_compiling", lambda prob: False)
     lines.clear()
-    BranchAndBound(_problem(), 2, BnBSettings(), verbose=1, log=lines.append).run()
+    BranchAndBound(_problem(), 2, BnBSettings(verbose=1, log=lines.append)).run()
     assert not any("compil" in s for s in lines) and len(calls) == 1
 
 
@@ -86,7 +86,8 @@ def test_the_log_keeps_ticking_through_the_certificate(monkeypatch):
     monkeypatch.setattr(api, "assemble_result", slow)
     from_options = BnBSettings.from_options
     monkeypatch.setattr(BnBSettings, "from_options", classmethod(
-        lambda cls, **kw: dataclasses.replace(from_options(**kw), log_interval=0.1)))
+        lambda cls, options, **kw: dataclasses.replace(from_options(options, **kw),
+                                                        log_interval=0.1)))
     lines = []
     rng = np.random.default_rng(0)
     X = rng.standard_normal((20, 6))

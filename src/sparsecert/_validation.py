@@ -1,10 +1,11 @@
-"""The one validation path of the certified-GLM wing.
+"""The one validation path of the certified-GLM wing: the data, and the prepare step.
 
 Every entry point -- :func:`sparsecert.certify`, :func:`sparsecert.certify_path`, the
-estimators, the ``sparsecert certify`` command and the relaxation itself -- checks its inputs
-with these functions, and the first three through one prepare step, :func:`prepare_problem`,
-which runs every cheap check before any expensive setup (the Lipschitz constant, the eigenvalue
-shift, the search).
+estimators, the ``sparsecert certify`` command and the relaxation itself -- checks its
+parameters by building the records of :mod:`sparsecert.problem` (the parameter table's checks,
+:mod:`sparsecert._params`), and its data here, in one prepare step (:func:`prepare`) that runs
+every cheap check before any expensive setup (the Lipschitz constant, the eigenvalue shift, the
+search). The parameters' checks are importable from here too.
 
 Exception policy: :class:`TypeError` when an argument has the wrong type (``k=2.5``,
 ``lambda2="big"``, ``fit_intercept="yes"``), :class:`ValueError` when it has the right type
@@ -15,27 +16,46 @@ return new arrays.
 
 from __future__ import annotations
 
-import math
-import numbers
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
 
-from sparsecert.solvers.losses import LOSS_NAMES, SQUARED, check_loss, get_loss
+from sparsecert._checks import (
+    _exactly,
+    _show,
+    check_abs_gap,
+    check_eig_shift,
+    check_fit_intercept,
+    check_k,
+    check_k_fits,
+    check_ks,
+    check_lambda2,
+    check_max_abs_coef,
+    check_n_jobs,
+    check_node_limit,
+    check_positive_int,
+    check_rel_gap,
+    check_time_limit,
+    check_verbose,
+)
+from sparsecert.problem import ProblemSpec
+from sparsecert.solvers.losses import LOSS_NAMES, check_loss, get_loss
 
 __all__ = [
     "LOSSES",
     "PreparedProblem",
+    "prepare",
     "prepare_problem",
-    "check_options",
-    "check_hyperparameters",
     "check_array_2d",
     "check_exactly_float64",
     "check_exact_source",
     "check_exact_input",
     "check_vector",
     "check_X_y",
+    "check_fixings",
+    "check_index_set",
+    # the checks of the parameters live with the parameter table (sparsecert._params)
     "check_k",
     "check_ks",
     "check_lambda2",
@@ -50,8 +70,6 @@ __all__ = [
     "check_n_jobs",
     "check_verbose",
     "check_loss",
-    "check_fixings",
-    "check_index_set",
 ]
 
 #: Loss names understood by the package (from the loss registry).
@@ -76,138 +94,79 @@ class PreparedProblem:
         of :func:`sparsecert.solvers.losses.binary_codes`).
     labels : list of two floats or None
         ``[label coded -1, label coded +1]`` for a classification loss.
-    loss : str
-    lambda2 : float
-    max_abs_coef : float or None
-        The box as given (None: no box).
-    fit_intercept : bool
-    eig_shift : float, "auto" or None
-        The eigenvalue-shift option, resolved for the loss (None unless least squares).
+    spec : sparsecert.problem.ProblemSpec
+        The problem (checked; ``spec.k``, when set, is at most the number of features).
+
+    The problem's fields are also read as attributes (``loss``, ``lambda2``, ``max_abs_coef``
+    with ``inf`` for no box, ``fit_intercept``, ``eig_shift``: resolved for the loss).
     """
 
     X: np.ndarray
     y: np.ndarray
     y_used: np.ndarray
     labels: list[float] | None
-    loss: str
-    lambda2: float
-    max_abs_coef: float | None
-    fit_intercept: bool
-    eig_shift: float | str | None
+    spec: ProblemSpec
+
+    @property
+    def loss(self) -> str:
+        return self.spec.loss
+
+    @property
+    def lambda2(self) -> float:
+        return self.spec.lambda2
+
+    @property
+    def max_abs_coef(self) -> float:
+        return self.spec.max_abs_coef
+
+    @property
+    def fit_intercept(self) -> bool:
+        return self.spec.fit_intercept
+
+    @property
+    def eig_shift(self) -> float | str | None:
+        return self.spec.eig_shift
+
+    @property
+    def n_features(self) -> int:
+        return int(self.X.shape[1])
 
 
-def prepare_problem(X, y, lambda2, loss="squared", max_abs_coef=None, fit_intercept=True,
-                    eig_shift="auto", strict_shift: bool = False) -> PreparedProblem:
-    """Check a certification problem and code its targets; cheap (no factorisation).
+def prepare(X, y, spec: ProblemSpec) -> PreparedProblem:
+    """Check the data of the problem ``spec`` and code its targets; cheap (no factorisation).
 
-    Parameters
-    ----------
-    X : array-like of shape (n_samples, n_features)
-    y : array-like of shape (n_samples,)
-    lambda2 : float
-        Ridge weight, > 0.
-    loss : str
-        A name of the loss registry.
-    max_abs_coef : float or None
-        Box ``|b_j| <= M``, ``M > 0``; None for no box.
-    fit_intercept : bool
-    eig_shift : float, "auto" or None
-        Least squares only ("auto" means None for the other losses, where there is no shift,
-        unless ``strict_shift``).
-    strict_shift : bool
-        Refuse any shift, "auto" included, for a loss other than least squares.
-
-    Returns
-    -------
-    PreparedProblem
+    ``spec`` was checked when it was built; here the data are (shape, finiteness, exactness,
+    scale, the loss's target rule) and ``spec.k`` against their number of features.
 
     Raises
     ------
     TypeError, ValueError
         As the module's exception policy says.
     """
-    loss = check_loss(loss)
     X, y = check_X_y(X, y)
-    lam = check_lambda2(lambda2)
-    M = check_max_abs_coef(max_abs_coef)
-    fit_intercept = check_fit_intercept(fit_intercept)
-    shift = check_eig_shift(eig_shift, loss, strict=strict_shift)
-    y_used, labels = get_loss(loss).encode_target(y)
-    return PreparedProblem(X=X, y=y, y_used=y_used, labels=labels, loss=loss, lambda2=lam,
-                           max_abs_coef=None if math.isinf(M) else M,
-                           fit_intercept=fit_intercept, eig_shift=shift)
+    if spec.k is not None:
+        check_k_fits(spec.k, X.shape[1])
+    y_used, labels = get_loss(spec.loss).encode_target(y)
+    return PreparedProblem(X=X, y=y, y_used=y_used, labels=labels, spec=spec)
 
 
-def check_options(*, rel_gap=1e-4, abs_gap=0.0, time_limit=None, node_limit=None, n_jobs=1,
-                  verbose=0) -> None:
-    """Check the search options shared by every entry point (see the ``check_*`` functions)."""
-    check_rel_gap(rel_gap)
-    check_abs_gap(abs_gap)
-    check_time_limit(time_limit)
-    check_node_limit(node_limit)
-    check_n_jobs(n_jobs)
-    check_verbose(verbose)
+def prepare_problem(X, y, lambda2, loss="squared", max_abs_coef=None, fit_intercept=True,
+                    eig_shift="auto", strict_shift: bool = False) -> PreparedProblem:
+    """:func:`prepare` of the problem given by its parameters, without ``k`` (the relaxation
+    on its own).
 
-
-def check_hyperparameters(estimator) -> None:
-    """The hyper-parameters of a sparsecert estimator, checked at ``fit`` (never in
-    ``__init__``); the message names the estimator."""
-    try:
-        check_k(estimator.k)
-        check_lambda2(estimator.lambda2)
-        check_max_abs_coef(estimator.max_abs_coef)
-        check_fit_intercept(estimator.fit_intercept)
-        check_options(rel_gap=estimator.rel_gap, time_limit=estimator.time_limit,
-                      n_jobs=estimator.n_jobs, verbose=estimator.verbose)
-    except (TypeError, ValueError) as exc:
-        raise type(exc)(f"{type(estimator).__name__}: {exc}") from None
+    ``strict_shift``: refuse any shift, "auto" included, for a loss other than least squares.
+    """
+    if strict_shift:
+        check_eig_shift(eig_shift, check_loss(loss), strict=True)
+    spec = ProblemSpec(None, lambda2, loss=loss, fit_intercept=fit_intercept,
+                       max_abs_coef=max_abs_coef, eig_shift=eig_shift)
+    return prepare(X, y, spec)
 
 
 # ----------------------------------------------------------------------------------------------
-# one check per argument
+# the data
 # ----------------------------------------------------------------------------------------------
-def _is_int(v) -> bool:
-    return isinstance(v, numbers.Integral) and not isinstance(v, bool | np.bool_)
-
-
-def _is_real(v) -> bool:
-    return isinstance(v, numbers.Real) and not isinstance(v, bool | np.bool_)
-
-
-def check_k(k, n_features: int | None = None) -> int:
-    """Check the sparsity level: an integer with ``1 <= k`` (``<= n_features`` when given)."""
-    if not _is_int(k):
-        raise TypeError(f"k must be an integer, got {type(k).__name__} {k!r}")
-    k = int(k)
-    if n_features is None:
-        if k < 1:
-            raise ValueError(f"k must be >= 1, got k = {k}")
-    elif k < 1 or k > n_features:
-        raise ValueError(f"k must satisfy 1 <= k <= n_features = {n_features}, got k = {k}")
-    return k
-
-
-def check_ks(ks, n_features: int | None) -> np.ndarray:
-    """Distinct support sizes ``1 <= k <= n_features`` (an integer or an iterable of them),
-    sorted increasing."""
-    if _is_int(ks):
-        ks = [ks]
-    if isinstance(ks, str) or not isinstance(ks, Iterable):
-        raise TypeError(f"ks must be an iterable of integers, got {type(ks).__name__}")
-    vals = list(ks)
-    for k in vals:
-        if not _is_int(k):
-            raise TypeError(f"ks must hold integers: k must be an integer, got "
-                            f"{type(k).__name__} {k!r}")
-        check_k(k, n_features)
-    vals = [int(k) for k in vals]
-    if not vals:
-        raise ValueError("ks is empty: give at least one support size")
-    if len(set(vals)) != len(vals):
-        raise ValueError(f"ks holds repeated values: {sorted(vals)}")
-    return np.asarray(sorted(vals), dtype=np.intp)
-
-
 def check_array_2d(X, name: str = "X") -> np.ndarray:
     """Return ``X`` as a C-contiguous float64 2-D array, checking shape and finiteness."""
     if X is None:
@@ -321,25 +280,6 @@ def _refuse_rounded(name: str, where: tuple, value, rounded) -> None:
                      "rounding is intended")
 
 
-def _show(value) -> str:
-    """A number as the user gave it, every digit of a long double, at most about 40 characters."""
-    text = (np.format_float_positional(value, unique=True) if isinstance(value, np.floating)
-            else str(value))
-    return text if len(text) <= 40 else f"{text[:24]}... ({len(text)} characters)"
-
-
-def _exactly(value, rounded: float) -> bool:
-    """Whether the real number ``value`` equals the Python float ``rounded`` exactly (Python
-    compares an int, a Fraction or a Decimal with a float exactly; numpy integers are made
-    Python ints first, numpy would compare them after converting to float64; a long double
-    compares in long double)."""
-    if type(value) is float:
-        return True
-    if isinstance(value, numbers.Integral):
-        return int(value) == rounded
-    return bool(value == rounded)
-
-
 def check_exact_source(source, converted: np.ndarray, name: str) -> None:
     """Refuse an input that is not a numpy array (nested lists, a data frame, ...) when numpy's
     conversion rounded one of its entries: numpy converts a list that mixes floats and integers
@@ -425,150 +365,6 @@ def check_scale(X: np.ndarray, y: np.ndarray) -> None:
     if not yy <= MAX_SUM_OF_SQUARES:
         raise ValueError(f"y is too large for float64 arithmetic: its sum of squares is "
                          f"{yy:.3g} (at most {MAX_SUM_OF_SQUARES:g}); rescale y")
-
-
-def _exact_float(value, name: str) -> float:
-    """``float(value)`` for a real number that float64 holds exactly; a ValueError naming
-    ``name`` otherwise (an integer beyond 2^53, a Fraction such as 1/3, a long double): the
-    problem solved, and its certificate, would have another parameter than the user's."""
-    try:
-        f = float(value)
-    except OverflowError:
-        raise ValueError(f"{name} = {_show(value)} is too large for float64") from None
-    if not (math.isnan(f) or _exactly(value, f)):
-        raise ValueError(f"{name} = {_show(value)} is not exactly a float64 (it would become "
-                         f"{f!r}); pass a float if that rounding is intended")
-    return f
-
-
-def check_lambda2(lambda2) -> float:
-    """Check the ridge weight ``lambda2 > 0`` (finite)."""
-    if isinstance(lambda2, bool) or not isinstance(lambda2, numbers.Real):
-        raise TypeError(f"lambda2 must be a real number, got {type(lambda2).__name__}")
-    lam = _exact_float(lambda2, "lambda2")
-    if not np.isfinite(lam):
-        raise ValueError(f"lambda2 must be finite, got {lam}")
-    if lam <= 0.0:
-        raise ValueError(f"lambda2 must be > 0 (the perspective bound needs a ridge term), "
-                         f"got {lam}")
-    if lam > MAX_LAMBDA2:
-        raise ValueError(f"lambda2 must be at most {MAX_LAMBDA2:g} (larger values overflow "
-                         f"float64 arithmetic in the relaxation), got {lam:g}")
-    return lam
-
-
-#: the largest ridge weight: 2 lambda2 and the relaxation's terms stay finite (lambda2 near the
-#: largest float made the node solver's step search loop on inf - inf)
-MAX_LAMBDA2 = 1e300
-
-
-def check_max_abs_coef(M) -> float:
-    """Check the box ``|b_j| <= M``: ``None`` means no box (returns ``np.inf``); else ``M > 0``."""
-    if M is None:
-        return float(np.inf)
-    if isinstance(M, bool) or not isinstance(M, numbers.Real):
-        raise TypeError(f"max_abs_coef must be a positive number or None, got "
-                        f"{type(M).__name__}")
-    M = _exact_float(M, "max_abs_coef")
-    if np.isnan(M) or M <= 0.0:
-        raise ValueError(f"max_abs_coef must be > 0 (or None / inf for no box), got {M}")
-    return M
-
-
-def check_fit_intercept(fit_intercept) -> bool:
-    """Check the intercept switch (a bool)."""
-    if not isinstance(fit_intercept, bool | np.bool_):
-        raise TypeError(f"fit_intercept must be a bool, got {type(fit_intercept).__name__}")
-    return bool(fit_intercept)
-
-
-def check_eig_shift(eig_shift, loss: str, strict: bool = False) -> float | str | None:
-    """Check the eigenvalue-shift option (the Cholesky proof of a given shift comes later).
-
-    None, "auto" or a finite number >= 0, for least squares; for the other losses (they have no
-    shift) "auto" means None, or is an error if ``strict``, and a number is an error.
-    """
-    if eig_shift is None:
-        return None
-    if isinstance(eig_shift, str):
-        if eig_shift != "auto":
-            raise ValueError(f"eig_shift must be None, a number or 'auto', got {eig_shift!r}")
-        if get_loss(loss).loss_id == SQUARED:
-            return "auto"
-        if strict:
-            raise ValueError(f"eig_shift is only defined for the squared loss (got "
-                             f"loss={loss!r})")
-        return None
-    if not _is_real(eig_shift):
-        raise TypeError(f"eig_shift must be None, a number or 'auto', got "
-                        f"{type(eig_shift).__name__}")
-    mu = float(eig_shift)
-    if not math.isfinite(mu) or mu < 0.0:
-        raise ValueError(f"eig_shift must be a finite number >= 0, got {mu}")
-    if get_loss(loss).loss_id != SQUARED:
-        raise ValueError(f"eig_shift is only defined for the squared loss (got loss={loss!r})")
-    return mu
-
-
-def check_rel_gap(rel_gap) -> float:
-    """The relative-gap target ``(UB - LB) / max(1, |UB|)``: a number in [0, 1)."""
-    if not _is_real(rel_gap):
-        raise TypeError(f"rel_gap must be a number, got {type(rel_gap).__name__}")
-    if not 0.0 <= rel_gap < 1.0:
-        raise ValueError(f"rel_gap must be in [0, 1), got {rel_gap}")
-    return float(rel_gap)
-
-
-def check_abs_gap(abs_gap) -> float:
-    """The absolute-gap target: a finite number >= 0."""
-    if not _is_real(abs_gap):
-        raise TypeError(f"abs_gap must be a number, got {type(abs_gap).__name__}")
-    if not (math.isfinite(abs_gap) and abs_gap >= 0.0):
-        raise ValueError(f"abs_gap must be a finite number >= 0, got {abs_gap}")
-    return float(abs_gap)
-
-
-def check_time_limit(time_limit) -> float | None:
-    """Seconds, > 0, or None for no limit."""
-    if time_limit is None:
-        return None
-    if not _is_real(time_limit):
-        raise TypeError(f"time_limit must be a number or None, got {type(time_limit).__name__}")
-    if not time_limit > 0:
-        raise ValueError(f"time_limit must be > 0 (or None for no limit), got {time_limit}")
-    return float(time_limit)
-
-
-def check_positive_int(value, name: str) -> int:
-    """An integer >= 1 (``name`` is the argument's name, for the message)."""
-    if not _is_int(value):
-        raise TypeError(f"{name} must be an integer, got {type(value).__name__} {value!r}")
-    if value < 1:
-        raise ValueError(f"{name} must be >= 1, got {value}")
-    return int(value)
-
-
-def check_node_limit(node_limit) -> int | None:
-    """Evaluated nodes, >= 1, or None for no limit."""
-    return None if node_limit is None else check_positive_int(node_limit, "node_limit")
-
-
-def check_n_jobs(n_jobs) -> int:
-    """Parallel node evaluations: a positive integer, or -1 for all cores."""
-    if not _is_int(n_jobs):
-        raise TypeError(f"n_jobs must be an integer, got {type(n_jobs).__name__} {n_jobs!r}")
-    if n_jobs == 0 or n_jobs < -1:
-        raise ValueError(f"n_jobs must be a positive integer or -1, got {n_jobs}")
-    return int(n_jobs)
-
-
-def check_verbose(verbose) -> int:
-    """Verbosity: an integer >= 0 (``True`` counts as 1)."""
-    if not isinstance(verbose, numbers.Integral):
-        raise TypeError(f"verbose must be an integer, got {type(verbose).__name__} {verbose!r}")
-    if verbose < 0:
-        raise ValueError(f"verbose must be >= 0, got {verbose}")
-    return int(verbose)
 
 
 def check_index_set(idx, n_features: int, name: str) -> np.ndarray:

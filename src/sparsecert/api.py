@@ -4,17 +4,23 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from os import PathLike
 from typing import Any
 
 import numpy as np
 
-from sparsecert._validation import check_k, check_options, prepare_problem
+from sparsecert._params import defaults, document
+from sparsecert._validation import PreparedProblem, prepare
 from sparsecert._version import __version__
+from sparsecert.problem import SearchOptions, build_records
 from sparsecert.statuses import BRANCHED, OPTIMAL, PRECISION_LIMITED
 
-__all__ = ["certify", "verify", "CertifyResult"]
+__all__ = ["certify", "certify_prepared", "verify", "CertifyResult"]
+
+_D = defaults("certify")
+
 
 class _NotGiven:
     """The default of a keyword whose ``None`` means something (shown in ``help()``)."""
@@ -119,14 +125,16 @@ def _feature_names(X, feature_names=None) -> tuple[str, ...] | None:
     return names
 
 
-def certify(X, y, k: int, lambda2: float, loss: str = "squared", max_abs_coef: float | None = None,
-            fit_intercept: bool = True, rel_gap: float = 1e-4, time_limit: float | None = None,
-            n_jobs: int = 1, verbose: int = 1, *, node_limit: int | None = None,
-            abs_gap: float = 1e-9, eig_shift: float | str | None = "auto",
-            executor: cf.Executor | None = None, backend: str = "threads",
-            node_selection: str | None = None, branching: str | None = None,
-            batch_size: int | None = None, log=None,
-            feature_names=None) -> CertifyResult:
+@document()
+def certify(X, y, k: int, lambda2: float, *, loss: str = _D.loss,
+            fit_intercept: bool = _D.fit_intercept, max_abs_coef: float | None = _D.max_abs_coef,
+            eig_shift: float | str | None = _D.eig_shift, rel_gap: float = _D.rel_gap,
+            abs_gap: float = _D.abs_gap, time_limit: float | None = _D.time_limit,
+            node_limit: int | None = _D.node_limit, n_jobs: int = _D.n_jobs,
+            batch_size: int = _D.batch_size, backend: str = _D.backend,
+            executor: cf.Executor | None = _D.executor, node_selection: str = _D.node_selection,
+            branching: str = _D.branching, verbose: int = _D.verbose,
+            log: Callable[[str], None] | None = _D.log, feature_names=None) -> CertifyResult:
     """Solve a k-sparse GLM to certified optimality.
 
     Minimises ``sum_i loss(y_i, x_i^T b + c) + lambda2 ||b||^2`` subject to ``||b||_0 <= k``
@@ -140,46 +148,27 @@ def certify(X, y, k: int, lambda2: float, loss: str = "squared", max_abs_coef: f
         Targets: real responses (``"squared"``); for ``"logistic"``/``"squared_hinge"`` any two
         distinct numeric labels, the smaller coded -1 and the larger +1 (the label rule of the
         user guide); for ``"poisson"`` non-negative counts.
-    k : int
-        Maximum number of non-zero coefficients (1 <= k <= n_features).
-    lambda2 : float
-        Ridge weight, > 0.
-    loss : {"squared", "logistic", "squared_hinge", "poisson"}
-        A name of the loss registry :mod:`sparsecert.solvers.losses`.
-    max_abs_coef : float, optional
-        Box ``|b_j| <= M``.
-    fit_intercept : bool, default=True
-        Unpenalised intercept, not counted in ``k`` (least squares: exact by centring).
-    rel_gap : float
-        Target relative gap ``(UB - LB) / max(1, |UB|)`` (default 1e-4).
-    time_limit : float, optional
-        Seconds of search; on expiry the best model is returned with status ``"time_limit"``
-        and a certificate of the bound reached. Building the certificate after the search
-        adds its own time (rigorous bounds of the leaves: about a millisecond per node on
-        riboflavin's 4088 columns).
-    n_jobs : int
-        Parallel node evaluations (threads by default: this thread and ``n_jobs - 1`` more;
-        -1 for all cores). Give them a larger ``batch_size`` too (16 per thread or more keeps
-        them busy; on two cores the search of a 10,000-node tree ran 1.8x as fast at 32);
-        the certificate depends on ``batch_size``, not on ``n_jobs``.
-    verbose : int
-        0 silent; 1 a progress line every 5 seconds.
-    node_limit : int, optional
-        Maximum number of evaluated nodes.
-    abs_gap : float
-        Absolute gap tolerance.
-    eig_shift : float, "auto" or None
-        Least squares only: the eigenvalue shift of the stronger relaxation ("auto": a safe
-        value below the smallest eigenvalue of ``X^T X``, proven by a Cholesky factorisation).
-    executor : concurrent.futures.Executor, optional
-        Evaluate nodes on this executor (processes, MPI, Dask); the certificate is the same.
-    backend : {"threads", "processes", "mpi"}
-        The engine's own executor when ``n_jobs > 1`` (``"mpi"``: an
-        ``mpi4py.futures.MPIPoolExecutor`` with ``n_jobs`` workers).
-    node_selection, branching, batch_size : optional
-        Engine settings (see :class:`sparsecert.bnb.BnBSettings`).
-    log : callable, optional
-        Receives the progress lines (default: standard output).
+    k
+        ``1 <= k <= n_features``.
+    lambda2
+    loss
+    fit_intercept
+    max_abs_coef
+    eig_shift
+    rel_gap
+    abs_gap
+    time_limit
+        Building the certificate after the search adds its own time (rigorous bounds of the
+        leaves: about a millisecond per node on riboflavin's 4088 columns).
+    node_limit
+    n_jobs
+    batch_size
+    backend
+    executor
+    node_selection
+    branching
+    verbose
+    log
     feature_names : sequence of str, optional
         Names of the columns of ``X`` (default: the columns of a pandas DataFrame, when they are
         all strings). Kept in the result and the certificate for display only.
@@ -193,30 +182,39 @@ def certify(X, y, k: int, lambda2: float, loss: str = "squared", max_abs_coef: f
     TypeError, ValueError
         Bad argument types / values (checked before any expensive setup).
     """
-    from sparsecert.bnb import BnBSettings, BranchAndBound
+    t0 = time.perf_counter()
+    spec, options = build_records(locals())  # the keywords, checked by the parameter table
+    names = _feature_names(X, feature_names)
+    return certify_prepared(prepare(X, y, spec), options, feature_names=names, t0=t0)
+
+
+def certify_prepared(prepared: PreparedProblem, options: SearchOptions, *, feature_names=None,
+                     t0: float | None = None) -> CertifyResult:
+    """:func:`certify` of a problem already prepared (:func:`sparsecert._validation.prepare`,
+    which the command line runs itself before it prints anything): the expensive setup, the
+    search and the certificate. ``prepared.spec.k`` must be set; ``feature_names`` as for
+    :func:`certify`; ``t0`` is when the caller's clock started (default: now)."""
+    from sparsecert.bnb import BranchAndBound
     from sparsecert.bnb.interrupts import deferred_interrupt
     from sparsecert.solvers.perspective import RelaxationProblem
 
-    t0 = time.perf_counter()
-    names = _feature_names(X, feature_names)
-    pp = prepare_problem(X, y, lambda2, loss=loss, max_abs_coef=max_abs_coef,
-                         fit_intercept=fit_intercept, eig_shift=eig_shift)
-    k = check_k(k, pp.X.shape[1])
-    settings = BnBSettings.from_options(
-        rel_gap=rel_gap, abs_gap=abs_gap, time_limit=time_limit, node_limit=node_limit,
-        node_selection=node_selection, branching=branching, batch_size=batch_size)
-    check_options(n_jobs=n_jobs, verbose=verbose)
-    prob = RelaxationProblem.from_prepared(pp)  # the expensive setup, after every check
-    engine = BranchAndBound(prob, k, settings, n_jobs=n_jobs, executor=executor,
-                            backend=backend, verbose=verbose, log=log)
+    t0 = time.perf_counter() if t0 is None else t0
+    if feature_names is not None:
+        feature_names = _feature_names(prepared.X, feature_names)
+    spec = prepared.spec
+    if spec.k is None:
+        raise ValueError("the prepared problem has no k")
+    prob = RelaxationProblem.from_prepared(prepared)  # the expensive setup, after every check
+    engine = BranchAndBound(prob, spec.k, options)
     res = engine.run()
     # a second Ctrl-C here would lose the result (see interrupts); the log keeps ticking
     with deferred_interrupt(), engine.after_search("certificate") as note:
-        result = assemble_result(res, prob, pp.X, pp.y, pp.y_used, pp.labels, k, pp.lambda2,
-                                 pp.loss, pp.max_abs_coef, pp.fit_intercept, rel_gap,
-                                 abs_gap, n_jobs, executor, backend, t0, feature_names=names,
-                                 note=note)
-    result.feature_names = names
+        result = assemble_result(res, prob, prepared.X, prepared.y, prepared.y_used,
+                                 prepared.labels, spec.k, spec.lambda2, spec.loss,
+                                 spec.max_abs_coef, spec.fit_intercept, options.rel_gap,
+                                 options.abs_gap, options.n_jobs, options.executor,
+                                 options.backend, t0, feature_names=feature_names, note=note)
+    result.feature_names = feature_names
     return result
 
 

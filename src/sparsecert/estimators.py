@@ -33,8 +33,10 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from sparsecert._validation import check_exact_input, check_hyperparameters
-from sparsecert.api import certify, verify
+from sparsecert._params import defaults, fill_parameters
+from sparsecert._validation import check_exact_input, prepare
+from sparsecert.api import certify_prepared, verify
+from sparsecert.problem import ProblemSpec, SearchOptions, build_records
 from sparsecert.solvers.losses import binary_codes, get_loss
 from sparsecert.statuses import CERTIFIED, STATUS_HINTS
 
@@ -45,30 +47,23 @@ __all__ = [
     "KSparseHingeClassifier",
 ]
 
-_PARAMS_DOC = """
+_E = defaults("estimator")
+
+_PARAMS_DOC = fill_parameters("""
     Parameters
     ----------
-    k : int, default=5
-        Maximum number of non-zero coefficients (the intercept is not counted). Values
-        ``>= n_features`` leave the constraint inactive.
-    lambda2 : float, default=1.0
-        Ridge weight (> 0) on the coefficients; the objective is the *sum* of the losses plus
-        ``lambda2 * ||coef||^2``.
-    max_abs_coef : float or None, default=None
-        Optional box ``|coef_j| <= max_abs_coef``.
-    fit_intercept : bool, default=True
-        Fit an unpenalised intercept (not counted in ``k``).
-    rel_gap : float, default=1e-4
-        Stop when ``(objective - lower_bound) / max(1, |objective|) <= rel_gap``.
-    time_limit : float or None, default=None
-        Seconds for the search. On expiry the best model found is kept, a
-        :class:`~sklearn.exceptions.ConvergenceWarning` states the gap reached, and
+    k
+        Values ``>= n_features`` leave the constraint inactive.
+    lambda2
+    max_abs_coef
+    fit_intercept
+    rel_gap
+    time_limit
+        A :class:`~sklearn.exceptions.ConvergenceWarning` then states the gap reached, and
         ``status_`` is ``"time_limit"``.
-    n_jobs : int, default=1
-        Parallel node evaluations (-1: all cores).
-    verbose : int, default=0
-        0 silent; 1 a progress line every few seconds.
-"""
+    n_jobs
+    verbose
+""", "estimator")
 
 _ATTRS_DOC = """
     Attributes
@@ -141,13 +136,16 @@ def fitted_from_result(estimator, result, n_features: int, classes=None):
 
 
 class _KSparseBase(BaseEstimator):
-    """Shared fit logic: validate, call :func:`sparsecert.api.certify`, store the record."""
+    """Shared fit logic: validate, certify (as :func:`sparsecert.api.certify`), store the
+    record."""
 
     _loss: str  #: a name of the loss registry, set by each estimator
 
-    def __init__(self, k: int = 5, lambda2: float = 1.0, max_abs_coef: float | None = None,
-                 fit_intercept: bool = True, rel_gap: float = 1e-4,
-                 time_limit: float | None = None, n_jobs: int = 1, verbose: int = 0) -> None:
+    def __init__(self, k: int = _E.k, lambda2: float = _E.lambda2,
+                 max_abs_coef: float | None = _E.max_abs_coef,
+                 fit_intercept: bool = _E.fit_intercept, rel_gap: float = _E.rel_gap,
+                 time_limit: float | None = _E.time_limit, n_jobs: int = _E.n_jobs,
+                 verbose: int = _E.verbose) -> None:
         self.k = k
         self.lambda2 = lambda2
         self.max_abs_coef = max_abs_coef
@@ -158,15 +156,20 @@ class _KSparseBase(BaseEstimator):
         self.verbose = verbose
 
     # -- the certified fit -----------------------------------------------------------------
-    def _certify(self, X: np.ndarray, y: np.ndarray):
-        p = X.shape[1]
-        res = certify(X, y, min(int(self.k), p), float(self.lambda2), loss=self._loss,
-                      max_abs_coef=None if self.max_abs_coef is None
-                      else float(self.max_abs_coef),
-                      fit_intercept=bool(self.fit_intercept), rel_gap=float(self.rel_gap),
-                      time_limit=None if self.time_limit is None else float(self.time_limit),
-                      n_jobs=int(self.n_jobs), verbose=int(self.verbose),
-                      feature_names=getattr(self, "feature_names_in_", None))
+    def _records(self) -> tuple[ProblemSpec, SearchOptions]:
+        """The problem and the search options of the hyper-parameters, checked (at ``fit``,
+        never in ``__init__``) by the parameter table; the message names the estimator."""
+        try:
+            return build_records({**self.get_params(deep=False), "loss": self._loss})
+        except (TypeError, ValueError) as exc:
+            raise type(exc)(f"{type(self).__name__}: {exc}") from None
+
+    def _certify(self, X: np.ndarray, y: np.ndarray, records):
+        spec, options = records
+        # k >= n_features leaves the constraint inactive: the same problem as k = n_features
+        spec = spec.with_k(min(spec.k, X.shape[1]))
+        res = certify_prepared(prepare(X, y, spec), options,
+                               feature_names=getattr(self, "feature_names_in_", None))
         return self._set_result(res)
 
     def _set_result(self, res, n_features: int | None = None, classes=None):
@@ -221,13 +224,13 @@ class _KSparseBase(BaseEstimator):
             ``.ok``, ``.exit_code``, ``.checks``, ``.failures``.
         """
         check_is_fitted(self)
-        check_hyperparameters(self)
+        spec, options = self._records()
         X = validate_data(self, X, reset=False, dtype=np.float64)
         cert = self.certificate_
-        report = verify(cert, X, self._target_as_certified(y), loss=self._loss,
-                        k=min(int(self.k), self.n_features_in_), lambda2=float(self.lambda2),
-                        max_abs_coef=self.max_abs_coef, fit_intercept=bool(self.fit_intercept),
-                        rel_gap=float(self.rel_gap) if rel_gap is None else rel_gap)
+        report = verify(cert, X, self._target_as_certified(y), loss=spec.loss,
+                        k=min(spec.k, self.n_features_in_), lambda2=spec.lambda2,
+                        max_abs_coef=spec.max_abs_coef, fit_intercept=spec.fit_intercept,
+                        rel_gap=options.rel_gap if rel_gap is None else rel_gap)
         if not report.input_error:
             report.add("estimator_model", *self._is_certified_model(cert))
         return report
@@ -246,10 +249,10 @@ class _KSparseBase(BaseEstimator):
         return False, ("coef_ or intercept_ differ from the certificate's incumbent: the "
                        "certificate does not prove this model")
 
-    def _min_samples(self) -> int:
-        check_hyperparameters(self)
+    @staticmethod
+    def _min_samples(records) -> int:
         # with an intercept, a single sample leaves nothing to fit once it is centred out
-        return 2 if self.fit_intercept else 1
+        return 2 if records[0].fit_intercept else 1
 
     def _linear(self, X) -> np.ndarray:
         check_is_fitted(self)
@@ -271,15 +274,16 @@ class _KSparseRegressor(RegressorMixin, _KSparseBase):
         -------
         self
         """
+        records = self._records()
         check_exact_input(X, "X")  # before scikit-learn's conversion rounds it silently
         check_exact_input(y, "y")
         X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True,
-                             ensure_min_samples=self._min_samples())
+                             ensure_min_samples=self._min_samples(records))
         try:  # the loss's target rule (Poisson: y >= 0), from the loss registry
             get_loss(self._loss).encode_target(y)
         except ValueError as exc:
             raise ValueError(f"{type(self).__name__}: {exc}") from None
-        return self._certify(X, np.asarray(y, dtype=np.float64))
+        return self._certify(X, np.asarray(y, dtype=np.float64), records)
 
 
 class KSparseLinearRegression(_KSparseRegressor):
@@ -329,9 +333,10 @@ class _KSparseClassifier(ClassifierMixin, _KSparseBase):
         -------
         self
         """
+        records = self._records()
         check_exact_input(X, "X")  # before scikit-learn's conversion rounds it silently
         X, y = validate_data(self, X, y, dtype=np.float64,
-                             ensure_min_samples=self._min_samples())
+                             ensure_min_samples=self._min_samples(records))
         check_classification_targets(y)
         y_type = type_of_target(y, input_name="y", raise_unknown=True)
         classes = np.unique(y)
@@ -340,7 +345,7 @@ class _KSparseClassifier(ClassifierMixin, _KSparseBase):
                              f"needs exactly 2 classes in y; the type of the target is "
                              f"{y_type!r} with {classes.size} class(es) {classes[:5].tolist()}")
         y_pm, self.classes_ = binary_codes(y)  # the label rule: classes_[0] -> -1
-        return self._certify(X, y_pm)
+        return self._certify(X, y_pm, records)
 
     def _target_as_certified(self, y) -> np.ndarray:
         y = np.asarray(y)

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 from sklearn.base import BaseEstimator, MetaEstimatorMixin, RegressorMixin, clone, is_classifier
@@ -36,19 +36,20 @@ from sklearn.model_selection import check_cv
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from sparsecert._validation import (
-    check_exact_input,
-    check_hyperparameters,
-    check_ks,
-    check_options,
-    prepare_problem,
-)
+from sparsecert._checks import check_ks
+from sparsecert._params import check_param, defaults, document
+from sparsecert._validation import PreparedProblem, check_exact_input, prepare
 from sparsecert.api import CertifyResult, assemble_result
 from sparsecert.bnb import BnBSettings, BranchAndBound
 from sparsecert.bnb.interrupts import deferred_interrupt
+from sparsecert.problem import ProblemSpec, SearchOptions, build_records
 from sparsecert.statuses import INTERRUPTED
 
-__all__ = ["certify_path", "PathResult", "KSparseCV", "KSparseLinearRegressionCV"]
+__all__ = ["certify_path", "solve_path", "PathResult", "KSparseCV",
+           "KSparseLinearRegressionCV"]
+
+_D = defaults("certify_path")
+_E = defaults("estimator")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -124,14 +125,17 @@ class PathResult:
         return "\n".join(lines)
 
 
-def certify_path(X, y, ks, lambda2: float, loss: str = "squared",
-                 max_abs_coef: float | None = None, fit_intercept: bool = True,
-                 rel_gap: float = 1e-4, time_limit: float | None = None, n_jobs: int = 1,
-                 verbose: int = 0, *, node_limit: int | None = None, abs_gap: float = 1e-9,
-                 eig_shift: float | str | None = "auto", warm_start: bool = True,
-                 node_selection: str | None = None, branching: str | None = None,
-                 batch_size: int | None = None, backend: str = "threads", executor=None,
-                 log=None) -> PathResult:
+@document("certify_path")
+def certify_path(X, y, ks, lambda2: float, *, loss: str = _D.loss,
+                 fit_intercept: bool = _D.fit_intercept,
+                 max_abs_coef: float | None = _D.max_abs_coef,
+                 eig_shift: float | str | None = _D.eig_shift, rel_gap: float = _D.rel_gap,
+                 abs_gap: float = _D.abs_gap, time_limit: float | None = _D.time_limit,
+                 node_limit: int | None = _D.node_limit, n_jobs: int = _D.n_jobs,
+                 batch_size: int = _D.batch_size, backend: str = _D.backend,
+                 executor=_D.executor, node_selection: str = _D.node_selection,
+                 branching: str = _D.branching, verbose: int = _D.verbose, log=_D.log,
+                 warm_start: bool = _D.warm_start) -> PathResult:
     """Certify the k-sparse problem for every ``k`` in ``ks``, sharing work along the path.
 
     Each point solves the problem :func:`sparsecert.api.certify` solves for that ``k``, with
@@ -148,18 +152,26 @@ def certify_path(X, y, ks, lambda2: float, loss: str = "squared",
         losses, coded by the label rule of the user guide; non-negative counts for Poisson).
     ks : iterable of int
         Distinct support sizes ``1 <= k <= n_features`` (any order; solved in increasing order).
-    lambda2 : float
-        Ridge weight, > 0.
-    loss, max_abs_coef, fit_intercept, rel_gap, n_jobs, verbose, node_limit, abs_gap, eig_shift
-        As for :func:`~sparsecert.api.certify`.
-    time_limit : float, optional
-        Seconds *per point*.
-    warm_start : bool
-        Offer the previous point's model as an incumbent and start the root relaxation from
-        the previous root solution (the certificates are valid either way; this only changes
-        how fast the gap closes, and possibly the shape of the tree).
-    node_selection, branching, batch_size, backend, executor, log
-        Engine settings, as for :func:`~sparsecert.api.certify`.
+    lambda2
+    loss
+    fit_intercept
+    max_abs_coef
+    eig_shift
+    rel_gap
+    abs_gap
+    time_limit
+        The limit is *per point*.
+    node_limit
+        The limit is per point.
+    n_jobs
+    batch_size
+    backend
+    executor
+    node_selection
+    branching
+    verbose
+    log
+    warm_start
 
     Returns
     -------
@@ -176,20 +188,24 @@ def certify_path(X, y, ks, lambda2: float, loss: str = "squared",
     >>> [r.status for r in path]
     ['optimal', 'optimal', 'optimal']
     """
+    t0 = time.perf_counter()
+    spec, options = build_records(locals())  # the keywords, checked by the parameter table
+    warm_start = check_param("warm_start", warm_start)
+    prepared = prepare(X, y, spec)
+    ks_arr = check_ks(ks, prepared.n_features)
+    return solve_path(prepared, ks_arr, options, warm_start=warm_start, t0=t0)
+
+
+def solve_path(prepared: PreparedProblem, ks: np.ndarray, options: SearchOptions, *,
+               warm_start: bool = True, t0: float | None = None) -> PathResult:
+    """:func:`certify_path` of a problem already prepared (``prepared.spec.k`` unset) over
+    checked support sizes ``ks`` (distinct, increasing, at most ``n_features``)."""
     from sparsecert.solvers.heuristics import SupportRefitter
     from sparsecert.solvers.perspective import RelaxationProblem
 
-    t_path = time.perf_counter()
-    pp = prepare_problem(X, y, lambda2, loss=loss, max_abs_coef=max_abs_coef,
-                         fit_intercept=fit_intercept, eig_shift=eig_shift)
-    ks_arr = check_ks(ks, pp.X.shape[1])
-    if not isinstance(warm_start, bool | np.bool_):
-        raise TypeError(f"warm_start must be a bool, got {type(warm_start).__name__}")
-    settings = BnBSettings.from_options(
-        rel_gap=rel_gap, abs_gap=abs_gap, time_limit=time_limit, node_limit=node_limit,
-        node_selection=node_selection, branching=branching, batch_size=batch_size)
-    check_options(n_jobs=n_jobs, verbose=verbose)
-    prob = RelaxationProblem.from_prepared(pp)  # once for the whole path, after every check
+    t_path = time.perf_counter() if t0 is None else t0
+    settings = BnBSettings.from_options(options)
+    prob = RelaxationProblem.from_prepared(prepared)  # once for the path, after every check
     refitter = SupportRefitter.for_problem(prob)  # one cache of exact refits for the path
     results: list[CertifyResult] = []
     start: tuple[int, ...] | None = None  # the previous point's optimal support
@@ -199,35 +215,40 @@ def certify_path(X, y, ks, lambda2: float, loss: str = "squared",
         if node.parent is None:
             root_start["coef"] = np.asarray(res.coef, dtype=float).copy()
 
-    for k in ks_arr:
-        t0 = time.perf_counter()
+    for k in ks:
+        t_point = time.perf_counter()
+        spec = prepared.spec.with_k(int(k))
         warm = warm_start and start is not None
-        engine = BranchAndBound(prob, int(k), replace(settings), refitter=refitter,
+        engine = BranchAndBound(prob, spec.k, settings, refitter=refitter,
                                 start_supports=[start] if warm else (),
                                 root_warm_start=root_start.get("coef") if warm else None,
-                                node_callback=keep_root, n_jobs=n_jobs, executor=executor,
-                                backend=backend, verbose=verbose, log=log)
+                                node_callback=keep_root)
         res = engine.run()
         start = tuple(res.support)
         # a second Ctrl-C here would lose the point's result; the log keeps ticking
         with deferred_interrupt(), engine.after_search("certificate") as note:
             results.append(assemble_result(
-                res, prob, pp.X, pp.y, pp.y_used, pp.labels, int(k), pp.lambda2, pp.loss,
-                pp.max_abs_coef, pp.fit_intercept, rel_gap, abs_gap, n_jobs, executor,
-                backend, t0, note=note, path=True))
+                res, prob, prepared.X, prepared.y, prepared.y_used, prepared.labels, spec.k,
+                spec.lambda2, spec.loss, spec.max_abs_coef, spec.fit_intercept, options.rel_gap,
+                options.abs_gap, options.n_jobs, options.executor, options.backend, t_point,
+                note=note, path=True))
         if res.status == INTERRUPTED:  # Ctrl-C stops the path, not only this point
             break
-    return PathResult(ks=ks_arr[:len(results)], results=results,
+    return PathResult(ks=np.asarray(ks)[:len(results)], results=results,
                       time=time.perf_counter() - t_path)
 
 
 # ----------------------------------------------------------------------------------------------
 # cross-validation over k
 # ----------------------------------------------------------------------------------------------
-def _path_cv(base, X: np.ndarray, y: np.ndarray, ks, cv, scoring):
-    """Scores (n_splits, n_ks) of ``base`` at every k, one certified path per fold."""
-    from sparsecert.estimators import estimator_loss, fitted_from_result
+def _path_cv(base, records: tuple[ProblemSpec, SearchOptions], X: np.ndarray, y: np.ndarray,
+             ks, cv, scoring):
+    """Scores (n_splits, n_ks) of ``base`` (its problem and search ``records``) at every k,
+    one certified path per fold."""
+    from sparsecert.estimators import fitted_from_result
 
+    spec, options = records
+    spec = spec.with_k(None)  # each fold's path sets its own k
     p = X.shape[1]
     ks_arr = _candidate_ks(ks, p)
     classifier = is_classifier(base)
@@ -244,10 +265,7 @@ def _path_cv(base, X: np.ndarray, y: np.ndarray, ks, cv, scoring):
             ycode = np.where(ytr == classes[1], 1.0, -1.0)
         else:
             ycode = np.asarray(ytr, dtype=float)
-        path = certify_path(Xtr, ycode, ks_arr, float(base.lambda2), loss=estimator_loss(base),
-                            max_abs_coef=base.max_abs_coef, fit_intercept=base.fit_intercept,
-                            rel_gap=base.rel_gap, time_limit=base.time_limit,
-                            n_jobs=base.n_jobs, verbose=base.verbose)
+        path = solve_path(prepare(Xtr, ycode, spec), ks_arr, options)
         if INTERRUPTED in path.statuses:  # Ctrl-C: no score of an interrupted model
             raise KeyboardInterrupt
         row = []
@@ -355,7 +373,7 @@ class KSparseCV(MetaEstimatorMixin, BaseEstimator):
         self
         """
         base = clone(self._base())
-        check_hyperparameters(base)
+        records = base._records()  # the hyper-parameters, checked once (named by the estimator)
         classifier = is_classifier(base)
         X_given, y_given = X, y  # the refit sees them as given (feature names included)
         check_exact_input(X, "X")  # before scikit-learn's conversion rounds it silently
@@ -370,7 +388,7 @@ class KSparseCV(MetaEstimatorMixin, BaseEstimator):
             if np.unique(y).size != 2:
                 raise ValueError(f"Only binary classification is supported; y has "
                                  f"{np.unique(y).size} classes")
-        ks_arr, scores = _path_cv(base, X, y, self.ks, self.cv, self.scoring)
+        ks_arr, scores = _path_cv(base, records, X, y, self.ks, self.cv, self.scoring)
         mean = scores.mean(axis=0)
         best = int(np.argmax(mean))  # ties -> the smallest k
         self.ks_ = ks_arr
@@ -417,6 +435,7 @@ class KSparseCV(MetaEstimatorMixin, BaseEstimator):
         return self.best_estimator_.score(X, y, sample_weight=sample_weight)
 
 
+@document("estimator")
 class KSparseLinearRegressionCV(RegressorMixin, KSparseCV):
     """Certified k-sparse least squares with ``k`` chosen by cross-validation.
 
@@ -426,9 +445,14 @@ class KSparseLinearRegressionCV(RegressorMixin, KSparseCV):
     ----------
     ks : iterable of int, default=None
         Candidate support sizes; ``None`` means ``1..min(10, n_features)``.
-    lambda2, max_abs_coef, fit_intercept, rel_gap, time_limit, n_jobs, verbose
-        As for :class:`~sparsecert.estimators.KSparseLinearRegression` (``time_limit`` is per
-        path point).
+    lambda2
+    max_abs_coef
+    fit_intercept
+    rel_gap
+    time_limit
+        The limit is per path point.
+    n_jobs
+    verbose
     cv : int, cross-validation generator or iterable, default=5
     scoring : str or callable, default=None
         ``None``: R^2.
@@ -440,10 +464,11 @@ class KSparseLinearRegressionCV(RegressorMixin, KSparseCV):
         As for :class:`KSparseCV`.
     """
 
-    def __init__(self, ks=None, lambda2: float = 1.0, max_abs_coef: float | None = None,
-                 fit_intercept: bool = True, rel_gap: float = 1e-4,
-                 time_limit: float | None = None, n_jobs: int = 1, verbose: int = 0, cv=5,
-                 scoring=None) -> None:
+    def __init__(self, ks=None, lambda2: float = _E.lambda2,
+                 max_abs_coef: float | None = _E.max_abs_coef,
+                 fit_intercept: bool = _E.fit_intercept, rel_gap: float = _E.rel_gap,
+                 time_limit: float | None = _E.time_limit, n_jobs: int = _E.n_jobs,
+                 verbose: int = _E.verbose, cv=5, scoring=None) -> None:
         self.ks = ks
         self.lambda2 = lambda2
         self.max_abs_coef = max_abs_coef

@@ -26,25 +26,15 @@ the minimum over the leaves is a valid global lower bound, whatever the relaxati
 
 from __future__ import annotations
 
-import concurrent.futures as cf
 import contextlib
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, fields, replace
 
 import numpy as np
 
-from sparsecert._validation import (
-    check_abs_gap,
-    check_index_set,
-    check_k,
-    check_node_limit,
-    check_positive_int,
-    check_rel_gap,
-    check_time_limit,
-    check_vector,
-)
-from sparsecert.bnb.branching import BRANCHING_RULES, choose_branch_variable
+from sparsecert._validation import check_index_set, check_k, check_vector
+from sparsecert.bnb.branching import choose_branch_variable
 from sparsecert.bnb.evaluate import (
     NO_HEURISTIC,
     ROUND,
@@ -62,9 +52,10 @@ from sparsecert.bnb.fixing import FixingPlan
 from sparsecert.bnb.interrupts import deferred_interrupt
 from sparsecert.bnb.node import Node, Witness
 from sparsecert.bnb.progress import ProgressLog
-from sparsecert.bnb.queues import QUEUE_STRATEGIES, make_queue
+from sparsecert.bnb.queues import make_queue
 from sparsecert.bnb.results import HistoryRecord, SearchResult
 from sparsecert.bnb.warmup import discard_prestarted, needs_compiling, warm_up
+from sparsecert.problem import EXECUTION_FIELDS, SearchOptions
 from sparsecert.solvers.heuristics import SubsetModel, SupportRefitter, beam_search, swap_search
 from sparsecert.solvers.perspective import RelaxationProblem, RelaxationResult
 from sparsecert.statuses import (
@@ -89,25 +80,19 @@ __all__ = ["BnBSettings", "BranchAndBound", "NodeCallback"]
 NodeCallback = Callable[[Node, RelaxationResult], None]
 
 
-@dataclass
-class BnBSettings:
-    """Settings of the search (all recorded in the certificate).
+@dataclass(frozen=True)
+class BnBSettings(SearchOptions):
+    """The engine's settings: the search options and the engine's tuning.
+
+    The fields of :class:`sparsecert.problem.SearchOptions` (``rel_gap``, ``abs_gap``,
+    ``time_limit``, ``node_limit``, ``node_selection``, ``branching``, ``batch_size``, and where
+    and how loudly the search runs: ``n_jobs``, ``backend``, ``executor``, ``verbose``, ``log``;
+    checked by the parameter table, see :func:`sparsecert.certify`), then the tuning below.
+    The certificate records every setting but the execution ones (:meth:`record`): the same
+    settings give the same tree, and the same certificate, on any executor.
 
     Parameters
     ----------
-    rel_gap : float
-        Stop when ``(UB - LB) / max(1, |UB|) <= rel_gap``.
-    abs_gap : float
-        ... or when ``UB - LB <= abs_gap``.
-    time_limit, node_limit : float or None, int or None
-        Limits; the best model so far is returned with status ``"time_limit"``/``"node_limit"``.
-    node_selection : str
-        A name in :data:`sparsecert.bnb.queues.QUEUE_STRATEGIES`.
-    branching : str
-        A name in :data:`sparsecert.bnb.branching.BRANCHING_RULES`.
-    batch_size : int
-        Nodes evaluated per batch. The tree depends on it (and not on the executor or
-        ``n_jobs``): the same settings give the same certificate on any executor.
     node_rel_tol, node_max_iter : float, int
         Accuracy and iteration cap of a node relaxation (it stops earlier on the cutoff).
     leaf_rel_tol, leaf_max_iter : float, int
@@ -124,13 +109,6 @@ class BnBSettings:
         Seconds between progress lines.
     """
 
-    rel_gap: float = 1e-4
-    abs_gap: float = 1e-9
-    time_limit: float | None = None
-    node_limit: int | None = None
-    node_selection: str = "best_bound_dive"
-    branching: str = "largest_coef"
-    batch_size: int = 4
     node_rel_tol: float = 1e-6
     node_max_iter: int = 5000
     leaf_rel_tol: float = 1e-9
@@ -142,25 +120,19 @@ class BnBSettings:
     log_interval: float = 5.0
 
     @classmethod
-    def from_options(cls, **options) -> BnBSettings:
-        """Checked settings from keyword options, ``None`` meaning "the default"."""
-        settings = cls(**{k: v for k, v in options.items() if v is not None})
-        settings.validate()
-        return settings
+    def from_options(cls, options: SearchOptions, **tuning) -> BnBSettings:
+        """The settings of ``options`` (a :class:`~sparsecert.problem.SearchOptions`, or
+        settings whose tuning is kept) with the default tuning, or ``tuning``."""
+        if isinstance(options, BnBSettings):
+            return replace(options, **tuning) if tuning else options
+        return cls(**{f.name: getattr(options, f.name) for f in fields(SearchOptions)},
+                   **tuning)
 
-    def validate(self) -> None:
-        """Check every setting (TypeError for a bad type, ValueError for a bad value)."""
-        check_rel_gap(self.rel_gap)
-        check_abs_gap(self.abs_gap)
-        check_time_limit(self.time_limit)
-        check_node_limit(self.node_limit)
-        if self.node_selection not in QUEUE_STRATEGIES:
-            raise ValueError(f"unknown node_selection {self.node_selection!r}; choose from "
-                             f"{sorted(QUEUE_STRATEGIES)}")
-        if self.branching not in BRANCHING_RULES:
-            raise ValueError(f"unknown branching {self.branching!r}; choose from "
-                             f"{sorted(BRANCHING_RULES)}")
-        check_positive_int(self.batch_size, "batch_size")
+    def record(self) -> dict:
+        """The settings the certificate records: all but where and how loudly the search runs
+        (:data:`sparsecert.problem.EXECUTION_FIELDS`)."""
+        return {f.name: getattr(self, f.name) for f in fields(self)
+                if f.name not in EXECUTION_FIELDS}
 
 
 class BranchAndBound:
@@ -172,7 +144,17 @@ class BranchAndBound:
         The prepared data (validated, labels mapped, eigen shift chosen).
     k : int
         Cardinality bound, ``1 <= k <= problem.n_features``.
-    settings : BnBSettings, optional
+    settings : BnBSettings or SearchOptions, optional
+        The search's settings (search options get the default tuning); default: all the
+        defaults. ``settings.n_jobs`` parallel node evaluations with the engine's own executor
+        (``settings.backend``: ``"threads"``, the default, runs ``n_jobs - 1`` pool threads and
+        the engine's own thread, which runs the tasks no worker has started while it waits; the
+        relaxation kernels release the GIL; BLAS pinned to one thread during the search;
+        ``"processes"`` or ``"mpi"``, an ``mpi4py.futures.MPIPoolExecutor``, send the problem
+        once per worker), or ``settings.executor`` (a Dask client's executor, a pool made
+        elsewhere, ...; its tasks carry the problem, pickled once per task);
+        ``settings.verbose`` 1 prints a progress line every ``settings.log_interval`` seconds
+        to ``settings.log`` (default: standard output).
     refitter : SupportRefitter, optional
         The exact support refits (with their cache) used for every incumbent; pass one to share
         the cache between searches on the same problem (default: a new one).
@@ -186,33 +168,18 @@ class BranchAndBound:
     node_callback : callable, optional
         ``node_callback(node, result)`` after each evaluated node has been processed (see
         :data:`NodeCallback`).
-    n_jobs : int
-        Parallel node evaluations with the engine's own executor (``backend``); 1 is serial.
-    executor : concurrent.futures.Executor, optional
-        Use this executor instead (a Dask client's executor, a pool made elsewhere, ...). Its
-        tasks carry the problem (pickled once per task).
-    backend : str
-        ``"threads"`` (default: ``n_jobs - 1`` pool threads and the engine's own thread, which
-        runs the tasks no worker has started while it waits; the relaxation kernels release the
-        GIL; BLAS pinned to one thread during the search), ``"processes"`` or ``"mpi"`` (an
-        ``mpi4py.futures.MPIPoolExecutor``); these two send the problem once per worker.
-    verbose : int
-        0 silent, 1 a progress line every ``settings.log_interval`` seconds.
-    log : callable, optional
-        Where progress lines go (default: standard output).
     """
 
-    def __init__(self, problem: RelaxationProblem, k: int, settings: BnBSettings | None = None,
-                 *, refitter: SupportRefitter | None = None,
+    def __init__(self, problem: RelaxationProblem, k: int,
+                 settings: SearchOptions | None = None, *,
+                 refitter: SupportRefitter | None = None,
                  start_supports: Iterable[Sequence[int]] = (),
                  root_warm_start: np.ndarray | None = None,
-                 node_callback: NodeCallback | None = None, n_jobs: int = 1,
-                 executor: cf.Executor | None = None, backend: str = "threads", verbose: int = 1,
-                 log: Callable[[str], None] | None = None) -> None:
+                 node_callback: NodeCallback | None = None) -> None:
         self.problem = problem
         self.k = check_k(k, problem.n_features)
-        self.settings = settings or BnBSettings()
-        self.settings.validate()
+        self.settings = BnBSettings.from_options(settings if settings is not None
+                                                 else SearchOptions())
         self.refitter = refitter if refitter is not None else SupportRefitter.for_problem(problem)
         self.start_supports = [self._check_support(s) for s in start_supports]
         self.root_warm_start = (None if root_warm_start is None else
@@ -221,10 +188,11 @@ class BranchAndBound:
         if node_callback is not None and not callable(node_callback):
             raise TypeError(f"node_callback must be callable, got {type(node_callback).__name__}")
         self.node_callback = node_callback
-        self.n_jobs = int(n_jobs)
-        self.user_executor = executor
-        self.backend = backend
-        self.progress = ProgressLog(verbose, self.settings.log_interval, log)
+        s = self.settings
+        self.n_jobs = s.n_jobs
+        self.user_executor = s.executor
+        self.backend = s.backend
+        self.progress = ProgressLog(s.verbose, s.log_interval, s.log)
         self.incumbent: SubsetModel | None = None
         self._n_fixed = 0
 
@@ -556,5 +524,5 @@ class BranchAndBound:
             intercept=self.incumbent.intercept, support=self.incumbent.support, upper_bound=ub,
             lower_bound=lb, absolute_gap=max(0.0, ub - lb), relative_gap=relative_gap(ub, lb),
             n_nodes=len(self.nodes), n_open=len(open_nodes), time=self._elapsed(),
-            nodes=self.nodes, history=self.history, settings=asdict(s),
+            nodes=self.nodes, history=self.history, settings=s.record(),
             n_relaxation_iters=self._n_iter)

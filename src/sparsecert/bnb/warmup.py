@@ -231,5 +231,5 @@ def warm_up(problem) -> float:
         _end(child, finished)
         if claims is not None:
             shutil.rmtree(claims, ignore_errors=True)
-    BranchAndBound(tiny, 2, BnBSettings(), verbose=0).run()
+    BranchAndBound(tiny, 2, BnBSettings(verbose=0)).run()
     return time.perf_counter() - t0

@@ -17,14 +17,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from sparsecert._validation import (
-    check_k,
-    check_n_jobs,
-    check_node_limit,
-    check_positive_int,
-    check_rel_gap,
-    check_time_limit,
-)
+from sparsecert._params import PARAMS, REQUIRED
 from sparsecert._version import __version__
 from sparsecert.solvers.losses import LOSS_NAMES
 
@@ -42,9 +35,9 @@ class _InputError(Exception):
 
 
 def _arg(convert, check=None):
-    """An argparse type: ``convert`` the text, then apply the package's own check of the
-    parameter (:mod:`sparsecert._validation`), so the command and the API reject the same
-    values with the same words."""
+    """An argparse type: ``convert`` the text (``int`` or ``float``), then apply ``check`` if
+    given (the verify command's own checks; the certify command's parameters are checked by the
+    parameter table when the job's records are built, :func:`_certify_records`)."""
     what = "an integer" if convert is int else "a number"
 
     def parse(text: str):
@@ -62,8 +55,24 @@ def _arg(convert, check=None):
     return parse
 
 
-def _check_batch_size(value: int) -> None:
-    check_positive_int(value, "batch_size")
+def _add_param_options(p: argparse.ArgumentParser) -> None:
+    """The options of the parameter table's rows that have a command-line flag, in the
+    table's order: a value converted from the text, a choice, or a ``--x / --no-x`` switch."""
+    for param in PARAMS.values():
+        cli = param.cli
+        if cli is None:
+            continue
+        kw = dict(dest=param.name, help=cli.help,
+                  default=param.default if cli.default is REQUIRED else cli.default)
+        if cli.metavar is not None:
+            kw["metavar"] = cli.metavar
+        if cli.convert is not None:
+            kw["type"] = _arg(cli.convert)
+        elif param.choices is not None:
+            kw["choices"] = tuple(param.choices())
+        else:  # a bool parameter
+            kw["action"] = argparse.BooleanOptionalAction
+        p.add_argument(cli.flag, **kw)
 
 
 def _nonneg(value: float) -> None:
@@ -117,34 +126,7 @@ def build_parser() -> argparse.ArgumentParser:
                                    "Without --data: the diabetes job (k=5, lambda2=0.1, "
                                    "intercept).")
     _add_data_args(c, "Default: the bundled diabetes data (442 x 10).")
-    c.add_argument("--k", type=_arg(int, check_k), help="maximum number of nonzero coefficients")
-    c.add_argument("--lambda2", type=_arg(float), help="ridge penalty (> 0)")
-    c.add_argument("--loss", choices=LOSS_NAMES, default="squared",
-                   help="the loss f (default: squared; logistic and squared_hinge take two "
-                        "label values)")
-    c.add_argument("--fit-intercept", action=argparse.BooleanOptionalAction, default=True,
-                   help="unpenalised intercept, not counted in k (default: on; "
-                        "--no-fit-intercept to turn it off)")
-    c.add_argument("--max-abs-coef", type=_arg(float), default=None, metavar="M",
-                   help="box constraint |b_j| <= M (default: none)")
-    c.add_argument("--rel-gap", type=_arg(float, check_rel_gap), default=1e-4, metavar="G",
-                   help="relative gap (UB - LB) / max(1, |UB|) to stop at (default 1e-4)")
-    c.add_argument("--time-limit", type=_arg(float, check_time_limit), default=None,
-                   metavar="S",
-                   help="stop after S seconds with the best model and the bound reached so "
-                        "far (status time_limit; the certificate is still written and "
-                        "verified; default: no limit)")
-    c.add_argument("--node-limit", type=_arg(int, check_node_limit), default=None, metavar="N",
-                   help="stop after N evaluated nodes, likewise (status node_limit; default: "
-                        "no limit)")
-    c.add_argument("--jobs", type=_arg(int, check_n_jobs), default=1, metavar="N",
-                   help="parallel node evaluations (threads; -1: all cores); give them a "
-                        "larger --batch-size too")
-    c.add_argument("--batch-size", type=_arg(int, _check_batch_size), default=None,
-                   metavar="B",
-                   help="nodes evaluated per batch (default 4; with --jobs, 16 per job or "
-                        "more keeps the threads busy); the tree and the certificate depend "
-                        "on it, not on --jobs")
+    _add_param_options(c)
     c.add_argument("--out", default=DEFAULT_OUT, metavar="CERT.json",
                    help=f"certificate path (default {DEFAULT_OUT}; sidecar .npz next to it)")
     c.add_argument("--force", action="store_true",
@@ -195,37 +177,53 @@ def _load(args) -> tuple:
 def _cmd_certify(args) -> int:
     from sparsecert.solvers.perspective import precompile
 
+    records = _certify_records(args)  # a bad option is refused before anything starts
     if not args.quiet:
         # a first run compiles kernels in a second process: start it now, so that its
         # interpreter and imports overlap this one's (it is ended if nothing is to be compiled)
         precompile.prestart()
     try:
-        return _certify(args)
+        return _certify(args, records)
     finally:
         precompile.discard_prestarted()
 
 
-def _certify(args) -> int:
+def _certify_records(args) -> tuple:
+    """The job's problem and search options (:mod:`sparsecert.problem`) from the options,
+    checked by the parameter table; a bad value is the usage error of its option."""
+    from sparsecert.problem import build_records
+
+    values = {name: getattr(args, name) for name, param in PARAMS.items()
+              if param.cli is not None}
+    if args.data is None:  # the default job
+        for name in ("k", "lambda2"):
+            values[name] = DEFAULT_JOB[name] if values[name] is None else values[name]
+    elif values["k"] is None or values["lambda2"] is None:
+        raise _InputError("--k and --lambda2 are required with --data")
+    values["verbose"] = 0 if args.quiet else 1
+    try:
+        return build_records(values)
+    except (TypeError, ValueError) as exc:
+        param = PARAMS.get(getattr(exc, "param", None))
+        if param is None or param.cli is None:
+            raise
+        raise _InputError(f"argument {param.cli.flag}: {exc} (see 'sparsecert certify "
+                          "--help')") from None
+
+
+def _certify(args, records) -> int:
     import numpy as np
 
-    from sparsecert._validation import prepare_problem
+    from sparsecert._validation import prepare
     from sparsecert.certificate.document import check_save_path, problem_key
     from sparsecert.certificate.verify import verify_certificate
     from sparsecert.cli.io import feature_names
 
-    if args.data is None:
-        k = DEFAULT_JOB["k"] if args.k is None else args.k
-        lambda2 = DEFAULT_JOB["lambda2"] if args.lambda2 is None else args.lambda2
-    else:
-        if args.k is None or args.lambda2 is None:
-            raise _InputError("--k and --lambda2 are required with --data")
-        k, lambda2 = args.k, args.lambda2
-    fit_intercept = args.fit_intercept
+    spec, options = records
+    k, lambda2, fit_intercept = spec.k, spec.lambda2, spec.fit_intercept
     X, y, desc = _load(args)
     # the package's one validation path, before anything is printed or computed
-    prepared = prepare_problem(X, y, lambda2, loss=args.loss, max_abs_coef=args.max_abs_coef,
-                               fit_intercept=fit_intercept)
-    check_k(k, prepared.X.shape[1])
+    prepared = prepare(X, y, spec)
     # refuse a bad --out (or one that would replace a user's file) now, not after the solve
     try:
         check_save_path(args.out, overwrite=args.force,
@@ -240,16 +238,11 @@ def _certify(args) -> int:
         f"fit_intercept={fit_intercept}, max_abs_coef={args.max_abs_coef} on {desc} "
         f"(n={X.shape[0]}, p={X.shape[1]})")
 
-    from sparsecert.api import certify  # lazy: the solver is only needed here
+    from sparsecert.api import certify_prepared  # lazy: the solver is only needed here
     from sparsecert.bnb.interrupts import deferred_interrupt
 
     try:
-        result = certify(X, y, k, lambda2, loss=args.loss, max_abs_coef=args.max_abs_coef,
-                         fit_intercept=fit_intercept, rel_gap=args.rel_gap,
-                         time_limit=args.time_limit, node_limit=args.node_limit,
-                         n_jobs=args.jobs, batch_size=args.batch_size,
-                         verbose=0 if args.quiet else 1,
-                         feature_names=names)
+        result = certify_prepared(prepared, options, feature_names=names)
     except NotImplementedError as exc:  # an option combination the solver does not support
         raise _InputError(f"not supported: {exc}") from None
     try:
@@ -261,7 +254,7 @@ def _certify(args) -> int:
 
     try:
         report = verify_certificate(args.out, X, y, loss=args.loss, k=k, lambda2=lambda2,
-                                    fit_intercept=fit_intercept, rel_gap=args.rel_gap,
+                                    fit_intercept=fit_intercept, rel_gap=options.rel_gap,
                                     max_abs_coef=args.max_abs_coef)
     except KeyboardInterrupt:  # the files are written: say where, not only "interrupted"
         print(f"sparsecert: interrupted while checking the written certificate {args.out}; "
