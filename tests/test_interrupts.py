@@ -8,6 +8,7 @@ the command line's writing of the files, a path of several k.
 
 from __future__ import annotations
 
+import dataclasses
 import signal
 import threading
 
@@ -153,9 +154,9 @@ def test_ctrl_c_in_cross_validation_raises(data, monkeypatch):
     engine = certify_path.__globals__["BranchAndBound"]
 
     class Interrupted(engine):
-        def __init__(self, *args, **kwargs):
-            kwargs["log"] = _CtrlCOnTable()
-            super().__init__(*args, **kwargs)
+        def __init__(self, problem, k, settings, **kwargs):
+            settings = dataclasses.replace(settings, log=_CtrlCOnTable())
+            super().__init__(problem, k, settings, **kwargs)
 
     monkeypatch.setitem(certify_path.__globals__, "BranchAndBound", Interrupted)
     cv = KSparseCV(KSparseLinearRegression(lambda2=1.0, verbose=1), ks=[1, 2], cv=2)

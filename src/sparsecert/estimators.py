@@ -124,6 +124,20 @@ def estimator_loss(estimator) -> str:
     return estimator._loss
 
 
+def estimator_records(estimator) -> tuple[ProblemSpec, SearchOptions]:
+    """The problem and the search options of a sparsecert estimator's hyper-parameters
+    (:mod:`sparsecert.problem`), checked by the parameter table; the message of a bad value
+    names the estimator.
+
+    Raises
+    ------
+    TypeError, ValueError
+        ``estimator`` is not one of this module's estimators, or a hyper-parameter is bad.
+    """
+    estimator_loss(estimator)  # a sparsecert estimator
+    return estimator._records()
+
+
 def fitted_from_result(estimator, result, n_features: int, classes=None):
     """``estimator`` fitted from a :class:`~sparsecert.api.CertifyResult` solved elsewhere
     (for example one ``k`` of :func:`sparsecert.path.certify_path`), as if by ``fit``.
@@ -166,8 +180,8 @@ class _KSparseBase(BaseEstimator):
 
     def _certify(self, X: np.ndarray, y: np.ndarray, records):
         spec, options = records
-        # k >= n_features leaves the constraint inactive: the same problem as k = n_features
-        spec = spec.with_k(min(spec.k, X.shape[1]))
+        if spec.k > X.shape[1]:  # the constraint is inactive: the problem of k = n_features
+            spec = spec.with_k(X.shape[1])
         res = certify_prepared(prepare(X, y, spec), options,
                                feature_names=getattr(self, "feature_names_in_", None))
         return self._set_result(res)

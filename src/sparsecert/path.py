@@ -372,8 +372,10 @@ class KSparseCV(MetaEstimatorMixin, BaseEstimator):
         -------
         self
         """
+        from sparsecert.estimators import estimator_records
+
         base = clone(self._base())
-        records = base._records()  # the hyper-parameters, checked once (named by the estimator)
+        records = estimator_records(base)  # checked once (a message names the estimator)
         classifier = is_classifier(base)
         X_given, y_given = X, y  # the refit sees them as given (feature names included)
         check_exact_input(X, "X")  # before scikit-learn's conversion rounds it silently

@@ -1,0 +1,285 @@
+"""The parameter table is the one source of the entry points' parameters: their checks, their
+defaults, their records, their docstrings and the command line's options all agree with it."""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import sparsecert
+from sparsecert._params import PARAMS, REQUIRED, defaults, fill_parameters
+from sparsecert.api import certify
+from sparsecert.bnb import BnBSettings
+from sparsecert.cli.main import build_parser, main
+from sparsecert.estimators import (
+    KSparseHingeClassifier,
+    KSparseLinearRegression,
+    KSparseLogisticRegression,
+    KSparsePoissonRegression,
+)
+from sparsecert.path import KSparseLinearRegressionCV, certify_path
+from sparsecert.problem import EXECUTION_FIELDS, ProblemSpec, SearchOptions, build_records
+
+#: the source folder (the package is run from it, not installed)
+SRC = Path(sparsecert.__file__).resolve().parents[1]
+
+ESTIMATORS = [KSparseLinearRegression, KSparsePoissonRegression, KSparseLogisticRegression,
+              KSparseHingeClassifier]
+
+
+def _table_params(func) -> list[str]:
+    return [n for n in inspect.signature(func).parameters if n in PARAMS]
+
+
+# ----------------------------------------------------------------------------------------------
+# the records
+# ----------------------------------------------------------------------------------------------
+def test_each_record_holds_exactly_its_rows_of_the_table():
+    for record, cls in (("problem", ProblemSpec), ("search", SearchOptions)):
+        table = [p.name for p in PARAMS.values() if p.record == record]
+        fields = [f.name for f in dataclasses.fields(cls) if f.name in PARAMS]
+        assert sorted(fields) == sorted(table), record
+    # the record's defaults are the table's (the box's None becomes the one encoding, inf)
+    spec, opts = ProblemSpec(None, 1.0), SearchOptions()
+    for p in PARAMS.values():
+        if p.record == "search":
+            assert getattr(opts, p.name) == p.default, p.name
+        elif p.record == "problem" and p.default is not REQUIRED:
+            expected = math.inf if p.name == "max_abs_coef" else p.default
+            assert getattr(spec, p.name) == expected, p.name
+
+
+def test_records_convert_at_the_edge_and_refuse_what_is_not_supported():
+    spec = ProblemSpec(3, 2, max_abs_coef=None)
+    assert spec.max_abs_coef == math.inf and not spec.has_box and type(spec.lambda2) is float
+    assert ProblemSpec(3, 1.0, max_abs_coef=float("inf")) == spec.__class__(3, 1.0)
+    assert ProblemSpec(3, 1.0, max_abs_coef=2).max_abs_coef == 2.0
+    assert ProblemSpec(3, 1.0, loss="logistic").eig_shift is None  # "auto": no shift there
+    assert spec.with_k(5).k == 5 and spec.with_k(5).lambda2 == 2.0
+    opts = SearchOptions(batch_size=None, node_selection=None, branching=None, time_limit=3)
+    assert (opts.batch_size, opts.node_selection, opts.branching) == (
+        PARAMS["batch_size"].default, PARAMS["node_selection"].default,
+        PARAMS["branching"].default)
+    assert opts.time_limit == 3.0 and type(opts.time_limit) is float
+    for name, value in (("sample_weight", np.ones(3)), ("coef_bounds", (0.0, 1.0)),
+                        ("forced_in", (1,)), ("excluded", [2]), ("offset", np.zeros(3))):
+        with pytest.raises(NotImplementedError, match=f"{name} is not supported yet"):
+            ProblemSpec(2, 1.0, **{name: value})
+    with pytest.raises(ValueError, match="eig_shift is only defined for the squared loss"):
+        ProblemSpec(2, 1.0, loss="poisson", eig_shift=0.5)
+
+
+@pytest.mark.parametrize("name, bad, exc", [
+    ("k", 0, ValueError), ("k", 2.5, TypeError), ("lambda2", -1.0, ValueError),
+    ("loss", "hinge", ValueError), ("fit_intercept", "yes", TypeError),
+    ("max_abs_coef", 0.0, ValueError), ("eig_shift", "big", ValueError),
+    ("rel_gap", 1.0, ValueError), ("abs_gap", -1.0, ValueError), ("time_limit", 0, ValueError),
+    ("node_limit", 0, ValueError), ("n_jobs", 0, ValueError), ("batch_size", 0, ValueError),
+    ("backend", "gpu", ValueError), ("executor", "pool", TypeError),
+    ("node_selection", "random", ValueError), ("branching", "nope", ValueError),
+    ("verbose", -1, ValueError), ("log", "stdout", TypeError), ("warm_start", 1, TypeError),
+])
+def test_every_check_names_its_parameter(name, bad, exc):
+    with pytest.raises(exc, match=name) as info:
+        PARAMS[name].validate(bad)
+    assert info.value.param == name  # the command line names the option from it
+    if PARAMS[name].record is not None:
+        with pytest.raises(exc, match=name):
+            build_records({"k": 2, "lambda2": 1.0, name: bad})
+
+
+def test_every_default_passes_its_own_check():
+    from sparsecert.bnb import BRANCHING_RULES, QUEUE_STRATEGIES
+
+    for p in PARAMS.values():
+        for entry in ("certify", "certify_path", "estimator"):
+            default = p.default_for(entry)
+            if default is not REQUIRED:
+                p.check(default)
+        if p.choices is not None:
+            assert p.default in tuple(p.choices()), p.name
+    assert PARAMS["node_selection"].default in QUEUE_STRATEGIES
+    assert PARAMS["branching"].default in BRANCHING_RULES
+
+
+def test_building_the_records_imports_nothing_heavy():
+    """The command line builds the records (and refuses a bad option) before the solver is
+    imported: the table, its checks and the records load numpy and the loss registry only."""
+    code = ("import sys\nfrom sparsecert.problem import build_records\n"
+            "build_records(dict(k=2, lambda2=1.0, rel_gap=0.01, n_jobs=2))\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('numba', 'scipy', "
+            "'sklearn') or m.startswith(('sparsecert.bnb', 'sparsecert.solvers.perspective'))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env={"PYTHONPATH": str(SRC), "PATH": "/usr/bin:/bin"}, check=True,
+                         timeout=120)
+    assert out.stdout.strip() == "[]", out.stdout
+
+
+def test_engine_settings_extend_the_search_options_and_record_the_tree_settings_only():
+    s = BnBSettings.from_options(SearchOptions(rel_gap=0.01, n_jobs=2, verbose=0))
+    assert isinstance(s, SearchOptions) and s.rel_gap == 0.01 and s.n_jobs == 2
+    assert BnBSettings.from_options(s) is s
+    assert BnBSettings.from_options(s, fixing=False).fixing is False
+    # the certificate's producer settings: the keys it always had (no executor, no log)
+    assert list(s.record()) == [
+        "rel_gap", "abs_gap", "time_limit", "node_limit", "node_selection", "branching",
+        "batch_size", "node_rel_tol", "node_max_iter", "leaf_rel_tol", "leaf_max_iter",
+        "beam_width", "n_candidates", "heuristic_every", "fixing", "log_interval"]
+    assert not set(s.record()) & set(EXECUTION_FIELDS)
+    with pytest.raises(ValueError, match="node_selection"):
+        BnBSettings(node_selection="random")
+
+
+# ----------------------------------------------------------------------------------------------
+# the entry points
+# ----------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("func, entry, problem_args", [
+    (certify, "certify", ["X", "y", "k", "lambda2"]),
+    (certify_path, "certify_path", ["X", "y", "ks", "lambda2"]),
+])
+def test_public_functions_take_the_table_keyword_only_with_its_defaults(func, entry,
+                                                                        problem_args):
+    params = inspect.signature(func).parameters
+    positional = [n for n, p in params.items() if p.kind is p.POSITIONAL_OR_KEYWORD]
+    assert positional == problem_args
+    for name in [n for n in params if n in PARAMS and n not in problem_args]:
+        assert params[name].kind is params[name].KEYWORD_ONLY, name
+        assert params[name].default == PARAMS[name].default_for(entry), name
+    # every search option and problem field is a parameter of both (the path has ks for k)
+    for p in PARAMS.values():
+        if p.record is not None:
+            assert p.name in params or (p.name, "ks") == ("k", problem_args[2]), p.name
+
+
+@pytest.mark.parametrize("cls", [*ESTIMATORS, KSparseLinearRegressionCV])
+def test_estimator_defaults_are_the_tables(cls):
+    params = inspect.signature(cls.__init__).parameters
+    names = [n for n in params if n in PARAMS]
+    assert {"lambda2", "max_abs_coef", "fit_intercept", "rel_gap", "time_limit", "n_jobs",
+            "verbose"} <= set(names)
+    for name in names:
+        assert params[name].default == PARAMS[name].default_for("estimator"), name
+    assert defaults("estimator").k == 5 and defaults("estimator").verbose == 0
+
+
+@pytest.mark.parametrize("obj, entry", [
+    (certify, "certify"), (certify_path, "certify_path"),
+    *[(cls, "estimator") for cls in ESTIMATORS], (KSparseLinearRegressionCV, "estimator")])
+def test_docstrings_document_every_parameter_from_the_table(obj, entry):
+    doc = inspect.getdoc(obj)
+    func = obj.__init__ if inspect.isclass(obj) else obj
+    for name in _table_params(func):
+        p = PARAMS[name]
+        default = p.default_for(entry)
+        head = f"{name} : {p.type_doc}"
+        lines = [ln for ln in doc.splitlines() if ln.startswith(head)]
+        assert len(lines) == 1, (obj, name)
+        assert (default is REQUIRED) == ("default=" not in lines[0]), (obj, name)
+        body = " ".join(doc.split(lines[0], 1)[1].split())
+        assert body.startswith(" ".join(p.doc.split())), (obj, name)
+        assert f"\n{name}\n" not in doc  # no bare line left
+
+
+def test_fill_parameters_replaces_bare_lines_and_keeps_remarks():
+    doc = """Title.
+
+    Parameters
+    ----------
+    X : array
+        Data.
+    rel_gap
+    time_limit
+        Per point.
+    other
+    k
+
+    Returns
+    -------
+    rel_gap
+    """
+    out = fill_parameters(doc, "estimator")
+    assert "    X : array\n        Data.\n" in out
+    assert "    rel_gap : float, default=1e-4\n        Stop when" in out
+    entry = out.split("    time_limit : float or None, default=None\n")[1].split("    other")[0]
+    assert " ".join(entry.split()) == " ".join(PARAMS["time_limit"].doc.split()) + " Per point."
+    assert "    other\n" in out  # not a parameter of the table: kept as written
+    assert "    k : int, default=5\n" in out
+    assert out.endswith("    Returns\n    -------\n    rel_gap\n    ")  # other sections kept
+
+
+def test_k_is_checked_once_on_each_call_path(monkeypatch, tmp_path, capsys):
+    """The parameter table's check of ``k`` runs once per call (the data's bound on it is the
+    prepare step's), on the API, the estimators and the command line."""
+    calls = []
+    row = PARAMS["k"]
+    monkeypatch.setitem(PARAMS, "k", dataclasses.replace(
+        row, check=lambda v: calls.append(v) or row.check(v)))
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((20, 5))
+    y = X[:, 0] + 0.1 * rng.standard_normal(20)
+    certify(X, y, 2, 1.0, verbose=0)
+    assert calls == [2]
+    calls.clear()
+    KSparseLinearRegression(k=2, lambda2=1.0).fit(X, y)
+    assert calls == [2]
+    calls.clear()
+    np.savez(tmp_path / "d.npz", X=X, y=y)
+    assert main(["certify", "--data", str(tmp_path / "d.npz"), "--k", "2", "--lambda2", "1",
+                 "--out", str(tmp_path / "c.json"), "--quiet"]) == 0
+    assert calls == [2]
+
+
+# ----------------------------------------------------------------------------------------------
+# the command line
+# ----------------------------------------------------------------------------------------------
+def _certify_parser():
+    sub = next(a for a in build_parser()._actions if a.dest == "command")
+    return sub.choices["certify"]
+
+
+def test_certify_options_are_the_tables_rows_with_a_flag():
+    parser = _certify_parser()
+    by_flag = {flag: a for a in parser._actions for flag in a.option_strings}
+    rows = [p for p in PARAMS.values() if p.cli is not None]
+    own = {"-h", "--help", "--data", "--y", "--target", "--out", "--force", "--quiet"}
+    table_flags = {p.cli.flag for p in rows}
+    switches = {f"--no-{p.cli.flag[2:]}" for p in rows if isinstance(p.default, bool)}
+    assert set(by_flag) == own | table_flags | switches
+    # in the table's order, as --help lists them
+    order = [a.option_strings[0] for a in parser._actions if a.option_strings]
+    assert [f for f in order if f in table_flags] == [p.cli.flag for p in rows]
+    for p in rows:
+        action = by_flag[p.cli.flag]
+        assert action.dest == p.name and action.help == p.cli.help
+        assert action.default == (p.default if p.cli.default is REQUIRED else p.cli.default)
+        assert action.metavar == p.cli.metavar
+        if p.choices is not None and p.cli.convert is None:
+            assert tuple(action.choices) == tuple(p.choices())
+    # the options the command has always had
+    assert [p.cli.flag for p in rows] == ["--k", "--lambda2", "--loss", "--fit-intercept",
+                                          "--max-abs-coef", "--rel-gap", "--time-limit",
+                                          "--node-limit", "--jobs", "--batch-size"]
+
+
+@pytest.mark.parametrize("flag, value, needle", [
+    ("--k", "0", "k must be >= 1, got k = 0"),
+    ("--rel-gap", "2", "rel_gap must be in [0, 1), got 2.0"),
+    ("--time-limit", "-1", "time_limit must be > 0"),
+    ("--node-limit", "0", "node_limit must be >= 1, got 0"),
+    ("--jobs", "-2", "n_jobs must be a positive integer or -1, got -2"),
+    ("--batch-size", "0", "batch_size must be >= 1, got 0"),
+    ("--lambda2", "0", "lambda2 must be > 0"),
+    ("--max-abs-coef", "-1", "max_abs_coef must be > 0"),
+])
+def test_a_bad_option_is_its_usage_error(capsys, flag, value, needle):
+    assert main(["certify", flag, value]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"sparsecert: error: argument {flag}: {needle}")
+    assert err[0].endswith("(see 'sparsecert certify --help')")
