@@ -198,7 +198,7 @@ def test_fill_parameters_replaces_bare_lines_and_keeps_remarks():
     time_limit
         Per point.
     other
-    k
+    k, verbose
 
     Returns
     -------
@@ -210,7 +210,10 @@ def test_fill_parameters_replaces_bare_lines_and_keeps_remarks():
     entry = out.split("    time_limit : float or None, default=None\n")[1].split("    other")[0]
     assert " ".join(entry.split()) == " ".join(PARAMS["time_limit"].doc.split()) + " Per point."
     assert "    other\n" in out  # not a parameter of the table: kept as written
-    assert "    k : int, default=5\n" in out
+    assert "    k : int, default=5\n" in out and "    verbose : int, default=0\n" in out
+    assert out.index("    k : int") < out.index("    verbose : int")
+    with pytest.raises(ValueError, match="below one name"):
+        fill_parameters("Parameters\n----------\nk, verbose\n    Remark.\n")
     assert out.endswith("    Returns\n    -------\n    rel_gap\n    ")  # other sections kept
 
 

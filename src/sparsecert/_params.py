@@ -340,14 +340,17 @@ def param_entry(name: str, entry: str = "certify", indent: str = "    ",
     return [head, *_wrap(p.doc, indent + "    "), *extra]
 
 
-_BARE = re.compile(r"^(\s*)([A-Za-z_][A-Za-z0-9_]*)\s*$")
+_BARE = re.compile(r"^(\s*)([A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*)*)\s*$")
 
 
 def fill_parameters(doc: str, entry: str = "certify") -> str:
-    """``doc`` with every bare parameter line of its ``Parameters`` section (a line holding only
-    the name of a table parameter) replaced by the table's entry for ``entry``; indented lines
-    right below a bare name are kept after the table's description (the entry point's own
-    remarks)."""
+    """``doc`` with every bare parameter line of its ``Parameters`` section replaced by the
+    table's entries for ``entry``.
+
+    A bare line holds only the name of a table parameter, or several names separated by commas
+    (one entry each, in that order). Indented lines right below a single bare name are kept
+    after the table's description (the entry point's own remarks).
+    """
     lines = doc.split("\n")
     out: list[str] = []
     in_params = False
@@ -358,17 +361,21 @@ def fill_parameters(doc: str, entry: str = "certify") -> str:
         if stripped == "Parameters":
             in_params = True
         elif in_params and stripped and i + 1 < len(lines) \
-                and set(lines[i + 1].strip()) == {"-"} and stripped != "Parameters":
+                and set(lines[i + 1].strip()) == {"-"}:
             in_params = False  # the next section
         m = _BARE.match(line) if in_params else None
-        if m and m.group(2) in PARAMS:
+        names = [n.strip() for n in m.group(2).split(",")] if m else []
+        if names and all(n in PARAMS for n in names):
             indent = m.group(1)
             extra = []
             while i + 1 < len(lines) and lines[i + 1].startswith(indent + " ") \
                     and lines[i + 1].strip():
                 i += 1
                 extra.append(lines[i])
-            out.extend(param_entry(m.group(2), entry, indent, extra))
+            if extra and len(names) > 1:
+                raise ValueError(f"remarks below {stripped!r}: give them below one name")
+            for name in names:
+                out.extend(param_entry(name, entry, indent, extra))
         else:
             out.append(line)
         i += 1

@@ -74,6 +74,8 @@ __all__ = [
 
 #: Loss names understood by the package (from the loss registry).
 LOSSES = LOSS_NAMES
+#: The problem's fields a prepared problem reads through its record.
+_SPEC_FIELDS = ("loss", "lambda2", "max_abs_coef", "fit_intercept", "eig_shift")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -107,25 +109,10 @@ class PreparedProblem:
     labels: list[float] | None
     spec: ProblemSpec
 
-    @property
-    def loss(self) -> str:
-        return self.spec.loss
-
-    @property
-    def lambda2(self) -> float:
-        return self.spec.lambda2
-
-    @property
-    def max_abs_coef(self) -> float:
-        return self.spec.max_abs_coef
-
-    @property
-    def fit_intercept(self) -> bool:
-        return self.spec.fit_intercept
-
-    @property
-    def eig_shift(self) -> float | str | None:
-        return self.spec.eig_shift
+    def __getattr__(self, name: str):
+        if name in _SPEC_FIELDS:  # the problem's fields, read through the record
+            return getattr(self.spec, name)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     @property
     def n_features(self) -> int:

@@ -150,25 +150,11 @@ def certify(X, y, k: int, lambda2: float, *, loss: str = _D.loss,
         user guide); for ``"poisson"`` non-negative counts.
     k
         ``1 <= k <= n_features``.
-    lambda2
-    loss
-    fit_intercept
-    max_abs_coef
-    eig_shift
-    rel_gap
-    abs_gap
+    lambda2, loss, fit_intercept, max_abs_coef, eig_shift, rel_gap, abs_gap
     time_limit
         Building the certificate after the search adds its own time (rigorous bounds of the
         leaves: about a millisecond per node on riboflavin's 4088 columns).
-    node_limit
-    n_jobs
-    batch_size
-    backend
-    executor
-    node_selection
-    branching
-    verbose
-    log
+    node_limit, n_jobs, batch_size, backend, executor, node_selection, branching, verbose, log
     feature_names : sequence of str, optional
         Names of the columns of ``X`` (default: the columns of a pandas DataFrame, when they are
         all strings). Kept in the result and the certificate for display only.

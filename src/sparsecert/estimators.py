@@ -54,15 +54,11 @@ _PARAMS_DOC = fill_parameters("""
     ----------
     k
         Values ``>= n_features`` leave the constraint inactive.
-    lambda2
-    max_abs_coef
-    fit_intercept
-    rel_gap
+    lambda2, max_abs_coef, fit_intercept, rel_gap
     time_limit
         A :class:`~sklearn.exceptions.ConvergenceWarning` then states the gap reached, and
         ``status_`` is ``"time_limit"``.
-    n_jobs
-    verbose
+    n_jobs, verbose
 """, "estimator")
 
 _ATTRS_DOC = """

@@ -152,26 +152,12 @@ def certify_path(X, y, ks, lambda2: float, *, loss: str = _D.loss,
         losses, coded by the label rule of the user guide; non-negative counts for Poisson).
     ks : iterable of int
         Distinct support sizes ``1 <= k <= n_features`` (any order; solved in increasing order).
-    lambda2
-    loss
-    fit_intercept
-    max_abs_coef
-    eig_shift
-    rel_gap
-    abs_gap
+    lambda2, loss, fit_intercept, max_abs_coef, eig_shift, rel_gap, abs_gap
     time_limit
         The limit is *per point*.
     node_limit
         The limit is per point.
-    n_jobs
-    batch_size
-    backend
-    executor
-    node_selection
-    branching
-    verbose
-    log
-    warm_start
+    n_jobs, batch_size, backend, executor, node_selection, branching, verbose, log, warm_start
 
     Returns
     -------
@@ -447,14 +433,10 @@ class KSparseLinearRegressionCV(RegressorMixin, KSparseCV):
     ----------
     ks : iterable of int, default=None
         Candidate support sizes; ``None`` means ``1..min(10, n_features)``.
-    lambda2
-    max_abs_coef
-    fit_intercept
-    rel_gap
+    lambda2, max_abs_coef, fit_intercept, rel_gap
     time_limit
         The limit is per path point.
-    n_jobs
-    verbose
+    n_jobs, verbose
     cv : int, cross-validation generator or iterable, default=5
     scoring : str or callable, default=None
         ``None``: R^2.
