@@ -6,7 +6,16 @@ Helpers shared by the test files (one place each):
 * ``_certgen.py``: genuine certificates of tiny problems built without the solver;
 * ``_data.py``: small sparse GLM data sets (``sparse_glm_data``);
 * the ``mpiexec`` fixture below: the ``mpiexec`` next to the interpreter (else on ``PATH``), or a
-  skip naming why MPI is unavailable.
+  skip naming why MPI is unavailable;
+* the ``timeout(seconds)`` marker below: a test that runs processes, threads or an executor
+  carries one, so that nothing can hang the suite.
+
+No test can hang: ``faulthandler_timeout`` (pyproject.toml) prints every thread's traceback
+when a test runs longer than it; a test marked ``timeout(seconds)`` fails once its time is up
+(a ``TimeoutError`` raised in the test's thread, which a wait on a future, a lock or a
+subprocess lets through), and if it still has not returned a minute later (a pool that cannot
+be shut down, a spawn stuck in a C call) the run stops with every thread's traceback instead of
+waiting forever. Every subprocess is started with a ``timeout=``.
 
 Optional packages are skipped where a test needs them (``pytest.importorskip`` inside that
 test), never for a whole file.
@@ -18,14 +27,51 @@ the skip of any test marked ``mpi`` into a failure: in CI a missing mpi4py, MPI 
 
 from __future__ import annotations
 
+import faulthandler
 import os
 import shutil
+import signal
 import sys
 from pathlib import Path
 
 import pytest
 
 REQUIRE_MPI = os.environ.get("SPARSECERT_REQUIRE_MPI", "") not in ("", "0")
+#: seconds after a ``timeout`` test's own time before the run is stopped (its cleanup hangs)
+HARD_STOP_GRACE = 60.0
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item):
+    """The ``timeout(seconds)`` marker (pytest-timeout's, when that plugin is installed)."""
+    marker = item.get_closest_marker("timeout")
+    if (marker is None or not hasattr(signal, "setitimer")
+            or item.config.pluginmanager.hasplugin("timeout")):
+        yield
+        return
+    seconds = float(marker.args[0])
+
+    def expire(signum, frame):
+        raise TimeoutError(f"{item.nodeid} ran longer than its timeout of {seconds:g} s")
+
+    # the tracebacks go where pytest's own faulthandler writes them (not the captured stderr)
+    from _pytest.faulthandler import fault_handler_stderr_fd_key
+
+    stderr = item.config.stash.get(fault_handler_stderr_fd_key, None) or sys.__stderr__
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    faulthandler.dump_traceback_later(seconds + HARD_STOP_GRACE, exit=True, file=stderr)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+        # back to pytest's own watch (faulthandler_timeout) for the rest of the test
+        watch = float(item.config.getini("faulthandler_timeout") or 0.0)
+        if watch > 0:
+            faulthandler.dump_traceback_later(watch, file=stderr)
+        else:
+            faulthandler.cancel_dump_traceback_later()
 
 
 @pytest.hookimpl(hookwrapper=True)

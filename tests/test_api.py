@@ -65,6 +65,7 @@ def test_certify_verify_roundtrip_matches_enumeration(tmp_path, loss, fit_interc
     assert doc["problem"]["k"] == k
 
 
+@pytest.mark.timeout(300)
 def test_certificate_identical_across_executors(tmp_path):
     X, y = _data("logistic", p=9, seed=2)
     kw = dict(loss="logistic", verbose=0, rel_gap=0.0, abs_gap=0.0, node_limit=30)

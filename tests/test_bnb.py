@@ -125,6 +125,7 @@ def _signature(res):
     return out
 
 
+@pytest.mark.timeout(300)
 def test_tree_identical_whatever_the_executor():
     X, y = make_data("logistic", p=9, seed=1)
     kw = dict(rel_gap=0.0, abs_gap=0.0, node_limit=40, batch_size=4)
@@ -136,6 +137,7 @@ def test_tree_identical_whatever_the_executor():
     assert _signature(serial) == _signature(threads) == _signature(user)
 
 
+@pytest.mark.timeout(300)
 @pytest.mark.slow
 def test_tree_identical_with_processes():
     X, y = make_data("squared_hinge", p=8, seed=2)

@@ -245,7 +245,8 @@ def test_verifier_imports_only_numpy_and_stdlib():
         "print(repr(bad))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         env={"PYTHONPATH": str(SRC), "PATH": "/usr/bin:/bin"}, check=True)
+                         env={"PYTHONPATH": str(SRC), "PATH": "/usr/bin:/bin"}, check=True,
+                         timeout=120)
     assert out.stdout.strip() == "[]", out.stdout
 
 
@@ -255,7 +256,8 @@ def test_standalone_verifier_runs_as_a_script(tmp_path, sq):
     np.savez(tmp_path / "d.npz", X=X, y=y)
     run = subprocess.run([sys.executable, "-m", "sparsecert.certificate.verify",
                           str(tmp_path / "c.json"), str(tmp_path / "d.npz")],
-                         capture_output=True, text=True, env={"PYTHONPATH": str(SRC)})
+                         capture_output=True, text=True, env={"PYTHONPATH": str(SRC)},
+                         timeout=120)
     assert run.returncode == 0, run.stdout + run.stderr
     assert "VERIFIED" in run.stdout
     assert run.stderr == ""  # no runpy warning about the module being imported twice
@@ -264,7 +266,8 @@ def test_standalone_verifier_runs_as_a_script(tmp_path, sq):
     np.savez(tmp_path / "d2.npz", X=X, y=y2)
     run = subprocess.run([sys.executable, "-m", "sparsecert.certificate.verify",
                           str(tmp_path / "c.json"), str(tmp_path / "d2.npz")],
-                         capture_output=True, text=True, env={"PYTHONPATH": str(SRC)})
+                         capture_output=True, text=True, env={"PYTHONPATH": str(SRC)},
+                         timeout=120)
     assert run.returncode == 1 and "data_hash" in run.stdout
 
 
@@ -325,7 +328,7 @@ def test_verifier_file_runs_alone_without_the_package(tmp_path, sq):
     shutil.copy(SRC / "sparsecert" / "certificate" / "verify.py", tmp_path / "verify.py")
     run = subprocess.run([sys.executable, str(tmp_path / "verify.py"), str(tmp_path / "c.json"),
                           str(tmp_path / "d.npz")], capture_output=True, text=True,
-                         cwd=tmp_path, env={"PATH": "/usr/bin:/bin"})
+                         cwd=tmp_path, env={"PATH": "/usr/bin:/bin"}, timeout=120)
     assert run.returncode == 0, run.stdout + run.stderr
     assert "VERIFIED" in run.stdout
     assert run.stderr == ""  # no runpy warning about the module being imported twice

@@ -380,7 +380,7 @@ def test_certify_default_job_uses_diabetes(tmp_path, monkeypatch, capsys, fake_a
 
 def test_python_dash_m_sparsecert_runs():
     run = subprocess.run([sys.executable, "-m", "sparsecert", "--help"], capture_output=True,
-                         text=True, env={"PYTHONPATH": str(SRC)})
+                         text=True, env={"PYTHONPATH": str(SRC)}, timeout=120)
     assert run.returncode == 0 and "certify" in run.stdout
 
 

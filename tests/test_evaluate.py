@@ -133,12 +133,42 @@ def _tree(res):
 
 _MPI = [pytest.mark.slow, pytest.mark.mpi]
 
+#: an MPIPoolExecutor spawning one worker and running one task, in a process of its own
+_SPAWN = ("from mpi4py.futures import MPIPoolExecutor\n"
+          "with MPIPoolExecutor(max_workers=1) as ex:\n"
+          "    assert ex.submit(abs, -3).result(timeout=60) == 3\n")
+
+
+def _skip_unless_mpi_can_spawn(seconds: float = 120.0) -> None:
+    """Skip (with the reason) where MPI cannot spawn workers: there the engine's MPI pool
+    would wait for them forever. The probe runs in a session of its own, killed with whatever
+    it spawned when its time is up."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    child = subprocess.Popen([sys.executable, "-c", _SPAWN], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        _, err = child.communicate(timeout=seconds)
+    except subprocess.TimeoutExpired:
+        os.killpg(child.pid, signal.SIGKILL)
+        child.communicate()
+        pytest.skip(f"MPI cannot spawn workers here: a one-worker MPIPoolExecutor did not "
+                    f"answer in {seconds:g} s")
+    if child.returncode != 0:
+        pytest.skip("MPI cannot spawn workers here: "
+                    + (err.strip().splitlines() or ["(no message)"])[-1])
+
 
 @pytest.mark.parametrize("backend", ["threads", pytest.param("processes", marks=pytest.mark.slow),
                                      pytest.param("mpi", marks=_MPI)])
+@pytest.mark.timeout(300)
 def test_tree_depends_on_the_batch_size_not_on_the_executor(backend):
     if backend == "mpi":
         pytest.importorskip("mpi4py.futures")
+        _skip_unless_mpi_can_spawn()
     import concurrent.futures as cf
 
     from sparsecert.bnb import BnBSettings, BranchAndBound
@@ -161,6 +191,7 @@ def test_tree_depends_on_the_batch_size_not_on_the_executor(backend):
             assert run(5, executor=ex) == serial
 
 
+@pytest.mark.timeout(300)
 def test_the_calling_thread_runs_tasks_no_worker_has_started():
     """caller_runs: outcomes in task order, each task run exactly once, by the pool's thread
     and by the calling thread, whatever order the tasks finish in."""
@@ -188,6 +219,7 @@ def test_the_calling_thread_runs_tasks_no_worker_has_started():
             assert len({t for _, t in ran}) == 2
 
 
+@pytest.mark.timeout(300)
 def test_a_task_that_fails_in_the_calling_thread_raises_there():
     import concurrent.futures as cf
     import time
@@ -203,6 +235,7 @@ def test_a_task_that_fails_in_the_calling_thread_raises_there():
             list(BatchEvaluator(pool, caller_runs=True, run_task=task).outcomes([0, 1, 2]))
 
 
+@pytest.mark.timeout(300)
 def test_n_jobs_threads_run_the_tasks_on_n_jobs_threads(monkeypatch):
     """The engine's pool has n_jobs - 1 threads; the engine's own thread is the last worker."""
     import threading
@@ -227,6 +260,7 @@ def test_n_jobs_threads_run_the_tasks_on_n_jobs_threads(monkeypatch):
     assert threading.get_ident() in threads and len(threads) == 2
 
 
+@pytest.mark.timeout(300)
 def test_an_interrupt_inside_a_batch_keeps_the_unapplied_nodes_open():
     """Outcomes are applied as they come in: Ctrl-C while waiting for the third one of a
     batch leaves the first two applied and the rest of the batch open in the tree."""

@@ -261,6 +261,7 @@ def test_search_with_fixing_reaches_the_enumerated_optimum(case):
         assert nd.witness is not None  # a node with fixings keeps its witness
 
 
+@pytest.mark.timeout(300)
 def test_fixings_do_not_depend_on_the_executor():
     case = FIXING_CASES[0]
     a = _engine(case, batch_size=3, rel_gap=0.0, abs_gap=0.0).run()

@@ -58,6 +58,7 @@ def test_nested_scopes_share_one_deferral():
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
+@pytest.mark.timeout(300)
 def test_a_program_handler_and_other_threads_are_left_alone():
     seen = []
     previous = signal.signal(signal.SIGINT, lambda s, f: seen.append(s))

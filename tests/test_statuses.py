@@ -21,7 +21,8 @@ def test_imports_nothing_heavy():
             "'sparsecert.solvers.heuristics', 'sparsecert.solvers.loss_kernels', "
             "'sparsecert.bnb'))))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         env={"PYTHONPATH": str(SRC), "PATH": "/usr/bin:/bin"}, check=True)
+                         env={"PYTHONPATH": str(SRC), "PATH": "/usr/bin:/bin"}, check=True,
+                         timeout=120)
     assert out.stdout.strip() == "[]", out.stdout
 
 

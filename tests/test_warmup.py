@@ -182,6 +182,7 @@ def test_a_z_space_problem_asks_for_the_z_space_kernel(monkeypatch):
     assert asked == [_zspace.zspace_chunk]
 
 
+@pytest.mark.timeout(300)
 def test_an_interrupted_warm_up_stops_the_compiling_process(monkeypatch):
     """Ctrl-C (or a notebook's interrupt, which reaches this process only) during the first
     run's compilation stops the second process instead of waiting for its node kernel."""
