@@ -94,6 +94,7 @@ def test_leaves_partition_the_supports():
             assert len(owners) == 1, f"support {S} is in {len(owners)} leaves"
 
 
+@pytest.mark.slow
 def test_node_limit_is_honest():
     X, y = make_data("logistic", p=9, seed=3)
     k, lam = 3, 0.02

@@ -134,7 +134,7 @@ def test_an_interrupt_before_the_root_bound_still_gives_a_certificate_that_verif
     assert res.certificate.bounds["lower_bound"] <= res.objective
 
 
-@pytest.mark.parametrize("method", ["_branch", "_fix"])
+@pytest.mark.parametrize("method", ["_branch", pytest.param("_fix", marks=pytest.mark.slow)])
 def test_an_interrupt_at_every_bytecode_of_the_first_branching_or_fixing(method):
     """Every bytecode of the first call of ``_branch`` (and of ``_fix`` that fixes
     variables): the narrow windows between the steps of one update, one by one."""

@@ -105,6 +105,7 @@ def _python_schedule(prob, state, budget, it, tol, n_max, polisher):
     return status, done, n_polish
 
 
+@pytest.mark.slow
 def test_the_kernels_polishing_schedule_equals_the_python_schedule():
     rng = np.random.default_rng(7)
     n, p, k = 120, 160, 6
