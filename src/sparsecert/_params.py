@@ -49,7 +49,7 @@ from sparsecert._checks import (
 )
 from sparsecert.solvers.losses import LOSS_NAMES, check_loss
 
-__all__ = ["Param", "CliFlag", "PARAMS", "REQUIRED", "BACKENDS", "defaults", "check_param",
+__all__ = ["Param", "CliFlag", "PARAMS", "REQUIRED", "SAME", "BACKENDS", "defaults", "check_param",
            "param_entry", "fill_parameters", "document"]
 
 
@@ -62,6 +62,8 @@ class _Required:
 
 #: The default of a parameter the caller must give (``k`` and ``lambda2`` of ``certify``).
 REQUIRED: Any = _Required()
+#: A command-line option whose default is its parameter's.
+SAME: Any = object()
 
 
 # ----------------------------------------------------------------------------------------------
@@ -89,16 +91,20 @@ class CliFlag:
 
     ``convert`` turns the text into the value (``int`` or ``float``; None for ``choices`` and
     for a switch, which is a ``--flag / --no-flag`` pair when the parameter is a bool);
-    ``default`` is the option's own default when it is not the parameter's (``--k`` and
-    ``--lambda2`` have none: the job without ``--data`` has its own values). ``help`` may use
-    argparse's ``%(default)s``.
+    ``default`` is the option's own default when it is not the parameter's (:data:`SAME`;
+    ``--k`` and ``--lambda2`` have None: the job without ``--data`` has its own values).
+    ``help`` may use argparse's ``%(default)s``.
     """
 
     flag: str
     help: str
     metavar: str | None = None
     convert: type | None = None
-    default: Any = REQUIRED
+    default: Any = SAME
+
+    def default_of(self, param: Param):
+        """The option's default (``param``'s unless the option has its own)."""
+        return param.default if self.default is SAME else self.default
 
 
 @dataclass(frozen=True)

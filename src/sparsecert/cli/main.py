@@ -17,7 +17,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from sparsecert._params import PARAMS, REQUIRED
+from sparsecert._params import PARAMS
 from sparsecert._version import __version__
 from sparsecert.solvers.losses import LOSS_NAMES
 
@@ -62,8 +62,7 @@ def _add_param_options(p: argparse.ArgumentParser) -> None:
         cli = param.cli
         if cli is None:
             continue
-        kw = dict(dest=param.name, help=cli.help,
-                  default=param.default if cli.default is REQUIRED else cli.default)
+        kw = dict(dest=param.name, help=cli.help, default=cli.default_of(param))
         if cli.metavar is not None:
             kw["metavar"] = cli.metavar
         if cli.convert is not None:
