@@ -1,6 +1,13 @@
 """Shared test configuration and helpers.
 
-Helpers shared by the test files (one place each):
+The tests are grouped by wing and concept: ``glm/`` holds the certified-GLM wing's (``front/``
+the entry points, records and parameter table; ``cli/`` the command line; ``bnb/`` the engine;
+``solvers/`` the losses, the relaxation and the heuristics; ``certificate/`` the format, the
+writer and the verifier; ``soundness/`` the attacks on the verifier and its exact references,
+``_exact.py`` and the fuzzing campaign ``_fuzz.py``), ``project/`` what spans the project (the
+architecture, the docs and their examples, the examples, the benchmarks' claims).
+
+Helpers shared by the test files of every folder (one place each, importable by name):
 
 * ``_bruteforce.py``: the one brute-force reference (every support, solved without the package);
 * ``_certgen.py``: genuine certificates of tiny problems built without the solver;

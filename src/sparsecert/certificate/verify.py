@@ -28,7 +28,8 @@ from typing import Any
 import numpy as np
 
 # The format's constants, restated here on purpose (the verifier shares no code with the writer;
-# tests/test_certificate_format.py checks that they agree with sparsecert.certificate.schema).
+# tests/glm/certificate/test_certificate_format.py checks that they agree with
+# sparsecert.certificate.schema).
 FORMAT_NAME = "sparsecert-certificate"
 FORMAT_VERSION = 2
 LOSSES = ("squared", "logistic", "squared_hinge", "poisson")

@@ -2,7 +2,8 @@
 
 One compiled solver serves every loss: the relaxation's kernels take the id of
 :data:`sparsecert.solvers.losses.LOSS_IDS` and call these. They are the compiled form of the
-maths of :mod:`sparsecert.solvers.losses` (``tests/test_losses.py`` checks that the two agree).
+maths of :mod:`sparsecert.solvers.losses` (``tests/glm/solvers/test_losses.py`` checks that the
+two agree).
 """
 
 from __future__ import annotations

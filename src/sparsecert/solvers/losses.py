@@ -28,8 +28,8 @@ loss has no global constant (solvers use backtracking).
 
 Adding a loss: a subclass of :class:`Loss` here (its maths and target rule), a branch in each
 kernel of :mod:`sparsecert.solvers.loss_kernels` under a new integer id, and the same maths in
-the verifier (``sparsecert/certificate/verify.py``); ``tests/test_losses.py`` then checks the
-three against each other and against closed forms.
+the verifier (``sparsecert/certificate/verify.py``); ``tests/glm/solvers/test_losses.py`` then
+checks the three against each other and against closed forms.
 """
 
 from __future__ import annotations

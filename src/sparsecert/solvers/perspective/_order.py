@@ -4,7 +4,7 @@ Hand-written instead of numba's ``np.sort`` / ``np.argsort`` / ``np.partition``:
 to large generic implementations (introsort, quickselect with argument checks, error message
 formatting, ``np.unique`` for the ``kth`` argument) that cost seconds of JIT time in every kernel
 that links them, while these loops compile in a fraction of that and run as fast on the sizes
-the solver sees (``tests/test_perspective_order.py`` checks them against numpy).
+the solver sees (``tests/glm/solvers/test_perspective_order.py`` checks them against numpy).
 
 Counters passed to these kernels start as ``np.int64(0)``, not ``0``: numba types a call while
 the counter's type is still the literal 0 and would compile a second, useless signature.

@@ -15,8 +15,8 @@ compares what the verifier's own bound code computes with exact rational referen
 * the incumbent objective's upper estimate must be >= the exact objective.
 
 Any violation is a soundness hole (a verifier's bound above a true lower bound can be claimed).
-``python tests/_fuzz.py --cases 2000 --start 0`` runs a campaign outside CI and prints each
-violating seed; tests/test_soundness_fuzz.py runs a fast seeded slice.
+``python tests/glm/soundness/_fuzz.py --cases 2000 --start 0`` runs a campaign outside CI and
+prints each violating seed; tests/glm/soundness/test_soundness_fuzz.py runs a fast seeded slice.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ import sys
 import time
 from decimal import Decimal, localcontext
 from fractions import Fraction
+from pathlib import Path
 
 import numpy as np
 
@@ -711,9 +712,9 @@ def run_e2e(seed: int, loss: str | None = None) -> list[str]:
 
 def run_package(seed: int, loss: str | None = None) -> list[str]:
     """The package's own certificate on edge data it accepts, mutated by a forger
-    (tests/test_soundness_mutations.py) and claimed as tightly as the verifier allows; the
-    claims of an accepted mutant must be true (squared loss: the exact optimum; every loss:
-    the exact objective of the incumbent and of the package's model)."""
+    (tests/glm/soundness/test_soundness_mutations.py) and claimed as tightly as the verifier
+    allows; the claims of an accepted mutant must be true (squared loss: the exact optimum;
+    every loss: the exact objective of the incumbent and of the package's model)."""
     from test_soundness_mutations import tightly_claimed_mutants
 
     import sparsecert
@@ -788,4 +789,6 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
+    # run as a script: the helpers shared by every test folder are two folders up
+    sys.path.insert(1, str(Path(__file__).resolve().parents[2]))
     sys.exit(main())

@@ -6,7 +6,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-SRC = Path(__file__).resolve().parents[1] / "src"
+SRC = Path(__file__).resolve().parents[3] / "src"
 
 SCRIPT = textwrap.dedent(
     """

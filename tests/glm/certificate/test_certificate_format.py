@@ -19,7 +19,7 @@ from sparsecert.certificate.schema import FORMAT_NAME, array_sha256, npz_bytes, 
 from sparsecert.certificate.verify import dual_domain_bounds
 from sparsecert.solvers.rigorous import exact_zero_sum
 
-SRC = Path(__file__).resolve().parents[1] / "src"
+SRC = Path(__file__).resolve().parents[3] / "src"
 
 
 @pytest.fixture(scope="module")

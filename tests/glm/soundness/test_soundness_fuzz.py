@@ -1,14 +1,14 @@
-"""A fast, seeded slice of the verifier's differential fuzzing campaign (tests/_fuzz.py).
+"""A fast, seeded slice of the verifier's differential fuzzing campaign
+(tests/glm/soundness/_fuzz.py).
 
-The campaign (``python tests/_fuzz.py --cases 20000``, outside CI) draws data, parameters and
-witnesses toward the float edges for all four losses and checks the verifier's own bound code
-against exact rational references: every region bound of a dual or shifted witness against the
-exact bound of that witness, the largest eigenvalue shift the verifier proves (found by bisection
-on the floats) against an exact LDL^T, the incumbent objective's upper estimate against the exact
-objective, and whole certificates claimed as tightly as the verifier allows against the exact
-optimum (squared loss) or the exact objective of feasible points. Here a few hundred of its
-seeds run, and the slice is shown to catch a verifier that drops a rounding error.
-"""
+The campaign (``python tests/glm/soundness/_fuzz.py --cases 20000``, outside CI) draws data,
+parameters and witnesses toward the float edges for all four losses and checks the verifier's own
+bound code against exact rational references: every region bound of a dual or shifted witness
+against the exact bound of that witness, the largest eigenvalue shift the verifier proves (found by
+bisection on the floats) against an exact LDL^T, the incumbent objective's upper estimate against
+the exact objective, and whole certificates claimed as tightly as the verifier allows against the
+exact optimum (squared loss) or the exact objective of feasible points. Here a few hundred of its
+seeds run, and the slice is shown to catch a verifier that drops a rounding error."""
 
 from __future__ import annotations
 

@@ -4,9 +4,9 @@ Random tiny problems whose data, witnesses, weights and boxes range over 1e-320 
 (subnormals, overflowing products and sums of squares, zero and duplicated columns), random
 fixings, and every bound fixing of the node: each finite safe bound the verifier computes must
 be at most the exact value of its witness's bound for that region (a dual witness: an upper
-enclosure of D(zeta) from tests/_exact.py; a shifted witness: the tangent bound of section 4.2
-in ``fractions``, with the verifier's own weight lambda'). An overflow, a NaN or a lost rounding
-error anywhere makes some case fail.
+enclosure of D(zeta) from tests/glm/soundness/_exact.py; a shifted witness: the tangent bound of
+section 4.2 in ``fractions``, with the verifier's own weight lambda'). An overflow, a NaN or a lost
+rounding error anywhere makes some case fail.
 """
 
 from __future__ import annotations

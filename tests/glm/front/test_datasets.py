@@ -19,7 +19,7 @@ from sparsecert.datasets import (
     load_riboflavin,
 )
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 DATA = ROOT / "src" / "sparsecert" / "data"
 
 #: SHA-256 of the reference arrays' float64 C-order bytes (hashlib on the reference copies of

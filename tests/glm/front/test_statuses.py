@@ -11,7 +11,7 @@ import pytest
 
 from sparsecert import statuses as st
 
-SRC = Path(__file__).resolve().parents[1] / "src"
+SRC = Path(__file__).resolve().parents[3] / "src"
 
 
 def test_imports_nothing_heavy():

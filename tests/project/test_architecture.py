@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-PKG = Path(__file__).resolve().parents[1] / "src" / "sparsecert"
+PKG = Path(__file__).resolve().parents[2] / "src" / "sparsecert"
 SHARED = {"sparsecert._version"}
 
 

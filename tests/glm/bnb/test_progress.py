@@ -14,7 +14,7 @@ from sparsecert.bnb import search as search_module
 from sparsecert.bnb.progress import ProgressLog
 from sparsecert.solvers.perspective import RelaxationProblem
 
-SRC = Path(__file__).resolve().parents[1] / "src"
+SRC = Path(__file__).resolve().parents[3] / "src"
 
 
 def test_ticker_writes_through_a_long_phase():

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-STATIC = Path(__file__).resolve().parents[1] / "docs" / "_static"
+STATIC = Path(__file__).resolve().parents[2] / "docs" / "_static"
 RESULTS = sorted(p for p in STATIC.rglob("*.json") if "claims" in json.loads(p.read_text()))
 
 

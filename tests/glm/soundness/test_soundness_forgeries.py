@@ -1,8 +1,8 @@
 """Hand-written certificates from a second red-team pass over the verifier's bounds.
 
 Each test forges a certificate (JSON and sidecar consistent, hashes right) whose claim is false
-in exact rational arithmetic (tests/_exact.py) and checks that the verifier refuses it. Before
-its fix, each of these certificates was accepted.
+in exact rational arithmetic (tests/glm/soundness/_exact.py) and checks that the verifier refuses
+it. Before its fix, each of these certificates was accepted.
 """
 
 from __future__ import annotations

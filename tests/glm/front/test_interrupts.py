@@ -1,9 +1,9 @@
 """Ctrl-C (a real SIGINT) while a result is completed is deferred once; a second one interrupts.
 
 The search itself stops on the first Ctrl-C and returns its best model (see
-tests/test_interrupt_anywhere.py for every bytecode of the engine); these tests send the signal
-to the process, as a terminal does, at the points after the search: the certificate's assembly,
-the command line's writing of the files, a path of several k.
+tests/glm/bnb/test_interrupt_anywhere.py for every bytecode of the engine); these tests send the
+signal to the process, as a terminal does, at the points after the search: the certificate's
+assembly, the command line's writing of the files, a path of several k.
 """
 
 from __future__ import annotations

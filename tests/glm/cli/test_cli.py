@@ -17,7 +17,7 @@ from _cli import one_error_line
 
 from sparsecert.cli.main import main
 
-SRC = Path(__file__).resolve().parents[1] / "src"
+SRC = Path(__file__).resolve().parents[3] / "src"
 
 
 @pytest.fixture(scope="module")
