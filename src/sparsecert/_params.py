@@ -228,10 +228,7 @@ _TABLE = [
           cli=CliFlag("--node-limit", "stop after N evaluated nodes, likewise (status "
                                       "node_limit; default: no limit)", "N", int)),
     Param("n_jobs", "int",
-          "Parallel node evaluations (-1: all cores). With the default threads, this thread "
-          "and ``n_jobs - 1`` more; give them a larger ``batch_size`` too (16 per thread or more "
-          "keeps them busy; on two cores the search of a 10,000-node tree ran 1.8x as fast at "
-          "32).",
+          "Parallel node evaluations (-1: all cores); the certificate does not depend on it.",
           check_n_jobs, default=1, record="search",
           cli=CliFlag("--jobs", "parallel node evaluations (threads; -1: all cores); give them "
                                 "a larger --batch-size too", "N", int)),

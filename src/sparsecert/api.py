@@ -154,7 +154,12 @@ def certify(X, y, k: int, lambda2: float, *, loss: str = _D.loss,
     time_limit
         Building the certificate after the search adds its own time (rigorous bounds of the
         leaves: about a millisecond per node on riboflavin's 4088 columns).
-    node_limit, n_jobs, batch_size, backend, executor, node_selection, branching, verbose, log
+    node_limit
+    n_jobs
+        With the default threads, this thread and ``n_jobs - 1`` more; give them a larger
+        ``batch_size`` too (16 per thread or more keeps them busy; on two cores the search of a
+        10,000-node tree ran 1.8x as fast at 32).
+    batch_size, backend, executor, node_selection, branching, verbose, log
     feature_names : sequence of str, optional
         Names of the columns of ``X`` (default: the columns of a pandas DataFrame, when they are
         all strings). Kept in the result and the certificate for display only.

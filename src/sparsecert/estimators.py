@@ -56,8 +56,8 @@ _PARAMS_DOC = fill_parameters("""
         Values ``>= n_features`` leave the constraint inactive.
     lambda2, max_abs_coef, fit_intercept, rel_gap
     time_limit
-        A :class:`~sklearn.exceptions.ConvergenceWarning` then states the gap reached, and
-        ``status_`` is ``"time_limit"``.
+        A :class:`~sklearn.exceptions.ConvergenceWarning` then states the gap reached
+        (``status_``).
     n_jobs, verbose
 """, "estimator")
 

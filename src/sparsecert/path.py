@@ -157,7 +157,9 @@ def certify_path(X, y, ks, lambda2: float, *, loss: str = _D.loss,
         The limit is *per point*.
     node_limit
         The limit is per point.
-    n_jobs, batch_size, backend, executor, node_selection, branching, verbose, log, warm_start
+    n_jobs
+        Give them a larger ``batch_size`` too (see :func:`~sparsecert.api.certify`).
+    batch_size, backend, executor, node_selection, branching, verbose, log, warm_start
 
     Returns
     -------
