@@ -24,6 +24,13 @@ subprocess lets through), and if it still has not returned a minute later (a poo
 be shut down, a spawn stuck in a C call) the run stops with every thread's traceback instead of
 waiting forever. Every subprocess is started with a ``timeout=``.
 
+Every test runs in its own empty working directory (``run_in_a_temporary_directory``, autouse):
+a file that the user's own commands left in the directory pytest was started from (the
+Quickstart's ``sparsecert certify`` writes ``sparsecert-certificate.json`` into the clone's
+root) is never seen by a test, and nothing a test writes by mistake lands there. A relative
+``PYTHONPATH`` (``PYTHONPATH=src``) is made absolute first, so subprocesses still find the
+package.
+
 Optional packages are skipped where a test needs them (``pytest.importorskip`` inside that
 test), never for a whole file.
 
@@ -79,6 +86,21 @@ def pytest_runtest_call(item):
             faulthandler.dump_traceback_later(watch, file=stderr)
         else:
             faulthandler.cancel_dump_traceback_later()
+
+# the tests change directory (below): entries of a relative PYTHONPATH must keep naming the
+# folders they named when pytest started, for the subprocesses that inherit it
+if os.environ.get("PYTHONPATH"):
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        os.path.abspath(entry) if entry else entry
+        for entry in os.environ["PYTHONPATH"].split(os.pathsep))
+
+
+@pytest.fixture(autouse=True)
+def run_in_a_temporary_directory(tmp_path, monkeypatch):
+    """Each test's working directory is its own empty ``tmp_path``, never the directory pytest
+    was started from (which may hold the user's files, such as the certificate the Quickstart's
+    first command writes)."""
+    monkeypatch.chdir(tmp_path)
 
 
 @pytest.hookimpl(hookwrapper=True)
