@@ -45,6 +45,7 @@ __all__ = [
     "PRECISION_LIMITED", "STATUSES", "CERTIFIED", "LIMITED",
     "STATUS_HINTS", "OPEN", "BRANCHED", "PRUNED", "SOLVED", "NODE_STATUSES",
     "RELATIVE_GAP_DEFINITION", "relative_gap", "absolute_gap", "gap_closed", "cutoff",
+    "what_it_means",
 ]
 
 
@@ -161,3 +162,26 @@ def cutoff(upper: float, rel_gap: float, abs_gap: float) -> float:
     if not math.isfinite(upper):
         return math.inf
     return upper - max(abs_gap, rel_gap * max(1.0, abs(upper)))
+
+
+def _percent(fraction: float) -> str:
+    """``fraction`` as a short percentage (two significant digits)."""
+    return "0%" if fraction == 0 else f"{100.0 * fraction:.2g}%"
+
+
+def what_it_means(k: int, upper: float, lower: float, proven: bool = True) -> str:
+    """The bounds in one plain sentence: how much better than the model any model with at most
+    ``k`` features can be (``upper`` the model's objective, ``lower`` the lower bound on every
+    such model's objective). ``proven=False`` says that the bound is only claimed (a
+    certificate read without being checked)."""
+    how = "proven" if proven else "claimed, not checked"
+    features = f"{k} feature" + ("" if k == 1 else "s")
+    if not (math.isfinite(upper) and math.isfinite(lower)):
+        return f"no bound on how much better a model with at most {features} can be"
+    gap = absolute_gap(upper, lower)
+    if gap == 0:
+        return f"no model with at most {features} has a lower objective than this one ({how})"
+    amount = (f"{_percent(gap / abs(upper))} of its objective" if upper != 0
+              else f"{gap:.3g}")
+    return (f"no model with at most {features} has an objective lower than this one's by "
+            f"more than {amount} ({how})")

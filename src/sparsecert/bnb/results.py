@@ -69,6 +69,10 @@ class SearchResult:
         The :class:`~sparsecert.bnb.BnBSettings` used, as a dict.
     n_relaxation_iters : int
         Relaxation iterations summed over the evaluated nodes.
+    compile_time : float
+        Seconds spent compiling the numerical kernels before the search (a first run with a
+        progress log only, where it is announced and timed; 0 otherwise). Not part of
+        ``time``.
     """
 
     status: str
@@ -86,3 +90,4 @@ class SearchResult:
     history: list[HistoryRecord] = field(repr=False, default_factory=list)
     settings: dict = field(default_factory=dict)
     n_relaxation_iters: int = 0
+    compile_time: float = 0.0

@@ -195,6 +195,7 @@ class BranchAndBound:
         self.progress = ProgressLog(s.verbose, s.log_interval, s.log)
         self.incumbent: SubsetModel | None = None
         self._n_fixed = 0
+        self._compile_time = 0.0
 
     def _check_support(self, support: Sequence[int]) -> tuple[int, ...]:
         mask = check_index_set(support, self.problem.n_features, "start_supports entry")
@@ -441,6 +442,7 @@ class BranchAndBound:
     def _compile_first_run(self) -> None:
         """On a first run (nothing in numba's cache for this configuration), say so and compile
         the kernels on a tiny problem, with the log ticking (see :mod:`sparsecert.bnb.warmup`)."""
+        self._compile_time = 0.0
         if self.progress.verbose < 1 or not needs_compiling(self.problem):
             discard_prestarted()  # a compiling process the command line started early
             return
@@ -449,6 +451,7 @@ class BranchAndBound:
         t0 = time.perf_counter()
         with self.progress.ticking(t0), self.progress.phase("compiling"):
             seconds = warm_up(self.problem)
+        self._compile_time = time.perf_counter() - t0
         self.progress.message(f"kernels compiled in {seconds:.1f} s")
 
     @contextlib.contextmanager
@@ -525,4 +528,4 @@ class BranchAndBound:
             lower_bound=lb, absolute_gap=max(0.0, ub - lb), relative_gap=relative_gap(ub, lb),
             n_nodes=len(self.nodes), n_open=len(open_nodes), time=self._elapsed(),
             nodes=self.nodes, history=self.history, settings=s.record(),
-            n_relaxation_iters=self._n_iter)
+            n_relaxation_iters=self._n_iter, compile_time=self._compile_time)

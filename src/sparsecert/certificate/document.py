@@ -42,6 +42,7 @@ from sparsecert.certificate.schema import (
     npz_bytes,
     sha256_bytes,
 )
+from sparsecert.statuses import what_it_means
 
 __all__ = ["Certificate", "sidecar_path", "check_save_path", "format_summary"]
 
@@ -689,8 +690,14 @@ def _depths(nodes: list[dict]) -> dict:
     return depth
 
 
-def format_summary(data: dict) -> str:
-    """Human summary of a certificate document (tolerant of missing optional fields)."""
+def format_summary(data: dict, audit: bool = False) -> str:
+    """Human summary of a certificate document (tolerant of missing optional fields).
+
+    What the certificate states, unchecked: the problem, the status and what it means in plain
+    words (claimed: ``sparsecert verify`` proves it on the data), the model, the bounds, the
+    tree. With ``audit``, every node of the tree follows, one line each (parent, branching,
+    status, claimed bound, witness, fixings): the tree the verifier walks.
+    """
     pr, inc, bd = data.get("problem", {}), data.get("incumbent", {}), data.get("bounds", {})
     nodes = data.get("tree", {}).get("nodes", [])
     parents = {nd.get("parent") for nd in nodes}
@@ -722,6 +729,7 @@ def format_summary(data: dict) -> str:
         f"p={pr.get('n_features')}, k={pr.get('k')}, lambda2={pr.get('lambda2')}, "
         f"max_abs_coef={'None' if M is None else M}, fit_intercept={pr.get('fit_intercept')}",
         f"  status    : {bd.get('status')}",
+        f"  meaning   : {_meaning(pr.get('k'), bd.get('upper_bound'), bd.get('lower_bound'))}",
         f"  objective : {bd.get('upper_bound')!r} (upper bound)",
         f"  lower bd  : {bd.get('lower_bound')!r}",
         f"  gap       : absolute {bd.get('absolute_gap')!r}, relative {bd.get('relative_gap')!r} "
@@ -737,4 +745,35 @@ def format_summary(data: dict) -> str:
         f"  producer  : sparsecert {prod.get('version')}, python {prod.get('python')}, "
         f"numpy {prod.get('numpy')}, {prod.get('time_utc')}, elapsed {elapsed}",
     ]
+    if audit:
+        lines.append(f"  nodes     : {len(nodes)} (id: parent, branching z_j = 0/1, status, "
+                     "claimed bound, witness, fixings (j, value)); 'sparsecert verify' checks "
+                     "them on the data")
+        lines.extend(f"    {_node_line(nd, label)}" for nd in nodes)
+    else:
+        lines.append("  (--audit lists every node of the tree; 'sparsecert verify CERT --data "
+                     "FILE' checks the certificate and prints each check)")
     return "\n".join(lines)
+
+
+def _meaning(k, upper, lower) -> str:
+    """What the claimed bounds mean, in plain words (:func:`~sparsecert.statuses.what_it_means`)."""
+    if not (isinstance(k, int) and isinstance(upper, (int, float))
+            and isinstance(lower, (int, float))):
+        return "?"
+    return what_it_means(k, float(upper), float(lower), proven=False)
+
+
+def _node_line(nd: dict, label) -> str:
+    """One node of the tree for ``sparsecert show --audit``."""
+    var = nd.get("branch_var")
+    branch = "root" if nd.get("parent") is None else (
+        f"parent {nd.get('parent')}, z[{label(var) if isinstance(var, int) else var}] = "
+        f"{nd.get('branch_value')}")
+    bound = nd.get("bound")
+    witness = nd.get("witness")
+    fixings = nd.get("fixings") or ()
+    return (f"{nd.get('id')}: {branch}, {nd.get('status')}"
+            + (f", bound {bound!r}" if bound is not None else "")
+            + (f", witness {witness.get('kind')}" if isinstance(witness, dict) else "")
+            + (f", fixings {[tuple(f) for f in fixings]}" if fixings else ""))

@@ -133,6 +133,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "a certificate of this problem on this data (without it, only the "
                         "same job's certificate is replaced)")
     c.add_argument("--quiet", action="store_true", help="no progress log, one summary line")
+    c.add_argument("--verbose", action="store_true",
+                   help="after the summary, the verifier's report check by check (the audit "
+                        "trail) and the support's indices")
 
     v = sub.add_parser("verify", help="verify a certificate against the data",
                        description="Re-check a certificate with the standalone numpy-only "
@@ -160,6 +163,9 @@ def build_parser() -> argparse.ArgumentParser:
                                    "Exit code 0, or 2 if it cannot be read.")
     s.add_argument("certificate", metavar="CERT.json",
                    help="the certificate (its JSON file; the sidecar is not read)")
+    s.add_argument("--audit", action="store_true",
+                   help="also list every node of the tree (parent, branching, status, claimed "
+                        "bound, witness, fixings)")
     return ap
 
 
@@ -268,18 +274,16 @@ def _certify(args, records) -> int:
               f"{result.lower_bound:.10g}, gap {result.gap:.2e}, support {support}{named}; "
               f"{args.out}: {_state(report)}")
     else:
-        print(f"status      : {result.status}")
-        print(f"objective   : {result.objective:.12g}")
-        print(f"lower bound : {result.lower_bound:.12g}")
-        print(f"gap         : {result.gap:.3e} (relative, (UB - LB) / max(1, |UB|))")
-        print(f"support     : {support}{named}")
-        print("coef        : " + ", ".join(f"{_label(names, j)}={coef[j]:.6g}"
-                                           for j in support))
-        if fit_intercept:
-            print(f"intercept   : {result.intercept:.6g}")
-        print(f"nodes       : {result.n_nodes}, time {result.time:.2f} s")
-        print(f"certificate : {args.out} (+ {sidecar_path(args.out)})")
-        print(report)
+        from sparsecert.cli.summary import certify_summary
+
+        print("\n".join(certify_summary(
+            result, report, k=k, loss=args.loss, lambda2=lambda2, fit_intercept=fit_intercept,
+            X=prepared.X, y_used=prepared.y_used, labels=prepared.labels, names=names,
+            out=args.out, sidecar=sidecar_path(args.out), rel_gap=options.rel_gap)))
+        if args.verbose:
+            print(f"support     : {support}{named}")
+            print(f"gap         : {result.gap:.3e} (relative, (UB - LB) / max(1, |UB|))")
+            print(report)
     if not report.ok:
         print(f"sparsecert: the written certificate did not verify: "
               f"{', '.join(report.failed_checks)}", file=sys.stderr)
@@ -336,7 +340,7 @@ def _cmd_show(args) -> int:
                           f"is not supported (this sparsecert reads version {FORMAT_VERSION}): "
                           "re-run sparsecert certify")
     try:
-        print(format_summary(data))
+        print(format_summary(data, audit=args.audit))
     except (AttributeError, TypeError, KeyError, ValueError, IndexError) as exc:
         raise _InputError(f"{args.certificate} is malformed ({exc}); run "
                           "'sparsecert verify' for the details") from None

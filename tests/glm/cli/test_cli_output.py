@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import json
 
 import numpy as np
 import pytest
@@ -73,13 +74,14 @@ def test_certify_prints_names_and_the_size_once(csv_file, tmp_path, capsys):
     assert code == 0, text
     start = text.splitlines()[0]
     assert start.count("n=24") == 1 and "samples" not in start, start
-    support = next(ln for ln in text.splitlines() if ln.startswith("support"))
-    coef = next(ln for ln in text.splitlines() if ln.startswith("coef"))
-    idx = [int(s) for s in support.split("[")[1].split("]")[0].split(",")]
+    model = next(ln for ln in text.splitlines() if ln.startswith("model"))
+    doc = json.loads(out.read_text())
+    idx = doc["incumbent"]["support"]
+    coef = doc["incumbent"]["coef"]
     assert len(idx) == 2
     for j in idx:  # the printed name is the column's, whatever the target's position
-        assert f"{NAMES[j]}=" in coef and NAMES[j] in support
-    assert "b[" not in coef
+        assert f"{abs(coef[j]):.6g} {NAMES[j]}" in model, model
+    assert "b[" not in model
 
 
 def test_quiet_line_names_the_support(csv_file, tmp_path, capsys):
@@ -95,8 +97,8 @@ def test_npz_data_keep_index_labels(tmp_path, data, capsys):
     np.savez(tmp_path / "d.npz", X=X, y=y)
     code = main(["certify", "--data", str(tmp_path / "d.npz"), "--k", "2", "--lambda2", "0.5",
                  "--out", str(tmp_path / "n.json")])
-    coef = next(ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("coef"))
-    assert code == 0 and coef.count("b[") == 2
+    model = next(ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("model"))
+    assert code == 0 and model.count("b[") == 2
 
 
 def test_api_takes_names_from_a_dataframe(data):
