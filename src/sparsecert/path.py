@@ -114,6 +114,17 @@ class PathResult:
     def supports(self) -> list[tuple[int, ...]]:
         return [tuple(r.support) for r in self.results]
 
+    def plot(self, feature_names=None, rel_gap: float | None = None, max_features: int = 40,
+             title: str | None = None):
+        """Draw the path: certified objective and proven lower bound against ``k``, the gap
+        against the tolerance, and the support map (features by ``k``, coloured by
+        coefficient, with a colour bar). Needs matplotlib (imported here, on first use).
+        See :func:`sparsecert.plotting.plot_path` for the parameters; returns the figure."""
+        from sparsecert.plotting import plot_path
+
+        return plot_path(self, feature_names=feature_names, rel_gap=rel_gap,
+                         max_features=max_features, title=title)
+
     def summary(self) -> str:
         """A table: k, objective, lower bound, gap, status, nodes, time, support."""
         lines = [f"{'k':>4} {'objective':>15} {'lower bound':>15} {'gap':>10} {'status':>12} "

@@ -24,6 +24,7 @@ EXPECTED = {
     "federated_hyperparameter_tuning.py": ["federated_hyperparameter_tuning.png"],
     "qoda_wgan.py": ["qoda_wgan.png"],
     "fair_federated_logistic.py": ["fair_federated_logistic.png"],
+    "standardization.py": ["standardization.png"],
 }
 
 

@@ -154,3 +154,75 @@ def test_nothing_reads_a_folder_outside_the_repository():
             if any(n in text for n in needles):
                 offenders.append(str(path.relative_to(ROOT)))
     assert not offenders, offenders
+
+
+# ------------------------------------------------------------------------------ standardisation
+def _benchmark_standardise():
+    """benchmarks/certify.py's preprocessing: the published numbers were made with it."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bench_certify",
+                                                  ROOT / "benchmarks" / "certify.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod._standardise
+
+
+@pytest.mark.parametrize("loader, loss", [(load_riboflavin, "squared"),
+                                          (load_leukemia, "logistic")])
+def test_standardize_is_the_benchmarks_preprocessing_bit_for_bit(loader, loss):
+    Xs, ys = loader(standardize=True)
+    Xb, yb = _benchmark_standardise()(*loader(), loss)
+    assert Xs.tobytes() == Xb.tobytes() and ys.tobytes() == yb.tobytes()
+    assert np.abs(Xs.mean(axis=0)).max() < 1e-12
+    norms = np.linalg.norm(Xs, axis=0)
+    assert np.abs(norms[norms > 0] - 1).max() < 1e-12
+    if loss == "squared":
+        assert abs(ys.mean()) < 1e-12 and not np.array_equal(ys, loader()[1])
+    else:  # labels stay labels
+        assert np.array_equal(ys, loader()[1])
+
+
+def test_standardize_recipe_on_any_data():
+    X = np.array([[1.0, 5.0, 2.0], [2.0, 5.0, 4.0], [4.0, 5.0, 9.0]])
+    Xs, ys = datasets.standardize(X, [1, 2, 6])
+    centred = X - X.mean(axis=0)
+    assert np.allclose(Xs[:, [0, 2]], centred[:, [0, 2]] / np.linalg.norm(centred[:, [0, 2]],
+                                                                           axis=0))
+    assert np.array_equal(Xs[:, 1], np.zeros(3))  # a constant column is only centred
+    assert np.allclose(ys, [-2.0, -1.0, 3.0])
+    assert datasets.standardize(X)[1] is None
+
+
+def test_a_certificate_is_about_the_arrays_it_was_given():
+    """Certified on standardised data: it verifies on those arrays, not on the raw ones."""
+    import sparsecert
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(3.0, [1.0, 10.0, 0.1, 2.0], size=(30, 4))
+    y = X @ [1.0, 0.1, -5.0, 0.0] + rng.normal(size=30)
+    Xs, ys = datasets.standardize(X, y)
+    res = sparsecert.certify(Xs, ys, 2, 0.1, verbose=0)
+    assert sparsecert.verify(res.certificate, Xs, ys).ok
+    raw = sparsecert.verify(res.certificate, X, y)
+    assert not raw.ok and "data_hash" in raw.failed_checks
+
+
+# ------------------------------------------------------------------------------ names
+def test_riboflavin_gene_names_follow_the_columns_of_X():
+    names = datasets.feature_names("riboflavin")
+    X, y = load_riboflavin()
+    assert len(names) == X.shape[1] == len(set(names)) == 4088
+    assert all(n.endswith("_at") for n in names)  # Affymetrix probe-set names
+    # the published analyses of these data: the four genes most correlated with y
+    Xc, yc = X - X.mean(axis=0), y - y.mean()
+    r = (Xc.T @ yc) / (np.linalg.norm(Xc, axis=0) * np.linalg.norm(yc))
+    top = {names[j] for j in np.argsort(-np.abs(r))[:4]}
+    assert top == {"XHLA_at", "XHLB_at", "YXLD_at", "YCKE_at"}
+
+
+def test_feature_names_of_the_other_sets():
+    assert datasets.feature_names("diabetes") == DIABETES_FEATURE_NAMES
+    assert datasets.feature_names("leukemia") is None  # the LIBSVM file names no probe
+    with pytest.raises(ValueError, match="no bundled data set 'iris'"):
+        datasets.feature_names("iris")
