@@ -5,7 +5,9 @@
 
 cvxpy writes each ``log(1 + exp(.))`` with exponential cones, which Clarabel, ECOS and SCS
 accept. sparsecert solves the same relaxation by FISTA with its exact perspective prox and a
-lower bound from the logistic conjugate. The table compares the optima and the times.
+lower bound from the logistic conjugate. The table compares the optima and the times
+(sparsecert's: its second call on the same data, the first call's compiling apart); a solver
+that is not installed is named in the figure (``python -m pip install ".[compare]"``).
 
 Run: ``python examples/compare_cvxpy_logistic.py [--quick] [--out DIR]``
 """
@@ -16,7 +18,14 @@ import time
 
 import cvxpy as cp
 import numpy as np
-from _common import parse_args, savefig
+from _common import (
+    first_and_second_call,
+    missing_solvers,
+    note_missing,
+    parse_args,
+    savefig,
+    time_bars,
+)
 from matplotlib import pyplot as plt
 
 from sparsecert.datasets import make_synthetic
@@ -38,20 +47,19 @@ def main():
     args = parse_args(__doc__.splitlines()[0])
     sizes = [(100, 30, 3)] if args.quick else [(100, 30, 3), (300, 100, 5), (500, 300, 10)]
     lam = 1.0
-    installed = set(cp.installed_solvers())
-    perspective_relaxation(*make_synthetic(20, 10, 2, loss="logistic")[:2], 2, 1.0,
-                           loss="logistic")  # load the numba kernels once
-    rows = []
+    missing = missing_solvers(SOLVERS)
+    rows, compiled = [], {}
     for n, p, k in sizes:
         X, y, _ = make_synthetic(n, p, k, rho=0.5, snr=3.0, loss="logistic", seed=0)
-        t0 = time.perf_counter()
-        ours = perspective_relaxation(X, y, k, lam, loss="logistic", rel_tol=1e-9,
-                                      max_iter=200000)
+        # the same call twice: the first compiles what this size needs (numba caches it)
+        ours, first, t_ours = first_and_second_call(
+            lambda X=X, y=y, k=k: perspective_relaxation(X, y, k, lam, loss="logistic",
+                                                         rel_tol=1e-9, max_iter=200000))
+        compiled[(n, p)] = max(0.0, first - t_ours)
         rows.append((n, p, k, "sparsecert", ours.status, ours.objective, ours.lower_bound,
-                     time.perf_counter() - t0))
+                     t_ours))
         for name in SOLVERS:
-            if name not in installed:
-                print(f"skipping {name}: not installed in cvxpy")
+            if name in missing:
                 continue
             prob = cvxpy_logistic_relaxation(X, y, k, lam)
             t0 = time.perf_counter()
@@ -65,27 +73,29 @@ def main():
                          time.perf_counter() - t0))
 
     print(f"\n{'n':>5} {'p':>5} {'k':>3} {'solver':>11} {'status':>16} {'objective':>18} "
-          f"{'our lower bound':>18} {'rel. diff':>10} {'time (s)':>9}")
+          f"{'our lower bound':>18} {'rel. diff':>10} {'time (s)':>9} {'compile (s)':>11}")
     for n, p, k, name, status, obj, lb, t in rows:
         ref = next(r[5] for r in rows if r[:3] == (n, p, k) and r[3] == "sparsecert")
         diff = (obj - ref) / max(1.0, abs(ref))
         lb_s = f"{lb:18.10g}" if np.isfinite(lb) else f"{'':18}"
+        comp = f"{compiled[(n, p)]:11.3f}" if name == "sparsecert" else f"{'-':>11}"
         print(f"{n:>5} {p:>5} {k:>3} {name:>11} {status:>16} {obj:18.10g} {lb_s} {diff:10.1e} "
-              f"{t:9.3f}")
-    print("(time = wall time, including cvxpy's compilation for the cvxpy solvers)")
+              f"{t:9.3f} {comp}")
+    print("(time = wall time, including cvxpy's compilation for the cvxpy solvers; "
+          "sparsecert's is its second call on the same data, compile = its first call minus "
+          "the second)")
 
-    fig, ax = plt.subplots(figsize=(6, 3.6))
-    names = ["sparsecert", *[s for s in SOLVERS if s in installed]]
-    w = 0.8 / len(names)
-    for i, name in enumerate(names):
-        ts = [next((r[7] for r in rows if r[:2] == (n, p) and r[3] == name), np.nan)
-              for n, p, _ in sizes]
-        ax.bar(np.arange(len(sizes)) + i * w, ts, w, label=name)
-    ax.set_xticks(np.arange(len(sizes)) + 0.4 - w / 2, [f"{n}x{p}" for n, p, _ in sizes])
-    ax.set_yscale("log")
-    ax.set_ylabel("wall time (s)")
-    ax.set_title("logistic perspective relaxation (exponential cones)", fontsize=9)
-    ax.legend(fontsize=8)
+    fig, ax = plt.subplots(figsize=(9, 4))
+    names = ["sparsecert", *[s for s in SOLVERS if s not in missing]]
+    groups = [f"{n}x{p}" for n, p, _ in sizes]
+    solve = {name: {f"{r[0]}x{r[1]}": r[7] for r in rows if r[3] == name} for name in names}
+    time_bars(ax, groups, names, solve,
+              {"sparsecert": {f"{n}x{p}": compiled[(n, p)] for n, p, _ in sizes}})
+    ax.set_xlabel("n x p")
+    ax.set_title("logistic perspective relaxation (exponential cones): time to the same "
+                 "optimum\n(cvxpy's times include its problem compilation; sparsecert's "
+                 "compiling is hatched)", fontsize=9)
+    note_missing(fig, missing)
     savefig(fig, args.out, "compare_cvxpy_logistic.png")
 
 

@@ -48,3 +48,42 @@ def test_example_runs_quick(script, tmp_path, monkeypatch, capsys):
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     printed = capsys.readouterr().out
     assert "wrote" in printed
+
+
+def test_the_compare_extra_installs_every_solver_the_comparisons_use():
+    import tomllib
+
+    root = EXAMPLES.parent
+    extra = tomllib.loads((root / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"]["compare"]
+    packages = {req.split(">")[0].split("=")[0].strip().lower() for req in extra}
+    monkey = runpy.run_path(str(EXAMPLES / "_common.py"))
+    hinted = {hint.split()[-1].lower() for hint in monkey["INSTALL_HINT"].values()}
+    assert hinted | {"cvxpy", "matplotlib"} <= packages
+
+
+def test_a_comparison_names_its_missing_solvers_in_the_figure(tmp_path, monkeypatch, capsys):
+    """With SCIP and ECOS_BB absent, the MIP comparison still runs, says so on stdout and
+    writes the names (and how to install them) into its figure."""
+    cp = pytest.importorskip("cvxpy")
+    pytest.importorskip("matplotlib")
+    monkeypatch.syspath_prepend(str(EXAMPLES))
+    import _common
+
+    texts = []
+
+    def savefig(fig, out, name):
+        texts.extend(t.get_text() for t in fig.texts)
+        return real(fig, out, name)
+
+    real = _common.savefig
+    monkeypatch.setattr(_common, "savefig", savefig)
+    monkeypatch.setattr(cp, "installed_solvers", lambda: ["CLARABEL", "SCS"])
+    script = EXAMPLES / "compare_cvxpy_mip.py"
+    monkeypatch.setattr(sys, "argv", [str(script), "--quick", "--out", str(tmp_path)])
+    runpy.run_path(str(script), run_name="__main__")
+    printed = capsys.readouterr().out
+    assert "skipping SCIP" in printed and "skipping ECOS_BB" in printed
+    note = " ".join(texts)
+    assert "SCIP (pip install pyscipopt)" in note and "ECOS_BB (pip install ecos)" in note
+    assert '.[compare]' in note
