@@ -48,9 +48,11 @@ def main():
     ax.set_xlabel("time (s)")
     ax.set_ylabel("(UB - LB) / max(1, |UB|)")
     ax3 = ax.twinx()
-    ax3.plot(t, nodes, color="tab:gray", lw=1)
+    ax3.plot(t, nodes, color="tab:gray", lw=1, label="nodes (right axis)")
     ax3.set_ylabel("nodes", color="tab:gray")
-    ax.legend(loc="lower left")
+    lines = ax.get_lines() + ax3.get_lines()  # one legend for both axes
+    ax.legend(lines, [ln.get_label() for ln in lines], loc="lower left", fontsize=8)
+    ax.set_title("proven relative gap and nodes over time", fontsize=9)
     savefig(fig, args.out, "bnb_progress.png")
 
 

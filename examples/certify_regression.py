@@ -18,12 +18,13 @@ from matplotlib import pyplot as plt
 from sklearn.datasets import load_diabetes
 
 from sparsecert.api import certify, verify
-from sparsecert.datasets import load_riboflavin
+from sparsecert.datasets import feature_names, load_riboflavin
 
 
-def run(name, X, y, k, lambda2, feature_names, out, time_limit):
+def run(name, X, y, k, lambda2, names, out, time_limit):
     print(f"\n== {name}: n={X.shape[0]} p={X.shape[1]} k={k} lambda2={lambda2:g}")
-    res = certify(X, y, k, lambda2, time_limit=time_limit, verbose=0)
+    res = certify(X, y, k, lambda2, time_limit=time_limit, verbose=0,
+                  feature_names=names)
     print(res.summary())
     cert_path = out / f"{name}_certificate.json"
     res.save(cert_path, overwrite=True)  # the example's own output folder
@@ -32,9 +33,9 @@ def run(name, X, y, k, lambda2, feature_names, out, time_limit):
     fig, ax = plt.subplots(figsize=(6, 3.2))
     sup = list(res.support)
     ax.bar(range(len(sup)), res.coef[sup], color="tab:blue")
-    ax.set_xticks(range(len(sup)), [feature_names[j] for j in sup], rotation=30, ha="right")
+    ax.set_xticks(range(len(sup)), [names[j] for j in sup], rotation=30, ha="right")
     ax.axhline(0, color="k", lw=0.5)
-    ax.set_ylabel("coefficient (standardised X)")
+    ax.set_ylabel("coefficient (unit-variance X)")
     ax.set_title(f"{name}: certified k={k} ({res.status}, gap {res.gap:.1e}, "
                  f"{res.n_nodes} nodes, {res.time:.1f} s)", fontsize=9)
     savefig(fig, out, f"{name}_coefficients.png")
@@ -49,13 +50,14 @@ def main():
 
     X, y = load_riboflavin()
     X = standardize(X)
+    genes = feature_names("riboflavin")  # the genes' names, in the columns' order
     if args.quick:  # the 500 genes most correlated with y: a fast, still p >> n, instance
         corr = np.abs(X.T @ (y - y.mean()))
         keep = np.sort(np.argsort(-corr)[:500])
         X = X[:, keep]
-        names = [f"gene {j}" for j in keep]
+        names = [genes[j] for j in keep]
     else:
-        names = [f"gene {j}" for j in range(X.shape[1])]
+        names = list(genes)
     run("riboflavin", X, y, 3, 100.0, names, args.out, time_limit=40)
 
 

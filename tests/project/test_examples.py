@@ -87,3 +87,9 @@ def test_a_comparison_names_its_missing_solvers_in_the_figure(tmp_path, monkeypa
     note = " ".join(texts)
     assert "SCIP (pip install pyscipopt)" in note and "ECOS_BB (pip install ecos)" in note
     assert '.[compare]' in note
+
+
+def test_every_example_is_in_the_examples_readme():
+    readme = (EXAMPLES / "README.md").read_text()
+    missing = [p.name for p in SCRIPTS if f"python examples/{p.name}" not in readme]
+    assert not missing, f"examples/README.md does not show how to run {missing}"
