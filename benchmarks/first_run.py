@@ -12,9 +12,15 @@ wall clock when the machine is shared.
 ``--baseline SRC`` times another source tree (for example an older checkout's ``src``) the
 same way, alternating with this one, so that both see the same machine load; ``--python``
 runs an installed package with another interpreter (a fresh venv's ``bin/python``) instead of
-this tree's ``src``.
+this tree's ``src``. ``--install`` does the whole first command of the Quickstart: for each
+repetition a fresh venv (``python -m venv``), ``python -m pip install .`` of a copy of this
+repository timed (building the wheel and installing numpy, scipy, numba, scikit-learn from
+wherever pip finds them: a package index over the network, or a local cache or mirror, which
+is much faster), then the two runs with that venv's interpreter; it reports the install, the
+first run, and their sum (what the Quickstart's first command costs).
 
 Run:  python benchmarks/first_run.py --quick --json out/first_run.json
+      python benchmarks/first_run.py --install --repeats 3   # with pip install, fresh venvs
 """
 
 from __future__ import annotations
@@ -49,6 +55,8 @@ def run_certify(python: str, src: str | None, cache_dir: str) -> tuple[float, fl
     env["NUMBA_CACHE_DIR"] = cache_dir
     if src is not None:
         env["PYTHONPATH"] = os.pathsep.join([src, *filter(None, [env.get("PYTHONPATH")])])
+    else:  # an installed package: nothing on PYTHONPATH may stand in for it
+        env.pop("PYTHONPATH", None)
     with tempfile.TemporaryDirectory(prefix="sparsecert-first-run-") as work:
         cpu0 = _children_cpu()
         t0 = time.perf_counter()
@@ -74,6 +82,29 @@ def measure(python: str, src: str | None) -> dict:
             "compile_line": compiled[0] if compiled else None}
 
 
+def fresh_install(work: Path) -> tuple[str, float, float]:
+    """A fresh venv in ``work`` with this repository pip-installed into it, as the Quickstart's
+    first command does; returns ``(its python, seconds to create the venv, seconds of pip)``."""
+    import shutil
+
+    copy = work / "clone"  # pip builds in the source tree: build it in a copy, not here
+    shutil.copytree(ROOT, copy, ignore=shutil.ignore_patterns(
+        ".git", "build", "dist", "*.egg-info", "__pycache__", "_build", "output", "results",
+        ".pytest_cache", ".ruff_cache", "sparsecert-certificate.*"))
+    t0 = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "venv", str(work / "venv")], check=True)
+    venv_s = time.perf_counter() - t0
+    python = str(work / "venv" / "bin" / "python")
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    t0 = time.perf_counter()
+    proc = subprocess.run([python, "-m", "pip", "install", "-q", "."], cwd=copy, env=env,
+                          capture_output=True, text=True)
+    pip_s = time.perf_counter() - t0
+    if proc.returncode != 0:
+        raise RuntimeError(f"pip install failed:\n{proc.stdout}\n{proc.stderr}")
+    return python, venv_s, pip_s
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="one repetition (default: three)")
@@ -83,16 +114,28 @@ def main(argv=None) -> None:
                     help="interpreter with sparsecert installed (default: this one, on src/)")
     ap.add_argument("--baseline", default=None,
                     help="a second source tree's src directory, timed alternately")
+    ap.add_argument("--install", action="store_true",
+                    help="each repetition: pip install this repository into a fresh venv "
+                         "(timed), then time the runs with it")
     args = ap.parse_args(argv)
+    if args.install and (args.python or args.baseline):
+        ap.error("--install times its own fresh venv: not with --python or --baseline")
     repeats = args.repeats or (1 if args.quick else 3)
     python = args.python or sys.executable
-    trees = {"this tree": None if args.python else str(ROOT / "src")}
+    trees = {"this tree": None if (args.python or args.install) else str(ROOT / "src")}
     if args.baseline:
         trees["baseline"] = str(Path(args.baseline).resolve())
     runs: dict[str, list[dict]] = {name: [] for name in trees}
     for _ in range(repeats):
         for name, src in trees.items():
-            runs[name].append(measure(python, src))
+            if args.install:
+                with tempfile.TemporaryDirectory(prefix="sparsecert-install-") as work:
+                    py, venv_s, pip_s = fresh_install(Path(work))
+                    row = measure(py, None)
+                row.update(venv_s=venv_s, install_s=pip_s)
+                runs[name].append(row)
+            else:
+                runs[name].append(measure(python, src))
     rows = []
     for name, rs in runs.items():
         rows.append({"tree": name, "src": trees[name], "repeats": len(rs),
@@ -104,6 +147,13 @@ def main(argv=None) -> None:
                      "first_run_cpu_all_s": [r["first_cpu_s"] for r in rs],
                      "load_all": [r["load_before"] for r in rs],
                      "compile_line": rs[-1]["compile_line"]})
+        if args.install:
+            rows[-1].update(
+                install_s=float(np.median([r["install_s"] for r in rs])),
+                install_all_s=[r["install_s"] for r in rs],
+                venv_all_s=[r["venv_s"] for r in rs],
+                install_and_first_run_s=float(np.median([r["install_s"] + r["first_s"]
+                                                         for r in rs])))
     ours = rows[0]
     claims = [{"name": "first sparsecert certify (empty numba cache)",
                "measured": ours["first_run_s"], "target": TARGET_FIRST_RUN, "unit": "s",
@@ -116,6 +166,12 @@ def main(argv=None) -> None:
         spread = f"{min(r['first_run_all_s']):.2f}-{max(r['first_run_all_s']):.2f}s"
         print(f"{r['tree']:>10} {r['first_run_s']:9.2f}s {r['first_run_cpu_s']:6.2f}s "
               f"{r['second_run_s']:10.2f}s  {spread:>20}  {r['compile_line'] or '-'}")
+    if args.install:
+        r = rows[0]
+        print(f"pip install . into a fresh venv: {r['install_s']:.2f} s (runs "
+              f"{', '.join(f'{t:.1f}' for t in r['install_all_s'])} s; the venv itself "
+              f"{np.median(r['venv_all_s']):.1f} s); the Quickstart's first command, install "
+              f"and first run: {r['install_and_first_run_s']:.2f} s")
     if len(rows) == 2:
         ratio = rows[1]["first_run_s"] / rows[0]["first_run_s"]
         print(f"first run: baseline / this tree = {ratio:.2f}x")

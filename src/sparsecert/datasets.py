@@ -108,7 +108,8 @@ def load_riboflavin(standardize: bool = False) -> tuple[np.ndarray, np.ndarray]:
     >>> X.shape, y.shape
     ((71, 4088), (71,))
     >>> Xs, ys = load_riboflavin(standardize=True)
-    >>> bool(abs(ys.mean()) < 1e-12 and abs((Xs ** 2).sum(axis=0) - 1).max() < 1e-12)
+    >>> norms = (Xs ** 2).sum(axis=0)
+    >>> bool(abs(ys.mean()) < 1e-12 and abs(norms - 1).max() < 1e-12)
     True
     """
     X, y = _load("riboflavin")
