@@ -16,10 +16,11 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-TESTS = Path(__file__).resolve().parent
+ROOT = Path(__file__).resolve().parents[2]
+TESTS = ROOT / "tests"
 #: the test files that run the ``sparsecert`` command in-process (some without ``--out``)
-CLI_TESTS = ("test_cli.py", "test_cli_output.py", "test_certificate_save.py")
+CLI_TESTS = ("glm/cli/test_cli.py", "glm/cli/test_cli_output.py",
+             "glm/certificate/test_certificate_save.py")
 
 
 def quickstart_commands() -> list[str]:
@@ -38,6 +39,7 @@ def test_the_readme_quickstart_is_the_sequence_tested_here():
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)
 def test_quickstart_commands_in_order(tmp_path):
     clone = tmp_path / "clone"  # stands for the clone's root, where a user runs both commands
     clone.mkdir()
