@@ -7,7 +7,6 @@ numpy and the standard library only (like the verifier). The format is specified
 from __future__ import annotations
 
 import datetime as _dt
-import io
 import itertools
 import json
 import math
@@ -614,13 +613,10 @@ class Certificate:
             The JSON is invalid, not a version-2 sparsecert certificate, or the sidecar is
             unreadable.
         """
+        from sparsecert.certificate import verify as _verify
+
         path = os.fspath(path)
-        with open(path, encoding="utf-8") as fh:
-            text = fh.read()
-        try:
-            data = json.loads(text, parse_constant=_reject, object_pairs_hook=_unique_keys)
-        except (ValueError, RecursionError) as exc:
-            raise ValueError(f"{path} is not valid JSON: {exc}") from None
+        data = _verify.read_document(path)  # as strict as the verifier: NaN, repeated keys
         if not isinstance(data, dict) or data.get("format") != FORMAT_NAME:
             raise ValueError(f"{path} is not a {FORMAT_NAME} file")
         version = data.get("format_version")
@@ -630,16 +626,10 @@ class Certificate:
         if version not in SUPPORTED_FORMAT_VERSIONS:
             raise ValueError(f"{path}: unsupported format_version {version!r}")
         spath = sidecar_path(path)
-        with open(spath, "rb") as fh:
-            side = fh.read()
-        try:
-            with np.load(io.BytesIO(side), allow_pickle=False) as z:
-                arrays = {name: z[name] for name in z.files}
-        except Exception as exc:  # untrusted bytes: any decoding failure is a ValueError
-            raise ValueError(f"{spath} is not a readable .npz file ({exc})") from None
-        missing = [a for a in SIDECAR_ARRAYS if a not in arrays]
-        if missing:
-            raise ValueError(f"{spath} lacks the arrays {missing}")
+        try:  # the verifier's bounded reader: exactly the format's arrays, sizes from the tree
+            arrays, side = _verify.read_sidecar(data, spath)
+        except ValueError as exc:
+            raise ValueError(f"{spath}: {exc}") from None
         return cls(data, arrays, sidecar=side)  # the verifier checks the bytes on disk
 
     def verify(self, X: np.ndarray, y: np.ndarray, **kwargs):
@@ -660,21 +650,6 @@ class Certificate:
                 f"lower_bound={bd['lower_bound']:.6g}, nodes={len(self.nodes)})")
 
 
-def _reject(name: str):
-    raise ValueError(f"non-standard JSON constant {name}")
-
-
-def _unique_keys(pairs: list[tuple[str, object]]) -> dict:
-    """A JSON object whose keys are distinct (as the standalone verifier requires: with a
-    repeated key, readers that keep the first and the last value would see two certificates)."""
-    out: dict = {}
-    for key, value in pairs:
-        if key in out:
-            raise ValueError(f"duplicate key {key!r} in a JSON object")
-        out[key] = value
-    return out
-
-
 def _depths(nodes: list[dict]) -> dict:
     """Depth of every node from the parent chain (cycles and orphans get depth 0)."""
     parent = {nd.get("id"): nd.get("parent") for nd in nodes}
@@ -690,13 +665,69 @@ def _depths(nodes: list[dict]) -> dict:
     return depth
 
 
+def _number(v: Any) -> float | None:
+    """v as a finite float, or None (a missing, non-numeric or out-of-range field)."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return None
+    try:
+        f = float(v)
+    except OverflowError:
+        return None
+    return f if math.isfinite(f) else None
+
+
+def _fmt(v: Any, spec: str = "r") -> str:
+    """A field for printing: numbers with ``spec`` when they fit a float, else their repr (cut
+    short), never an exception."""
+    f = _number(v)
+    if f is None:
+        text = repr(v)
+        return text if len(text) <= 40 else text[:37] + "..."
+    return repr(v) if spec == "r" else format(f, spec)
+
+
+def claims_problems(bounds: Mapping[str, Any]) -> list[str]:
+    """Why a certificate's claims contradict each other (empty if they do not): a lower bound
+    above the upper bound, a stored gap that is not the gap of the bounds, status optimal with
+    a gap above the certificate's own tolerances. ``sparsecert show`` marks such a certificate
+    INCONSISTENT; the verifier fails the first and the last (checks ``bounds_order`` and
+    ``status``; the stored gap is informational, the verifier computes its own)."""
+    lb, ub = _number(bounds.get("lower_bound")), _number(bounds.get("upper_bound"))
+    if lb is None or ub is None:
+        return ["the bounds are not finite numbers"]
+    if lb > ub:
+        return [f"the lower bound {lb!r} is above the upper bound {ub!r}"]
+    from fractions import Fraction
+
+    gap = Fraction(ub) - Fraction(lb)
+    rel = gap / max(Fraction(1), abs(Fraction(ub)))
+    out = []
+    for key, want in (("absolute_gap", gap), ("relative_gap", rel)):
+        got = bounds.get(key)
+        if got is None:
+            continue
+        g = _number(got)
+        if g is None or abs(Fraction(g) - want) > want / 2 ** 40 + Fraction(1, 2 ** 1000):
+            out.append(f"the stored {key.replace('_', ' ')} {_fmt(got)} is not the bounds' "
+                       f"{float(want):.6g}")
+    rel_tol = _number(bounds.get("rel_gap_tolerance"))
+    abs_tol = _number(bounds.get("abs_gap_tolerance"))
+    if bounds.get("status") == "optimal" and rel_tol is not None and not (
+            rel <= Fraction(rel_tol) or (abs_tol is not None and gap <= Fraction(abs_tol))):
+        out.append(f"status optimal with a relative gap {float(rel):.3e} above the "
+                   f"certificate's tolerance {rel_tol:g}")
+    return out
+
+
 def format_summary(data: dict, audit: bool = False) -> str:
     """Human summary of a certificate document (tolerant of missing optional fields).
 
     What the certificate states, unchecked: the problem, the status and what it means in plain
     words (claimed: ``sparsecert verify`` proves it on the data), the model, the bounds, the
     tree. With ``audit``, every node of the tree follows, one line each (parent, branching,
-    status, claimed bound, witness, fixings): the tree the verifier walks.
+    status, claimed bound, witness, fixings): the tree the verifier walks. A certificate whose
+    claims contradict each other (:func:`claims_problems`) is marked INCONSISTENT instead of
+    showing its status and meaning.
     """
     pr, inc, bd = data.get("problem", {}), data.get("incumbent", {}), data.get("bounds", {})
     nodes = data.get("tree", {}).get("nodes", [])
@@ -718,7 +749,10 @@ def format_summary(data: dict, audit: bool = False) -> str:
     M = pr.get("max_abs_coef")
     prod = data.get("producer", {})
     elapsed = prod.get("elapsed")
-    elapsed = f"{elapsed:.2f} s" if isinstance(elapsed, (int, float)) else "?"
+    elapsed = f"{_fmt(elapsed, '.2f')} s" if _number(elapsed) is not None else "?"
+    problems = claims_problems(bd)
+    status = (f"INCONSISTENT (claims {bd.get('status')}): {'; '.join(problems)}"
+              if problems else f"{bd.get('status')}")
 
     def label(j: int) -> str:
         return names[j] if names and j < len(names) else f"b[{j}]"
@@ -726,22 +760,26 @@ def format_summary(data: dict, audit: bool = False) -> str:
     lines = [
         f"sparsecert certificate (format {data.get('format')} v{data.get('format_version')})",
         f"  problem   : {pr.get('loss')} loss, n={pr.get('n_samples')}, "
-        f"p={pr.get('n_features')}, k={pr.get('k')}, lambda2={pr.get('lambda2')}, "
-        f"max_abs_coef={'None' if M is None else M}, fit_intercept={pr.get('fit_intercept')}",
-        f"  status    : {bd.get('status')}",
-        f"  meaning   : {_meaning(pr.get('k'), bd.get('upper_bound'), bd.get('lower_bound'))}",
-        f"  objective : {bd.get('upper_bound')!r} (upper bound)",
-        f"  lower bd  : {bd.get('lower_bound')!r}",
-        f"  gap       : absolute {bd.get('absolute_gap')!r}, relative {bd.get('relative_gap')!r} "
-        f"= {bd.get('relative_gap_definition')} (tolerance {bd.get('rel_gap_tolerance')})",
+        f"p={pr.get('n_features')}, k={pr.get('k')}, lambda2={_fmt(pr.get('lambda2'))}, "
+        f"max_abs_coef={'None' if M is None else _fmt(M)}, "
+        f"fit_intercept={pr.get('fit_intercept')}",
+        f"  status    : {status}",
+        "  meaning   : "
+        + ("none: the claims contradict each other" if problems else
+           _meaning(pr.get('k'), bd.get('upper_bound'), bd.get('lower_bound'))),
+        f"  objective : {_fmt(bd.get('upper_bound'))} (upper bound)",
+        f"  lower bd  : {_fmt(bd.get('lower_bound'))}",
+        f"  gap       : absolute {_fmt(bd.get('absolute_gap'))}, relative "
+        f"{_fmt(bd.get('relative_gap'))} = {bd.get('relative_gap_definition')} (tolerance "
+        f"{_fmt(bd.get('rel_gap_tolerance'))})",
         f"  support   : {supp} ({len(supp)} of {len(coef)} features)",
-        "  coef      : " + ", ".join(f"{label(j)}={coef[j]:.6g}" for j in supp
-                                     if j < len(coef)),
-        f"  intercept : {inc.get('intercept')!r}",
+        "  coef      : " + ", ".join(f"{label(j)}={_fmt(coef[j], '.6g')}" for j in supp
+                                     if isinstance(j, int) and 0 <= j < len(coef)),
+        f"  intercept : {_fmt(inc.get('intercept'))}",
         f"  tree      : {len(nodes)} nodes, {len(leaves)} leaves "
         f"({', '.join(f'{v} {k}' for k, v in sorted(by_status.items()))}), depth {depth}, "
         f"witnesses {kinds or 'none'}, {n_fix} bound fixings",
-        f"  eig shift : {data.get('relaxation', {}).get('eig_shift')}",
+        f"  eig shift : {_fmt(data.get('relaxation', {}).get('eig_shift'))}",
         f"  producer  : sparsecert {prod.get('version')}, python {prod.get('python')}, "
         f"numpy {prod.get('numpy')}, {prod.get('time_utc')}, elapsed {elapsed}",
     ]
@@ -758,8 +796,7 @@ def format_summary(data: dict, audit: bool = False) -> str:
 
 def _meaning(k, upper, lower) -> str:
     """What the claimed bounds mean, in plain words (:func:`~sparsecert.statuses.what_it_means`)."""
-    if not (isinstance(k, int) and isinstance(upper, (int, float))
-            and isinstance(lower, (int, float))):
+    if not isinstance(k, int) or _number(upper) is None or _number(lower) is None:
         return "?"
     return what_it_means(k, float(upper), float(lower), proven=False)
 

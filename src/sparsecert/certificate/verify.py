@@ -207,6 +207,112 @@ _CENTRE_ERR = _float_up(Fraction(1, 2 ** 53) / (1 - Fraction(1, 2 ** 53)))  # u 
 
 
 # ----------------------------------------------------------------------------------------------
+# Library results are checked, never taken from the absence of an exception. The error model
+# (IEEE elementwise arithmetic and sums, section 7.2) is the trusted base; a BLAS product, a
+# LAPACK factorisation, a sort or a selection is checked by the code below before it enters a
+# bound, and a result that fails its check gives no bound.
+# ----------------------------------------------------------------------------------------------
+
+_BLOCK_BYTES = 1 << 23  # the temporaries of the elementwise passes below (8 MiB per block)
+
+
+def _row_blocks(m: int, width: int):
+    """Slices of the rows of an (m, width) array whose float64 temporaries stay small."""
+    step = max(1, _BLOCK_BYTES // (8 * max(int(width), 1)))
+    for i in range(0, m, step):
+        yield slice(i, min(i + step, m))
+
+
+def _squares_sum(A: np.ndarray, axis: int) -> np.ndarray:
+    """fl(sum of squares) of the columns (axis 0) or rows (axis 1) of A, by elementwise products
+    and sums only (no BLAS), in row blocks (any order of the sum is covered by the error
+    model)."""
+    m, q = A.shape
+    out = np.zeros(q) if axis == 0 else np.empty(m)
+    for b in _row_blocks(m, q):
+        blk = A[b]
+        sq = blk * blk
+        if axis == 0:
+            out += sq.sum(axis=0)
+        else:
+            out[b] = sq.sum(axis=1)
+    return out
+
+
+def _check_weights(q: int) -> np.ndarray:
+    """Fixed positive weights for the product checks: an irregular sequence in [2^-(c+1), 2^-c)
+    with 2^c >= q, so that a weighted sum of finite entries cannot overflow."""
+    c = max(int(q) - 1, 0).bit_length()
+    return (1.0 + (np.arange(q) * 0.6180339887498949) % 1.0) * 2.0 ** -(c + 1)
+
+
+def _weighted_rows(M: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per row i of M: (fl(sum_j M_ij w_j), an upper bound of sum_j |M_ij w_j|), by elementwise
+    products and sums (no BLAS)."""
+    m, q = M.shape
+    val, mag = np.empty(m), np.empty(m)
+    for b in _row_blocks(m, q):
+        t = M[b] * w
+        val[b] = t.sum(axis=1)
+        mag[b] = _sum_up(_up(np.abs(t)), axis=1)
+    return val, mag
+
+
+def _product_rows_ok(A: np.ndarray, B: np.ndarray, C: Any,
+                     Bw: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
+    """Which rows of C, a library's product A @ B (BLAS), are consistent with A and B.
+
+    For fixed positive weights w (:func:`_check_weights`), s1 = fl(C w) and s2 = fl(A fl(B w))
+    are computed here by elementwise products and sums. For a conventional product (|C - AB| <=
+    gamma_k |A||B| + k ETA, section 7.2) they differ by at most gamma_q |C|w + (2 gamma_k +
+    gamma_q) |A| v + (q + 2k) ETA + q ETA sum|A|, with v >= |B|w and v >= |fl(B w)|; a row is
+    accepted when it is finite and |fl(s1 - s2)| is within twice that (rounded up). A row of a
+    wrong product (NaN, inf, zeros, another matrix's product) fails unless its error happens to
+    be orthogonal to w. ``Bw``: the cached result of ``_weighted_rows(B, w)``.
+    """
+    m, k = A.shape
+    q = B.shape[1]
+    C = np.asarray(C)
+    if C.shape != (m, q) or C.dtype != np.float64:
+        return np.zeros(m, dtype=bool)
+    w = _check_weights(q)
+    t, tmag = _weighted_rows(B, w) if Bw is None else Bw
+    v = _up(np.maximum(np.abs(t), tmag))
+    s1, s1mag = _weighted_rows(C, w)
+    s2, amag, asum = np.empty(m), np.empty(m), np.empty(m)
+    for b in _row_blocks(m, k):
+        blk = A[b]
+        s2[b] = (blk * t).sum(axis=1)
+        ab = np.abs(blk)
+        amag[b] = _sum_up(_up(ab * v), axis=1)
+        asum[b] = _sum_up(ab, axis=1)
+    gk, gq = _gamma(k), _gamma(q)
+    tol = _up(_up(gq * s1mag) + _up(_up(2.0 * gk + gq) * amag))
+    tol = _up(_up(tol + (q + 2 * k) * ETA) + _up(q * ETA * asum))
+    tol = _up(2.0 * tol)
+    ok = np.abs(s1 - s2) <= tol
+    ok &= np.isfinite(tol)
+    for b in _row_blocks(m, q):
+        ok[b] &= np.isfinite(C[b]).all(axis=1)
+    return ok
+
+
+def _checked_product(A: np.ndarray, B: np.ndarray,
+                     Bw: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
+    """fl(A @ B) from the library (BLAS), every row that fails :func:`_product_rows_ok` set to
+    NaN (which gives no bound downstream)."""
+    m, q = A.shape[0], B.shape[1]
+    C = np.matmul(A, B)
+    ok = _product_rows_ok(A, B, C, Bw)
+    if ok.all():
+        return C
+    out = np.full((m, q), np.nan)
+    if ok.any():
+        out[ok] = C[ok]
+    return out
+
+
+# ----------------------------------------------------------------------------------------------
 # The elementary-function assumption, checked against exact rational enclosures
 # ----------------------------------------------------------------------------------------------
 
@@ -305,6 +411,7 @@ def elementary_functions_check() -> tuple[bool, str]:
     cases += [("log1p", x) for x in (-0.9999, -0.5, -1e-10, -2.0 ** -60, 0.0, 1e-300,
                                      2.0 ** -60, 1e-10, 0.5, 1.0, 3.0, 1e10, 1e300)]
     worst, bad = 0.0, []
+    accepted: dict[str, tuple[list[float], list[float], list[float]]] = {}
     for name, x in cases:
         qx = Fraction(x)
         if name == "exp":
@@ -316,25 +423,69 @@ def elementary_functions_check() -> tuple[bool, str]:
         else:
             lo, hi = _log1p_enclosure(qx)
             got = float(np.log1p(np.float64(x)))
+        allowed = Fraction(EPS_ELEM) * min(abs(lo), abs(hi)) + Fraction(ETA)
+        if lo <= 0 <= hi and lo != hi:  # sign-straddling enclosure cannot happen here
+            allowed = Fraction(ETA)
+        # the floats g with |g - lo| <= allowed and |g - hi| <= allowed, for the array calls
+        xs, a_s, b_s = accepted.setdefault(name, ([], [], []))
+        xs.append(x)
+        a_s.append(_float_up(hi - allowed))
+        b_s.append(_float_dn(lo + allowed))
         if not math.isfinite(got):
             bad.append(f"{name}({x!r}) = {got!r}")
             continue
         g = Fraction(got)
         err = max(abs(g - lo), abs(g - hi))
-        allowed = Fraction(EPS_ELEM) * min(abs(lo), abs(hi)) + Fraction(ETA)
-        if lo <= 0 <= hi and lo != hi:  # sign-straddling enclosure cannot happen here
-            allowed = Fraction(ETA)
         if err > allowed:
             bad.append(f"{name}({x!r}) = {got!r}")
         elif min(abs(lo), abs(hi)) > 2 ** -1000:
             worst = max(worst, float(err / min(abs(lo), abs(hi))))
+    if not bad:
+        bad = _array_calls_problems(accepted)
     if bad:
         _ELEM_OK = (False, "numpy's exp/log/log1p are less accurate than the assumed relative "
                            f"error 2^-40 on this platform: {', '.join(bad[:_MAX_LISTED])}")
     else:
         _ELEM_OK = (True, f"numpy's exp, log, log1p within 2^-40 relative error on "
-                          f"{len(cases)} reference points (worst {worst:.1e})")
+                          f"{len(cases)} reference points (worst {worst:.1e}), in scalar calls "
+                          "and in array calls of lengths 1 to 1000, misaligned and strided")
     return _ELEM_OK
+
+
+#: Array lengths of the elementary-function self-test: around every SIMD width and unrolling
+#: (2, 4, 8, 16 lanes, loops of 32 and 64) and a long array.
+_ELEM_LENGTHS = (1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129, 1000)
+
+
+def _array_calls_problems(accepted: dict[str, tuple[list[float], list[float], list[float]]]
+                          ) -> list[str]:
+    """The reference points again, through the array code paths the bounds use (vectorised
+    loops differ from the scalar ones): each point at many positions of arrays of the lengths
+    :data:`_ELEM_LENGTHS`, contiguous from offsets 0, 1 and 3 (misaligned) and with stride 2;
+    every result must lie in its point's accepted interval."""
+    bad: list[str] = []
+    for name, (xs_l, a_l, b_l) in accepted.items():
+        func = getattr(np, name)
+        xs, lo, hi = np.array(xs_l), np.array(a_l), np.array(b_l)
+        m = xs.size
+        for length in _ELEM_LENGTHS:
+            for offset, stride in ((0, 1), (1, 1), (3, 1), (0, 2)):
+                idx = (np.arange(offset + stride * length) * 7 + length) % m
+                sel = idx[offset::stride]
+                arg = xs[idx][offset::stride]
+                got = func(arg)
+                if not (isinstance(got, np.ndarray) and got.shape == arg.shape
+                        and got.dtype == np.float64):
+                    bad.append(f"{name} on an array of length {length} returned "
+                               f"{type(got).__name__}")
+                    break
+                wrong = np.flatnonzero(~((got >= lo[sel]) & (got <= hi[sel])))
+                if wrong.size:
+                    i = int(wrong[0])
+                    bad.append(f"{name}({float(arg[i])!r}) = {float(got[i])!r} in an array of "
+                               f"length {length} (offset {offset}, stride {stride})")
+                    break
+    return bad
 
 
 # ----------------------------------------------------------------------------------------------
@@ -345,11 +496,20 @@ def elementary_functions_check() -> tuple[bool, str]:
 def binary_labels(y: np.ndarray) -> np.ndarray:
     """The package's one label rule: y has exactly two distinct values; the smaller maps to -1
     and the larger to +1. Raises ValueError otherwise."""
-    vals = np.unique(y)
-    if vals.size != 2:
+    y = np.asarray(y, dtype=np.float64)
+    lo, hi = _label_values(y)
+    if not lo < hi or not ((y == lo) | (y == hi)).all():
+        n_vals = np.unique(y).size  # for the message only
         raise ValueError(f"a classification loss needs exactly two distinct label values; y has "
-                         f"{vals.size}")
-    return np.where(y == vals[1], 1.0, -1.0)
+                         f"{n_vals}")
+    return np.where(y == hi, 1.0, -1.0)
+
+
+def _label_values(y: np.ndarray) -> tuple[float, float]:
+    """(smallest, largest) entry of y (reductions: no sort is trusted for the label rule)."""
+    if y.size == 0:
+        return math.nan, math.nan
+    return float(y.min()), float(y.max())
 
 
 def dual_domain_bounds(loss: str, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -395,22 +555,34 @@ class _Design:
             self.yd, self.yr = y, np.zeros(self.n)
         self._coln = None
         self._rown = None
+        self._xd_w = None
+        self._xdt_w = None
 
     @property
     def coln(self) -> np.ndarray:
         """Upper bounds of the column norms of Xd."""
         if self._coln is None:
-            sq = np.einsum("ij,ij->j", self.Xd, self.Xd)
-            self._coln = _up(np.sqrt(_dot_self_up(sq, self.n)))
+            self._coln = _up(np.sqrt(_dot_self_up(_squares_sum(self.Xd, 0), self.n)))
         return self._coln
 
     @property
     def rown(self) -> np.ndarray:
         """Upper bounds of the row norms of Xd."""
         if self._rown is None:
-            sq = np.einsum("ij,ij->i", self.Xd, self.Xd)
-            self._rown = _up(np.sqrt(_dot_self_up(sq, self.p)))
+            self._rown = _up(np.sqrt(_dot_self_up(_squares_sum(self.Xd, 1), self.p)))
         return self._rown
+
+    def times_xd(self, Z: np.ndarray) -> np.ndarray:
+        """fl(Z Xd) (rows fl(Xd^T zeta)), checked (:func:`_checked_product`)."""
+        if self._xd_w is None:
+            self._xd_w = _weighted_rows(self.Xd, _check_weights(self.p))
+        return _checked_product(Z, self.Xd, self._xd_w)
+
+    def times_xdt(self, B: np.ndarray) -> np.ndarray:
+        """fl(B Xd^T) (rows fl(Xd b)), checked (:func:`_checked_product`)."""
+        if self._xdt_w is None:
+            self._xdt_w = _weighted_rows(self.Xd.T, _check_weights(self.n))
+        return _checked_product(B, self.Xd.T, self._xdt_w)
 
     def xt_ball_radius(self, nzc: np.ndarray, nzr: np.ndarray | float) -> np.ndarray:
         """Radius of (X - 1m^T)^T z around fl(Xd^T zc), for z in the ball (zc, zr), given
@@ -456,6 +628,11 @@ def _abs_a_up(gc: np.ndarray, gr: np.ndarray, lam: float) -> np.ndarray:
     return _up(_up(np.abs(gc) + gr) / (2.0 * lam))
 
 
+def _rows_dot(Z: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """fl(Z v) by elementwise products and a sum per row (the error model; no BLAS)."""
+    return (Z * v).sum(axis=1)
+
+
 def _conjugate_sum_up(loss: str, Z: np.ndarray, des: _Design) -> np.ndarray:
     """Upper bound of sum_i f*(zeta_i; y_i) for each row zeta of Z (inside the domain)."""
     n = Z.shape[1]
@@ -463,7 +640,7 @@ def _conjugate_sum_up(loss: str, Z: np.ndarray, des: _Design) -> np.ndarray:
     if loss in ("squared", "squared_hinge"):
         q4 = _up(0.25 * _sum_up(_sq_up(Z), axis=1))
         # linear part sum_i y_i zeta_i (centred y for the squared loss with an intercept)
-        lin_c = Z @ y
+        lin_c = _rows_dot(Z, y)
         # a sum that overflowed (or gave NaN) is no estimate: then there is no upper bound
         lin_c = np.where(np.isfinite(lin_c), lin_c, np.inf)
         s_abs = _sum_up(_up(np.abs(Z) * np.abs(y)[None, :]), axis=1)
@@ -503,7 +680,7 @@ def _xlogx_minus_x_up(x: np.ndarray) -> np.ndarray:
 def _dual_terms(des: _Design, Z: np.ndarray, lam: float, M: float | None) -> list[_Terms]:
     """Terms of dual witnesses (rows of Z; domain and zero sum already checked)."""
     C = _conjugate_sum_up(des.loss, Z, des)
-    G = Z @ des.Xd  # fl(Xd^T zeta), one row per witness
+    G = des.times_xd(Z)  # fl(Xd^T zeta), one row per witness (NaN: the product failed its check)
     R = des.xt_ball_radius(_norm_up(Z, axis=1), np.zeros(Z.shape[0]))
     out = []
     for r in range(Z.shape[0]):
@@ -524,7 +701,7 @@ def _shifted_terms(des: _Design, B: np.ndarray, lam2: float, mu: float,
     n, p = des.n, des.p
     lamp = float(_dn(lam2 + mu))
     out = []
-    V = B @ des.Xd.T  # fl(Xd b~), one row per witness
+    V = des.times_xdt(B)  # fl(Xd b~), one row per witness (NaN: failed its check)
     bn = _norm_up(B, axis=1)
     gpe = _up(_gamma(p) + des.e)
     yc, yr = des.yd, des.yr
@@ -561,7 +738,7 @@ def _shifted_terms(des: _Design, B: np.ndarray, lam2: float, mu: float,
         else:
             wc, wr = dc, dr
         Wc[r], Wr[r] = wc, wr
-    Gc = Wc @ des.Xd  # fl(Xd^T w)
+    Gc = des.times_xd(Wc)  # fl(Xd^T w)
     Gr = des.xt_ball_radius(_norm_up(Wc, axis=1), _norm_up(Wr, axis=1))
     for r in range(B.shape[0]):
         b = B[r]
@@ -585,9 +762,33 @@ def _g_star_up(h: np.ndarray, state: np.ndarray, k: int) -> float:
     total = float(_sum_up(h[s1])) if s1.any() else 0.0
     hf = h[free]
     if budget > 0 and hf.size:
-        if budget < hf.size:
-            hf = np.partition(hf, hf.size - budget)[hf.size - budget:]
-        total = float(_up(total + float(_sum_up(hf))))
+        total = float(_up(total + _top_sum_up(hf, budget)))
+    return total
+
+
+def _top_sum_up(hf: np.ndarray, budget: int) -> float:
+    """Upper bound of the sum of the ``budget`` largest entries of hf (no NaN; inf allowed).
+
+    The library's selection (``np.partition``) only proposes the threshold theta, the
+    budget-th largest value; the code here checks it, #{h > theta} <= budget <= #{h >= theta},
+    and sums the entries above theta plus (budget - #{h > theta}) copies of theta. A wrong
+    selection fails the check and gives +inf (no bound)."""
+    if budget >= hf.size:
+        return float(_sum_up(hf))
+    if np.isnan(hf).any():
+        return math.inf
+    part = np.partition(hf, hf.size - budget)
+    try:
+        theta = float(part[hf.size - budget])
+    except (IndexError, TypeError, ValueError):
+        return math.inf
+    above = hf > theta
+    n_above = int(above.sum())
+    if not n_above <= budget <= int((hf >= theta).sum()):
+        return math.inf
+    total = float(_sum_up(hf[above])) if n_above else 0.0
+    if budget > n_above:
+        total = float(_up(total + float(_up((budget - n_above) * theta))))
     return total
 
 
@@ -607,7 +808,9 @@ def _fixing_bounds(t: _Terms, state: np.ndarray, k: int,
     budget = k - int(s1.sum())
     hs1 = float(_sum_up(h[s1])) if s1.any() else 0.0
     hf = h[free_idx]
-    order = np.argsort(-hf, kind="stable")
+    order = _checked_descending_order(hf)
+    if order is None:  # the library's sort failed its check: no bound
+        return [-math.inf] * len(fixings)
     rank = np.empty(hf.size, dtype=np.int64)
     rank[order] = np.arange(hf.size)
     pos = {int(j): i for i, j in enumerate(free_idx)}
@@ -636,6 +839,27 @@ def _fixing_bounds(t: _Terms, state: np.ndarray, k: int,
         g = float(_up(hs1 + rest))
         out.append(_region_bound(t, g))
     return out
+
+
+def _checked_descending_order(hf: np.ndarray) -> np.ndarray | None:
+    """The library's sort (``np.argsort``) of hf in decreasing order, checked to be a
+    permutation of the indices along which hf does not increase; None if it is not."""
+    m = hf.size
+    if np.isnan(hf).any():
+        return None
+    order = np.asarray(np.argsort(-hf, kind="stable"))
+    if order.shape != (m,) or order.dtype.kind not in "iu":
+        return None
+    if m == 0:
+        return order.astype(np.int64)
+    if order.min() < 0 or order.max() >= m:
+        return None
+    seen = np.zeros(m, dtype=bool)
+    seen[order] = True
+    hs = hf[order]
+    if not (seen.all() and (hs[:-1] >= hs[1:]).all()):
+        return None
+    return order.astype(np.int64)
 
 
 def node_lower_bound(X: np.ndarray, y: np.ndarray, loss: str, k: int, lambda2: float,
@@ -714,6 +938,87 @@ def _sums_to_zero(z: np.ndarray) -> bool:
 # ----------------------------------------------------------------------------------------------
 
 
+#: The largest number of features for which the verifier attempts the eigenvalue-shift proof
+#: (section 5): it holds about three p x p float64 matrices (9.6 GB at this limit). A shift needs
+#: p <= n - fit_intercept anyway, so below the limit these matrices are at most three times X.
+SHIFT_MAX_FEATURES = 20_000
+
+
+def shift_refusal(n: int, p: int, mu: float, fit_intercept: bool) -> str | None:
+    """Why a shift mu > 0 can never be proven for data of this size (one line), or None.
+
+    Decided from the sizes alone, before anything of size p x p is formed: X^T P X has rank at
+    most n - fit_intercept (P = I - 11^T/n has rank n - 1), so with more features its smallest
+    eigenvalue is 0 and no positive shift is true; above :data:`SHIFT_MAX_FEATURES` the proof
+    is not attempted (bounded memory)."""
+    if not (mu > 0 and math.isfinite(mu)):
+        return f"eig_shift = {mu!r} is not a positive finite number"
+    rank = n - 1 if fit_intercept else n
+    if p > rank:
+        return (f"eig_shift = {mu!r} > 0 can never be proven here: X^T P X has rank at most "
+                f"{rank} (n{' - 1 with an intercept' if fit_intercept else ''}) < p = {p}, so "
+                "its smallest eigenvalue is 0 (use dual witnesses, eig_shift = 0)")
+    if p > SHIFT_MAX_FEATURES:
+        return (f"eig_shift > 0 with p = {p} features: the verifier proves a shift for at most "
+                f"{SHIFT_MAX_FEATURES} features (bounded memory; use dual witnesses, "
+                "eig_shift = 0)")
+    if 4 * (p + 2) * U >= 1 or (n + 2) * U >= 0.25:
+        return "problem too large for the floating-point error bounds"
+    return None
+
+
+def _symmetrise_from_upper(G: np.ndarray) -> None:
+    """Copy the upper triangle of the square G onto its lower one, in place, by row blocks."""
+    p = G.shape[0]
+    for b in _row_blocks(p, p):
+        G[b, :b.start] = G[:b.start, b].T
+        blk = G[b, b].copy()
+        G[b, b] = np.triu(blk) + np.triu(blk, 1).T
+
+
+def _cholesky_problem(A: np.ndarray, L: Any, under: float) -> str | None:
+    """Why ``L``, returned by the library's Cholesky factorisation of the symmetric A without an
+    error, is not the floating-point factor Rump's criterion needs (None if it is).
+
+    Checked here: the factor is a finite p x p matrix (its lower triangle is used) whose diagonal
+    is positive: a pivot that is NaN or infinite compares false with 0 and passes OpenBLAS's
+    test, so "no exception" proves nothing. And it reproduces A within the backward error of a
+    floating-point Cholesky factorisation in any order (with a reciprocal), |L L^T - A| <=
+    gamma_{p+1} |L||L^T| + (underflow), plus the rounding of this check: |fl(L L^T) - A|_ij <=
+    kappa r_i r_j + delta with r_i >= ||L_i||, kappa >= 2 gamma_{p+2} and delta twice the
+    underflow term of Rump's constant plus 2 p ETA. A factor of another matrix fails."""
+    p = A.shape[0]
+    L = np.asarray(L)
+    if L.shape != A.shape or L.dtype != np.float64:
+        return "is not a p x p float64 matrix"
+    if not L.flags.writeable:
+        L = np.array(L)
+    cols = np.arange(p)
+    for b in _row_blocks(p, p):  # the lower triangle is the factor
+        rows = np.arange(b.start, b.stop)
+        L[b] = np.where(cols[None, :] > rows[:, None], 0.0, L[b])
+    for b in _row_blocks(p, p):
+        if not np.isfinite(L[b]).all():
+            return ("has NaN or infinite entries (a pivot that is not a number passed the "
+                    "library's test)")
+    diag = np.diagonal(L)
+    if not (diag > 0).all():
+        return "has a diagonal entry <= 0"
+    r = _up(np.sqrt(_dot_self_up(_squares_sum(L, 1), p)))
+    if not np.isfinite(_up(r * r)).all():
+        return "is too large for its residual to be checked"
+    P = _checked_product(L, L.T)
+    kappa = float(_up(_up(2.0 * _gamma(p + 2)) * 1.0625))
+    delta = float(_up(_up(2.0 * under) + 2.0 * p * ETA))
+    for b in _row_blocks(p, p):
+        resid = np.abs(P[b] - A[b])
+        tol = _up(_up(kappa * _up(r[b, None] * r[None, :])) + delta)
+        if not (resid <= tol).all():
+            return ("does not reproduce the matrix (its residual exceeds the backward error of a "
+                    "floating-point Cholesky factorisation)")
+    return None
+
+
 def proves_eig_shift(X: np.ndarray, mu: float, fit_intercept: bool) -> tuple[bool, str]:
     """Prove that X^T P X - mu I is positive definite (P = I, or I - 11^T/n with an intercept).
 
@@ -727,16 +1032,22 @@ def proves_eig_shift(X: np.ndarray, mu: float, fit_intercept: bool) -> tuple[boo
     then A' is positive definite. Here A' has off-diagonal G and diagonal <= G_ii - tau, and the
     constant is taken with N = p + 1 (one extra rounding per entry of the factor: a library may
     divide through a computed reciprocal).
+
+    No library result is taken on trust: what can never be proven is refused from the sizes
+    first (:func:`shift_refusal`); the design, the Gram matrix (also checked as a product),
+    tau, the trace and c must be finite; and "runs to completion" is checked on the factor the
+    library returns (:func:`_cholesky_problem`), not read from the absence of an exception.
     """
     n, p = X.shape
-    if not (mu > 0 and math.isfinite(mu)):
-        return False, f"eig_shift = {mu!r} is not a positive finite number"
-    if 4 * (p + 2) * U >= 1 or (n + 2) * U >= 0.25:
-        return False, "problem too large for the floating-point error bounds"
+    reason = shift_refusal(n, p, mu, fit_intercept)
+    if reason is not None:
+        return False, reason
     with np.errstate(all="ignore"):
         Xd = X - X.mean(axis=0) if fit_intercept else X
         e = _CENTRE_ERR if fit_intercept else 0.0
-        fro2 = float(_sum_up(_dot_self_up(np.einsum("ij,ij->j", Xd, Xd), n)))
+        if not all(np.isfinite(Xd[b]).all() for b in _row_blocks(n, p)):
+            return False, "the centred design X - 1 m^T overflows"
+        fro2 = float(_sum_up(_dot_self_up(_squares_sum(Xd, 0), n)))
         gram_err = _up(_up(_gamma(n) * fro2) + float(n) * float(p) * ETA)
         cen_err = _up(_up(2.0 * e + e * e) * fro2)
         tau = _up(_up(mu + gram_err) + cen_err)
@@ -745,10 +1056,13 @@ def proves_eig_shift(X: np.ndarray, mu: float, fit_intercept: bool) -> tuple[boo
             colabs = _sum_up(np.abs(Xd), axis=0)
             s = _up(_up(colsum + _up(_gamma(n - 1) * colabs)) + _up(e * colabs))
             tau = _up(tau + _up(_sum_up(_sq_up(s)) / n))
-        G = Xd.T @ Xd
-        G = np.triu(G) + np.triu(G, 1).T  # exactly symmetric; entrywise bound unchanged
-        if not np.isfinite(G).all() or not math.isfinite(float(tau)):
-            return False, "the Gram matrix overflows"
+        tau = float(tau)
+        if not (math.isfinite(fro2) and math.isfinite(tau)):
+            return False, "the rounding bound of the Gram matrix overflows"
+        G = _checked_product(Xd.T, Xd)  # rows that fail the product check are NaN
+        if not all(np.isfinite(G[b]).all() for b in _row_blocks(p, p)):
+            return False, "the Gram matrix overflows (or failed its check as a product)"
+        _symmetrise_from_upper(G)  # exactly symmetric; entrywise bound unchanged
         diag = np.diag(G).copy()
         d1 = _dn(diag - tau)  # diagonal of A' (<= G_ii - tau)
         if (d1 < 0).any():
@@ -760,18 +1074,28 @@ def proves_eig_shift(X: np.ndarray, mu: float, fit_intercept: bool) -> tuple[boo
         # one more dimension raises every alpha_ij = gamma_{min(i,j)+1} index by one.
         N = p + 1
         tr = float(_sum_up(d1))
-        c = _up(_up(0.5 * _up(_gamma(2 * (N + 1)) * tr))
-                + _up(4.0 * ETA * N * _up(2.0 * (N + 1) + float(d1.max()))))
-        np.fill_diagonal(G, _dn(d1 - c))
+        under = float(_up(4.0 * ETA * N * _up(2.0 * (N + 1) + float(d1.max()))))
+        c = float(_up(_up(0.5 * _up(_gamma(2 * (N + 1)) * tr)) + under))
+        a_diag = _dn(d1 - c)
+        if not (math.isfinite(tr) and math.isfinite(c) and np.isfinite(a_diag).all()):
+            return False, "the trace of the shifted Gram matrix overflows"
+        total = float(_up(tau + c))
+        fail = (f"X^T P X - {mu!r} I is not proven positive definite (the floating-point "
+                f"Cholesky test with shift {total:.3e} fails): eig_shift is at or above the "
+                "smallest eigenvalue, or too close to it")
+        if (a_diag <= 0).any():  # a pivot <= a_ii <= 0: no factorisation can complete
+            return False, fail
+        np.fill_diagonal(G, a_diag)
         try:
-            np.linalg.cholesky(G)
+            L = np.linalg.cholesky(G)
         except np.linalg.LinAlgError:
-            return False, (f"X^T P X - {mu!r} I is not proven positive definite (the "
-                           f"floating-point Cholesky test with shift {float(_up(tau + c)):.3e} "
-                           "fails): eig_shift is at or above the smallest eigenvalue, or too "
-                           "close to it")
+            return False, fail
+        problem = _cholesky_problem(G, L, under)
+        if problem is not None:
+            return False, (f"X^T P X - {mu!r} I is not proven positive definite: the library's "
+                           f"Cholesky factor (shift {total:.3e}) {problem}")
     return True, (f"X^T P X - {mu:.6g} I proven positive definite (Rump's Cholesky test, total "
-                  f"shift {float(_up(tau + c)):.3e})")
+                  f"shift {total:.3e}; factor finite, pivots > 0, residual checked)")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -1262,34 +1586,149 @@ def _parse(doc: Any) -> _Parsed:
                    objective, lb, ub, rel_tol, abs_tol, status, mu, nodes, ssha)
 
 
-def _load_sidecar(data: bytes, c: _Parsed) -> dict[str, np.ndarray]:
-    """Load and check the sidecar arrays (shapes, dtypes, offsets, indices). Raises _Malformed."""
+#: The largest ``.npy`` header the sidecar reader accepts (numpy writes 128 bytes for these).
+NPY_HEADER_MAX = 4096
+#: Bytes a sidecar may hold beyond its four members' data (zip headers, directory, comment).
+ZIP_OVERHEAD_MAX = 1 << 17
+
+
+def _member_limits(c: _Parsed) -> dict[str, int]:
+    """The most data bytes each sidecar array can hold for this certificate's tree: the sidecar
+    has at most one witness slot per node (section 2.7), a dual row of n values or a shifted
+    witness of at most p nonzeros."""
+    m = len(c.nodes)
+    return {"dual_values": 8 * c.n * m, "shifted_offsets": 8 * (m + 1),
+            "shifted_indices": 8 * c.p * m, "shifted_values": 8 * c.p * m}
+
+
+def sidecar_size_limit(c: _Parsed) -> int:
+    """The largest sidecar file (bytes) this certificate's tree can reference."""
+    return sum(_member_limits(c).values()) + 4 * NPY_HEADER_MAX + ZIP_OVERHEAD_MAX
+
+
+def _parse_npy(raw: bytes, name: str, dtype: str, ndim: int) -> np.ndarray:
+    """An array from the bytes of a ``.npy`` file, read here (no pickle, no other dtype, the
+    header parsed as a literal and checked, the data exactly as long as the shape says)."""
+    import ast
+
+    if raw[:6] != b"\x93NUMPY" or len(raw) < 10:
+        raise _Malformed(f"sidecar member {name}.npy is not a .npy file")
+    major = raw[6]
+    if major == 1:
+        hlen, start = int.from_bytes(raw[8:10], "little"), 10
+    elif major in (2, 3):
+        hlen, start = int.from_bytes(raw[8:12], "little"), 12
+    else:
+        raise _Malformed(f"sidecar member {name}.npy has an unknown .npy version {major}")
+    if hlen > NPY_HEADER_MAX or start + hlen > len(raw):
+        raise _Malformed(f"sidecar member {name}.npy has a malformed header")
     try:
-        with np.load(io.BytesIO(data), allow_pickle=False) as z:
-            arrays = {name: z[name] for name in z.files}
-    except Exception as exc:  # any decoding problem of untrusted bytes
+        text = raw[start:start + hlen].decode("utf-8" if major == 3 else "latin1")
+        head = ast.literal_eval(text)
+    except (ValueError, SyntaxError, UnicodeDecodeError, MemoryError, RecursionError):
+        raise _Malformed(f"sidecar member {name}.npy has a malformed header") from None
+    if not (isinstance(head, dict) and set(head) == {"descr", "fortran_order", "shape"}):
+        raise _Malformed(f"sidecar member {name}.npy has a malformed header")
+    shape, fortran = head["shape"], head["fortran_order"]
+    if head["descr"] != dtype:
+        raise _Malformed(f"sidecar array {name} has dtype {_short(head['descr'])}, expected "
+                         f"{dtype}")
+    if (not isinstance(fortran, bool) or not isinstance(shape, tuple) or len(shape) != ndim
+            or not all(type(d) is int and d >= 0 for d in shape)):
+        raise _Malformed(f"sidecar array {name} has shape {_short(shape)}, expected "
+                         f"{ndim} dimension{'s' if ndim > 1 else ''}")
+    size = math.prod(shape)
+    if len(raw) - start - hlen != 8 * size:
+        raise _Malformed(f"sidecar array {name}: {len(raw) - start - hlen} data bytes for "
+                         f"shape {shape}")
+    arr = np.frombuffer(raw, dtype=np.dtype(dtype), count=size, offset=start + hlen)
+    return arr.reshape(shape, order="F" if fortran else "C")
+
+
+def _read_members(data: bytes, c: _Parsed) -> dict[str, np.ndarray]:
+    """The four arrays of the sidecar zip, read with bounded cost: exactly the members the
+    format defines (any other is refused without being inflated), each member's declared size
+    checked against what the tree can reference (:func:`_member_limits`) before anything is
+    inflated, and no member inflated beyond its declared size."""
+    import zipfile
+
+    limits = _member_limits(c)
+    members = {name + ".npy": name for name in SIDECAR_ARRAYS}
+    try:
+        zf = zipfile.ZipFile(io.BytesIO(data))
+    except Exception as exc:  # noqa: BLE001 - any decoding problem of untrusted bytes
         raise _Malformed(f"sidecar is not a readable .npz file ({_short(str(exc))})") from None
-    for name, dt in SIDECAR_ARRAYS.items():
-        if name not in arrays:
-            raise _Malformed(f"sidecar has no array {name!r}")
-        if arrays[name].dtype != np.dtype(dt):
-            raise _Malformed(f"sidecar array {name} has dtype {arrays[name].dtype}, expected {dt}")
+    with zf:
+        infos = zf.infolist()
+        names = [info.filename for info in infos]
+        unknown = [x for x in names if x not in members]
+        if unknown:
+            raise _Malformed(f"sidecar holds members the format does not define: "
+                             f"{_list([repr(x) for x in unknown])} (only "
+                             f"{', '.join(sorted(members))})")
+        if len(set(names)) != len(names):
+            raise _Malformed("sidecar lists a member twice")
+        for name in SIDECAR_ARRAYS:
+            if name + ".npy" not in names:
+                raise _Malformed(f"sidecar has no array {name!r}")
+        for info in infos:  # every declared size first: nothing is inflated before all fit
+            name = members[info.filename]
+            cap = limits[name] + NPY_HEADER_MAX
+            if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED) \
+                    or info.flag_bits & 0x1:
+                raise _Malformed(f"sidecar member {info.filename} is encrypted or uses a "
+                                 "compression other than stored or deflated")
+            if info.file_size > cap:
+                raise _Malformed(f"sidecar array {name} declares {info.file_size} bytes, more "
+                                 f"than the {cap} its tree can reference (one row per "
+                                 "referencing node)")
+        arrays = {}
+        for info in infos:
+            name = members[info.filename]
+            try:
+                with zf.open(info) as fh:  # zipfile inflates at most the declared size
+                    raw = fh.read(info.file_size)
+                    extra = fh.read(1)
+            except Exception as exc:  # noqa: BLE001 - a corrupt member of untrusted bytes
+                raise _Malformed(f"sidecar member {info.filename} cannot be read "
+                                 f"({_short(str(exc))})") from None
+            if len(raw) != info.file_size or extra:
+                raise _Malformed(f"sidecar member {info.filename} is not as long as declared")
+            arrays[name] = _parse_npy(raw, name, SIDECAR_ARRAYS[name],
+                                      2 if name == "dual_values" else 1)
+    return arrays
+
+
+def _load_sidecar(data: bytes, c: _Parsed) -> dict[str, np.ndarray]:
+    """Read and check the sidecar arrays (shapes, dtypes, offsets, indices) with cost bounded by
+    what the tree references; vectorised checks only (no loop over the slots). Raises
+    _Malformed."""
+    arrays = _read_members(data, c)
     dual = arrays["dual_values"]
     off, idx, val = (arrays[k] for k in ("shifted_offsets", "shifted_indices", "shifted_values"))
-    if dual.ndim != 2 or dual.shape[1] != c.n:
+    if dual.shape[1] != c.n:
         raise _Malformed(f"sidecar dual_values has shape {dual.shape}, expected (m, {c.n})")
-    # range first: np.diff of int64 offsets far apart wraps around (5e18 - -5e18 > 0)
-    if (off.ndim != 1 or off.size < 1 or off[0] != 0 or (off < 0).any()
-            or (off > off[-1]).any() or (np.diff(off) < 0).any()):
+    if off.size < 1:
         raise _Malformed("sidecar shifted_offsets must be 1-D, start at 0 and be non-decreasing")
-    if idx.ndim != 1 or val.ndim != 1 or idx.size != val.size or off[-1] != idx.size:
+    if dual.shape[0] + off.size - 1 > len(c.nodes):
+        raise _Malformed(f"sidecar holds {dual.shape[0]} dual and {off.size - 1} shifted "
+                         f"witnesses, more than one per node of the tree ({len(c.nodes)} nodes)")
+    # range first: np.diff of int64 offsets far apart wraps around (5e18 - -5e18 > 0)
+    if (off[0] != 0 or (off < 0).any() or (off > off[-1]).any() or (np.diff(off) < 0).any()):
+        raise _Malformed("sidecar shifted_offsets must be 1-D, start at 0 and be non-decreasing")
+    if idx.size != val.size or off[-1] != idx.size:
         raise _Malformed("sidecar shifted_indices/shifted_values must be 1-D of length "
                          "shifted_offsets[-1]")
     if idx.size and (idx.min() < 0 or idx.max() >= c.p):
         raise _Malformed(f"sidecar shifted_indices must lie in [0, {c.p})")
-    for s in range(off.size - 1):
-        seg = idx[off[s]:off[s + 1]]
-        if seg.size > 1 and (np.diff(seg) <= 0).any():
+    if idx.size > 1:  # strictly increasing within each witness: every step but the boundaries
+        inner = np.ones(idx.size - 1, dtype=bool)
+        starts = off[1:-1]
+        starts = starts[(starts > 0) & (starts < idx.size)]
+        inner[starts - 1] = False
+        bad = np.flatnonzero(inner & (np.diff(idx) <= 0))
+        if bad.size:
+            s = int(np.searchsorted(off, bad[0], side="right")) - 1
             raise _Malformed(f"sidecar shifted witness {s}: indices are not strictly increasing")
     if not np.isfinite(val).all() or not np.isfinite(dual).all():
         raise _Malformed("sidecar arrays contain NaN or infinity")
@@ -1303,31 +1742,128 @@ def _load_sidecar(data: bytes, c: _Parsed) -> dict[str, np.ndarray]:
     return arrays
 
 
+def _sidecar_bytes(source: Any, limit: int, keep: bool) -> tuple[str, bytes | None]:
+    """(SHA-256, the bytes if ``keep``) of the sidecar, read only if it is at most ``limit``
+    bytes (else _Malformed); without ``keep`` a file is hashed in chunks (memory O(1))."""
+    if isinstance(source, (bytes, bytearray)):
+        if len(source) > limit:
+            raise _Malformed(f"sidecar is {len(source)} bytes, more than the {limit} its tree "
+                             "can reference")
+        return sha256_bytes(bytes(source)), (bytes(source) if keep else None)
+    with open(source, "rb") as fh:  # OSError: the caller reports an unreadable sidecar
+        size = os.fstat(fh.fileno()).st_size
+        if size > limit:
+            raise _Malformed(f"sidecar {source} is {size} bytes, more than the {limit} its tree "
+                             "can reference")
+        if keep:
+            data = fh.read(limit + 1)
+            if len(data) > limit:
+                raise _Malformed(f"sidecar {source} is more than the {limit} bytes its tree can "
+                                 "reference")
+            return sha256_bytes(data), data
+        h, total = hashlib.sha256(), 0
+        while chunk := fh.read(1 << 20):
+            total += len(chunk)
+            if total > limit:
+                raise _Malformed(f"sidecar {source} is more than the {limit} bytes its tree can "
+                                 "reference")
+            h.update(chunk)
+        return h.hexdigest(), None
+
+
+def read_document(path: str | os.PathLike) -> Any:
+    """The JSON document of a certificate file, parsed as strictly as the verifier parses it
+    (section 2: UTF-8, no NaN/Infinity, no key twice in an object).
+
+    Raises
+    ------
+    OSError
+        The file cannot be read.
+    ValueError
+        It is not such JSON (one line).
+    """
+    path = os.fspath(path)
+    with open(path, "rb") as fh:
+        raw = fh.read()
+    return _strict_json(raw, path)
+
+
+def check_document(doc: Any) -> None:
+    """Check a parsed document as the verifier's check ``format`` does (every field of
+    section 2 with its type and constraints); ValueError with one line if it fails."""
+    try:
+        _parse(doc)
+    except _Malformed as exc:
+        raise ValueError(str(exc)) from None
+    except RecursionError:
+        raise ValueError("the JSON document is nested too deeply") from None
+
+
+def read_sidecar(doc: Any, source: str | os.PathLike | bytes) -> tuple[dict[str, np.ndarray],
+                                                                      bytes]:
+    """The sidecar's arrays and bytes (a path or the bytes themselves), read with the
+    verifier's bounded reader and checked as its check ``sidecar`` does (except the SHA-256).
+
+    Raises
+    ------
+    OSError
+        The file cannot be read.
+    ValueError
+        The document or the sidecar is malformed, or larger than its tree can reference.
+    """
+    try:
+        c = _parse(doc)
+        src = source if isinstance(source, (bytes, bytearray)) else os.fspath(source)
+        _, data = _sidecar_bytes(src, sidecar_size_limit(c), keep=True)
+        return _load_sidecar(data, c), data
+    except _Malformed as exc:
+        raise ValueError(str(exc)) from None
+    except RecursionError:
+        raise ValueError("the JSON document is nested too deeply") from None
+
+
 def sidecar_path(json_path: str | os.PathLike) -> str:
     """Where the sidecar of a certificate lives: next to it, same name, ``.npz``."""
     root, ext = os.path.splitext(os.fspath(json_path))
     return (root if ext.lower() == ".json" else os.fspath(json_path)) + ".npz"
 
 
-def _obtain(certificate: Any, sidecar: Any) -> tuple[Any, bytes | None, str]:
-    """(json document or an error string, sidecar bytes or None, sidecar description)."""
+def _strict_json(raw: bytes, where: str) -> Any:
+    """Parse JSON strictly (no NaN/Infinity, no key twice in an object). Raises ValueError with
+    one line."""
+    try:
+        return json.loads(raw.decode("utf-8"), parse_constant=_reject_constant,
+                          object_pairs_hook=_unique_keys)
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
+        raise ValueError(f"{where} is not valid JSON ({_short(str(exc))})") from None
+
+
+def _obtain(certificate: Any, sidecar: Any) -> tuple[Any, Any, str]:
+    """(json document or an error string, the sidecar's bytes or path or None, its
+    description)."""
     spath = None
     if isinstance(certificate, (str, os.PathLike)):
         path = os.fspath(certificate)
         with open(path, "rb") as fh:  # OSError propagates: an unreadable file is an input error
             raw = fh.read()
         try:
-            doc = json.loads(raw.decode("utf-8"), parse_constant=_reject_constant,
-                             object_pairs_hook=_unique_keys)
-        except (ValueError, UnicodeDecodeError, RecursionError) as exc:
-            return f"{path} is not valid JSON ({_short(str(exc))})", None, ""
+            doc = _strict_json(raw, path)
+        except ValueError as exc:
+            return str(exc), None, ""
         spath = sidecar_path(path)
     elif isinstance(certificate, dict):
         doc = certificate
     elif hasattr(certificate, "to_dict") and hasattr(certificate, "sidecar_bytes"):
-        doc = certificate.to_dict()
+        try:  # the same strict parse as a file's: what the verifier checks is what was written
+            doc = _strict_json(json.dumps(certificate.to_dict(), allow_nan=False).encode(),
+                               "the certificate")
+        except (ValueError, TypeError, AttributeError) as exc:
+            return f"the certificate is not valid JSON ({_short(str(exc))})", None, ""
         if sidecar is None:
-            return doc, certificate.sidecar_bytes(), "in-memory sidecar"
+            try:
+                return doc, certificate.sidecar_bytes(), "in-memory sidecar"
+            except Exception as exc:  # noqa: BLE001 - arrays that cannot be written as a sidecar
+                return doc, None, f"the in-memory sidecar cannot be encoded ({_short(str(exc))})"
     else:
         raise TypeError("certificate must be a path, a dict or a Certificate, got "
                         f"{type(certificate).__name__}")
@@ -1337,11 +1873,7 @@ def _obtain(certificate: Any, sidecar: Any) -> tuple[Any, bytes | None, str]:
         spath = os.fspath(sidecar)
     if spath is None:
         return doc, None, "no sidecar given for an in-memory certificate"
-    try:
-        with open(spath, "rb") as fh:
-            return doc, fh.read(), spath
-    except OSError as exc:
-        return doc, None, f"sidecar {spath} cannot be read ({exc.strerror or exc})"
+    return doc, spath, spath
 
 
 def _check_data(X_given: Any, y_given: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -1578,20 +2110,34 @@ def _verify(certificate, X, y, user, rel_gap, sidecar) -> VerificationReport:
     rep.summary.update(n=c.n, p=c.p, upper_bound=c.ub, lower_bound=c.lb, status=c.status,
                        n_nodes=len(c.nodes))
 
-    # 2. sidecar
+    # 2. sidecar: read with a cost bounded by what the tree references (section 6, cost); its
+    # arrays are only needed (and read) for data of the certificate's shape
     if side is None:
         return rep.fail_input("sidecar", side_desc)
-    digest = sha256_bytes(side)
+    shape_ok = X.shape == (c.n, c.p) and y.shape == (c.n,)
+    try:
+        digest, data = _sidecar_bytes(side, sidecar_size_limit(c), keep=shape_ok)
+    except OSError as exc:
+        return rep.fail_input("sidecar", f"sidecar {side_desc} cannot be read "
+                                         f"({exc.strerror or exc})")
+    except _Malformed as exc:
+        return rep.fail_input("sidecar", str(exc))
     if digest != c.sidecar_sha256:
         rep.add("sidecar", False, f"SHA-256 of the sidecar ({side_desc}) is {digest}, the "
                                   f"certificate records {c.sidecar_sha256}")
         return rep
-    try:
-        arrays = _load_sidecar(side, c)
-    except _Malformed as exc:
-        return rep.fail_input("sidecar", str(exc))
-    rep.add("sidecar", True, f"SHA-256 matches, {arrays['dual_values'].shape[0]} dual and "
-                             f"{arrays['shifted_offsets'].size - 1} shifted witnesses")
+    arrays = None
+    if data is not None:
+        try:
+            arrays = _load_sidecar(data, c)
+        except _Malformed as exc:
+            return rep.fail_input("sidecar", str(exc))
+        del data
+        rep.add("sidecar", True, f"SHA-256 matches, {arrays['dual_values'].shape[0]} dual and "
+                                 f"{arrays['shifted_offsets'].size - 1} shifted witnesses")
+    else:
+        rep.add("sidecar", True, "SHA-256 matches (its arrays are not read: the data's shape "
+                                 "is not the certificate's)")
 
     # 3. the platform's elementary functions
     ok, msg = elementary_functions_check()
@@ -1635,7 +2181,7 @@ def _verify(certificate, X, y, user, rel_gap, sidecar) -> VerificationReport:
     try:
         if c.loss in CLASSIFICATION_LOSSES:
             ym = binary_labels(y)
-            vals = np.unique(y)
+            vals = _label_values(y)
             lab_msg = f"labels mapped {vals[0]:g} -> -1, {vals[1]:g} -> +1 (smaller -> -1)"
         else:
             ym = y
@@ -1692,8 +2238,17 @@ def _verify(certificate, X, y, user, rel_gap, sidecar) -> VerificationReport:
     # 10. the claims
     order_ok = c.lb <= c.ub
     rep.add("bounds_order", order_ok, f"lower bound {c.lb:.15g} <= upper bound {c.ub:.15g}"
-            if order_ok else f"lower bound {c.lb:.15g} > upper bound {c.ub:.15g}")
-    abs_gap = float(_up(c.ub - c.lb)) if order_ok else math.inf
+            if order_ok else f"lower bound {c.lb:.15g} > upper bound {c.ub:.15g}: the "
+                             "certificate's claims are inconsistent")
+    if not order_ok:  # no gap to speak of: the status check says why
+        rep.add("status", c.status != "optimal",
+                f"status {c.status}" + (" is claimed with the lower bound above the upper bound"
+                                        if c.status == "optimal" else
+                                        " (no optimality claimed)"))
+        rep.gap_within_tolerance = False
+        rep.complete = True
+        return rep
+    abs_gap = float(_up(c.ub - c.lb))
     rel = float(_up(abs_gap / max(1.0, abs(c.ub))))
     rep.relative_gap = rel
     own = rel <= c.rel_tol or abs_gap <= c.abs_tol

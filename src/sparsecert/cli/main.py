@@ -12,7 +12,6 @@ intercept, on the bundled diabetes data; it writes ``sparsecert-certificate.json
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from collections.abc import Sequence
@@ -325,25 +324,24 @@ def _cmd_verify(args) -> int:
 def _cmd_show(args) -> int:
     from sparsecert.certificate.document import format_summary
     from sparsecert.certificate.schema import FORMAT_NAME, FORMAT_VERSION
+    from sparsecert.certificate.verify import check_document, read_document
 
-    try:
-        with open(args.certificate, encoding="utf-8") as fh:
-            data = json.load(fh)
+    try:  # the verifier's strict parser: no NaN, no repeated key
+        data = read_document(args.certificate)
     except OSError as exc:
         raise _InputError(f"cannot read {args.certificate}: {exc.strerror or exc}") from None
-    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
-        raise _InputError(f"{args.certificate} is not valid JSON ({exc})") from None
     if not isinstance(data, dict) or data.get("format") != FORMAT_NAME:
         raise _InputError(f"{args.certificate} is not a {FORMAT_NAME} file")
     if data.get("format_version") != FORMAT_VERSION:
         raise _InputError(f"{args.certificate}: format version {data.get('format_version')!r} "
                           f"is not supported (this sparsecert reads version {FORMAT_VERSION}): "
                           "re-run sparsecert certify")
-    try:
-        print(format_summary(data, audit=args.audit))
-    except (AttributeError, TypeError, KeyError, ValueError, IndexError) as exc:
+    try:  # every field checked as the verifier's check 'format' does
+        check_document(data)
+    except ValueError as exc:
         raise _InputError(f"{args.certificate} is malformed ({exc}); run "
                           "'sparsecert verify' for the details") from None
+    print(format_summary(data, audit=args.audit))
     return EXIT_OK
 
 

@@ -238,9 +238,14 @@ def test_dropped_subtree_with_parent_as_leaf_fails_witness(tmp_path, sq):
     root = nodes[0]
     doc["tree"]["nodes"] = [root]  # the root alone, claimed pruned, without a witness
     root["status"] = "pruned"
+    # the sidecar keeps no more witness slots than the tree has nodes (the format's cost bound)
+    arr["dual_values"] = arr["dual_values"][:0]
     rep = verify_certificate(_write(tmp_path, doc, arr), X, y)
     assert _failed(rep) == {"leaf_witnesses"}
     assert "no witness" in dict(rep.failures)["leaf_witnesses"]
+    arr["dual_values"] = cert.arrays["dual_values"][:2]  # two slots for one node: refused
+    rep = verify_certificate(_write(tmp_path, doc, arr), X, y)
+    assert rep.exit_code == 2 and "more than one per node" in rep.error_line, str(rep)
 
 
 def test_swapped_branching_variable_of_one_child_fails_structure(tmp_path, sq):
