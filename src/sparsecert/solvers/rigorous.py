@@ -624,6 +624,96 @@ def exact_zero_sum(zeta: np.ndarray, lower: np.ndarray | None = None,
     return out
 
 
+#: The largest p for which a shift is proven (the verifier's limit, restated: it refuses a
+#: positive shift above it, so the producer never claims one).
+SHIFT_MAX_FEATURES = 20_000
+
+_CHUNK_BYTES = 1 << 23
+
+
+def _chunks(m: int, width: int):
+    """Row slices of an (m, width) array whose float64 temporaries stay near 8 MiB."""
+    step = max(1, _CHUNK_BYTES // (8 * max(int(width), 1)))
+    for i in range(0, m, step):
+        yield slice(i, min(i + step, m))
+
+
+def _sumsq_rows(A: np.ndarray, axis: int) -> np.ndarray:
+    """fl(sums of squares) of A's columns (axis 0) or rows (axis 1), elementwise (no BLAS)."""
+    m, q = A.shape
+    out = np.zeros(q) if axis == 0 else np.empty(m)
+    for b in _chunks(m, q):
+        sq = A[b] * A[b]
+        if axis == 0:
+            out += sq.sum(axis=0)
+        else:
+            out[b] = sq.sum(axis=1)
+    return out
+
+
+def _product_consistent(A: np.ndarray, B: np.ndarray, C) -> bool:
+    """Whether C, a library's A @ B, is finite and consistent with A and B: with fixed positive
+    weights w (summing to < 1), fl(C w) and fl(A fl(B w)) computed elementwise differ by at most
+    twice what a conventional product and these sums allow (gamma_q |C|w + (2 gamma_k +
+    gamma_q) |A|v + (q + 2k) ETA + q ETA sum|A|, v >= |B|w, |fl(B w)|)."""
+    m, k = A.shape
+    q = B.shape[1]
+    C = np.asarray(C)
+    if C.shape != (m, q) or C.dtype != np.float64:
+        return False
+    c = max(q - 1, 0).bit_length()
+    w = (1.0 + (np.arange(q) * 0.6180339887498949) % 1.0) * 2.0 ** -(c + 1)
+    t, tmag = np.empty(k), np.empty(k)
+    for b in _chunks(k, q):
+        prod = B[b] * w
+        t[b] = prod.sum(axis=1)
+        tmag[b] = pos_sum_hi(_up(np.abs(prod)), axis=1)
+    v = _up(np.maximum(np.abs(t), tmag))
+    gk, gq = gamma(k), gamma(q)
+    for b in _chunks(m, max(k, q)):
+        if not np.isfinite(C[b]).all():
+            return False
+        cw = C[b] * w
+        s1, s1mag = cw.sum(axis=1), pos_sum_hi(_up(np.abs(cw)), axis=1)
+        blk = A[b]
+        s2 = (blk * t).sum(axis=1)
+        ab = np.abs(blk)
+        amag, asum = pos_sum_hi(_up(ab * v), axis=1), pos_sum_hi(ab, axis=1)
+        tol = _up(_up(gq * s1mag) + _up(_up(2.0 * gk + gq) * amag))
+        tol = _up(2.0 * _up(_up(tol + (q + 2 * k) * ETA) + _up(q * ETA * asum)))
+        if not (np.abs(s1 - s2) <= tol).all():
+            return False
+    return True
+
+
+def _factor_ok(A: np.ndarray, L, under: float) -> bool:
+    """Whether L, the library's Cholesky factor of A (returned without an error), is one Rump's
+    criterion can use: a finite p x p matrix whose lower triangle has a positive diagonal (a NaN
+    pivot passes OpenBLAS's test) and reproduces A within the backward error of a
+    floating-point factorisation, |fl(L L^T) - A|_ij <= 2 gamma_{p+2} r_i r_j (1 + 1/16) + 2
+    under + 2 p ETA, r_i >= ||L_i|| (a factor of another matrix fails)."""
+    p = A.shape[0]
+    L = np.asarray(L)
+    if L.shape != A.shape or L.dtype != np.float64:
+        return False
+    L = np.tril(L)
+    if not np.isfinite(L).all() or not (np.diagonal(L) > 0).all():
+        return False
+    r = _up(np.sqrt(_sumsq_hi(_sumsq_rows(L, 1), p)))
+    if not np.isfinite(_up(r * r)).all():
+        return False
+    P = np.matmul(L, L.T)
+    if not _product_consistent(L, L.T, P):
+        return False
+    kappa = float(_up(_up(2.0 * gamma(p + 2)) * 1.0625))
+    delta = float(_up(_up(2.0 * under) + 2.0 * p * ETA))
+    for b in _chunks(p, p):
+        tol = _up(_up(kappa * _up(r[b, None] * r[None, :])) + delta)
+        if not (np.abs(P[b] - A[b]) <= tol).all():
+            return False
+    return True
+
+
 def proves_eig_shift(Xd: np.ndarray, mu: float, centred: bool,
                      gram: np.ndarray | None = None) -> bool:
     """True if X^T P X - mu I is proven positive definite from the (centred) design ``Xd``.
@@ -637,13 +727,23 @@ def proves_eig_shift(Xd: np.ndarray, mu: float, centred: bool,
     diagonal at least c = gamma_{2(N+1)} tr / 2 + 4 ETA N (2(N+1) + max diag) below the
     shifted one (N = p + 1: one extra rounding per entry for a library that divides through
     reciprocals), the shifted matrix is positive definite.
+
+    As in the verifier, no library result is taken on trust: a shift is refused from the sizes
+    first (p > n - centred: rank-deficient; p above :data:`SHIFT_MAX_FEATURES`); the design,
+    G (also checked as a product), the shift and the trace must be finite; and the factor the
+    Cholesky routine returns must be finite with a positive diagonal and reproduce A~
+    (:func:`_factor_ok`), never inferred from the absence of an exception.
     """
     n, p = Xd.shape
     if not (math.isfinite(mu) and mu > 0) or 4 * (p + 2) * U >= 1 or (n + 2) * U >= 0.25:
         return False
+    if p > n - int(bool(centred)) or p > SHIFT_MAX_FEATURES:
+        return False
     with np.errstate(all="ignore"):
+        if not all(np.isfinite(Xd[b]).all() for b in _chunks(n, p)):
+            return False
         e = _rat_up(Fraction(1, 2 ** 53) / (1 - Fraction(1, 2 ** 53))) if centred else 0.0
-        fro = float(pos_sum_hi(_sumsq_hi(np.einsum("ij,ij->j", Xd, Xd), n)))
+        fro = float(pos_sum_hi(_sumsq_hi(_sumsq_rows(Xd, 0), n)))
         shift = float(_up(mu + float(_up(gamma(n) * fro))))
         shift = float(_up(shift + float(n) * float(p) * ETA))
         shift = float(_up(shift + float(_up(float(_up(2.0 * e + e * e)) * fro))))
@@ -651,19 +751,25 @@ def proves_eig_shift(Xd: np.ndarray, mu: float, centred: bool,
             absum = pos_sum_hi(np.abs(Xd), axis=0)
             s = _up(_up(np.abs(Xd.sum(axis=0)) + _up(gamma(n - 1) * absum)) + _up(e * absum))
             shift = float(_up(shift + float(_up(float(pos_sum_hi(_up(s * s))) / n))))
-        G = (Xd.T @ Xd) if gram is None else np.array(gram, dtype=np.float64)
-        G = np.triu(G) + np.triu(G, 1).T
-        if not (np.isfinite(G).all() and math.isfinite(shift)):
+        if not (math.isfinite(fro) and math.isfinite(shift)):
             return False
+        G = np.matmul(Xd.T, Xd) if gram is None else np.array(gram, dtype=np.float64)
+        if G.shape != (p, p) or not _product_consistent(Xd.T, Xd, G):
+            return False
+        G = np.triu(G) + np.triu(G, 1).T
         d = _dn(np.diag(G) - shift)
         if (d < 0).any():
             return False
         N = p + 1  # as the verifier: covers a factorisation dividing through reciprocals
+        under = float(_up(4.0 * ETA * N * float(_up(2.0 * (N + 1) + float(d.max())))))
         c = float(_up(_up(0.5 * float(_up(gamma(2 * (N + 1)) * float(pos_sum_hi(d)))))
-                      + float(_up(4.0 * ETA * N * float(_up(2.0 * (N + 1) + float(d.max())))))))
-        G[np.diag_indices_from(G)] = _dn(d - c)
+                      + under))
+        a_diag = _dn(d - c)
+        if not (math.isfinite(c) and np.isfinite(a_diag).all()) or (a_diag <= 0).any():
+            return False
+        G[np.diag_indices_from(G)] = a_diag
         try:
-            np.linalg.cholesky(G)
+            L = np.linalg.cholesky(G)
         except np.linalg.LinAlgError:
             return False
-    return True
+        return _factor_ok(G, L, under)
