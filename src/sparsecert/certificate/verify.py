@@ -239,11 +239,14 @@ def _squares_sum(A: np.ndarray, axis: int) -> np.ndarray:
     return out
 
 
-def _check_weights(q: int) -> np.ndarray:
-    """Fixed positive weights for the product checks: an irregular sequence in [2^-(c+1), 2^-c)
-    with 2^c >= q, so that a weighted sum of finite entries cannot overflow."""
+def _check_weights(q: int) -> tuple[np.ndarray, np.ndarray]:
+    """Two fixed weight vectors for the product checks, an irregular positive sequence and the
+    same with irregular signs, of magnitudes in [2^-(c+1), 2^-c) with 2^c >= q (so a weighted
+    sum of finite entries cannot overflow)."""
     c = max(int(q) - 1, 0).bit_length()
-    return (1.0 + (np.arange(q) * 0.6180339887498949) % 1.0) * 2.0 ** -(c + 1)
+    j = np.arange(q)
+    w = (1.0 + (j * 0.6180339887498949) % 1.0) * 2.0 ** -(c + 1)
+    return w, np.where((j * 0.7548776662466927) % 1.0 < 0.5, w, -w)
 
 
 def _weighted_rows(M: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -254,51 +257,57 @@ def _weighted_rows(M: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray
     for b in _row_blocks(m, q):
         t = M[b] * w
         val[b] = t.sum(axis=1)
-        mag[b] = _sum_up(_up(np.abs(t)), axis=1)
-    return val, mag
+        np.abs(t, out=t)
+        mag[b] = t.sum(axis=1)
+    return val, _dot_self_up(mag, q)  # a dot product of |M| and |w|: (fl + q ETA) / (1 - gamma_q)
 
 
 def _product_rows_ok(A: np.ndarray, B: np.ndarray, C: Any,
-                     Bw: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
+                     Bw: list[tuple[np.ndarray, np.ndarray]] | None = None,
+                     extra: float = 0.0) -> np.ndarray:
     """Which rows of C, a library's product A @ B (BLAS), are consistent with A and B.
 
-    For fixed positive weights w (:func:`_check_weights`), s1 = fl(C w) and s2 = fl(A fl(B w))
-    are computed here by elementwise products and sums. For a conventional product (|C - AB| <=
-    gamma_k |A||B| + k ETA, section 7.2) they differ by at most gamma_q |C|w + (2 gamma_k +
-    gamma_q) |A| v + (q + 2k) ETA + q ETA sum|A|, with v >= |B|w and v >= |fl(B w)|; a row is
-    accepted when it is finite and |fl(s1 - s2)| is within twice that (rounded up). A row of a
-    wrong product (NaN, inf, zeros, another matrix's product) fails unless its error happens to
-    be orthogonal to w. ``Bw``: the cached result of ``_weighted_rows(B, w)``.
+    For each of two fixed weight vectors w (:func:`_check_weights`), s1 = fl(C w) and s2 =
+    fl(A fl(B w)) are computed here by elementwise products and sums. If |C - AB| <= gamma_k
+    |A||B| + k ETA + ``extra`` entrywise (a conventional product, section 7.2) they differ by at
+    most gamma_q |C||w| + (2 gamma_k + gamma_q) |A| v + (q + 2k) ETA + q ETA sum|A| + extra,
+    with v >= |B||w| and v >= |fl(B w)|; a row is accepted when it is finite and |fl(s1 - s2)|
+    is within twice that (rounded up) for both vectors. A row of a wrong product (NaN, inf,
+    zeros, another matrix's product) fails unless its error is orthogonal to both vectors.
+    ``Bw``: the cached ``_weighted_rows(B, w)`` of both vectors.
     """
     m, k = A.shape
     q = B.shape[1]
     C = np.asarray(C)
     if C.shape != (m, q) or C.dtype != np.float64:
         return np.zeros(m, dtype=bool)
-    w = _check_weights(q)
-    t, tmag = _weighted_rows(B, w) if Bw is None else Bw
-    v = _up(np.maximum(np.abs(t), tmag))
-    s1, s1mag = _weighted_rows(C, w)
-    s2, amag, asum = np.empty(m), np.empty(m), np.empty(m)
-    for b in _row_blocks(m, k):
-        blk = A[b]
-        s2[b] = (blk * t).sum(axis=1)
-        ab = np.abs(blk)
-        amag[b] = _sum_up(_up(ab * v), axis=1)
-        asum[b] = _sum_up(ab, axis=1)
-    gk, gq = _gamma(k), _gamma(q)
-    tol = _up(_up(gq * s1mag) + _up(_up(2.0 * gk + gq) * amag))
-    tol = _up(_up(tol + (q + 2 * k) * ETA) + _up(q * ETA * asum))
-    tol = _up(2.0 * tol)
-    ok = np.abs(s1 - s2) <= tol
-    ok &= np.isfinite(tol)
+    ok = np.ones(m, dtype=bool)
     for b in _row_blocks(m, q):
         ok[b] &= np.isfinite(C[b]).all(axis=1)
+    gk, gq = _gamma(k), _gamma(q)
+    for i, w in enumerate(_check_weights(q)):
+        t, tmag = _weighted_rows(B, w) if Bw is None else Bw[i]
+        v = _up(np.maximum(np.abs(t), tmag))
+        s1, s1mag = _weighted_rows(C, w)
+        s2, amag, asum = np.empty(m), np.empty(m), np.empty(m)
+        for b in _row_blocks(m, k):
+            blk = A[b]
+            s2[b] = (blk * t).sum(axis=1)
+            ab = np.abs(blk)
+            asum[b] = ab.sum(axis=1)
+            ab *= v
+            amag[b] = ab.sum(axis=1)
+        amag = _dot_self_up(amag, k)  # >= sum_l |A_il| v_l (a dot product of |A| and v)
+        asum = _up(asum * _sum_up_factor(k))
+        tol = _up(_up(gq * s1mag) + _up(_up(2.0 * gk + gq) * amag))
+        tol = _up(_up(_up(tol + (q + 2 * k) * ETA) + _up(q * ETA * asum)) + extra)
+        tol = _up(2.0 * tol)
+        ok &= np.abs(s1 - s2) <= tol
     return ok
 
 
 def _checked_product(A: np.ndarray, B: np.ndarray,
-                     Bw: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
+                     Bw: list[tuple[np.ndarray, np.ndarray]] | None = None) -> np.ndarray:
     """fl(A @ B) from the library (BLAS), every row that fails :func:`_product_rows_ok` set to
     NaN (which gives no bound downstream)."""
     m, q = A.shape[0], B.shape[1]
@@ -575,13 +584,13 @@ class _Design:
     def times_xd(self, Z: np.ndarray) -> np.ndarray:
         """fl(Z Xd) (rows fl(Xd^T zeta)), checked (:func:`_checked_product`)."""
         if self._xd_w is None:
-            self._xd_w = _weighted_rows(self.Xd, _check_weights(self.p))
+            self._xd_w = [_weighted_rows(self.Xd, w) for w in _check_weights(self.p)]
         return _checked_product(Z, self.Xd, self._xd_w)
 
     def times_xdt(self, B: np.ndarray) -> np.ndarray:
         """fl(B Xd^T) (rows fl(Xd b)), checked (:func:`_checked_product`)."""
         if self._xdt_w is None:
-            self._xdt_w = _weighted_rows(self.Xd.T, _check_weights(self.n))
+            self._xdt_w = [_weighted_rows(self.Xd.T, w) for w in _check_weights(self.n)]
         return _checked_product(B, self.Xd.T, self._xdt_w)
 
     def xt_ball_radius(self, nzc: np.ndarray, nzr: np.ndarray | float) -> np.ndarray:
@@ -980,13 +989,13 @@ def _cholesky_problem(A: np.ndarray, L: Any, under: float) -> str | None:
     """Why ``L``, returned by the library's Cholesky factorisation of the symmetric A without an
     error, is not the floating-point factor Rump's criterion needs (None if it is).
 
-    Checked here: the factor is a finite p x p matrix (its lower triangle is used) whose diagonal
-    is positive: a pivot that is NaN or infinite compares false with 0 and passes OpenBLAS's
-    test, so "no exception" proves nothing. And it reproduces A within the backward error of a
-    floating-point Cholesky factorisation in any order (with a reciprocal), |L L^T - A| <=
-    gamma_{p+1} |L||L^T| + (underflow), plus the rounding of this check: |fl(L L^T) - A|_ij <=
-    kappa r_i r_j + delta with r_i >= ||L_i||, kappa >= 2 gamma_{p+2} and delta twice the
-    underflow term of Rump's constant plus 2 p ETA. A factor of another matrix fails."""
+    Checked here: the factor is a finite p x p float64 matrix (its lower triangle is used) whose
+    diagonal is positive: a pivot that is NaN or infinite compares false with 0 and passes
+    OpenBLAS's test, so "no exception" proves nothing. And it reproduces A as a floating-point
+    Cholesky factorisation in any order (with a reciprocal) does, L L^T = A + E with |E| <=
+    gamma_{p+1} |L||L^T| + (underflow): A is checked against the product L L^T in the projection
+    of :func:`_product_rows_ok` (O(p^2), no BLAS), with the underflow term of Rump's constant as
+    its absolute slack. The factor of another matrix, the identity or a scaled factor fails."""
     p = A.shape[0]
     L = np.asarray(L)
     if L.shape != A.shape or L.dtype != np.float64:
@@ -997,25 +1006,14 @@ def _cholesky_problem(A: np.ndarray, L: Any, under: float) -> str | None:
     for b in _row_blocks(p, p):  # the lower triangle is the factor
         rows = np.arange(b.start, b.stop)
         L[b] = np.where(cols[None, :] > rows[:, None], 0.0, L[b])
-    for b in _row_blocks(p, p):
         if not np.isfinite(L[b]).all():
             return ("has NaN or infinite entries (a pivot that is not a number passed the "
                     "library's test)")
-    diag = np.diagonal(L)
-    if not (diag > 0).all():
+    if not (np.diagonal(L) > 0).all():
         return "has a diagonal entry <= 0"
-    r = _up(np.sqrt(_dot_self_up(_squares_sum(L, 1), p)))
-    if not np.isfinite(_up(r * r)).all():
-        return "is too large for its residual to be checked"
-    P = _checked_product(L, L.T)
-    kappa = float(_up(_up(2.0 * _gamma(p + 2)) * 1.0625))
-    delta = float(_up(_up(2.0 * under) + 2.0 * p * ETA))
-    for b in _row_blocks(p, p):
-        resid = np.abs(P[b] - A[b])
-        tol = _up(_up(kappa * _up(r[b, None] * r[None, :])) + delta)
-        if not (resid <= tol).all():
-            return ("does not reproduce the matrix (its residual exceeds the backward error of a "
-                    "floating-point Cholesky factorisation)")
+    if not _product_rows_ok(L, L.T, A, extra=float(_up(2.0 * under))).all():
+        return ("does not reproduce the matrix (L L^T - A exceeds the backward error of a "
+                "floating-point Cholesky factorisation)")
     return None
 
 

@@ -651,67 +651,61 @@ def _sumsq_rows(A: np.ndarray, axis: int) -> np.ndarray:
     return out
 
 
-def _product_consistent(A: np.ndarray, B: np.ndarray, C) -> bool:
-    """Whether C, a library's A @ B, is finite and consistent with A and B: with fixed positive
-    weights w (summing to < 1), fl(C w) and fl(A fl(B w)) computed elementwise differ by at most
-    twice what a conventional product and these sums allow (gamma_q |C|w + (2 gamma_k +
-    gamma_q) |A|v + (q + 2k) ETA + q ETA sum|A|, v >= |B|w, |fl(B w)|)."""
+def _product_consistent(A: np.ndarray, B: np.ndarray, C, extra: float = 0.0) -> bool:
+    """Whether C, a library's A @ B, is finite and consistent with A and B: for two fixed
+    weight vectors w (irregular magnitudes summing to < 1, one of them with irregular signs),
+    fl(C w) and fl(A fl(B w)) computed elementwise differ by at most twice what a conventional
+    product (|C - AB| <= gamma_k |A||B| + k ETA + ``extra``) and these sums allow: gamma_q
+    |C||w| + (2 gamma_k + gamma_q) |A|v + (q + 2k) ETA + q ETA sum|A| + extra, v >= |B||w|,
+    |fl(B w)|."""
     m, k = A.shape
     q = B.shape[1]
     C = np.asarray(C)
     if C.shape != (m, q) or C.dtype != np.float64:
         return False
+    if not all(np.isfinite(C[b]).all() for b in _chunks(m, q)):
+        return False
     c = max(q - 1, 0).bit_length()
-    w = (1.0 + (np.arange(q) * 0.6180339887498949) % 1.0) * 2.0 ** -(c + 1)
-    t, tmag = np.empty(k), np.empty(k)
-    for b in _chunks(k, q):
-        prod = B[b] * w
-        t[b] = prod.sum(axis=1)
-        tmag[b] = pos_sum_hi(_up(np.abs(prod)), axis=1)
-    v = _up(np.maximum(np.abs(t), tmag))
+    j = np.arange(q)
+    w0 = (1.0 + (j * 0.6180339887498949) % 1.0) * 2.0 ** -(c + 1)
     gk, gq = gamma(k), gamma(q)
-    for b in _chunks(m, max(k, q)):
-        if not np.isfinite(C[b]).all():
-            return False
-        cw = C[b] * w
-        s1, s1mag = cw.sum(axis=1), pos_sum_hi(_up(np.abs(cw)), axis=1)
-        blk = A[b]
-        s2 = (blk * t).sum(axis=1)
-        ab = np.abs(blk)
-        amag, asum = pos_sum_hi(_up(ab * v), axis=1), pos_sum_hi(ab, axis=1)
-        tol = _up(_up(gq * s1mag) + _up(_up(2.0 * gk + gq) * amag))
-        tol = _up(2.0 * _up(_up(tol + (q + 2 * k) * ETA) + _up(q * ETA * asum)))
-        if not (np.abs(s1 - s2) <= tol).all():
-            return False
+    for w in (w0, np.where((j * 0.7548776662466927) % 1.0 < 0.5, w0, -w0)):
+        t, tmag = np.empty(k), np.empty(k)
+        for b in _chunks(k, q):
+            prod = B[b] * w
+            t[b] = prod.sum(axis=1)
+            tmag[b] = np.abs(prod).sum(axis=1)
+        tmag = _sumsq_hi(tmag, q)  # a dot product of |B| and |w|: (fl + q ETA) / (1 - gamma_q)
+        v = _up(np.maximum(np.abs(t), tmag))
+        for b in _chunks(m, max(k, q)):
+            cw = C[b] * w
+            s1, s1mag = cw.sum(axis=1), _sumsq_hi(np.abs(cw).sum(axis=1), q)
+            blk = A[b]
+            s2 = (blk * t).sum(axis=1)
+            ab = np.abs(blk)
+            asum = _up(ab.sum(axis=1) * _inv_one_minus(gamma(max(k - 1, 0))))
+            amag = _sumsq_hi((ab * v).sum(axis=1), k)
+            tol = _up(_up(gq * s1mag) + _up(_up(2.0 * gk + gq) * amag))
+            tol = _up(_up(_up(tol + (q + 2 * k) * ETA) + _up(q * ETA * asum)) + extra)
+            if not (np.abs(s1 - s2) <= _up(2.0 * tol)).all():
+                return False
     return True
 
 
 def _factor_ok(A: np.ndarray, L, under: float) -> bool:
     """Whether L, the library's Cholesky factor of A (returned without an error), is one Rump's
     criterion can use: a finite p x p matrix whose lower triangle has a positive diagonal (a NaN
-    pivot passes OpenBLAS's test) and reproduces A within the backward error of a
-    floating-point factorisation, |fl(L L^T) - A|_ij <= 2 gamma_{p+2} r_i r_j (1 + 1/16) + 2
-    under + 2 p ETA, r_i >= ||L_i|| (a factor of another matrix fails)."""
-    p = A.shape[0]
+    pivot passes OpenBLAS's test) and reproduces A as a floating-point factorisation does (L L^T
+    = A + E, |E| <= gamma_{p+1} |L||L^T| + underflow), checked in projection, O(p^2), by
+    :func:`_product_consistent` with the underflow term of Rump's constant as its slack (the
+    factor of another matrix fails)."""
     L = np.asarray(L)
     if L.shape != A.shape or L.dtype != np.float64:
         return False
     L = np.tril(L)
     if not np.isfinite(L).all() or not (np.diagonal(L) > 0).all():
         return False
-    r = _up(np.sqrt(_sumsq_hi(_sumsq_rows(L, 1), p)))
-    if not np.isfinite(_up(r * r)).all():
-        return False
-    P = np.matmul(L, L.T)
-    if not _product_consistent(L, L.T, P):
-        return False
-    kappa = float(_up(_up(2.0 * gamma(p + 2)) * 1.0625))
-    delta = float(_up(_up(2.0 * under) + 2.0 * p * ETA))
-    for b in _chunks(p, p):
-        tol = _up(_up(kappa * _up(r[b, None] * r[None, :])) + delta)
-        if not (np.abs(P[b] - A[b]) <= tol).all():
-            return False
-    return True
+    return _product_consistent(L, L.T, A, extra=float(_up(2.0 * under)))
 
 
 def proves_eig_shift(Xd: np.ndarray, mu: float, centred: bool,
