@@ -687,7 +687,8 @@ def _product_consistent(A: np.ndarray, B: np.ndarray, C, extra: float = 0.0) -> 
             amag = _sumsq_hi((ab * v).sum(axis=1), k)
             tol = _up(_up(gq * s1mag) + _up(_up(2.0 * gk + gq) * amag))
             tol = _up(_up(_up(tol + (q + 2 * k) * ETA) + _up(q * ETA * asum)) + extra)
-            if not (np.abs(s1 - s2) <= _up(2.0 * tol)).all():
+            tol = _up(2.0 * tol)
+            if not ((np.abs(s1 - s2) <= tol) & np.isfinite(tol)).all():
                 return False
     return True
 
