@@ -82,6 +82,18 @@ def test_rank_deficiency_is_decided_from_the_sizes(monkeypatch, fit_intercept):
     assert not R.proves_eig_shift(Xd, 1e-3, fit_intercept)
 
 
+@pytest.mark.parametrize("fit_intercept", [False, True])
+def test_a_shift_above_a_columns_squared_norm_is_refused_before_the_gram(monkeypatch,
+                                                                         fit_intercept):
+    """A diagonal entry of X^T P X bounds its smallest eigenvalue: O(n p), not O(n p^2)."""
+    X = np.random.default_rng(5).standard_normal((40, 6))
+    Xc = X - X.mean(0) if fit_intercept else X
+    mu = float((Xc ** 2).sum(0).min()) * (1 + 1e-9)
+    monkeypatch.setattr(np, "matmul", lambda *a, **k: pytest.fail("the Gram matrix was formed"))
+    ok, msg = V.proves_eig_shift(X, mu, fit_intercept)
+    assert not ok and "squared norm of column" in msg
+
+
 def test_the_gram_matrix_is_never_formed_for_a_hopeless_shift():
     """With p = 3000 > n the old proof built a 72 MB Gram matrix and two triangular copies."""
     X = np.random.default_rng(2).standard_normal((2, 3000))

@@ -1045,7 +1045,16 @@ def proves_eig_shift(X: np.ndarray, mu: float, fit_intercept: bool) -> tuple[boo
         e = _CENTRE_ERR if fit_intercept else 0.0
         if not all(np.isfinite(Xd[b]).all() for b in _row_blocks(n, p)):
             return False, "the centred design X - 1 m^T overflows"
-        fro2 = float(_sum_up(_dot_self_up(_squares_sum(Xd, 0), n)))
+        col2 = _dot_self_up(_squares_sum(Xd, 0), n)  # >= ||Xd_j||^2
+        # ||P x_j||^2 <= ||x_j - m||^2 <= ||Xd_j||^2 (1 + e)^2 is a diagonal entry of X^T P X,
+        # at least its smallest eigenvalue: a shift above it is refused before the Gram matrix
+        diag_up = _up(col2 * float(_up(_up(1.0 + e) * _up(1.0 + e))))
+        if (diag_up <= mu).any():
+            j = int(np.flatnonzero(diag_up <= mu)[0])
+            return False, (f"eig_shift = {mu!r} is at least the squared norm of column {j} "
+                           f"(<= {float(diag_up[j]):.6g}), a diagonal entry of X^T P X: it "
+                           "exceeds the smallest eigenvalue")
+        fro2 = float(_sum_up(col2))
         gram_err = _up(_up(_gamma(n) * fro2) + float(n) * float(p) * ETA)
         cen_err = _up(_up(2.0 * e + e * e) * fro2)
         tau = _up(_up(mu + gram_err) + cen_err)
