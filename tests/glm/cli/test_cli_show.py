@@ -89,6 +89,7 @@ def test_show_marks_a_lower_bound_above_the_upper_bound(saved, capsys):
     out = capsys.readouterr().out
     assert "status    : INCONSISTENT (claims optimal)" in out and "above the upper bound" in out
     assert "status    : optimal" not in out
+    assert "meaning   : none: the claims contradict each other" in out
     rep = verify_certificate(path, X, y)
     assert {"bounds_order", "status"} <= set(rep.failed_checks), str(rep)
     assert "inconsistent" in dict(rep.failures)["bounds_order"]
