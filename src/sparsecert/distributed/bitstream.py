@@ -1,20 +1,23 @@
-"""The one bit packer of the distributed wing: MSB-first bitstreams and the codes written in them.
+"""The one bit packer of the distributed wing: MSB-first bitstreams.
 
 Every encoder (:mod:`~sparsecert.distributed.compress`, :mod:`~sparsecert.distributed.quantize`)
 writes its messages with the functions here, so a message's ``n_bits`` is the exact length of
 the stream it carries and a receiver reads it back with :class:`BitReader`.
 
 * Writing: :func:`pack_codewords` concatenates codewords (the ``lengths[i]`` low bits of
-  ``values[i]``, most significant bit first); :func:`pack_uints` is the fixed-width case and
-  :class:`BitWriter` collects segments (headers, float32 fields, bodies) and packs them once.
+  ``values[i]``, most significant bit first): the general packer. :func:`pack_uints` is the
+  fixed-width case, written by the fast path :func:`pack_codes` (eight codes of ``nb`` bits
+  fill ``nb`` whole bytes; 3- and 4-bit codes with constant shifts), which writes the same
+  bits as the general packer (tested). :class:`BitWriter` collects segments (headers, float32
+  fields, bodies) and packs them once.
 * Reading: :class:`BitReader` (fixed-width integers, float32 fields, Elias-gamma and canonical
-  Huffman codes) and :func:`unpack_uints`.
-* Codes: Elias gamma (:func:`gamma_lengths`) and canonical Huffman (:func:`huffman_lengths`,
-  :func:`canonical_codes`).
+  Huffman codes), :func:`unpack_uints` and its fast path :func:`unpack_codes`.
+* The codes themselves (Elias gamma, canonical Huffman) are built in
+  :mod:`~sparsecert.distributed.entropy` (re-exported here).
 
-The numba kernels :func:`put_bits` / :func:`get_bits` are also what the fused encoders of
-:mod:`~sparsecert.distributed.quantize` call, one codeword at a time, into a zeroed ``uint8``
-buffer.
+The numba kernels :func:`put_bits` / :func:`get_bits` / :func:`pack_codes` /
+:func:`unpack_codes` are also what the fused kernels of the quantizers call, into a zeroed
+``uint8`` buffer.
 """
 
 from __future__ import annotations
@@ -22,7 +25,13 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from sparsecert.distributed.comm import Message
+from sparsecert.distributed.entropy import (
+    canonical_codes,
+    canonical_tables,
+    gamma_lengths,
+    huffman_lengths,
+)
+from sparsecert.distributed.message import Message
 
 __all__ = [
     "BitReader",
@@ -30,6 +39,8 @@ __all__ = [
     "pack_codewords",
     "pack_uints",
     "unpack_uints",
+    "pack_codes",
+    "unpack_codes",
     "gamma_lengths",
     "huffman_lengths",
     "canonical_codes",
@@ -38,6 +49,7 @@ __all__ = [
 ]
 
 _U1 = np.uint64(1)
+_BYTE = np.uint64(255)
 
 
 # ----------------------------------------------------------------------------- kernels
@@ -130,48 +142,203 @@ def _huffman_decode(buf, pos, count, end, first, cnt, offs, syms):  # pragma: no
     return out, pos
 
 
+# ------------------------------------------------------------------ the fast fixed-width path
 @njit(cache=True, nogil=True)
-def _huffman_lengths_kernel(freq):  # pragma: no cover - compiled
-    """Huffman code lengths by repeated merging of the two lightest subtrees (ties: the
-    subtree holding the smallest symbol first); absent symbols get 0."""
-    n = freq.size
-    lengths = np.zeros(n, dtype=np.int64)
-    weight = np.empty(n, dtype=np.int64)
-    key = np.empty(n, dtype=np.int64)  # smallest symbol in the subtree
-    group = np.arange(n)  # subtree id of each symbol
-    alive = np.zeros(n, dtype=np.bool_)
-    m = 0
-    for i in range(n):
-        weight[i] = freq[i]
-        key[i] = i
-        if freq[i] > 0:
-            alive[i] = True
-            m += 1
-    if m == 1:
-        for i in range(n):
-            if alive[i]:
-                lengths[i] = 1
-        return lengths
-    while m > 1:
-        a = -1
-        b = -1
-        for i in range(n):
-            if not alive[i]:
-                continue
-            if a < 0 or (weight[i], key[i]) < (weight[a], key[a]):
-                b = a
-                a = i
-            elif b < 0 or (weight[i], key[i]) < (weight[b], key[b]):
-                b = i
-        for j in range(n):  # every symbol of both subtrees goes one level deeper
-            if freq[j] > 0 and (group[j] == a or group[j] == b):
-                lengths[j] += 1
-                group[j] = a
-        weight[a] += weight[b]
-        key[a] = min(key[a], key[b])
-        alive[b] = False
-        m -= 1
-    return lengths
+def _unpack_triples(buf, pos, codes):  # pragma: no cover - compiled
+    """:func:`unpack_codes` for 3-bit codes: eight codes from the three bytes of their group
+    (plus the next one when ``pos`` is not on a byte boundary), with constant shifts."""
+    n = codes.size
+    ng = n // 8
+    o = pos & 7
+    x = buf[pos >> 3:]
+    if o == 0:
+        for g in range(ng):
+            w = ((np.uint32(x[3 * g]) << np.uint32(16)) | (np.uint32(x[3 * g + 1]) << np.uint32(8))
+                 | np.uint32(x[3 * g + 2]))
+            c = codes[8 * g:8 * g + 8]
+            for j in range(8):
+                c[j] = np.uint8((w >> np.uint32(21 - 3 * j)) & np.uint32(7))
+    else:
+        so = np.uint32(8 - o)
+        for g in range(ng):
+            w = ((np.uint32(x[3 * g]) << np.uint32(24)) | (np.uint32(x[3 * g + 1]) << np.uint32(16))
+                 | (np.uint32(x[3 * g + 2]) << np.uint32(8)) | np.uint32(x[3 * g + 3])) >> so
+            c = codes[8 * g:8 * g + 8]
+            for j in range(8):
+                c[j] = np.uint8((w >> np.uint32(21 - 3 * j)) & np.uint32(7))
+    p = pos + 24 * ng
+    for i in range(8 * ng, n):
+        codes[i] = np.uint8(get_bits(buf, p, 3))
+        p += 3
+
+
+@njit(cache=True, nogil=True)
+def _pack_triples(codes, buf, pos):  # pragma: no cover - compiled
+    """:func:`pack_codes` for 3-bit codes: each group of eight codes is one 24-bit word,
+    written as three bytes (shifted by ``pos & 7``, the spill carried to the next group)."""
+    n = codes.size
+    ng = n // 8
+    o = pos & 7
+    x = buf[pos >> 3:]
+    if o == 0:
+        for g in range(ng):
+            c = codes[8 * g:8 * g + 8]
+            w = np.uint32(0)
+            for j in range(8):
+                w |= np.uint32(c[j]) << np.uint32(21 - 3 * j)
+            x[3 * g] = np.uint8(w >> np.uint32(16))
+            x[3 * g + 1] = np.uint8((w >> np.uint32(8)) & np.uint32(255))
+            x[3 * g + 2] = np.uint8(w & np.uint32(255))
+    elif ng > 0:
+        so = np.uint64(8 - o)
+        carry = np.uint64(x[0]) << np.uint64(24)  # the bits before pos in the first byte
+        for g in range(ng):
+            c = codes[8 * g:8 * g + 8]
+            w = np.uint64(0)
+            for j in range(8):
+                w |= np.uint64(c[j]) << np.uint64(21 - 3 * j)
+            ww = carry | (w << so)  # 32 bits from the group's first byte on
+            x[3 * g] = np.uint8((ww >> np.uint64(24)) & _BYTE)
+            x[3 * g + 1] = np.uint8((ww >> np.uint64(16)) & _BYTE)
+            x[3 * g + 2] = np.uint8((ww >> np.uint64(8)) & _BYTE)
+            carry = (ww & _BYTE) << np.uint64(24)
+        x[3 * ng] = np.uint8(carry >> np.uint64(24))
+    p = pos + 24 * ng
+    for i in range(8 * ng, n):
+        p = put_bits(buf, p, np.uint64(codes[i]), 3)
+    return pos + 3 * n
+
+
+@njit(cache=True, nogil=True)
+def _pack_nibbles(codes, buf, pos):  # pragma: no cover - compiled
+    """:func:`pack_codes` for 4-bit codes: byte ``j`` of the body holds the low ``8 - o``
+    bits of code pair ``j - 1`` and the high ``o`` bits of pair ``j`` (``o = pos & 7``),
+    computed from the codes alone (no read-modify-write: the loop vectorises)."""
+    n = codes.size
+    npair = n // 2
+    b0 = pos >> 3
+    o = pos & 7
+    if npair > 0:
+        c = codes[:2 * npair]
+        if o == 0:
+            dst = buf[b0:b0 + npair]
+            for j in range(npair):
+                dst[j] = (c[2 * j] << np.uint8(4)) | c[2 * j + 1]
+        else:
+            s1 = np.uint8(o)
+            s2 = np.uint8(8 - o)
+            buf[b0] |= np.uint8((c[0] << np.uint8(4)) | c[1]) >> s1
+            dst = buf[b0 + 1:b0 + 1 + npair]
+            cn = codes[2:2 * npair]
+            for j in range(npair - 1):
+                prev = np.uint8((c[2 * j] << np.uint8(4)) | c[2 * j + 1])
+                cur = np.uint8((cn[2 * j] << np.uint8(4)) | cn[2 * j + 1])
+                dst[j] = np.uint8(prev << s2) | (cur >> s1)
+            last = np.uint8((c[2 * npair - 2] << np.uint8(4)) | c[2 * npair - 1])
+            dst[npair - 1] = np.uint8(last << s2)
+    end = pos + 4 * n
+    if n > 2 * npair:
+        put_bits(buf, end - 4, np.uint64(codes[n - 1]), 4)
+    return end
+
+
+@njit(cache=True, nogil=True)
+def pack_codes(codes, nb, buf, pos):  # pragma: no cover - compiled
+    """Write the ``nb``-bit ``codes`` at bit ``pos`` of ``buf`` (zero from ``pos`` on);
+    returns the end position. Eight codes fill ``nb`` whole bytes, so every group of eight
+    starts at the same offset within its byte: one 64-bit word per group (``nb <= 7``);
+    4-bit codes two per byte (:func:`_pack_nibbles`), 3-bit codes eight per three bytes
+    (:func:`_pack_triples`)."""
+    n = codes.size
+    if nb == 4:
+        return _pack_nibbles(codes, buf, pos)
+    if nb == 3:
+        return _pack_triples(codes, buf, pos)
+    bytepos = pos >> 3
+    o = pos & 7
+    acc = np.uint64(buf[bytepos]) >> np.uint64(8 - o) if o else np.uint64(0)
+    omask = (np.uint64(1) << np.uint64(o)) - np.uint64(1)
+    unb = np.uint64(nb)
+    n_groups = n // 8 if nb <= 7 else 0
+    for grp in range(n_groups):
+        w = np.uint64(0)
+        for j in range(8):
+            w = (w << unb) | np.uint64(codes[8 * grp + j])
+        acc = (acc << np.uint64(8 * nb)) | w
+        for k in range(nb):
+            buf[bytepos + k] = np.uint8((acc >> np.uint64(o + 8 * (nb - 1 - k))) & _BYTE)
+        bytepos += nb
+        acc &= omask
+    nacc = o
+    for i in range(8 * n_groups, n):
+        acc = (acc << unb) | np.uint64(codes[i])
+        nacc += nb
+        if nacc >= 8:
+            nacc -= 8
+            buf[bytepos] = np.uint8((acc >> np.uint64(nacc)) & _BYTE)
+            bytepos += 1
+    if nacc > 0:
+        buf[bytepos] = np.uint8((acc << np.uint64(8 - nacc)) & _BYTE)
+    return bytepos * 8 + nacc
+
+
+@njit(cache=True, nogil=True)
+def _unpack_nibbles(buf, pos, codes):  # pragma: no cover - compiled
+    """:func:`unpack_codes` for 4-bit codes: each byte of the body, realigned to the byte
+    grid (``o = pos & 7`` bits from the next byte), holds two codes. The loops read
+    contiguous slices (no index arithmetic on ``buf``), so they vectorise."""
+    n = codes.size
+    npair = n // 2
+    b0 = pos >> 3
+    o = pos & 7
+    src = buf[b0:b0 + npair]
+    if o == 0:
+        for j in range(npair):
+            rb = src[j]
+            codes[2 * j] = rb >> np.uint8(4)
+            codes[2 * j + 1] = rb & np.uint8(15)
+    else:
+        nxt = buf[b0 + 1:b0 + 1 + npair]
+        s1 = np.uint8(o)
+        s2 = np.uint8(8 - o)
+        for j in range(npair):
+            rb = np.uint8((src[j] << s1) | (nxt[j] >> s2))
+            codes[2 * j] = rb >> np.uint8(4)
+            codes[2 * j + 1] = rb & np.uint8(15)
+    if n > 2 * npair:
+        codes[n - 1] = np.uint8(get_bits(buf, pos + 4 * (n - 1), 4))
+
+
+@njit(cache=True, nogil=True)
+def unpack_codes(buf, pos, nb, codes):  # pragma: no cover - compiled
+    """Read ``codes.size`` codes of ``nb`` bits from bit ``pos`` of ``buf`` (the inverse of
+    :func:`pack_codes`: a group of eight codes is read from ``nb`` (+1) bytes at once; 4-bit
+    codes two per realigned byte, 3-bit codes with constant shifts)."""
+    n = codes.size
+    if nb == 4:
+        _unpack_nibbles(buf, pos, codes)
+        return
+    if nb == 3:
+        _unpack_triples(buf, pos, codes)
+        return
+    bytepos = pos >> 3
+    o = pos & 7
+    unb = np.uint64(nb)
+    m1 = (np.uint64(1) << unb) - np.uint64(1)
+    n_groups = n // 8 if nb <= 7 else 0
+    for grp in range(n_groups):
+        val = np.uint64(0)
+        for k in range(nb):
+            val = (val << np.uint64(8)) | np.uint64(buf[bytepos + k])
+        if o:
+            val = ((val << np.uint64(8)) | np.uint64(buf[bytepos + nb])) >> np.uint64(8 - o)
+        for j in range(8):
+            codes[8 * grp + j] = np.uint8((val >> np.uint64(nb * (7 - j))) & m1)
+        bytepos += nb
+    p = pos + 8 * nb * n_groups
+    for i in range(8 * n_groups, n):
+        codes[i] = np.uint8(get_bits(buf, p, nb))
+        p += nb
 
 
 # ----------------------------------------------------------------------------- writing
@@ -193,7 +360,9 @@ def pack_codewords(values: np.ndarray, lengths: np.ndarray) -> tuple[bytes, int]
 def pack_uints(values: np.ndarray, width: int) -> bytes:
     """Bit-pack non-negative integers, ``width`` bits each, most significant bit first.
 
-    The result has ``ceil(len(values) * width / 8)`` bytes (the last one zero-padded).
+    The result has ``ceil(len(values) * width / 8)`` bytes (the last one zero-padded). Widths
+    up to 8 go through the fast path :func:`pack_codes`, wider ones through
+    :func:`pack_codewords` (the same bits).
     """
     values = np.asarray(values, dtype=np.int64).ravel()
     if width == 0 or values.size == 0:
@@ -202,6 +371,10 @@ def pack_uints(values: np.ndarray, width: int) -> bytes:
         return b""
     if not 0 < width <= 63 or values.min() < 0 or values.max() >= (1 << width):
         raise ValueError(f"values do not fit in {width} bits")
+    if width <= 8:
+        buf = np.zeros(-(-values.size * width // 8), dtype=np.uint8)
+        pack_codes(values.astype(np.uint8), width, buf, 0)
+        return buf.tobytes()
     return pack_codewords(values, np.full(values.size, width, dtype=np.int64))[0]
 
 
@@ -212,7 +385,12 @@ def unpack_uints(data: bytes, count: int, width: int) -> np.ndarray:
     nbytes = -(-count * width // 8)
     if len(data) < nbytes:
         raise ValueError(f"need {nbytes} bytes for {count} integers of {width} bits")
-    return _read_uints(np.frombuffer(data, dtype=np.uint8), 0, int(count), int(width))
+    buf = np.frombuffer(data, dtype=np.uint8)
+    if width <= 8:
+        codes = np.empty(int(count), dtype=np.uint8)
+        unpack_codes(buf, 0, int(width), codes)
+        return codes.astype(np.int64)
+    return _read_uints(buf, 0, int(count), int(width))
 
 
 class BitWriter:
@@ -307,7 +485,7 @@ class BitReader:
 
     def huffman(self, count: int, lengths: np.ndarray) -> np.ndarray:
         """``count`` symbols of the canonical Huffman code with these code lengths."""
-        first, cnt, offs, syms = _canonical_tables(np.asarray(lengths, dtype=np.int64))
+        first, cnt, offs, syms = canonical_tables(np.asarray(lengths, dtype=np.int64))
         out, pos = _huffman_decode(self.buf, self.pos, int(count), self.end, first, cnt, offs,
                                    syms)
         if pos < 0:
@@ -319,60 +497,3 @@ class BitReader:
         """Raise unless the whole stream has been read."""
         if self.pos != self.end:
             raise ValueError(f"message has {self.end - self.pos} trailing bits")
-
-
-# ----------------------------------------------------------------------------- codes
-def gamma_lengths(n: np.ndarray) -> np.ndarray:
-    """Elias-gamma code length ``2 floor(log2 n) + 1`` of positive integers."""
-    n = np.asarray(n, dtype=np.int64)
-    if np.any(n < 1):
-        raise ValueError("Elias-gamma codes positive integers only")
-    bl = np.zeros(n.shape, dtype=np.int64)
-    m = n.copy()
-    while np.any(m > 0):  # bit length, exactly (no floating-point log2)
-        bl += m > 0
-        m >>= 1
-    return 2 * (bl - 1) + 1
-
-
-def huffman_lengths(freq: np.ndarray) -> np.ndarray:
-    """Huffman code lengths for symbol frequencies (0 for absent symbols; 1 if only one
-    symbol occurs)."""
-    freq = np.ascontiguousarray(freq, dtype=np.int64)
-    if freq.ndim != 1 or np.any(freq < 0):
-        raise ValueError("frequencies must be a 1-D array of non-negative integers")
-    return _huffman_lengths_kernel(freq)
-
-
-def canonical_codes(lengths: np.ndarray) -> np.ndarray:
-    """Canonical Huffman codewords (uint64) for the given code lengths (0 = absent)."""
-    lengths = np.asarray(lengths, dtype=np.int64)
-    codes = np.zeros(lengths.size, dtype=np.uint64)
-    order = sorted((int(lengths[i]), i) for i in range(lengths.size) if lengths[i] > 0)
-    code, prev = 0, 0
-    for ln, sym in order:
-        code <<= ln - prev
-        codes[sym] = code
-        code += 1
-        prev = ln
-    return codes
-
-
-def _canonical_tables(lengths: np.ndarray):
-    """Decoding tables of a canonical code: first code, count and symbol offset per length."""
-    maxlen = int(lengths.max()) if lengths.size else 0
-    first = np.zeros(maxlen + 1, dtype=np.int64)
-    cnt = np.zeros(maxlen + 1, dtype=np.int64)
-    offs = np.zeros(maxlen + 1, dtype=np.int64)
-    order = sorted((int(lengths[i]), i) for i in range(lengths.size) if lengths[i] > 0)
-    syms = np.array([s for _, s in order], dtype=np.int64)
-    per_len = np.bincount([ln for ln, _ in order], minlength=maxlen + 1)
-    code, idx = 0, 0
-    for ln in range(1, maxlen + 1):
-        code <<= 1
-        first[ln] = code
-        offs[ln] = idx
-        cnt[ln] = per_len[ln]
-        code += per_len[ln]
-        idx += per_len[ln]
-    return first, cnt, offs, syms

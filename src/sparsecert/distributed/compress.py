@@ -24,12 +24,12 @@ Encodings (no headers: ``d``, ``k`` and the value type are agreed in advance):
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 
 from sparsecert.distributed.bitstream import pack_uints, unpack_uints
-from sparsecert.distributed.comm import Message
 from sparsecert.distributed.encoder import Encoder, check_vector
+from sparsecert.distributed.message import Message
 from sparsecert.distributed.quantize import RandomQuantizer
-from sparsecert.distributed.quantize_kernels import add_values, to_float32
 
 __all__ = [
     "Compressor",
@@ -48,6 +48,31 @@ __all__ = [
 Compressor = Encoder
 
 _VALUE_DTYPES = {"float16": 16, "float32": 32, "float64": 64}
+
+
+@njit(cache=True, nogil=True)
+def add_values(out, values):  # pragma: no cover - compiled
+    """``out[i] += values[i]`` (float32 values are widened exactly: the same sums as numpy's
+    ``out += values``, without its buffered casting loop)."""
+    for i in range(out.size):
+        out[i] += values[i]
+
+
+_F32_MAX = float(np.finfo(np.float32).max)
+
+
+@njit(cache=True, nogil=True)
+def to_float32(v, out):  # pragma: no cover - compiled
+    """``out[i] = float32(v[i])`` (round to nearest) in one pass; returns the number of
+    entries that are NaN, infinite or larger in magnitude than the largest float32 (the
+    encoder of dense float32 messages, :class:`~sparsecert.distributed.compress.Identity`,
+    refuses those)."""
+    bad = 0
+    for i in range(v.size):
+        x = v[i]
+        bad += np.int64(not abs(x) <= _F32_MAX)
+        out[i] = np.float32(x)
+    return bad
 
 
 def _cast(values: np.ndarray, dt: np.dtype) -> np.ndarray:

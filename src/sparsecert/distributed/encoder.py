@@ -24,7 +24,7 @@ from abc import ABC, abstractmethod
 
 import numpy as np
 
-from sparsecert.distributed.comm import Message
+from sparsecert.distributed.message import Message
 
 __all__ = ["Encoder", "check_vector"]
 

@@ -57,7 +57,7 @@ from sparsecert.distributed.bitstream import (
     gamma_lengths,
     huffman_lengths,
 )
-from sparsecert.distributed.comm import Message
+from sparsecert.distributed.dequantize_kernels import decode_fixed_kernel
 from sparsecert.distributed.encoder import Encoder, check_vector
 from sparsecert.distributed.levels import (
     DEFAULT_INITS,
@@ -68,10 +68,10 @@ from sparsecert.distributed.levels import (
     optimize_sorted,
     uniform_levels,
 )
+from sparsecert.distributed.message import Message
 from sparsecert.distributed.quantize_kernels import (
     NO_LEVELS,
     PAD,
-    decode_fixed_kernel,
     encode_fixed_kernel,
     layer_norms,
     quantize_kernel,

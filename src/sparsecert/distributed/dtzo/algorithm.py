@@ -64,7 +64,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from sparsecert.distributed.comm import Communicator, Message, decode_dense, encode_dense
+from sparsecert.distributed.comm import Communicator
 from sparsecert.distributed.dtzo.baselines import FedAvgConfig, NestedZOConfig, nested_zo, zo_fedavg
 from sparsecert.distributed.dtzo.cuts import Cut, JacobianEstimator, cut_model, level3_map
 from sparsecert.distributed.dtzo.diagnostics import DTZOWarning, RunTrace, diagnose, warn_if_failed
@@ -85,6 +85,7 @@ from sparsecert.distributed.dtzo.trilevel import (
 from sparsecert.distributed.dtzo.zeroth_order import (
     ZOConfig,
 )
+from sparsecert.distributed.message import Message, decode_dense, encode_dense
 
 __all__ = [
     "TrilevelProblem",

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from sparsecert.distributed.comm import Communicator, Message, decode_dense, encode_dense
+from sparsecert.distributed.comm import Communicator
 from sparsecert.distributed.dtzo.trilevel import (
     DTZOResult,
     Monitor,
@@ -29,6 +29,7 @@ from sparsecert.distributed.dtzo.zeroth_order import (
     perturbation_points,
     sample_directions,
 )
+from sparsecert.distributed.message import Message, decode_dense, encode_dense
 
 __all__ = ["NestedZOConfig", "FedAvgConfig", "nested_zo", "zo_fedavg"]
 

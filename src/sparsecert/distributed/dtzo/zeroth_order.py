@@ -17,7 +17,8 @@ so that ``E[(d/q) sum_i u_i u_i^T] = I`` in both cases. With ``q = d`` orthogona
 weighted sum ``sum_i u_i u_i^T`` is exactly the identity, so the central estimator returns the
 exact gradient of a quadratic (its central difference is the exact directional derivative).
 
-Facts on a quadratic ``f(x) = x^T A x / 2 + b^T x`` (tested in ``tests/test_zeroth_order.py``):
+Facts on a quadratic ``f(x) = x^T A x / 2 + b^T x`` (tested in
+``tests/distributed/test_zeroth_order.py``):
 
 * central difference: ``(f(x + mu u) - f(x - mu u)) / (2 mu) = grad f(x)^T u`` exactly;
 * forward difference: ``(f(x + mu u) - f(x)) / mu = grad f(x)^T u + (mu / 2) u^T A u``, so the

@@ -421,7 +421,7 @@ def test_binary_search_rounding_is_the_threshold_count(s):
 
 @pytest.mark.parametrize("nb", range(1, 8))
 def test_pack_and_unpack_codes_against_bit_strings(nb):
-    from sparsecert.distributed.quantize_kernels import pack_codes, unpack_codes
+    from sparsecert.distributed.bitstream import pack_codes, unpack_codes
 
     rng = np.random.default_rng(nb)
     for offset, n in itertools.product(range(9), (0, 1, 7, 8, 9, 16, 23, 41)):

@@ -330,7 +330,7 @@ def test_qoda_trains_the_wgan_game():
 
 @pytest.mark.mpi
 def test_wgan_example_under_mpiexec_matches_simcomm(tmp_path, mpiexec):
-    script = Path(__file__).resolve().parents[1] / "examples" / "qoda_wgan.py"
+    script = Path(__file__).resolve().parents[2] / "examples" / "qoda_wgan.py"
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path), OPENBLAS_NUM_THREADS="1",
                MPLBACKEND="Agg")
     sim, mpi = tmp_path / "sim.npz", tmp_path / "mpi.npz"

@@ -25,7 +25,7 @@ from sparsecert.distributed.comm import (
     encode_scalars,
 )
 
-SRC = Path(__file__).resolve().parents[1] / "src"
+SRC = Path(__file__).resolve().parents[2] / "src"
 
 
 def _run_mpi(exe: str, args: list[str], n: int = 3,
@@ -303,7 +303,7 @@ def test_simcomm_and_mpicomm_identical_iterates(tmp_path, extra, mpiexec):
 
 def test_ci_flag_turns_mpi_skips_into_failures(tmp_path):
     """``SPARSECERT_REQUIRE_MPI=1`` (set by .ci/run) fails an MPI test that would skip."""
-    conftest = Path(__file__).with_name("conftest.py")
+    conftest = Path(__file__).parents[1] / "conftest.py"
     (tmp_path / "conftest.py").write_text(conftest.read_text())
     (tmp_path / "pytest.ini").write_text("[pytest]\nmarkers =\n    mpi: an MPI test\n")
     (tmp_path / "test_x.py").write_text(
@@ -390,7 +390,7 @@ def test_each_rank_reads_only_its_shards_and_matches_simcomm(tmp_path, mpiexec):
 @pytest.mark.mpi
 def test_fair_federated_example_under_mpiexec_matches_one_process(tmp_path, mpiexec):
     """The Safe-EF example prints the same table under mpiexec -n 3 as in one process."""
-    script = str(Path(__file__).resolve().parents[1] / "examples" / "fair_federated_logistic.py")
+    script = str(Path(__file__).resolve().parents[2] / "examples" / "fair_federated_logistic.py")
     mpi = _run_mpi(mpiexec, [script, "--quick", "--mpi", "--out", str(tmp_path / "mpi")], n=3,
                    timeout=300)
     env = dict(os.environ, PYTHONPATH=str(SRC) + os.pathsep + os.environ.get("PYTHONPATH", ""))

@@ -31,7 +31,7 @@ from sparsecert.distributed.dtzo.algorithm import (
 from sparsecert.distributed.dtzo.problems import RobustRidgeTrilevel, make_p1, make_p2
 from sparsecert.distributed.dtzo.zeroth_order import ZOConfig
 
-SRC = Path(__file__).resolve().parents[1] / "src"
+SRC = Path(__file__).resolve().parents[2] / "src"
 
 P1_CFG = DTZOConfig(n_iter=300, rho=1.0, beta=1e4, eps=1e-4, lr=0.2, K=3, eta3=0.2, eta2=0.2,
                     T=10, T1=60, max_cuts=3, vr_period=20, zo_f1=ZOConfig(q=2))
@@ -438,7 +438,7 @@ def test_mpi_run_matches_simcomm(tmp_path, mpiexec):
 def test_example_keeps_each_shard_on_its_rank_and_matches_simcomm(tmp_path, mpiexec):
     """The federated tuning example under mpiexec -n 3: rank j opens site_j.npz and nothing else
     (each rank prints what it opened), and the iterates equal SimComm's in one process."""
-    script = Path(__file__).resolve().parents[1] / "examples" / "federated_hyperparameter_tuning.py"
+    script = Path(__file__).resolve().parents[2] / "examples" / "federated_hyperparameter_tuning.py"
     env = dict(os.environ, PYTHONPATH=str(SRC) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     common = [str(script), "--n-iter", "12", "--no-reference"]
     runs = {"mpi": [mpiexec, "-n", "3", sys.executable, *common, "--comm", "mpi"],
