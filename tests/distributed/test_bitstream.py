@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import heapq
+import itertools
 
 import numpy as np
 import pytest
@@ -147,3 +148,28 @@ def test_every_encoder_follows_the_protocol(make):
     else:
         with pytest.raises(TypeError, match="Generator"):
             make(d).encode(v)
+
+
+def test_fixed_width_fast_path_writes_the_general_packers_bits():
+    """``pack_uints`` / ``unpack_uints`` (the fast fixed-width path, :func:`pack_codes`, for
+    widths up to 8) against the general codeword packer, at every width and odd lengths."""
+    from sparsecert.distributed.bitstream import pack_codes, pack_codewords, unpack_codes
+
+    rng = np.random.default_rng(3)
+    for width, n in itertools.product(range(1, 13), (0, 1, 3, 7, 8, 9, 17, 64, 101)):
+        v = rng.integers(0, 1 << width, size=n)
+        general = pack_codewords(v, np.full(n, width))[0] if n else b""
+        assert pack_uints(v, width) == general, (width, n)
+        assert np.array_equal(unpack_uints(general, n, width), v)
+        if width <= 8 and n:  # the kernel itself, from a bit offset inside a byte
+            for off in (0, 3, 7):
+                head = pack_codewords(np.array([5]), np.array([off]))[0] if off else b""
+                buf = np.zeros(-(-(off + n * width) // 8), dtype=np.uint8)
+                buf[:len(head)] = np.frombuffer(head, np.uint8)
+                pack_codes(v.astype(np.uint8), width, buf, off)
+                want = pack_codewords(np.r_[5, v][int(off == 0):],
+                                      np.r_[off, np.full(n, width)][int(off == 0):])[0]
+                assert buf.tobytes() == want, (width, n, off)
+                codes = np.empty(n, dtype=np.uint8)
+                unpack_codes(buf, off, width, codes)
+                assert np.array_equal(codes, v)

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from sparsecert.distributed.comm import Message
+from sparsecert.distributed.message import Message
 from sparsecert.distributed.quantize import (
     CODES,
     LayerMap,
@@ -21,6 +21,17 @@ from sparsecert.distributed.quantize import (
     optimize_levels,
     quantization_variance,
     uniform_levels,
+)
+from sparsecert.distributed.quantize_codes import (
+    bits,
+    bits_from_histogram,
+    dequantize,
+    histogram,
+    histogram_of,
+    quantize,
+    read,
+    read_add,
+    write,
 )
 
 SIZES = (40, 12, 4)
@@ -77,7 +88,7 @@ def test_monte_carlo_unbiased_and_variance(kind, s):
         q.adapt(v)
     rng = np.random.default_rng(7)
     n = 4000
-    samples = np.stack([q(v, rng) for _ in range(n)])
+    samples = np.stack([dequantize(q, quantize(q, v, rng)) for _ in range(n)])
     mean = samples.mean(axis=0)
     # per-coordinate standard deviation of the two-point distribution (brute-force reference)
     sd = np.sqrt(brute_force_coordinate_variance(v, *_sizes_levels(q)))
@@ -176,38 +187,38 @@ def test_encode_decode_round_trip(code, kind):
         if enc.adaptive and step != 1:
             enc.adapt(v * (1 + step))
         # quantize-then-pack and the fused encoder draw the same randomness
-        qv = enc.clone().quantize(v * (1 + step), np.random.default_rng(step))
+        qv = quantize(enc.clone(), v * (1 + step), np.random.default_rng(step))
         msg, out_rt = enc.roundtrip(v * (1 + step), np.random.default_rng(step))
         assert isinstance(msg, Message)
-        assert msg == enc.pack(qv)
-        assert msg.n_bits == enc.bits(qv, code) == enc.bits(qv)
+        assert msg == write(enc, qv)
+        assert msg.n_bits == bits(enc, qv, code) == bits(enc, qv)
         assert len(msg.payload) == (msg.n_bits + 7) // 8
         if code == "fixed":
             assert msg.n_bits == enc.fixed_bits(with_levels=qv.new_levels is not None)
-        qv2 = dec.clone().read(msg)
+        qv2 = read(dec.clone(), msg)
         assert np.array_equal(qv2.index, qv.index)
         assert np.array_equal(qv2.norms, qv.norms)
         nz = qv.index > 0
         assert np.array_equal(qv2.negative[nz], qv.negative[nz])
         out = dec.decode(msg)
-        assert np.array_equal(out, enc.dequantize(qv))
+        assert np.array_equal(out, dequantize(enc, qv))
         assert np.array_equal(out_rt, out)
         for a, b in zip(dec.levels, enc.levels, strict=True):
             assert np.array_equal(a, b)
         # the sizes under the other codes, from the decoder's index counts
         acc = np.zeros(enc.dim)
-        hist, with_levels = dec.clone().read_add(msg, acc)
+        hist, with_levels = read_add(dec.clone(), msg, acc)
         assert np.array_equal(acc, out)
         assert with_levels == (qv.new_levels is not None)
         for other in CODES:
-            assert enc.bits_from_histogram(hist, with_levels, other) == \
-                enc.pack(qv, other).n_bits
+            assert bits_from_histogram(enc, hist, with_levels, other) == \
+                write(enc, qv, other).n_bits
 
 
 def test_gamma_stream_matches_reference_bits():
     v = multiscale(9)
     q = global_uniform(v.size, 6, "gamma")
-    qv = q.clone().quantize(v, np.random.default_rng(0))
+    qv = quantize(q.clone(), v, np.random.default_rng(0))
     msg = q.encode(v, np.random.default_rng(0))
     bits = "".join(str(b) for b in np.unpackbits(np.frombuffer(msg.payload, np.uint8)))
     start = 32  # one float32 norm (a non-adaptive quantizer sends no level flag)
@@ -223,8 +234,8 @@ def test_huffman_code_is_near_entropy():
     rng = np.random.default_rng(10)
     v = rng.standard_normal(3000) * np.where(rng.random(3000) < 0.1, 5.0, 0.1)
     q = global_uniform(v.size, 14, "huffman")
-    qv = q.quantize(v, rng)
-    msg = q.pack(qv)
+    qv = quantize(q, v, rng)
+    msg = write(q, qv)
     p = np.bincount(qv.index) / qv.index.size
     p = p[p > 0]
     entropy = -np.sum(p * np.log2(p)) * qv.index.size
@@ -237,11 +248,11 @@ def test_huffman_code_is_near_entropy():
 def test_bad_inputs():
     q = layerwise_uniform(SIZES, 2)
     with pytest.raises(ValueError, match="shape"):
-        q.quantize(np.zeros(3), np.random.default_rng(0))
+        quantize(q, np.zeros(3), np.random.default_rng(0))
     bad = multiscale(0)
     bad[3] = np.nan
     with pytest.raises(ValueError, match="NaN"):
-        q.quantize(bad, np.random.default_rng(0))
+        quantize(q, bad, np.random.default_rng(0))
     with pytest.raises(ValueError, match="inner levels"):
         global_uniform(10, 31)
     with pytest.raises(ValueError, match="code"):
@@ -290,7 +301,7 @@ def test_corrupt_headers_are_refused_before_touching_the_sum():
 
     good = message([0.2, 0.5, 0.1, 0.7], [1.0, 2.0])
     out = np.zeros(5)
-    q.clone().read_add(good, out)
+    read_add(q.clone(), good, out)
     assert np.array_equal(out, np.zeros(5))  # every index 0 decodes to 0
     for levels, norms, match in (([0.5, 0.2, 0.1, 0.7], [1.0, 2.0], "levels"),
                                  ([0.2, 1.0, 0.1, 0.7], [1.0, 2.0], "levels"),
@@ -300,7 +311,7 @@ def test_corrupt_headers_are_refused_before_touching_the_sum():
         dec = q.clone()
         acc = np.ones(5)
         with pytest.raises(ValueError, match=match):
-            dec.read_add(message(levels, norms), acc)
+            read_add(dec, message(levels, norms), acc)
         assert np.array_equal(acc, np.ones(5))
         assert np.array_equal(dec.levels[0], q.levels[0])
 
@@ -311,12 +322,12 @@ def test_zero_layer_round_trip(code):
     v[SIZES[0]:SIZES[0] + SIZES[1]] = 0.0  # a whole layer of zeros
     q = layerwise_adaptive(SIZES, 3, code)
     q.adapt(v)
-    qv = q.clone().quantize(v, np.random.default_rng(0))
+    qv = quantize(q.clone(), v, np.random.default_rng(0))
     msg = q.encode(v, np.random.default_rng(0))
     out = q.clone().decode(msg)
     assert np.all(out[SIZES[0]:SIZES[0] + SIZES[1]] == 0.0)
     assert qv.norms[1] == 0.0
-    assert np.array_equal(out, q.dequantize(qv))
+    assert np.array_equal(out, dequantize(q, qv))
 
 
 @pytest.mark.parametrize("s", [0, 1, 2, 6, 7, 14, 30])
@@ -328,14 +339,14 @@ def test_fixed_code_kernels_against_the_generic_reader(s):
     q = layerwise_adaptive(sizes, s)
     q.adapt(v)
     msg, out = q.roundtrip(v, np.random.default_rng(1))
-    qv = q.clone().read(msg)  # generic BitReader path
+    qv = read(q.clone(), msg)  # generic BitReader path
     ref = q.clone()
     ref.levels = q.levels
-    assert np.array_equal(out, ref.dequantize(qv))
+    assert np.array_equal(out, dequantize(ref, qv))
     acc = np.zeros(q.dim)
-    hist, with_levels = q.clone().read_add(msg, acc)
+    hist, with_levels = read_add(q.clone(), msg, acc)
     assert with_levels and np.array_equal(acc, out)
-    assert np.array_equal(hist, q.histogram(qv))
+    assert np.array_equal(hist, histogram(q, qv))
 
 
 @pytest.mark.parametrize("s", [0, 1, 2, 6, 7, 14])
@@ -355,7 +366,7 @@ def test_rounding_follows_the_rule_with_the_documented_uniforms(s):
     lv = np.stack(q.levels)[q.lmap.type_of]
     v[3] = layer_norms(v, q.lmap.offsets)[0] * lv[3, min(s, 1)]  # (about) on a level
     r = np.repeat(layer_norms(v, q.lmap.offsets), sizes)
-    qv = q.quantize(v, np.random.default_rng(5))
+    qv = quantize(q, v, np.random.default_rng(5))
     seed = np.random.default_rng(5).integers(0, 2**64, dtype=np.uint64)  # the message seed
     u = np.minimum(np.abs(v) / np.where(r > 0, r, 1.0), 1.0)
     lo = np.array([min(np.searchsorted(lv[i], u[i], side="right") - 1, s) for i in range(v.size)])
@@ -449,7 +460,7 @@ def test_out_of_range_index_refused_before_touching_the_sum():
     w.uints(np.array([1] * 12 + [3]), 3)
     acc = np.ones(13)
     with pytest.raises(ValueError, match="out of range"):
-        q.clone().read_add(w.message(), acc)
+        read_add(q.clone(), w.message(), acc)
     assert np.array_equal(acc, np.ones(13))
 
 
@@ -462,12 +473,12 @@ def test_histogram_of_counts_without_decoding():
             enc.adapt(v)
         msg = enc.encode(v, np.random.default_rng(step))
         before = [lv.copy() for lv in dec.levels]
-        hist, with_levels = dec.histogram_of(msg)
+        hist, with_levels = histogram_of(dec, msg)
         assert all(np.array_equal(a, b) for a, b in zip(before, dec.levels, strict=True))
         acc = np.zeros(enc.dim)
-        hist2, with2 = dec.read_add(msg, acc)
+        hist2, with2 = read_add(dec, msg, acc)
         assert np.array_equal(hist, hist2) and with_levels == with2 == (step == 0)
-        assert dec.read_add(enc.encode(v, np.random.default_rng(9)), acc, count=False)[0] is None
+        assert read_add(dec, enc.encode(v, np.random.default_rng(9)), acc, count=False)[0] is None
 
 
 @pytest.mark.parametrize("s", [0, 1, 2, 6, 14])
@@ -480,7 +491,7 @@ def test_decode_sum_equals_messages_added_one_by_one(s, sizes, n_senders):
     zero sum (where the first two messages are one look-up; also with ``zeroed=True``, the
     zero sum stated instead of checked) and into a non-zero one, and the same levels taken
     up."""
-    from sparsecert.distributed.quantize import RoundDecoder, decode_sum
+    from sparsecert.distributed.round_decoder import RoundDecoder, decode_sum
 
     rng = np.random.default_rng(s)
     q = layerwise_adaptive(sizes, s)
@@ -504,7 +515,7 @@ def test_decode_sum_equals_messages_added_one_by_one(s, sizes, n_senders):
             want += dec.decode(msg)
         ref = out.copy()  # the generic (pure numpy) reader, one message after the other
         for dec, msg in zip(generic, msgs, strict=True):
-            ref += dec.dequantize(dec.read(msg))
+            ref += dequantize(dec, read(dec, msg))
         assert np.array_equal(ref.view(np.uint64), want.view(np.uint64))
         strided = np.zeros((q.dim, 2))  # the same into a non-contiguous view
         strided[:, 0] = out
@@ -514,14 +525,14 @@ def test_decode_sum_equals_messages_added_one_by_one(s, sizes, n_senders):
         stated(msgs, out_stated, zeroed=step != 1)  # the table of sums without the check
         assert np.array_equal(out_stated.view(np.uint64), want.view(np.uint64))
         assert np.array_equal(strided[:, 0], want) and not strided[:, 1].any()
-        hist, _ = single[0].histogram_of(msgs[0])  # counted block by block
-        assert np.array_equal(hist, q.histogram(single[0].clone().read(msgs[0])))
+        hist, _ = histogram_of(single[0], msgs[0])  # counted block by block
+        assert np.array_equal(hist, histogram(q, read(single[0].clone(), msgs[0])))
         for a, b in zip(fused, single, strict=True):
             assert all(np.array_equal(x, y) for x, y in zip(a.levels, b.levels, strict=True))
 
 
 def test_decode_sum_refuses_a_corrupt_message_before_changing_anything():
-    from sparsecert.distributed.quantize import decode_sum
+    from sparsecert.distributed.round_decoder import decode_sum
 
     v = multiscale(4)
     encs = [layerwise_adaptive(SIZES, 2) for _ in range(3)]
@@ -559,7 +570,7 @@ def test_round_decoder_over_many_rounds_equals_decoding_one_by_one():
     """One RoundDecoder kept over rounds (levels arriving in messages, levels set on a decoder
     from outside, a corrupt round refused without changing anything) against fresh decoders
     that decode every message in turn."""
-    from sparsecert.distributed.quantize import RoundDecoder
+    from sparsecert.distributed.round_decoder import RoundDecoder
 
     rng = np.random.default_rng(11)
     q = layerwise_adaptive(SIZES, 2)
@@ -633,3 +644,25 @@ def test_prefix_sums_are_numpys_cumulative_sums():
         got = _prefix_sums(us, ws)
         for g, want in zip(got, (ws, ws * us, ws * us * us), strict=True):
             assert g[0] == 0.0 and np.array_equal(g[1:], np.cumsum(want))
+
+
+@pytest.mark.parametrize("code", CODES)
+def test_code_sizes_are_the_sizes_of_the_other_encoders(code):
+    """``code_sizes`` (QODA's book-keeping) against the same content written by encoders of
+    each code (the same seed: the same rounding), without touching the decoder's levels."""
+    from sparsecert.distributed.quantize_codes import code_sizes
+
+    v = multiscale(5)
+    enc = layerwise_adaptive(SIZES, 2, code)
+    dec = enc.clone()
+    for step in range(3):
+        if step != 1:
+            enc.adapt(v * (1 + step))
+        others = {c: enc.with_code(c) for c in CODES}
+        msg = enc.encode(v * (1 + step), np.random.default_rng(step))
+        want = {c: q.encode(v * (1 + step), np.random.default_rng(step)).n_bits
+                for c, q in others.items()}
+        before = [lv.copy() for lv in dec.levels]
+        assert code_sizes(dec, msg) == want
+        assert all(np.array_equal(a, b) for a, b in zip(before, dec.levels, strict=True))
+        dec.decode(msg)

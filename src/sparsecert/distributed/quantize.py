@@ -35,10 +35,14 @@ Every message is a real bitstream (MSB first, :mod:`~sparsecert.distributed.bits
   canonical Huffman code of that layer's indices, the coded indices, then the signs of the
   non-zero coordinates.
 
-``Message.n_bits`` is the exact length of the stream; :meth:`Quantizer.bits` gives the size
-under any code from the content alone (tested to agree). The fixed code is written by one numba
-call per message (:mod:`~sparsecert.distributed.quantize_kernels`: norms, rounding and
-packing) and read by one call per round (:func:`decode_sum`: all messages straight into the
+A :class:`Quantizer` has three entry points: ``encode``, ``decode`` and ``decode_add``.
+``Message.n_bits`` is the exact length of the stream;
+:func:`~sparsecert.distributed.quantize_codes.code_sizes` gives the size of a message's content
+under every code (tested to agree with the encoders), and
+:mod:`~sparsecert.distributed.quantize_codes` reads and writes that content. The fixed code is
+written by one numba call per message (:mod:`~sparsecert.distributed.quantize_kernels`: norms,
+rounding and packing) and read by one call per round
+(:class:`~sparsecert.distributed.round_decoder.RoundDecoder`: all messages straight into the
 receiver's sum).
 """
 
@@ -50,13 +54,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sparsecert.distributed.bitstream import (
-    BitReader,
-    BitWriter,
-    canonical_codes,
-    gamma_lengths,
-    huffman_lengths,
-)
 from sparsecert.distributed.dequantize_kernels import decode_fixed_kernel
 from sparsecert.distributed.encoder import Encoder, check_vector
 from sparsecert.distributed.levels import (
@@ -69,12 +66,19 @@ from sparsecert.distributed.levels import (
     uniform_levels,
 )
 from sparsecert.distributed.message import Message
+from sparsecert.distributed.quantize_codes import (
+    CODES,
+    QuantizedVector,
+    dequantize,
+    quantize,
+    read,
+    write,
+)
 from sparsecert.distributed.quantize_kernels import (
     NO_LEVELS,
     PAD,
     encode_fixed_kernel,
     layer_norms,
-    quantize_kernel,
 )
 
 __all__ = [
@@ -90,12 +94,8 @@ __all__ = [
     "optimize_levels",
     "levels_variance",
     "quantization_variance",
-    "decode_sum",
-    "RoundDecoder",
     "CODES",
 ]
-
-CODES = ("fixed", "gamma", "huffman")
 
 
 # ----------------------------------------------------------------------------- layer map
@@ -204,29 +204,6 @@ def quantization_variance(v: np.ndarray, layers: int | Sequence[int] | LayerMap,
     tid = lmap.type_of
     return float(sum(levels_variance(u[tid == t], w[tid == t], lv_list[t])
                      for t in range(lmap.n_types)))
-
-
-# ----------------------------------------------------------------------------- quantized vector
-@dataclass
-class QuantizedVector:
-    """What a quantized message carries (before entropy coding).
-
-    Attributes
-    ----------
-    norms : numpy.ndarray
-        Float32 layer norms (as float64).
-    index : numpy.ndarray
-        Level index of each coordinate (int64).
-    negative : numpy.ndarray
-        Sign of each coordinate (True = negative).
-    new_levels : list of numpy.ndarray or None
-        Levels sent with this message (one array per type) or None.
-    """
-
-    norms: np.ndarray
-    index: np.ndarray
-    negative: np.ndarray
-    new_levels: list[np.ndarray] | None = None
 
 
 # ----------------------------------------------------------------------------- quantizers
@@ -384,50 +361,13 @@ class Quantizer(Encoder):
             return np.uint64(bg.random_raw())
         return np.uint64(rng.integers(0, 2**64, dtype=np.uint64))
 
-    def quantize(self, v: np.ndarray, rng: np.random.Generator) -> QuantizedVector:
-        """Unbiased random rounding of ``v`` (draws one 64-bit seed from ``rng``); takes the
-        pending new levels, if any, into the result."""
-        seed = self._seed(self._need_rng(rng))
-        v, norms = self._norms(v)
-        index = quantize_kernel(v, norms, self._offsets, self._ltypes, self._ptab,
-                                 self._pgap, seed, self.s)
-        qv = QuantizedVector(norms, index, v < 0, self._pending)
-        self._pending = None
-        return qv
-
-    def dequantize(self, qv: QuantizedVector) -> np.ndarray:
-        """The vector represented by ``qv`` under the current levels."""
-        mag = qv.norms[self._layer_of] * self._table[self._type_of, qv.index]
-        return np.where(qv.negative, -mag, mag)
-
-    def __call__(self, v: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        """Quantize and return the reconstructed vector (no encoding)."""
-        return self.dequantize(self.quantize(v, rng))
-
-    # -- coding
-    def _header(self, w: BitWriter, qv_norms: np.ndarray, new_levels) -> None:
-        if self.adaptive:
-            w.uints([int(new_levels is not None)], 1)
-            if new_levels is not None:
-                w.float32s(np.concatenate([lv[1:-1] for lv in new_levels]))
-        elif new_levels is not None:
-            raise ValueError("a non-adaptive quantizer cannot send levels")
-        w.float32s(qv_norms)
-
     def encode(self, v: np.ndarray, rng: np.random.Generator | None = None) -> Message:
         """Quantize ``v`` and write it as a bitstream in this quantizer's code."""
         if self.code != "fixed":
-            return self.pack(self.quantize(v, rng))
-        return self._encode_fixed(v, rng, want_decoded=False)[0]
+            return write(self, quantize(self, v, rng))
+        return self._encode_fixed(v, rng)
 
-    def roundtrip(self, v: np.ndarray, rng: np.random.Generator | None = None
-                  ) -> tuple[Message, np.ndarray]:
-        if self.code != "fixed":
-            qv = self.quantize(v, rng)
-            return self.pack(qv), self.dequantize(qv)
-        return self._encode_fixed(v, rng, want_decoded=True)
-
-    def _encode_fixed(self, v, rng, want_decoded: bool) -> tuple[Message, np.ndarray | None]:
+    def _encode_fixed(self, v, rng) -> Message:
         seed = self._seed(self._need_rng(rng))
         v = np.asarray(v, dtype=np.float64)
         if v.shape != (self.dim,):
@@ -440,140 +380,14 @@ class Quantizer(Encoder):
         else:
             flag = 1
             levels32 = np.concatenate([lv[1:-1] for lv in pending]).astype(np.float32)
-        out = np.zeros(self.dim) if want_decoded else _NO_OUT
         buf, n_bits = encode_fixed_kernel(v, self._offsets, self._ltypes, self._ptab,
-                                           self._pgap, seed, self.index_bits, flag, levels32, out,
-                                           self.s)
+                                           self._pgap, seed, self.index_bits, flag, levels32,
+                                           _NO_OUT, self.s)
         if n_bits < 0:
             check_vector(v, self.dim)  # names NaN / inf entries
             raise ValueError("cannot quantize: a layer norm overflows float32")
         self._pending = None
-        return Message(buf.tobytes(), int(n_bits)), (out if want_decoded else None)
-
-    def pack(self, qv: QuantizedVector, code: str | None = None) -> Message:
-        """Write an already quantized vector as a bitstream (default: this quantizer's code)."""
-        code = self.code if code is None else code
-        if code not in CODES:
-            raise ValueError(f"code must be one of {CODES}, got {code!r}")
-        w = BitWriter()
-        self._header(w, qv.norms, qv.new_levels)
-        idx = qv.index
-        if code == "fixed":
-            b = self.index_bits
-            w.uints((qv.negative.astype(np.uint64) << np.uint64(b)) | idx.astype(np.uint64),
-                    1 + b)
-            return w.message()
-        if code == "gamma":
-            w.codewords(idx + 1, gamma_lengths(idx + 1))
-        else:
-            off = self._offsets
-            for li in range(self.lmap.n_layers):
-                part = idx[off[li]: off[li + 1]]
-                lengths = huffman_lengths(np.bincount(part, minlength=self.s + 2))
-                w.uints(lengths, 5)
-                w.codewords(canonical_codes(lengths)[part], lengths[part])
-        w.uints(qv.negative[idx > 0], 1)
-        return w.message()
-
-    def histogram(self, qv: QuantizedVector) -> np.ndarray:
-        """Counts of each level index per layer, shape ``(n_layers, s + 2)``."""
-        n = self.s + 2
-        flat = np.bincount(self._layer_of * n + qv.index, minlength=self.lmap.n_layers * n)
-        return flat.reshape(self.lmap.n_layers, n)
-
-    def bits(self, qv: QuantizedVector, code: str | None = None) -> int:
-        """Exact size of ``qv`` under ``code`` (default: this quantizer's code)."""
-        return self.bits_from_histogram(self.histogram(qv), qv.new_levels is not None, code)
-
-    def bits_from_histogram(self, hist: np.ndarray, with_levels: bool,
-                            code: str | None = None) -> int:
-        """Exact message size from the per-layer index counts (see :meth:`histogram`)."""
-        code = self.code if code is None else code
-        if code not in CODES:
-            raise ValueError(f"code must be one of {CODES}, got {code!r}")
-        header = self._header_bits(with_levels)
-        if code == "fixed":
-            return header + self.dim * (1 + self.index_bits)
-        hist = np.asarray(hist, dtype=np.int64)
-        nnz = int(hist[:, 1:].sum())
-        if code == "gamma":
-            glen = gamma_lengths(np.arange(1, self.s + 3))
-            return header + int(hist.sum(axis=0) @ glen) + nnz
-        body = sum(int(row @ huffman_lengths(row)) for row in hist)
-        return header + self.lmap.n_layers * 5 * (self.s + 2) + body + nnz
-
-    def _read_header(self, rd: BitReader) -> tuple[np.ndarray, list[np.ndarray] | None]:
-        s, lm = self.s, self.lmap
-        new_levels = None
-        if self.adaptive and rd.uints(1, 1)[0]:
-            inner = rd.float32s(s * lm.n_types).reshape(lm.n_types, s)
-            new_levels = [np.concatenate([[0.0], inner[t], [1.0]]) for t in range(lm.n_types)]
-            self.levels = new_levels  # checked by the setter
-        norms = rd.float32s(lm.n_layers)
-        if not np.all(np.isfinite(norms)) or np.any(norms < 0):
-            raise ValueError("corrupt message: layer norms must be finite and >= 0")
-        return norms, new_levels
-
-    def read(self, msg: Message) -> QuantizedVector:
-        """Read a message into its quantized content (updating the levels if it carries new
-        ones)."""
-        if not isinstance(msg, Message):
-            raise TypeError("read expects a sparsecert.distributed.comm.Message")
-        rd = BitReader(msg)
-        d, s, lm = self.dim, self.s, self.lmap
-        norms, new_levels = self._read_header(rd)
-        if self.code == "fixed":
-            b = self.index_bits
-            codes = rd.uints(d, 1 + b)
-            negative = (codes >> b).astype(bool)
-            index = codes & ((1 << b) - 1)
-        else:
-            if self.code == "gamma":
-                index = rd.gamma(d)
-            else:
-                off = lm.offsets
-                parts = []
-                for li in range(lm.n_layers):
-                    lengths = rd.uints(s + 2, 5)
-                    parts.append(rd.huffman(int(off[li + 1] - off[li]), lengths))
-                index = np.concatenate(parts)
-            nz = index > 0
-            negative = np.zeros(d, dtype=bool)
-            negative[nz] = rd.uints(int(nz.sum()), 1).astype(bool)
-        if np.any(index > s + 1):
-            raise ValueError("corrupt message: level index out of range")
-        rd.finish()
-        return QuantizedVector(norms, index, negative, new_levels)
-
-    def read_add(self, msg: Message, out: np.ndarray, count: bool = True
-                 ) -> tuple[np.ndarray | None, bool]:
-        """``out += decode(msg)``; returns the per-layer index counts (``None`` unless
-        ``count``) and whether the message carried new levels (what
-        :meth:`bits_from_histogram` needs). Raises ``ValueError`` on a corrupt message (then
-        ``out`` is untouched with the fixed code, and may hold part of the sum with the
-        others)."""
-        if self.code != "fixed":
-            qv = self.read(msg)
-            out += self.dequantize(qv)
-            return (self.histogram(qv) if count else None), qv.new_levels is not None
-        if not isinstance(msg, Message):
-            raise TypeError("decode expects a sparsecert.distributed.comm.Message")
-        if out.shape != (self.dim,) or out.dtype != np.float64:
-            raise ValueError(f"out must be a float64 array of shape ({self.dim},)")
-        hist = np.zeros((self.lmap.n_layers, self.s + 2) if count else (0, 0), dtype=np.int64)
-        got = self._read_fixed(msg, self._table.copy(), out, hist)
-        return (hist if count else None), got
-
-    def histogram_of(self, msg: Message) -> tuple[np.ndarray, bool]:
-        """Per-layer index counts of a message and whether it carries new levels, without
-        decoding it (this decoder's levels are not touched): what the same content costs
-        under the other codes follows (:meth:`bits_from_histogram`)."""
-        if self.code != "fixed":
-            qv = self.clone().read(msg)
-            return self.histogram(qv), qv.new_levels is not None
-        hist = np.zeros((self.lmap.n_layers, self.s + 2), dtype=np.int64)
-        got = self._read_fixed(msg, self._table.copy(), np.zeros(0), hist, keep_levels=True)
-        return hist, got
+        return Message(buf.tobytes(), int(n_bits))
 
     def _read_fixed(self, msg: Message, table: np.ndarray, out: np.ndarray, hist: np.ndarray,
                     keep_levels: bool = False) -> bool:
@@ -595,17 +409,30 @@ class Quantizer(Encoder):
     def decode(self, msg: Message) -> np.ndarray:
         """Decode a message (updating the levels if it carries new ones)."""
         out = np.zeros(self.dim)
-        self.read_add(msg, out, count=False)
+        self.decode_add(msg, out)
         return out
 
     def decode_add(self, msg: Message, out: np.ndarray, scale: float = 1.0) -> None:
-        if scale == 1.0:
-            self.read_add(msg, out, count=False)
-        else:
+        """``out += scale * decode(msg)``. Raises ``ValueError`` on a corrupt message (then
+        ``out`` is untouched with the fixed code, and may hold part of the sum with the
+        others)."""
+        if scale != 1.0:
             out += scale * self.decode(msg)
+        elif self.code != "fixed":
+            out += dequantize(self, read(self, msg))
+        else:
+            self._check_out(msg, out)
+            self._read_fixed(msg, self._table.copy(), out, _NO_HIST)
+
+    def _check_out(self, msg: Message, out: np.ndarray) -> None:
+        if not isinstance(msg, Message):
+            raise TypeError("decode expects a sparsecert.distributed.message.Message")
+        if out.shape != (self.dim,) or out.dtype != np.float64:
+            raise ValueError(f"out must be a float64 array of shape ({self.dim},)")
 
 
 _NO_HISTS = np.zeros((0, 0, 0), dtype=np.int64)
+_NO_HIST = np.zeros((0, 0), dtype=np.int64)
 _NO_OUT = np.zeros(0)
 _DECODE_ERRORS = {
     -1: "truncated message or trailing bits: the stream length does not match the header",
@@ -613,90 +440,6 @@ _DECODE_ERRORS = {
     -3: "corrupt message: layer norms must be finite and >= 0",
     -4: "corrupt message: level index out of range",
 }
-
-
-class RoundDecoder:
-    """A receiver's decoders of one round, one per sender: ``rd(msgs, out)`` adds
-    ``decoders[k].decode(msgs[k])`` to ``out`` for every ``k`` (each decoder reads its own
-    sender's messages and takes the levels they carry), as :func:`decode_sum`, with the
-    per-round set-up done once.
-
-    When every decoder is a fixed-code :class:`Quantizer` of one layout, a round is one kernel
-    call that validates every message first (a corrupt one raises ``ValueError`` naming it,
-    and nothing, no decoder, no entry of ``out``, is changed), then adds all of them to each
-    coordinate in turn (the same floating-point sums as one message after the other, one
-    pass over ``out`` per four messages); the receiver's levels of all senders are kept in one
-    array (levels set on a decoder from outside are picked up). Other encoders go message by
-    message through their ``decode_add``.
-
-    Parameters
-    ----------
-    decoders : sequence of Encoder
-        One decoder per sender (their codes and layouts must not change afterwards).
-    """
-
-    def __init__(self, decoders: Sequence[Encoder]) -> None:
-        self.decoders = list(decoders)
-        q0 = self.decoders[0] if self.decoders else None
-        self.fused = (isinstance(q0, Quantizer) and q0.code == "fixed"
-                      and all(isinstance(q, Quantizer) and q.code == "fixed" and q.lmap == q0.lmap
-                              and q.s == q0.s and q.adaptive == q0.adaptive
-                              for q in self.decoders))
-        if self.fused:
-            self._src = [q._table for q in self.decoders]
-            self._tables = np.array(self._src)
-            self._args = (q0.adaptive, q0.s)  # the kernel's fixed arguments
-            self._layout = (q0._offsets, q0._ltypes, q0.index_bits)
-            self._shape = (q0.dim,)
-
-    def __call__(self, msgs: Sequence[Message], out: np.ndarray, zeroed: bool = False
-                 ) -> None:
-        """Add the round's decoded messages to ``out``. ``zeroed=True`` states that ``out``
-        is +0.0 everywhere (as just made by ``numpy.zeros``; not checked): the fused kernel
-        then skips the pass that checks it."""
-        decoders = self.decoders
-        if len(decoders) != len(msgs):
-            raise ValueError(f"got {len(msgs)} messages for {len(decoders)} decoders")
-        # few Python operations: right after the oracles each one runs with cold caches
-        if not self.fused or not all([isinstance(m, Message) for m in msgs]):
-            for q, m in zip(decoders, msgs, strict=True):
-                q.decode_add(m, out)
-            return
-        if not isinstance(out, np.ndarray) or out.shape != self._shape or (
-                out.dtype != np.float64):
-            raise ValueError(f"out must be a float64 array of shape {self._shape}")
-        meta = np.array([(len(m.payload), m.n_bits) for m in msgs], dtype=np.int64)
-        src, tables = self._src, self._tables
-        for k, q in enumerate(decoders):
-            if q._table is not src[k]:  # levels set from outside since the last round
-                tables[k] = q._table
-                src[k] = q._table
-        bufs = np.frombuffer(b"".join([m.payload for m in msgs]), dtype=np.uint8)
-        dst = out if out.flags.c_contiguous else np.ascontiguousarray(out)
-        status, k, n_got, got, _ = decode_fixed_kernel(
-            bufs, meta, *self._args, tables, *self._layout, dst, _NO_HISTS, bool(zeroed))
-        if status < 0:
-            raise ValueError(f"message {int(k)}: {_DECODE_ERRORS[int(status)]}")
-        if dst is not out:
-            out[:] = dst
-        if n_got:
-            for k in np.flatnonzero(got):
-                decoders[k].levels = list(tables[k])
-                src[k] = decoders[k]._table
-
-
-def decode_sum(decoders: Sequence[Encoder], msgs: Sequence[Message], out: np.ndarray) -> None:
-    """``out += decoders[k].decode(msgs[k])`` for every ``k`` (each decoder reads its own
-    sender's messages and takes the levels they carry).
-
-    Fixed-code messages of one quantizer layout are read in one kernel call that adds all of
-    them to each coordinate in turn (the same floating-point sums as one message after the
-    other); anything else goes message by message. Raises ``ValueError`` naming the first
-    corrupt message; with the fixed code nothing (no decoder, no entry of ``out``) is changed
-    then. A receiver decoding many rounds keeps a :class:`RoundDecoder` instead (the same
-    result, the set-up done once).
-    """
-    RoundDecoder(decoders)(msgs, out)
 
 
 class RandomQuantizer(Quantizer):

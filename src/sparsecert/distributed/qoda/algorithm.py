@@ -41,12 +41,13 @@ from sparsecert.distributed.quantize import (
     CODES,
     LayerMap,
     Quantizer,
-    RoundDecoder,
     global_adaptive,
     global_uniform,
     layerwise_adaptive,
     layerwise_uniform,
 )
+from sparsecert.distributed.quantize_codes import code_sizes
+from sparsecert.distributed.round_decoder import RoundDecoder
 from sparsecert.distributed.timing import PhaseClock
 
 __all__ = [
@@ -238,15 +239,10 @@ class _Exchange:
         # sending one code does not compute these)
         for i, msg in enumerate(msgs):
             self.payload_bits[i] += 8 * len(msg.payload)
-            dec = self.dec[i]
-            counts = None
+            sizes = (code_sizes(self.dec[i], msg) if self.quantized
+                     else dict.fromkeys(CODES, msg.n_bits))
             for c in CODES:
-                if not self.quantized or c == dec.code:
-                    self.bits[c][i] += msg.n_bits
-                else:
-                    if counts is None:
-                        counts = dec.histogram_of(msg)
-                    self.bits[c][i] += dec.bits_from_histogram(*counts, c)
+                self.bits[c][i] += sizes[c]
         return total
 
 

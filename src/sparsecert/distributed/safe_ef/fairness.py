@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sparsecert.distributed.safe_ef.problems import SafeEFProblem
+from sparsecert.distributed.safe_ef.problem import SafeEFProblem
 from sparsecert.distributed.safe_ef.workers import AveragedConstraint
 
 __all__ = [
