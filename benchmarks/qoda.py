@@ -30,6 +30,7 @@ from pathlib import Path  # noqa: E402
 import numpy as np  # noqa: E402
 
 from sparsecert.distributed.comm import SimComm, mpi_available  # noqa: E402
+from sparsecert.distributed.options import RunOptions  # noqa: E402
 from sparsecert.distributed.qoda.algorithm import (  # noqa: E402
     StepSchedule,
     make_quantizer,
@@ -62,8 +63,9 @@ def run_one(method: str, noise: str, seed: int, n_iter: int, cfg: dict,
     def stop(t, x_bar, metrics):
         return eps is not None and metrics["residual"] <= eps
 
-    common = dict(eta=StepSchedule(cfg["lr"]), monitor=prob.monitor,
-                  record_every=cfg["record_every"], callback=stop)
+    common = dict(eta=StepSchedule(cfg["lr"]),
+                  options=RunOptions(monitor=prob.monitor, record_every=cfg["record_every"],
+                                     stop=stop))
     ops = prob.operators()
     if algo == "oda":
         res = oda(ops, prob.x0, comm, n_iter, **common)
@@ -85,8 +87,9 @@ def run_p2(method: str, seed: int, n_iter: int, eps_gap: float, s: int) -> dict:
     _, kind = METHODS[method]
     prob = RobustLeastSquares(seed=seed)
     comm = SimComm(prob.n_workers, seed=2000 + seed)
-    common = dict(eta=StepSchedule(3.0), projection=prob.projection, monitor=prob.monitor,
-                  record_every=10, callback=lambda t, xb, m: m["gap"] <= eps_gap)
+    common = dict(eta=StepSchedule(3.0), projection=prob.projection,
+                  options=RunOptions(monitor=prob.monitor, record_every=10,
+                                     stop=lambda t, xb, m: m["gap"] <= eps_gap))
     if kind is None:
         res = oda(prob.operators(), prob.x0, comm, n_iter, **common)
     else:
@@ -178,8 +181,10 @@ def regime_run(kind: str, factor: float, seed: int, eps_rels, s: int, n_iter: in
     comm = SimComm(prob.n_workers, seed=1000 + seed)
     res = qoda(prob.operators(), prob.x0, comm, n_iter,
                quantizer=make_quantizer(kind, prob.layers, s), eta=StepSchedule(30.0),
-               level_update_every=50, monitor=lambda x: {"residual": prob.residual(x)},
-               record_every=10, callback=lambda t, xb, m: m["residual"] <= min(eps_rels) * r0)
+               level_update_every=50,
+               options=RunOptions(monitor=lambda x: {"residual": prob.residual(x)},
+                                  record_every=10,
+                                  stop=lambda t, xb, m: m["residual"] <= min(eps_rels) * r0))
     h = res.history
     out = {}
     for e in eps_rels:

@@ -40,6 +40,7 @@ from pathlib import Path  # noqa: E402
 import numpy as np  # noqa: E402
 
 from sparsecert.distributed.comm import SimComm, mpi_available  # noqa: E402
+from sparsecert.distributed.options import RunOptions  # noqa: E402
 from sparsecert.distributed.qoda.algorithm import (  # noqa: E402
     StepSchedule,
     make_quantizer,
@@ -77,8 +78,9 @@ def run_one(method: str, cfg: dict, seed: int, n_iter: int) -> dict:
     prob = QuadraticGame(sizes=cfg["sizes"], rank=cfg["rank"], n_workers=N_WORKERS, seed=seed)
     eps = cfg["eps"] if cfg["eps"] is not None else cfg["eps_rel"] * prob.residual(prob.x0)
     comm = SimComm(N_WORKERS, seed=1000 + seed)
-    kw = dict(eta=StepSchedule(30.0), monitor=prob.reduced_monitor(), record_every=10,
-              callback=lambda t, xb, m: m["residual"] <= eps)
+    kw = dict(eta=StepSchedule(30.0),
+              options=RunOptions(monitor=prob.reduced_monitor(), record_every=10,
+                                 stop=lambda t, xb, m: m["residual"] <= eps))
     if method == "ODA fp32":
         res = oda(prob.worker, prob.x0, comm, n_iter, **kw)
     else:

@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from sparsecert.distributed.comm import MPIComm, SimComm
+from sparsecert.distributed.options import RunOptions
 from sparsecert.distributed.qoda.algorithm import StepSchedule, make_quantizer, oda, qoda
 from sparsecert.distributed.qoda.wgan import WassersteinGame
 
@@ -42,8 +43,9 @@ def train(args: argparse.Namespace) -> dict:
     probe = make_comm(args, seed=1)
     game = WassersteinGame(n_features=8 if args.quick else 64, n_workers=probe.n_workers,
                            seed=0)
-    common = dict(eta=StepSchedule(3.0), monitor=game.reduced_monitor(),
-                  record_every=max(1, n_iter // 30))
+    common = dict(eta=StepSchedule(3.0),
+                  options=RunOptions(monitor=game.reduced_monitor(),
+                                     record_every=max(1, n_iter // 30)))
     runs = {
         "QODA layer-wise adaptive, 2-bit": qoda(
             game.worker, game.x0, probe, n_iter,

@@ -13,6 +13,7 @@ import scipy.linalg
 
 from sparsecert.distributed.comm import SimComm
 from sparsecert.distributed.compress import Identity
+from sparsecert.distributed.options import RunOptions
 from sparsecert.distributed.qoda.algorithm import (
     StepSchedule,
     make_quantizer,
@@ -68,7 +69,7 @@ def test_bit_accounting_matches_encoded_messages(code):
     comm = SimComm(3, seed=0)
     n_iter, every = 30, 10
     res = qoda(prob.operators(), prob.x0, comm, n_iter, quantizer=q, level_update_every=every,
-               record_every=5)
+               options=RunOptions(record_every=5))
     bpw = res.bits_per_worker
     assert np.array_equal(bpw["up"], comm.stats.up)
     assert np.array_equal(bpw[code], comm.stats.up)
@@ -84,11 +85,12 @@ def test_qoda_converges_and_qeg_uses_two_oracle_calls():
     ops = prob.operators()
     r0 = prob.residual(prob.x0)
     res = qoda(ops, prob.x0, SimComm(3, seed=1), 300, layers=prob.layers, s=2,
-               eta=StepSchedule(10.0), monitor=prob.monitor, record_every=50)
+               eta=StepSchedule(10.0),
+               options=RunOptions(monitor=prob.monitor, record_every=50))
     assert res.history["residual"][-1] < 0.3 * r0
     assert res.history["dist"][-1] < res.history["dist"][0]
     qeg = quantized_extragradient(ops, prob.x0, SimComm(3, seed=1), 50, layers=prob.layers, s=2,
-                                  record_every=50)
+                                  options=RunOptions(record_every=50))
     assert qeg.history["oracle_calls"][-1] == 100
     assert qeg.stats.rounds == 100
 
@@ -102,7 +104,7 @@ def test_callback_stops_the_run():
         return t >= 20
 
     res = qoda(prob.operators(), prob.x0, SimComm(3, seed=0), 100, layers=prob.layers, s=2,
-               monitor=prob.monitor, record_every=10, callback=stop)
+               options=RunOptions(monitor=prob.monitor, record_every=10, stop=stop))
     assert seen == [10, 20] and res.n_iter == 20
     assert list(res.history["iteration"]) == [10, 20]
     assert res.stats.rounds == 20
@@ -110,15 +112,17 @@ def test_callback_stops_the_run():
 
 def test_factory_and_reduced_monitor_match_the_global_versions():
     prob = QuadraticGame(**SMALL)
-    kw = dict(layers=prob.layers, s=2, eta=StepSchedule(10.0), record_every=10)
-    seq = qoda(prob.operators(), prob.x0, SimComm(3, seed=5), 40, monitor=prob.monitor, **kw)
+    kw = dict(layers=prob.layers, s=2, eta=StepSchedule(10.0))
+    seq = qoda(prob.operators(), prob.x0, SimComm(3, seed=5), 40, **kw,
+               options=RunOptions(monitor=prob.monitor, record_every=10))
     built = []
 
     def factory(k):
         built.append(k)
         return prob.worker(k)
 
-    fac = qoda(factory, prob.x0, SimComm(3, seed=5), 40, monitor=prob.reduced_monitor(), **kw)
+    fac = qoda(factory, prob.x0, SimComm(3, seed=5), 40, **kw,
+               options=RunOptions(monitor=prob.reduced_monitor(), record_every=10))
     assert built == [0, 1, 2]
     assert np.array_equal(seq.x_bar, fac.x_bar)
     for key in ("residual", "gap", "dist", "bits_up"):
@@ -128,7 +132,8 @@ def test_factory_and_reduced_monitor_match_the_global_versions():
 def test_traffic_and_time_accounting():
     prob = QuadraticGame(**SMALL)
     res = qoda(prob.operators(), prob.x0, SimComm(3, seed=0), 30, layers=prob.layers, s=2,
-               level_update_every=100, record_every=10)
+               level_update_every=100,
+               options=RunOptions(record_every=10))
     q = make_quantizer("layerwise_adaptive", prob.layers, 2)
     # every message after the first has the same size: each worker receives the two others'
     sent = res.bits_per_worker["up"]
@@ -139,7 +144,8 @@ def test_traffic_and_time_accounting():
     assert np.all(np.diff(c) >= 0) and c[-1] > 0
     assert sum(res.node_seconds.values()) == pytest.approx(c[-1], rel=1e-12)
     assert res.node_seconds["fit"] > 0 and res.warm_up_s > 0
-    oda_res = oda(prob.operators(), prob.x0, SimComm(3, seed=0), 5, record_every=5)
+    oda_res = oda(prob.operators(), prob.x0, SimComm(3, seed=0), 5,
+                  options=RunOptions(record_every=5))
     assert oda_res.node_seconds["fit"] == 0.0
 
 
@@ -204,8 +210,8 @@ def test_robust_least_squares_against_cvxpy():
 def test_qoda_on_robust_least_squares_with_projection():
     prob = RobustLeastSquares(n_features=8, rows_per_worker=8, n_workers=2, seed=1)
     res = qoda(prob.operators(), prob.x0, SimComm(2, seed=0), 300, layers=prob.layers, s=2,
-               eta=StepSchedule(2.0), projection=prob.projection, monitor=prob.monitor,
-               record_every=100)
+               eta=StepSchedule(2.0), projection=prob.projection,
+               options=RunOptions(monitor=prob.monitor, record_every=100))
     assert res.history["gap"][-1] < 0.2 * prob.duality_gap(prob.x0)
     assert np.linalg.norm(prob.split(res.x_last)[1]) <= prob.rho * (1 + 1e-12)
 
@@ -322,7 +328,8 @@ def test_qoda_trains_the_wgan_game():
 
     game = WassersteinGame(n_features=4, n_workers=3, seed=3)
     res = qoda(game.worker, game.x0, SimComm(3, seed=0), 400, layers=game.layers, s=2,
-               eta=StepSchedule(3.0), monitor=game.reduced_monitor(), record_every=50)
+               eta=StepSchedule(3.0),
+               options=RunOptions(monitor=game.reduced_monitor(), record_every=50))
     h = res.history
     assert h["residual"][-1] < 0.3 * h["residual"][0]
     assert h["mean_err"][-1] < 0.5 * h["mean_err"][0]
@@ -343,3 +350,18 @@ def test_wgan_example_under_mpiexec_matches_simcomm(tmp_path, mpiexec):
     assert set(a.files) == set(b.files) and "qoda_x_bar" in a.files
     for key in a.files:
         assert np.array_equal(a[key], b[key]), key
+
+
+def test_run_options_are_shared_with_safe_ef_and_unused_ones_refused():
+    from sparsecert.distributed.safe_ef import RunOptions as SafeEFRunOptions
+
+    assert SafeEFRunOptions is RunOptions
+    prob = QuadraticGame(**SMALL)
+    comm = SimComm(3, seed=0)
+    with pytest.raises(ValueError, match="store_iterates"):
+        qoda(prob.operators(), prob.x0, comm, 5, layers=prob.layers, s=2,
+             options=RunOptions(store_iterates=True))
+    with pytest.raises(ValueError, match="differs"):
+        oda(prob.operators(), prob.x0, comm, 5, options=RunOptions(comm=SimComm(3)))
+    res = oda(prob.operators(), prob.x0, comm, 5, options=RunOptions(comm=comm))
+    assert list(res.history["iteration"]) == [5]  # the default record period 10, last recorded

@@ -37,6 +37,7 @@ import numpy as np
 from sparsecert.distributed.comm import Communicator, Traffic, build_local
 from sparsecert.distributed.compress import Identity
 from sparsecert.distributed.encoder import Encoder
+from sparsecert.distributed.options import RunOptions
 from sparsecert.distributed.quantize import (
     CODES,
     LayerMap,
@@ -321,14 +322,36 @@ def _step(base: np.ndarray, scale: float, direction: np.ndarray, proj, tmp: np.n
     return np.array(proj(tmp), dtype=np.float64)
 
 
-def _run(method: str, operators, x0, comm, n_iter, *, quantizer, layers, s, code,
-         eta: StepSchedule, gamma: StepSchedule | None, projection, level_update_every,
-         monitor, record_every, callback=None) -> QODAResult:
-    x1 = _check_common(x0, n_iter, record_every, level_update_every)
+@dataclass(frozen=True)
+class _Steps:
+    """The update's settings: step schedules, projection, level refits."""
+
+    eta: StepSchedule
+    gamma: StepSchedule | None
+    projection: Callable | None
+    level_update_every: int
+
+
+def _options(options: RunOptions | None, comm: Communicator, method: str) -> RunOptions:
+    opts = RunOptions() if options is None else options
+    if not isinstance(opts, RunOptions):
+        raise TypeError("options must be a sparsecert.distributed.options.RunOptions")
+    if opts.comm is not None and opts.comm is not comm:
+        raise ValueError(f"{method}: RunOptions.comm differs from the communicator given")
+    opts.refuse(method, "store_iterates", "callback", "scalar_dtype", "server_seed")
+    return opts
+
+
+def _run(method: str, operators, x0, comm: Communicator, n_iter: int, q: Encoder,
+         steps: _Steps, opts: RunOptions) -> QODAResult:
+    record_every = opts.every(10)
+    monitor, stop = opts.monitor, opts.stop
+    x1 = _check_common(x0, n_iter, record_every, steps.level_update_every)
     d = x1.size
-    q = _resolve_quantizer(quantizer, layers, s, d, code)
     if q.dim != d:
         raise ValueError(f"quantizer dimension {q.dim} differs from x0's {d}")
+    eta, gamma, projection = steps.eta, steps.gamma, steps.projection
+    level_update_every = steps.level_update_every
     if not isinstance(eta, StepSchedule) or not (gamma is None or isinstance(gamma, StepSchedule)):
         raise TypeError("eta and gamma must be StepSchedule instances")
     if monitor is not None and not (isinstance(monitor, ReducedMonitor) or callable(monitor)):
@@ -393,7 +416,7 @@ def _run(method: str, operators, x0, comm, n_iter, *, quantizer, layers, s, code
             metrics = _monitor_metrics(monitor, comm, local_ops, x_bar)
             for k, val in metrics.items():
                 hist.setdefault(k, []).append(float(val))
-            if callback is not None and callback(t, x_bar, metrics):
+            if stop is not None and stop(t, x_bar, metrics):
                 break
     wall_s = time.perf_counter() - t_start
     n_done = t
@@ -440,15 +463,14 @@ _DOC_PARAMS = """
         Euclidean projection onto the constraint set.
     level_update_every : int
         Adaptive quantizers re-optimise their levels every this many iterations.
-    monitor : callable or ReducedMonitor, optional
-        ``monitor(x_bar) -> dict`` of metrics recorded in the history (evaluated by every
-        process), or a :class:`ReducedMonitor` (local sums of the hosted workers, reduced over
-        all workers).
-    record_every : int
-        Recording period (the last iteration is always recorded).
-    callback : callable, optional
-        ``callback(t, x_bar, metrics) -> bool`` at every recorded iteration; returning True
-        stops the run there (``n_iter`` of the result is then the iterations done).
+    options : RunOptions, optional
+        The run options shared with Safe-EF (:class:`~sparsecert.distributed.options.RunOptions`):
+        ``monitor`` (``monitor(x_bar) -> dict`` of metrics recorded in the history, evaluated
+        by every process, or a :class:`ReducedMonitor`: local sums of the hosted workers,
+        reduced over all workers), ``record_every`` (default 10; the last iteration is always
+        recorded) and ``stop`` (``stop(t, x_bar, metrics) -> bool`` at every recorded
+        iteration; True stops the run there, and ``n_iter`` of the result is then the
+        iterations done). ``comm`` may repeat the communicator; the other fields are refused.
 
     Returns
     -------
@@ -461,30 +483,25 @@ def qoda(operators: Sequence[Operator], x0: np.ndarray, comm: Communicator, n_it
          layers: int | Sequence[int] | LayerMap | None = None, s: int | None = 6,
          code: str | None = None, eta: StepSchedule = StepSchedule(),
          gamma: StepSchedule | None = None, projection: Callable | None = None,
-         level_update_every: int = 50,
-         monitor: Callable[[np.ndarray], Mapping[str, float]] | ReducedMonitor | None = None,
-         record_every: int = 10, callback: Callable | None = None) -> QODAResult:
+         level_update_every: int = 50, options: RunOptions | None = None) -> QODAResult:
     """Quantized optimistic dual averaging (one quantized exchange per iteration)."""
-    return _run("qoda", operators, x0, comm, n_iter, quantizer=quantizer, layers=layers, s=s,
-                code=code, eta=eta, gamma=gamma, projection=projection,
-                level_update_every=level_update_every, monitor=monitor,
-                record_every=record_every, callback=callback)
+    x0 = np.asarray(x0, dtype=np.float64)
+    q = _resolve_quantizer(quantizer, layers, s, x0.size, code)
+    return _run("qoda", operators, x0, comm, n_iter, q,
+                _Steps(eta, gamma, projection, level_update_every),
+                _options(options, comm, "qoda"))
 
 
 def oda(operators: Sequence[Operator], x0: np.ndarray, comm: Communicator, n_iter: int, *,
         precision: str = "float32", eta: StepSchedule = StepSchedule(),
         gamma: StepSchedule | None = None, projection: Callable | None = None,
-        monitor: Callable[[np.ndarray], Mapping[str, float]] | ReducedMonitor | None = None,
-        record_every: int = 10, callback: Callable | None = None) -> QODAResult:
+        options: RunOptions | None = None) -> QODAResult:
     """Unquantized optimistic dual averaging: messages are the raw oracle values as
     little-endian ``precision`` floats (``"float32"``: the FP32 baseline; ``"float64"``:
     lossless). The other parameters are those of :func:`qoda`."""
     x0 = np.asarray(x0, dtype=np.float64)
-    res = _run("oda", operators, x0, comm, n_iter,
-               quantizer=Identity(max(x0.size, 1), precision), layers=None, s=None,
-               code=None, eta=eta, gamma=gamma, projection=projection, level_update_every=1,
-               monitor=monitor, record_every=record_every, callback=callback)
-    return res
+    return _run("oda", operators, x0, comm, n_iter, Identity(max(x0.size, 1), precision),
+                _Steps(eta, gamma, projection, 1), _options(options, comm, "oda"))
 
 
 def quantized_extragradient(
@@ -493,17 +510,16 @@ def quantized_extragradient(
         layers: int | Sequence[int] | LayerMap | None = None, s: int | None = 6,
         code: str | None = None, eta: StepSchedule = StepSchedule(),
         gamma: StepSchedule | None = None, projection: Callable | None = None,
-        level_update_every: int = 50,
-        monitor: Callable[[np.ndarray], Mapping[str, float]] | ReducedMonitor | None = None,
-        record_every: int = 10, callback: Callable | None = None) -> QODAResult:
+        level_update_every: int = 50, options: RunOptions | None = None) -> QODAResult:
     """Quantized extra-gradient in dual-averaging form (Q-GenX-style): two quantized exchanges
     per iteration, ``X_{t+1/2} = P(X_t - gamma_t Vbar_t)``, ``Y_{t+1} = Y_t - Vbar_{t+1/2}``,
     ``X_{t+1} = P(X_1 + eta_{t+1} Y_{t+1})``, adaptive steps on ``||Vbar_{t+1/2} - Vbar_t||^2``.
     """
-    return _run("qeg", operators, x0, comm, n_iter, quantizer=quantizer, layers=layers, s=s,
-                code=code, eta=eta, gamma=gamma, projection=projection,
-                level_update_every=level_update_every, monitor=monitor,
-                record_every=record_every, callback=callback)
+    x0 = np.asarray(x0, dtype=np.float64)
+    q = _resolve_quantizer(quantizer, layers, s, x0.size, code)
+    return _run("qeg", operators, x0, comm, n_iter, q,
+                _Steps(eta, gamma, projection, level_update_every),
+                _options(options, comm, "quantized_extragradient"))
 
 
 qoda.__doc__ += _DOC_PARAMS

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from sparsecert.distributed.comm import MPIComm, SimComm
+from sparsecert.distributed.options import RunOptions
 from sparsecert.distributed.qoda.algorithm import (
     QUANTIZER_KINDS,
     QODAResult,
@@ -69,8 +70,9 @@ def run(args: argparse.Namespace, comm=None) -> QODAResult:
     prob = QuadraticGame(sizes=args.sizes, noise_scales=args.noise_scales,
                          n_workers=comm.n_workers, noise=args.noise, rank=args.rank,
                          seed=args.problem_seed)
-    common = dict(eta=StepSchedule(args.lr), monitor=prob.reduced_monitor(),
-                  record_every=args.record_every)
+    common = dict(eta=StepSchedule(args.lr),
+                  options=RunOptions(monitor=prob.reduced_monitor(),
+                                     record_every=args.record_every))
     ops = prob.worker  # a factory: each process builds only the workers it hosts
     if args.method == "oda":
         return oda(ops, prob.x0, comm, args.n_iter, **common)

@@ -36,6 +36,8 @@ from sparsecert.distributed.comm import (
     encode_dense,
 )
 from sparsecert.distributed.compress import Compressor
+from sparsecert.distributed.options import RunOptions
+from sparsecert.distributed.options import check_int as _check_int
 from sparsecert.distributed.safe_ef.workers import AveragedConstraint, AveragedWorker, Worker
 
 __all__ = ["RunOptions", "RoundInfo", "SafeEFResult", "Monitor", "Stop"]
@@ -45,57 +47,6 @@ Monitor = Callable[[np.ndarray], tuple[float, float]]
 Stop = Callable[[int, float, float], bool]
 """``stop(rounds, objective, violation)`` of the output at a record point; True ends the run."""
 
-_SCALAR_DTYPES = ("float16", "float32", "float64")
-
-
-@dataclass(frozen=True)
-class RunOptions:
-    """How a run is driven (shared by every method of :mod:`sparsecert.distributed.safe_ef`).
-
-    Parameters
-    ----------
-    comm : Communicator or None
-        Transport; default ``SimComm(len(workers))`` (required when ``workers`` is a factory).
-    monitor : callable or None
-        ``x -> (f(x), g(x))`` for the history only (no bits counted). Default: a reduction of
-        the local workers' ``f_i`` and constraint quantities over all workers
-        (``comm.allreduce``), so no process evaluates another's data. A user monitor is
-        called on every process and must return the same values on each.
-    record_every : int
-        Record the history every this many rounds (and at the last round).
-    store_iterates : bool
-        Keep ``x_0, ..., x_T`` in the result.
-    callback : callable or None
-        Called with a :class:`RoundInfo` after every round, on every process.
-    stop : callable or None
-        ``stop(rounds, objective, violation)`` evaluated on the output at every record point;
-        True ends the run there (e.g. once a target accuracy is reached).
-    scalar_dtype : {"float32", "float16", "float64"}
-        Encoding of the constraint values on the uplink and of the floats the server sends
-        with its decisions (32, 16 or 64 bits each; a value outside the type's range raises).
-    server_seed : int
-        Seed of the server's generator (randomized downlink compressors).
-    """
-
-    comm: Communicator | None = None
-    monitor: Monitor | None = None
-    record_every: int = 1
-    store_iterates: bool = False
-    callback: Callable[[RoundInfo], None] | None = None
-    stop: Stop | None = None
-    scalar_dtype: str = "float32"
-    server_seed: int = 0
-
-    def __post_init__(self) -> None:
-        if self.scalar_dtype not in _SCALAR_DTYPES:
-            raise ValueError(
-                f"scalar_dtype must be one of {_SCALAR_DTYPES}, got {self.scalar_dtype!r}"
-            )
-        _check_int("record_every", self.record_every, 1)
-        for name in ("monitor", "callback", "stop"):
-            v = getattr(self, name)
-            if v is not None and not callable(v):
-                raise TypeError(f"RunOptions.{name} must be callable or None")
 
 
 @dataclass
@@ -214,13 +165,6 @@ def _check_positive(name: str, value: float, allow_zero: bool = False) -> float:
         rel = ">= 0" if allow_zero else "> 0"
         raise ValueError(f"{name} must be {rel} and finite, got {value}")
     return v
-
-
-def _check_int(name: str, value: int, low: int) -> int:
-    if (isinstance(value, bool) or not isinstance(value, int | np.integer | float)
-            or int(value) != value or value < low):
-        raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
-    return int(value)
 
 
 def _check_compressor(comp: Compressor, d: int, name: str = "compressor") -> Compressor:
@@ -420,7 +364,7 @@ class _Run:
         self.x0 = x0.copy()
         self.d = x0.size
         self.n_rounds = _check_int("n_rounds", n_rounds, 1)
-        self.record_every = opts.record_every
+        self.record_every = opts.every(1)
         self.monitor = self._reduction_monitor if opts.monitor is None else opts.monitor
         self.root = self.comm.is_root
         self.method = method
