@@ -81,10 +81,11 @@ class PhaseClock:
 
     def node_seconds(self, n_local_workers: int) -> dict[str, float]:
         """Seconds of one node hosting one worker: per-worker phases divided by the number of
-        workers this process hosts, node phases as measured."""
-        if n_local_workers < 1:
-            raise ValueError("a process hosts at least one worker")
-        return {k: (v / n_local_workers if k in WORKER_PHASES else v)
+        workers this process hosts, node phases as measured. A process that hosts no worker
+        (more ranks than workers) measured no per-worker phase: they count 0 there."""
+        if n_local_workers < 0:
+            raise ValueError("n_local_workers must be >= 0")
+        return {k: (v / max(n_local_workers, 1) if k in WORKER_PHASES else v)
                 for k, v in self.seconds.items()}
 
     def node_total(self, n_local_workers: int) -> float:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import sys
+import traceback
 from collections.abc import Mapping
 from typing import Any
 
@@ -10,7 +13,33 @@ import numpy as np
 from sparsecert.distributed.comm.protocol import BaseComm, _as_message, sum_in_order
 from sparsecert.distributed.message import Message
 
-__all__ = ["MPIComm", "mpi_available"]
+__all__ = ["MPIComm", "mpi_available", "install_abort_hook"]
+
+_HOOKED: list[bool] = []
+
+
+def install_abort_hook() -> None:
+    """Make an uncaught exception on this rank end the whole MPI job: print one line
+    (``sparsecert: error on MPI rank r of n: Type: message``; the traceback too when
+    ``SPARSECERT_MPI_TRACEBACK=1``) and call ``MPI.COMM_WORLD.Abort(1)``. Without it the other
+    ranks wait forever in their next collective. Installed once per process (the previous
+    hook is not called: the process is ending anyway)."""
+    if _HOOKED:
+        return
+    from mpi4py import MPI
+
+    def hook(kind, value, tb) -> None:
+        world = MPI.COMM_WORLD
+        if os.environ.get("SPARSECERT_MPI_TRACEBACK", "") not in ("", "0"):
+            traceback.print_exception(kind, value, tb)
+        text = str(value).strip().splitlines()
+        line = f"{kind.__name__}: {text[0]}" if text else kind.__name__
+        print(f"sparsecert: error on MPI rank {world.Get_rank()} of {world.Get_size()}: {line}",
+              file=sys.stderr, flush=True)
+        world.Abort(1)
+
+    sys.excepthook = hook
+    _HOOKED.append(True)
 
 
 def mpi_available() -> tuple[bool, str]:
@@ -43,10 +72,21 @@ class MPIComm(BaseComm):
         seed, so both give identical iterates.
     comm : mpi4py.MPI.Comm, optional
         Defaults to ``MPI.COMM_WORLD``.
+    abort_on_error : bool
+        Install :func:`install_abort_hook`: an uncaught exception on any rank ends the whole
+        job with a one-line error instead of leaving the other ranks waiting.
+
+    Collectives per exchange: ``gather`` two ``Gatherv`` (lengths, bytes); ``broadcast`` one
+    ``Bcast`` of a buffer holding the lengths and the bytes (a second one only when a message
+    outgrows the buffer, which then grows); ``allgather`` two ``Allgatherv``; ``allreduce`` an
+    ``Allgather`` of shapes and an ``Allgatherv``. The uplink bits of other ranks' workers,
+    which only the root receives, reach the other processes' :attr:`traffic` with the next
+    broadcast (the bits of the gathers since the last one travel in its header): after a
+    ``broadcast`` every process has counted the same logical traffic.
     """
 
     def __init__(self, n_workers: int | None = None, seed: int | None = 0,
-                 comm: Any = None) -> None:
+                 comm: Any = None, abort_on_error: bool = True) -> None:
         ok, reason = mpi_available()
         if not ok:
             raise RuntimeError(reason)
@@ -61,6 +101,13 @@ class MPIComm(BaseComm):
         self._by_rank = [
             [i for i in range(self.n_workers) if i % self.size == r] for r in range(self.size)
         ]
+        # uplink bits the root received since the last broadcast (sent with it) and the number
+        # of gathers they cover; the broadcast buffer's capacity in bytes (the same on all ranks)
+        self._pending = np.zeros(self.n_workers, dtype=np.int64)
+        self._pending_rounds = 0
+        self._bcap = 8 * (4 + self.n_workers) + 256
+        if abort_on_error:
+            install_abort_hook()
 
     @property
     def local_workers(self) -> tuple[int, ...]:
@@ -120,18 +167,17 @@ class MPIComm(BaseComm):
         else:
             self._comm.Gatherv(data, None, root=0)
             out = None
-        # Every process counts every worker's uplink bits: the root knows them all; the
-        # other ranks learn the totals with one tiny broadcast (book-keeping, not traffic).
-        if not root:
-            bits = np.empty(self.n_workers, dtype=np.int64)
-        self._comm.Bcast(bits, root=0)
+        # The root counts every worker's uplink now; the other processes count their own
+        # workers' bits when the next broadcast brings the root's counts (no extra collective).
         t = self.traffic
-        t.up_sent += bits
-        t.server_received += int(bits.sum())
-        t.rounds += 1
         mine = self._local_bits(msgs)
         if root:
+            t.up_sent += bits
+            t.server_received += int(bits.sum())
+            t.rounds += 1
             t.process_received += int(bits.sum()) - mine
+            self._pending += bits
+            self._pending_rounds += 1
         else:
             t.process_sent += mine
         return out
@@ -157,18 +203,39 @@ class MPIComm(BaseComm):
 
     def broadcast(self, msg: Message | None) -> Message:
         root = self.rank == 0
+        n = self.n_workers
+        nhead = 8 * (3 + n)  # n_bits, n_bytes, pending rounds, pending bits per worker
+        buf = np.empty(self._bcap, dtype=np.uint8)
+        head = buf[:nhead].view(np.int64)
         if root:
             if msg is None:
                 raise ValueError("MPIComm.broadcast needs the message on rank 0")
             msg = _as_message(msg)
-            head = np.array([msg.n_bits, len(msg.payload)], dtype=np.int64)
-        else:
-            head = np.empty(2, dtype=np.int64)
-        self._comm.Bcast(head, root=0)
-        buf = (np.frombuffer(bytes(msg.payload), dtype=np.uint8).copy() if root
-               else np.empty(int(head[1]), dtype=np.uint8))
+            payload = np.frombuffer(bytes(msg.payload), dtype=np.uint8)
+            head[:3] = (msg.n_bits, payload.size, self._pending_rounds)
+            head[3:] = self._pending
+            first = min(payload.size, self._bcap - nhead)
+            buf[nhead:nhead + first] = payload[:first]
         self._comm.Bcast(buf, root=0)
-        out = msg if root else Message(buf.tobytes(), int(head[0]))
+        n_bits, nbytes, rounds = (int(x) for x in head[:3])
+        pending = head[3:].copy()
+        room = self._bcap - nhead
+        if nbytes > room:  # outgrew the buffer: the rest follows, and the buffer grows
+            rest = (payload[room:].copy() if root
+                    else np.empty(nbytes - room, dtype=np.uint8))
+            self._comm.Bcast(rest, root=0)
+            self._bcap = nhead + nbytes
+            data = bytes(buf[nhead:]) + rest.tobytes()
+        else:
+            data = buf[nhead:nhead + nbytes].tobytes()
+        out = msg if root else Message(data, n_bits)
+        if not root:  # the other ranks' uplink since the last broadcast
+            t = self.traffic
+            t.up_sent += pending
+            t.server_received += int(pending.sum())
+            t.rounds += rounds
+        self._pending[:] = 0
+        self._pending_rounds = 0
         self._count_downlink(out)
         if root:
             self.traffic.process_sent += out.n_bits * (self.size - 1)

@@ -339,7 +339,7 @@ class _Run:
         self.opts = opts
         self.scalar_dtype = opts.scalar_dtype
         self.cons = _MeanConstraint() if constraint is None else _OuterConstraint(constraint)
-        if isinstance(workers, Worker | AveragedWorker):
+        if not isinstance(workers, type) and isinstance(workers, Worker | AveragedWorker):
             raise TypeError("workers must be a sequence of workers (or a factory worker_id -> "
                             "worker), not one worker")
         is_factory = callable(workers) and not isinstance(workers, Sequence)
