@@ -50,6 +50,20 @@ class RunOptions:
         raises).
     server_seed : int
         Safe-EF: seed of the server's generator (randomized downlink compressors).
+    log : str, pathlib.Path, callable or None
+        Safe-EF: a per-record log, one row per record point (rounds, seconds, bits per worker
+        up / down / total, objective, violation, and the same for the last model): a CSV file
+        the root writes as the run goes (it must not exist yet; a resumed run appends to
+        its own) or a callable ``log(row)`` called on the root.
+    checkpoint : str, pathlib.Path or None
+        Safe-EF (``safe_ef``, ``safe_ef_stochastic``): save the run every
+        ``checkpoint_every`` rounds (and at its end) to ``<checkpoint>.<rank>.npz``, one
+        file per process holding what that process holds.
+    checkpoint_every : int
+        Rounds between checkpoints.
+    resume : str, pathlib.Path or None
+        Continue the run saved at this checkpoint path (the same configuration and number of
+        processes; ``n_rounds`` counts from the start of the original run).
 
     A method refuses a setting it does not use (``ValueError``), rather than ignoring it.
     """
@@ -62,6 +76,10 @@ class RunOptions:
     stop: Callable[..., bool] | None = None
     scalar_dtype: str = "float32"
     server_seed: int = 0
+    log: Any = None
+    checkpoint: Any = None
+    checkpoint_every: int = 100
+    resume: Any = None
 
     def __post_init__(self) -> None:
         if self.scalar_dtype not in SCALAR_DTYPES:
@@ -70,6 +88,7 @@ class RunOptions:
             )
         if self.record_every is not None:
             check_int("record_every", self.record_every, 1)
+        check_int("checkpoint_every", self.checkpoint_every, 1)
         for name in ("monitor", "callback", "stop"):
             v = getattr(self, name)
             reduced = name == "monitor" and hasattr(v, "local") and hasattr(v, "finish")

@@ -338,7 +338,8 @@ def _options(options: RunOptions | None, comm: Communicator, method: str) -> Run
         raise TypeError("options must be a sparsecert.distributed.options.RunOptions")
     if opts.comm is not None and opts.comm is not comm:
         raise ValueError(f"{method}: RunOptions.comm differs from the communicator given")
-    opts.refuse(method, "store_iterates", "callback", "scalar_dtype", "server_seed")
+    opts.refuse(method, "store_iterates", "callback", "scalar_dtype", "server_seed", "log",
+                "checkpoint", "resume")
     return opts
 
 

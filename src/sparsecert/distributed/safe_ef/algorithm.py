@@ -126,7 +126,7 @@ def safe_ef(
     opts = RunOptions() if options is None else options
     run = _Run("safe_ef", workers, x0, n_rounds, opts,
                {"gamma": gamma, "c": c, "compressor": repr(compressor),
-                "downlink": repr(downlink)}, constraint=constraint)
+                "downlink": repr(downlink)}, constraint=constraint, checkpointable=True)
     comp = _check_compressor(compressor, run.d)
     down = _Downlink(downlink, run.d, opts.server_seed)
     local = run.local
@@ -141,7 +141,9 @@ def _ef14_loop(run: _Run, comp: Compressor, down: _Downlink, gamma: float, c: fl
     x = run.x0.copy()
     w = run.x0.copy() if run.root else None
     e = {i: np.zeros(run.d) for i in run.local}
-    for t in range(n_rounds):
+    run.rngs["downlink"] = down.rng
+    t0, x, w = run.resume(x, w, {"e": e})
+    for t in range(t0, n_rounds):
         productive, s, gx = run.switch({i: oracle(i) for i in run.local}, x, c)
         msgs = {}
         for i in run.local:
@@ -187,7 +189,7 @@ def safe_ef_stochastic(
     run = _Run("safe_ef_stochastic", workers, x0, n_rounds, opts,
                {"gamma": gamma, "c": c, "batch_size": batch_size,
                 "compressor": repr(compressor), "downlink": repr(downlink)},
-               constraint=constraint)
+               constraint=constraint, checkpointable=True)
     for i, wk in run.local.items():
         if not callable(getattr(wk, "minibatch", None)):
             raise TypeError(f"worker {i} has no minibatch(rng, batch_size) method")

@@ -20,6 +20,7 @@ So every process ends the round with the same ``x_{t+1}``, decoded from the same
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -38,9 +39,15 @@ from sparsecert.distributed.comm import (
 from sparsecert.distributed.compress import Compressor
 from sparsecert.distributed.options import RunOptions
 from sparsecert.distributed.options import check_int as _check_int
+from sparsecert.distributed.runlog import RunLog
+from sparsecert.distributed.safe_ef.checkpoint import restore_run, save_run
 from sparsecert.distributed.safe_ef.workers import AveragedConstraint, AveragedWorker, Worker
 
-__all__ = ["RunOptions", "RoundInfo", "SafeEFResult", "Monitor", "Stop"]
+__all__ = ["RunOptions", "RoundInfo", "SafeEFResult", "Monitor", "Stop", "HISTORY"]
+
+HISTORY = ("rounds", "seconds", "bits_up", "bits_down", "bits_total", "objective", "violation",
+           "objective_last", "violation_last")
+"""The history recorded at every record point (and the columns of the run's log)."""
 
 Monitor = Callable[[np.ndarray], tuple[float, float]]
 """``x -> (f(x), g(x))``; called on every process at the same record points."""
@@ -108,6 +115,9 @@ class SafeEFResult:
     bits_up, bits_down, bits_total : numpy.ndarray
         Cumulative bits per worker (mean over workers) at the record points: sent on the
         uplink, received on the downlink, and their sum.
+    seconds : numpy.ndarray
+        Wall-clock seconds of the method at the record points (this process; the monitor,
+        the log and the checkpoints excluded; a resumed run continues the count).
     traffic : Traffic
         Everything the communicator counted during this run (per worker, server, process).
     params : dict
@@ -130,6 +140,7 @@ class SafeEFResult:
     bits_up: np.ndarray
     bits_down: np.ndarray
     bits_total: np.ndarray
+    seconds: np.ndarray
     traffic: Traffic
     params: dict[str, Any] = field(default_factory=dict)
     iterates: np.ndarray | None = None
@@ -219,6 +230,31 @@ class _MeanConstraint:
     def vjp(self, w: Worker, x: np.ndarray, s: np.ndarray) -> np.ndarray:
         h = np.asarray(w.g_subgrad(x), dtype=np.float64)
         return h if s[0] == 1.0 else s[0] * h
+
+
+class _NoConstraint:
+    """No constraint (``constraint="none"``): every round is productive and nothing about a
+    constraint is sent (no uplink of values, no decision)."""
+
+    m = 0
+    sends_s = False
+    name = "none"
+
+    def check_worker(self, i: int, w: Any) -> None:
+        if not (callable(getattr(w, "f", None)) and callable(getattr(w, "f_subgrad", None))):
+            raise TypeError(f"worker {i} ({type(w).__name__}) needs f(x) and f_subgrad(x)")
+
+    def local(self, w: Any, x: np.ndarray) -> np.ndarray:
+        return np.zeros(0)
+
+    def value(self, qbar: np.ndarray) -> float:
+        return -np.inf
+
+    def subgrad(self, qbar: np.ndarray) -> np.ndarray:
+        return _ONE
+
+    def vjp(self, w: Any, x: np.ndarray, s: np.ndarray) -> np.ndarray:  # never called
+        raise ValueError("an unconstrained problem has no constraint step")
 
 
 class _OuterConstraint:
@@ -330,15 +366,26 @@ class _Run:
         options: RunOptions | None,
         params: dict[str, Any],
         *,
-        constraint: AveragedConstraint | None = None,
+        constraint: AveragedConstraint | str | None = None,
         average_all: bool = False,
+        checkpointable: bool = False,
     ) -> None:
         opts = RunOptions() if options is None else options
         if not isinstance(opts, RunOptions):
             raise TypeError("options must be a sparsecert.distributed.safe_ef.RunOptions")
         self.opts = opts
+        if not checkpointable:
+            opts.refuse(method, "checkpoint", "resume")
         self.scalar_dtype = opts.scalar_dtype
-        self.cons = _MeanConstraint() if constraint is None else _OuterConstraint(constraint)
+        if isinstance(constraint, str):
+            if constraint != "none":
+                raise ValueError(f"constraint must be an AveragedConstraint, None or 'none', "
+                                 f"got {constraint!r}")
+            self.cons: Any = _NoConstraint()
+        elif constraint is None:
+            self.cons = _MeanConstraint()
+        else:
+            self.cons = _OuterConstraint(constraint)
         if not isinstance(workers, type) and isinstance(workers, Worker | AveragedWorker):
             raise TypeError("workers must be a sequence of workers (or a factory worker_id -> "
                             "worker), not one worker")
@@ -375,10 +422,13 @@ class _Run:
         self.n_avg = 0
         self.productive: list[bool] = []
         self.iterates = [self.x0.copy()] if opts.store_iterates else None
-        self.hist: dict[str, list[float]] = {
-            k: [] for k in ("rounds", "objective", "violation", "objective_last",
-                            "violation_last", "bits_up", "bits_down", "bits_total")
-        }
+        self.hist: dict[str, list[float]] = {k: [] for k in HISTORY}
+        self.rngs: dict[str, np.random.Generator] = {
+            f"worker{i}": self.comm.worker_rng(i) for i in self.local}
+        self.log = RunLog(opts.log, list(HISTORY), self.root, append=opts.resume is not None)
+        self._paused = 0.0  # seconds spent in records, logs and checkpoints (not the method's)
+        self._seconds0 = 0.0  # seconds of the run before a resume
+        self._start = time.perf_counter()
         self._record(0, self.x0)
 
     # -- monitors
@@ -408,7 +458,10 @@ class _Run:
     def switch(self, oracles: Mapping[int, Any], x: np.ndarray,
                c: float) -> tuple[bool, np.ndarray, float]:
         """The constraint exchange of a switching round: ``(productive, s, g(x))`` where ``s``
-        is the outer subgradient for a constraint step (``g`` is NaN off the root)."""
+        is the outer subgradient for a constraint step (``g`` is NaN off the root). Without a
+        constraint every round is productive and nothing is exchanged."""
+        if isinstance(self.cons, _NoConstraint):
+            return True, _ONE, float("nan")
         qbar = self._constraint_values(oracles, x)
         g, reply = float("nan"), None
         if self.root:
@@ -424,6 +477,8 @@ class _Run:
         """Lagrangian exchange: uplink of the constraint quantities; the server broadcasts
         ``lam * s`` (``s = G'(qbar)``; just ``lam`` for a mean constraint). Returns
         ``(lam * s, g(x))`` (``g`` is NaN off the root)."""
+        if isinstance(self.cons, _NoConstraint):
+            raise ValueError("the Lagrangian baseline needs a constraint")
         qbar = self._constraint_values(oracles, x)
         g, reply = float("nan"), None
         if self.root:
@@ -469,18 +524,39 @@ class _Run:
                                          None if w_next is None else w_next.copy(), g_value,
                                          bool(productive), state))
         done = t + 1
+        stopped = False
         if done % self.record_every == 0 or done == self.n_rounds:
             self._record(done, x_next)
             h = self.hist
             stop = self.opts.stop
-            if stop is not None and stop(done, h["objective"][-1], h["violation"][-1]):
-                return True
-        return False
+            stopped = stop is not None and stop(done, h["objective"][-1], h["violation"][-1])
+        every = self.opts.checkpoint_every
+        if self.opts.checkpoint is not None and (done % every == 0 or done == self.n_rounds
+                                                 or stopped):
+            t0 = time.perf_counter()
+            save_run(self, done, x_next, w_next, state)
+            self._paused += time.perf_counter() - t0
+        return stopped
+
+    def seconds(self) -> float:
+        """Seconds of the method so far (records, logs and checkpoints excluded; a resumed
+        run continues its count)."""
+        return self._seconds0 + time.perf_counter() - self._start - self._paused
+
+    def resume(self, x: np.ndarray, w: np.ndarray | None, state: dict[str, Any]
+               ) -> tuple[int, np.ndarray, np.ndarray | None]:
+        """``(rounds done, x, w)`` of the checkpoint ``RunOptions.resume`` (``state``'s arrays
+        restored in place), or ``(0, x, w)`` without one."""
+        if self.opts.resume is None:
+            return 0, x, w
+        return restore_run(self, x, w, state)
 
     def output(self) -> np.ndarray:
         return self.x_sum / self.n_avg if self.n_avg > 0 else self.x0.copy()
 
     def _record(self, done: int, x_cur: np.ndarray) -> None:
+        t0 = time.perf_counter()
+        seconds = self.seconds()
         fo, go = self.monitor(self.output())
         fl, gl = self.monitor(x_cur)
         h = self.hist
@@ -493,8 +569,13 @@ class _Run:
         h["bits_up"].append(pw["up"])
         h["bits_down"].append(pw["down"])
         h["bits_total"].append(pw["total"])
+        h["seconds"].append(seconds)
+        if done > 0 or self.opts.resume is None:  # a resumed log has its first row
+            self.log.write({k: v[-1] for k, v in h.items()})
+        self._paused += time.perf_counter() - t0
 
     def result(self, x_last: np.ndarray) -> SafeEFResult:
+        self.log.close()
         h = {k: np.asarray(v, dtype=np.float64) for k, v in self.hist.items()}
         return SafeEFResult(
             method=self.method,
@@ -511,6 +592,7 @@ class _Run:
             bits_up=h["bits_up"],
             bits_down=h["bits_down"],
             bits_total=h["bits_total"],
+            seconds=h["seconds"],
             traffic=self.comm.traffic - self._t0,
             params=self.params,
             iterates=None if self.iterates is None else np.asarray(self.iterates),
