@@ -149,9 +149,13 @@ def main() -> None:
             axes[0].axhline(ref[0], color="k", ls=":", lw=1, label="centralised optimum")
         axes[0].set_ylabel("objective (mean logistic loss + ridge)")
         axes[1].set_ylabel(f"parity violation max(|gap| - {args.tau:g}, 0)")
+        axes[0].set_title("Objective against the bits a client paid")
+        axes[1].set_title("Parity violation against the bits a client paid")
         for ax in axes:
             ax.set_xlabel("bits per client (up + down)")
-        axes[0].legend(fontsize=8)
+            ax.legend(fontsize=8)
+        fig.suptitle("Fair federated logistic regression: Safe-EF with and without the "
+                     "parity constraint, and uncompressed")
         savefig(fig, args.out, "fair_federated_logistic.png")
 
 

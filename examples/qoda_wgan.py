@@ -88,7 +88,11 @@ def report(out: dict, args: argparse.Namespace) -> None:
     axes[0].set_ylabel("||F(x_bar)|| of the expected game")
     axes[1].set_xlabel("iteration")
     axes[1].set_ylabel("generator moment error")
-    axes[0].legend(fontsize=8)
+    axes[0].set_title("Residual of the game against the bits a worker sent")
+    axes[1].set_title("Generator's moment error against iterations")
+    for ax in axes:
+        ax.legend(fontsize=8)
+    fig.suptitle("WGAN-like game on 4 workers: QODA (2-bit layer-wise adaptive) vs FP32 ODA")
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / "qoda_wgan.png"
     fig.tight_layout()

@@ -25,6 +25,7 @@ EXPECTED = {
     "qoda_wgan.py": ["qoda_wgan.png"],
     "fair_federated_logistic.py": ["fair_federated_logistic.png"],
     "standardization.py": ["standardization.png"],
+    "federated_own_data.py": ["federated_own_data.png"],
 }
 
 

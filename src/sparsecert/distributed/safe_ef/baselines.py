@@ -70,6 +70,7 @@ def _switching_loop(run: _Run, comp: Compressor, down: _Downlink, gamma: float, 
     """``x <- x - mean_i C(gamma h_i)`` with the switching rule (no error feedback)."""
     cm, local = run.comm, run.local
     x = run.x0.copy()
+    run.begin()
     for t in range(n_rounds):
         productive, s, gx = run.switch(local, x, c)
         msgs = {i: comp.encode(gamma * run.direction(i, o, x, productive, s),
@@ -137,6 +138,7 @@ def ef21_switching(
     x = run.x0.copy()
     s_loc = {i: np.zeros(run.d) for i in local}
     est = np.zeros(run.d) if run.root else None
+    run.begin()
     for t in range(n_rounds):
         productive, s, gx = run.switch(local, x, c)
         msgs = {}
@@ -193,6 +195,7 @@ def ef14_lagrangian(
     x = run.x0.copy()
     w = run.x0.copy() if run.root else None
     e = {i: np.zeros(run.d) for i in local}
+    run.begin()
     for t in range(run.n_rounds):
         ls, gx = run.multiplier(local, x, lam)
         msgs = {}

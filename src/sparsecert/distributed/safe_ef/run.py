@@ -187,6 +187,9 @@ def _check_compressor(comp: Compressor, d: int, name: str = "compressor") -> Com
                          "every worker's message with one decoder; use a stateless encoder")
     if comp.dim != d:
         raise ValueError(f"{name}.dim={comp.dim} does not match the dimension {d} of x0")
+    # warm-up (numba kernels compile or load here, not in the timed rounds); a throwaway
+    # generator, so no worker's stream is touched
+    comp.clone().roundtrip(np.linspace(-1.0, 1.0, d), np.random.default_rng(0))
     return comp
 
 
@@ -546,10 +549,17 @@ class _Run:
     def resume(self, x: np.ndarray, w: np.ndarray | None, state: dict[str, Any]
                ) -> tuple[int, np.ndarray, np.ndarray | None]:
         """``(rounds done, x, w)`` of the checkpoint ``RunOptions.resume`` (``state``'s arrays
-        restored in place), or ``(0, x, w)`` without one."""
+        restored in place), or ``(0, x, w)`` without one; starts the clock (:meth:`begin`)."""
+        self.begin()
         if self.opts.resume is None:
             return 0, x, w
         return restore_run(self, x, w, state)
+
+    def begin(self) -> None:
+        """Start the method's clock (right before the first round: the set-up, the encoders'
+        first compilation and the first record are not the method's time)."""
+        self._start = time.perf_counter()
+        self._paused = 0.0
 
     def output(self) -> np.ndarray:
         return self.x_sum / self.n_avg if self.n_avg > 0 else self.x0.copy()
