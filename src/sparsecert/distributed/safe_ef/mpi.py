@@ -5,6 +5,15 @@ Under MPI (one logical worker per ``i % size == rank``)::
     mpiexec -n 3 python -m sparsecert.distributed.safe_ef.mpi --problem P1 --method safe_ef \\
         --k 1 --gamma 0.1 --rounds 200 --out run.npz
 
+Each rank reading only its own workers' data: write the problem's workers one file each,
+then point the run at the folder (a rank opens only the files of the workers it hosts)::
+
+    python -m sparsecert.distributed.safe_ef.mpi --problem P1 --write-shards shards/
+    mpiexec -n 3 python -m sparsecert.distributed.safe_ef.mpi --shards shards/ --out run.npz
+
+``--record-every N`` (default 10) sets how often the history (the monitor's reductions) is
+recorded; ``--target-gap`` stops at the first record within that gap of ``f*``.
+
 ``--sim`` runs the same experiment in-process on :class:`~sparsecert.distributed.comm.SimComm`
 instead. Both write the same ``.npz`` (from the root process only): ``iterates`` (``x_0..x_T``),
 ``x`` (the output), ``productive``, the history arrays, the per-worker bit counters and
@@ -22,6 +31,7 @@ from sparsecert.distributed.comm import Communicator, MPIComm, SimComm
 from sparsecert.distributed.compress import Compressor, Identity, RandK, RandomQuantizer, TopK
 from sparsecert.distributed.safe_ef.algorithm import METHODS, RunOptions, SafeEFResult
 from sparsecert.distributed.safe_ef.problems import PROBLEMS, SafeEFProblem
+from sparsecert.distributed.safe_ef.shards import ShardLoader, read_meta, write_shards
 
 __all__ = ["make_compressor", "build_problem", "run_method", "main"]
 
@@ -69,6 +79,10 @@ def run_method(
     stop: Callable[[int, float, float], bool] | None = None,
     monitor: str = "problem",
     value_dtype: str = "float32",
+    *,
+    workers: Callable[[int], object] | None = None,
+    dense_downlink: bool = False,
+    scalar_dtype: str = "float32",
 ) -> SafeEFResult:
     """Run ``method`` (a key of :data:`~sparsecert.distributed.safe_ef.algorithm.METHODS`) on
     ``problem``.
@@ -77,18 +91,26 @@ def run_method(
     ``downlink_k`` sets a top-k EF21-P downlink (or pass any compressor as ``downlink``);
     ``monitor="problem"`` uses the problem's vectorised monitor (all data, fast in one
     process), ``"reduce"`` the default reduction of the workers' local values (what a
-    distributed run uses: no process reads another's data).
+    distributed run uses: no process reads another's data). ``workers`` replaces the
+    problem's own factory (e.g. a :class:`~sparsecert.distributed.safe_ef.shards.ShardLoader`:
+    each process reads only its workers' files); ``dense_downlink`` sends the model change
+    dense in ``value_dtype`` (EF21-P with the identity: the uncompressed baseline's downlink);
+    ``scalar_dtype`` encodes the constraint values.
     """
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}; choose from {sorted(METHODS)}")
     if monitor not in ("problem", "reduce"):
         raise ValueError(f"monitor must be 'problem' or 'reduce', got {monitor!r}")
-    if downlink is not None and downlink_k is not None:
-        raise ValueError("give downlink or downlink_k, not both")
+    if sum(x is not None and x is not False for x in (downlink, downlink_k, dense_downlink)) > 1:
+        raise ValueError("give one of downlink, downlink_k and dense_downlink")
+    if dense_downlink:
+        downlink = Identity(problem.dim, value_dtype)
     fn = METHODS[method]
     opts = RunOptions(comm=comm, monitor=problem.monitor if monitor == "problem" else None,
-                      record_every=record_every, store_iterates=store_iterates, stop=stop)
-    workers = problem.worker  # a factory: each process builds only its own workers
+                      record_every=record_every, store_iterates=store_iterates, stop=stop,
+                      scalar_dtype=scalar_dtype)
+    if workers is None:
+        workers = problem.worker  # a factory: each process builds only its own workers
     down = (TopK(problem.dim, downlink_k, value_dtype=value_dtype) if downlink_k is not None
             else downlink)
     common: dict = dict(downlink=down, constraint=problem.constraint, options=opts)
@@ -120,25 +142,62 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--batch-size", type=int, default=8)
     p.add_argument("--seed", type=int, default=0, help="problem seed (P1: the start point)")
     p.add_argument("--comm-seed", type=int, default=0, help="seed of the worker generators")
+    p.add_argument("--dense-downlink", action="store_true",
+                   help="dense model change in --value-dtype down (the uncompressed baseline)")
+    p.add_argument("--scalar-dtype", default="float32", choices=["float32", "float16", "float64"],
+                   help="encoding of the constraint values")
+    p.add_argument("--record-every", type=int, default=10,
+                   help="rounds between records of the history (the monitor's reductions)")
+    p.add_argument("--target-gap", type=float, default=None,
+                   help="stop at the first record with f - f* <= this and violation <= 0.01")
+    p.add_argument("--shards", default=None,
+                   help="folder written by --write-shards: each process reads only its "
+                        "workers' files")
+    p.add_argument("--write-shards", default=None,
+                   help="write the problem's workers one file each into this folder and exit")
     p.add_argument("--sim", action="store_true", help="run on SimComm instead of MPI")
-    p.add_argument("--out", required=True, help="output .npz path")
+    p.add_argument("--out", default=None, help="output .npz path")
     return p
+
+
+def _sharded_problem(folder: str) -> tuple[SafeEFProblem, ShardLoader]:
+    """The problem's public part (start point, optimum, sizes) and a loader of its workers'
+    files: nothing of another process's workers is read."""
+    meta = read_meta(folder)
+    prob = SafeEFProblem(meta["name"], [None] * meta["n_workers"], meta["x0"], meta["f_star"],
+                         np.zeros(0), None, meta["scale"], meta["info"])
+    return prob, ShardLoader(folder)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Command-line entry point; returns the exit code."""
-    args = _parser().parse_args(argv)
-    problem = build_problem(args.problem, args.seed)
+    ap = _parser()
+    args = ap.parse_args(argv)
+    if args.write_shards:
+        write_shards(build_problem(args.problem, args.seed), args.write_shards)
+        return 0
+    if args.out is None:
+        ap.error("--out is required (unless --write-shards)")
+    if args.shards:
+        problem, loader = _sharded_problem(args.shards)
+    else:  # the shipped problem, generated on every process (public or seeded data)
+        problem, loader = build_problem(args.problem, args.seed), None
     if args.sim:
         comm: Communicator = SimComm(problem.n_workers, seed=args.comm_seed)
         n_procs = 1
     else:
         comm = MPIComm(problem.n_workers, seed=args.comm_seed)
         n_procs = comm.size
+    stop = None
+    if args.target_gap is not None:
+        tol, f_star = args.target_gap, problem.f_star
+        stop = lambda r, f, v: f - f_star <= tol and v <= 0.01  # noqa: E731
     res = run_method(problem, args.method, args.gamma, args.rounds, comm, c=args.c,
                      compressor=args.compressor, k=args.k, downlink_k=args.downlink_k,
                      batch_size=args.batch_size, store_iterates=True, monitor="reduce",
-                     value_dtype=args.value_dtype)
+                     value_dtype=args.value_dtype, workers=loader,
+                     dense_downlink=args.dense_downlink, scalar_dtype=args.scalar_dtype,
+                     record_every=args.record_every, stop=stop)
     procs = comm.process_traffic() if isinstance(comm, MPIComm) else np.zeros((1, 2), int)
     if comm.is_root:
         np.savez(
@@ -152,6 +211,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             bits_up=res.bits_up,
             bits_down=res.bits_down,
             bits_total=res.bits_total,
+            seconds=res.seconds,
             stats_up=res.traffic.up_sent,
             stats_down=res.traffic.down_received,
             stats_rounds=res.traffic.rounds,
@@ -160,6 +220,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             process_bits=procs,
             n_procs=n_procs,
             local_workers=np.asarray(comm.local_workers),
+            loaded=np.asarray([] if loader is None else loader.opened),
         )
     return 0
 
