@@ -56,7 +56,8 @@ SEARCH_SEEDS = [0, 1, 2, 3, 4]
 # (None = exact float64 model, "dense" = float32 model change, an int = top-k EF21-P), the value
 # type of the top-k messages, and the minibatch size (stochastic variants).
 SPECS = {
-    "uncompressed": dict(fn="switching_subgradient", up=None, down="dense"),
+    "uncompressed": dict(fn="switching_subgradient", up=None, down="dense", vd="float32"),
+    "uncompressed_f16": dict(fn="switching_subgradient", up=None, down="dense", vd="float16"),
     "safe_ef": dict(fn="safe_ef", up="k", down="kd", vd="float16"),
     "safe_ef_f32": dict(fn="safe_ef", up="k32", down="kd32", vd="float32"),
     "safe_ef_uplink_only": dict(fn="safe_ef", up="k_uo", down=None, vd="float32"),
@@ -67,6 +68,7 @@ SPECS = {
 }
 LABELS = {
     "uncompressed": "uncompressed (float32 both ways)",
+    "uncompressed_f16": "uncompressed, same precision (float16 both ways)",
     "safe_ef": "Safe-EF (f16 top-k up, compressed down)",
     "safe_ef_f32": "Safe-EF (top-k f32 up, top-k f32 down)",
     "safe_ef_uplink_only": "Safe-EF f32 top-k up, exact f64 down",
@@ -81,6 +83,7 @@ LABELS = {
 CONFIG = {
     "P1": dict(gap=0.01, rel=False, rounds=3000, record=10, k=2, kd=2, k32=3, kd32=4, k_uo=1,
                grids={"uncompressed": ([0.1, 0.15, 0.2], [0.1, 0.15, 0.2, 0.25, 0.3]),
+                      "uncompressed_f16": ([0.1, 0.15, 0.2], [0.1, 0.15, 0.2, 0.25, 0.3]),
                       "safe_ef": ([0.05, 0.07, 0.1], [0.035, 0.05, 0.07, 0.1, 0.14]),
                       "safe_ef_f32": ([0.1, 0.14], [0.07, 0.1, 0.14, 0.2]),
                       "safe_ef_uplink_only": ([0.1], [0.05, 0.1, 0.2]),
@@ -89,6 +92,7 @@ CONFIG = {
     "P2": dict(gap=0.3, rel=True, rounds=1500, record=5, k=10, kd=40, k32=10, kd32=40, k_uo=10,
                down_kind="stc",
                grids={"uncompressed": ([0.007, 0.01, 0.015], [0.005, 0.007, 0.01, 0.015]),
+                      "uncompressed_f16": ([0.007, 0.01, 0.015], [0.005, 0.007, 0.01, 0.015]),
                       "safe_ef": ([0.005, 0.007, 0.01], [0.004, 0.005, 0.007, 0.01]),
                       "safe_ef_f32": ([0.007], [0.005, 0.007, 0.01]),
                       "safe_ef_uplink_only": ([0.01], [0.007, 0.01, 0.015]),
@@ -96,6 +100,7 @@ CONFIG = {
                       "ef21_switching": ([0.001, 0.003, 0.01], [0.001, 0.003, 0.01, 0.03])}),
     "P3": dict(gap=0.01, rel=True, rounds=1600, record=2, k=5, kd=5, k32=5, kd32=5,
                grids={"uncompressed": ([12.5, 25.0, 50.0], [2.5, 5.0, 12.5, 25.0, 50.0]),
+                      "uncompressed_f16": ([12.5, 25.0, 50.0], [2.5, 5.0, 12.5, 25.0, 50.0]),
                       "safe_ef": ([2.5, 5.0, 12.5], [1.0, 2.5, 5.0, 12.5, 25.0])}),
     "P1sto": dict(gap=0.02, rel=False, rounds=4000, record=20, k=2, kd=3, batch=8,
                   grids={"sto_uncompressed": ([0.07, 0.1], [0.05, 0.07, 0.1, 0.14]),
@@ -132,7 +137,7 @@ def _encoder(spec_val, cfg: dict, d: int, vd: str, kind: str = "topk"):
     if spec_val is None:
         return None
     if spec_val == "dense":
-        return Identity(d)
+        return Identity(d, vd)
     k = min(int(cfg[spec_val] if isinstance(spec_val, str) else spec_val), d)
     return TopKTernary(d, k) if kind == "stc" else TopK(d, k, value_dtype=vd)
 
@@ -154,7 +159,7 @@ def run(prob: SafeEFProblem, method: str, gamma: float, cfg: dict, *, rounds: in
     n = rounds or cfg["rounds"]
     common = dict(downlink=down, constraint=prob.constraint, options=opts)
     if spec["fn"] == "switching_subgradient":
-        return fn(prob.workers, prob.x0, gamma, n, 0.0, **common)
+        return fn(prob.workers, prob.x0, gamma, n, 0.0, value_dtype=vd, **common)
     if spec["fn"] == "safe_ef_stochastic":
         return fn(prob.workers, prob.x0, up or Identity(d), gamma, n, 0.0, cfg["batch"],
                   **common)
@@ -169,18 +174,48 @@ def _reach(res, prob, cfg) -> dict:
     return {"rounds": r, "total": tot, "up": up, "down": down}
 
 
-def tune(name: str, method: str, grid: list[float], cfg: dict) -> tuple[float, dict]:
-    """Step with the fewest total bits to target on the tuning seed (ties: closeness)."""
+def interior_min(grid, score, max_widen: int = 5) -> tuple[float, list[float], bool]:
+    """The grid point minimising ``score``, the grid widened geometrically on the side of the
+    best point while it is at an end (at most ``max_widen`` times); ``(best, grid, whether
+    the best is interior)``."""
+    grid = sorted(float(g) for g in grid)
+    for _ in range(max_widen):
+        if len(grid) < 2:
+            break
+        best = min(grid, key=score)
+        if best == grid[0]:
+            grid.insert(0, float(f"{grid[0] * grid[0] / grid[1]:.4g}"))
+        elif best == grid[-1]:
+            grid.append(float(f"{grid[-1] * grid[-1] / grid[-2]:.4g}"))
+        else:
+            break
+    best = min(grid, key=score)
+    return best, grid, len(grid) < 3 or grid[0] < best < grid[-1]
+
+
+def tune(name: str, method: str, grid: list[float], cfg: dict, max_widen: int = 5
+         ) -> tuple[float, dict]:
+    """Step with the fewest total bits to target on the tuning seed (ties: closeness). When
+    the best step is at an end of the grid, the grid is widened geometrically on that side
+    (by the ratio of its two outermost points there) until the best is interior, at most
+    ``max_widen`` times; the grid tried is printed and returned."""
     prob = build(name, TUNE_SEED)
-    scores = {}
-    for g in grid:
-        res = run(prob, method, g, cfg, seed=TUNE_SEED)
-        reach = _reach(res, prob, cfg)
-        close = float(np.min(np.maximum((res.objective - prob.f_star) / _tol(prob, cfg),
-                                        res.violation / VIOL_TOL)))
-        scores[g] = (reach["total"], close)
-    best = min(grid, key=lambda g: scores[g])
-    return best, {str(g): list(scores[g]) for g in grid}
+    scores: dict[float, tuple[float, float]] = {}
+
+    def score(g: float) -> tuple[float, float]:
+        if g not in scores:
+            res = run(prob, method, g, cfg, seed=TUNE_SEED)
+            reach = _reach(res, prob, cfg)
+            close = float(np.min(np.maximum((res.objective - prob.f_star) / _tol(prob, cfg),
+                                            res.violation / VIOL_TOL)))
+            scores[g] = (reach["total"], close)
+        return scores[g]
+
+    best, grid, interior = interior_min(grid, score, max_widen)
+    print(f"  tune {name} {method}: grid {grid} -> {best}"
+          f"{'' if interior else ' (STILL AT AN END after widening)'}", flush=True)
+    return best, {"grid": grid, "interior": interior,
+                  "scores": {str(g): list(scores[g]) for g in grid}}
 
 
 def evaluate(name: str, method: str, gamma: float, cfg: dict, problems: list,
@@ -425,12 +460,22 @@ def main(argv=None) -> int:
             tprob = build(name, TUNE_SEED)
             for method in ("topk_no_ef", "ef21_switching"):
                 # step: the best gap within Safe-EF's bits on the tuning seed
-                scores = {g: seed_median_best_gap(
-                    [run(tprob, method, g, cfg, rounds=n_cmp, stop=False, seed=TUNE_SEED)],
-                    [tprob], budget) for g in grids[method][pick]}
-                g = min(scores, key=scores.get)
+                scores: dict = {}
+
+                def gap_within(g, method=method, scores=scores, tprob=tprob, cfg=cfg,
+                               n_cmp=n_cmp, budget=budget):
+                    if g not in scores:
+                        scores[g] = seed_median_best_gap(
+                            [run(tprob, method, g, cfg, rounds=n_cmp, stop=False,
+                                 seed=TUNE_SEED)], [tprob], budget)
+                    return scores[g]
+
+                g, grid, interior = interior_min(grids[method][pick], gap_within)
+                print(f"  tune {name} {method}: grid {grid} -> {g}"
+                      f"{'' if interior else ' (STILL AT AN END after widening)'}", flush=True)
                 ev = evaluate(name, method, g, cfg, problems, rounds=n_cmp, stop=False)
-                ev["tuning"] = {str(k): v for k, v in scores.items()}
+                ev["tuning"] = {"grid": grid, "interior": interior,
+                                "scores": {str(k): scores[k] for k in grid}}
                 ev["best_gap_within_safe_ef_bits"] = seed_median_best_gap(
                     ev["_runs"], problems, budget)
                 evs[method] = ev

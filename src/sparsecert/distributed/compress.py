@@ -30,6 +30,7 @@ from sparsecert.distributed.bitstream import pack_uints, unpack_uints
 from sparsecert.distributed.encoder import Encoder, check_vector
 from sparsecert.distributed.message import Message
 from sparsecert.distributed.quantize import RandomQuantizer
+from sparsecert.distributed.subsets import SubsetCode
 
 __all__ = [
     "Compressor",
@@ -118,7 +119,8 @@ def _check_value_dtype(value_dtype: str) -> str:
 class _SparseCompressor(Encoder):
     """Shared encoding of k (value, index) pairs."""
 
-    def __init__(self, dim: int, k: int, value_dtype: str = "float32") -> None:
+    def __init__(self, dim: int, k: int, value_dtype: str = "float32",
+                 index_code: str = "fixed") -> None:
         super().__init__(dim)
         if isinstance(k, bool) or int(k) != k or not 1 <= k <= self.dim:
             raise ValueError(f"k must be an integer in [1, dim={self.dim}], got {k!r}")
@@ -127,21 +129,23 @@ class _SparseCompressor(Encoder):
         self._vbits = _VALUE_DTYPES[value_dtype]
         self._ibits = index_bits(self.dim)
         self._dt = np.dtype(value_dtype).newbyteorder("<")
+        self.index_code = index_code
+        self._subsets = SubsetCode(self.dim, self.k, index_code)
 
     @property
     def message_bits(self) -> int:
-        return self.k * (self._vbits + self._ibits)
+        return self.k * self._vbits + self._subsets.bits
 
     def _encode(self, idx: np.ndarray, values: np.ndarray) -> Message:
         vals = _cast(values, self._dt).tobytes()
-        payload = vals + pack_uints(idx, self._ibits)
+        payload = vals + self._subsets.encode(idx)
         return Message(payload, self.message_bits)
 
     def _roundtrip_sparse(self, idx: np.ndarray, values: np.ndarray) -> tuple[Message, np.ndarray]:
         """Message and decoded vector without re-parsing the bytes just written (the decoded
         vector is what :meth:`decode` returns on the message; tested)."""
         vals = _cast(values, self._dt)
-        msg = Message(vals.tobytes() + pack_uints(idx, self._ibits), self.message_bits)
+        msg = Message(vals.tobytes() + self._subsets.encode(idx), self.message_bits)
         out = np.zeros(self.dim)
         out[idx] = vals
         return msg, out
@@ -150,16 +154,15 @@ class _SparseCompressor(Encoder):
         self._check_msg(msg)
         nv = self.k * self._vbits // 8
         vals = np.frombuffer(msg.payload[:nv], dtype=self._dt).astype(np.float64)
-        idx = unpack_uints(msg.payload[nv:], self.k, self._ibits)
-        if idx[-1] >= self.dim or (self.k > 1 and not (idx[1:] > idx[:-1]).all()):
-            raise ValueError("corrupt sparse message: indices out of range or not increasing")
+        idx = self._subsets.decode(msg.payload[nv:])
         out = np.zeros(self.dim)
         out[idx] = vals
         return out
 
     def __repr__(self) -> str:
         name = type(self).__name__
-        return f"{name}(dim={self.dim}, k={self.k}, value_dtype={self.value_dtype!r})"
+        extra = "" if self.index_code == "fixed" else f", index_code={self.index_code!r}"
+        return f"{name}(dim={self.dim}, k={self.k}, value_dtype={self.value_dtype!r}{extra})"
 
 
 class TopK(_SparseCompressor):
@@ -176,10 +179,15 @@ class TopK(_SparseCompressor):
     value_dtype : {"float32", "float16", "float64"}
         Encoding of the kept values (float64 makes ``k = d`` lossless; float16 halves the
         value bits, its rounding is fed back by error feedback).
+    index_code : {"fixed", "enumerative"}
+        Code of the index set (:mod:`~sparsecert.distributed.subsets`): ``k ceil(log2 d)``
+        bits, or the set's rank among the ``k``-subsets in ``ceil(log2 C(d, k))`` bits (the
+        same indices, fewer bits).
     """
 
-    def __init__(self, dim: int, k: int, value_dtype: str = "float32") -> None:
-        super().__init__(dim, k, value_dtype)
+    def __init__(self, dim: int, k: int, value_dtype: str = "float32",
+                 index_code: str = "fixed") -> None:
+        super().__init__(dim, k, value_dtype, index_code)
         self.delta = self.k / self.dim
 
     def encode(self, v: np.ndarray, rng: np.random.Generator | None = None) -> Message:
@@ -211,17 +219,19 @@ class TopKTernary(Encoder):
         Number of entries kept, ``1 <= k <= d``.
     """
 
-    def __init__(self, dim: int, k: int) -> None:
+    def __init__(self, dim: int, k: int, index_code: str = "fixed") -> None:
         super().__init__(dim)
         if isinstance(k, bool) or int(k) != k or not 1 <= k <= self.dim:
             raise ValueError(f"k must be an integer in [1, dim={self.dim}], got {k!r}")
         self.k = int(k)
         self._ibits = index_bits(self.dim)
         self.delta = 1.0 / (self.dim * self.k)
+        self.index_code = index_code
+        self._subsets = SubsetCode(self.dim, self.k, index_code)
 
     @property
     def message_bits(self) -> int:
-        return 32 + self.k * (1 + self._ibits)
+        return 32 + self.k + self._subsets.bits
 
     def _parts(self, v: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.float32]:
         v = check_vector(v, self.dim)
@@ -235,7 +245,7 @@ class TopKTernary(Encoder):
         idx, neg, mu = self._parts(v)
         # mu, the sign bits and the indices; each part starts on a byte (padding not counted)
         payload = (np.array([mu], dtype="<f4").tobytes() + pack_uints(neg, 1)
-                   + pack_uints(idx, self._ibits))
+                   + self._subsets.encode(idx))
         return Message(payload, self.message_bits)
 
     def decode(self, msg: Message) -> np.ndarray:
@@ -244,15 +254,14 @@ class TopKTernary(Encoder):
         mu = float(np.frombuffer(msg.payload[:4], dtype="<f4")[0])
         nsign = -(-self.k // 8)
         neg = unpack_uints(msg.payload[4:4 + nsign], self.k, 1)
-        idx = unpack_uints(msg.payload[4 + nsign:], self.k, self._ibits)
-        if idx[-1] >= self.dim or (self.k > 1 and not (idx[1:] > idx[:-1]).all()):
-            raise ValueError("corrupt sparse message: indices out of range or not increasing")
+        idx = self._subsets.decode(msg.payload[4 + nsign:])
         out = np.zeros(self.dim)
         out[idx] = np.where(neg == 1, -mu, mu)
         return out
 
     def __repr__(self) -> str:
-        return f"TopKTernary(dim={self.dim}, k={self.k})"
+        extra = "" if self.index_code == "fixed" else f", index_code={self.index_code!r}"
+        return f"TopKTernary(dim={self.dim}, k={self.k}{extra})"
 
 
 class RandK(_SparseCompressor):
