@@ -58,24 +58,28 @@ SEARCH_SEEDS = [0, 1, 2, 3, 4]
 SPECS = {
     "uncompressed": dict(fn="switching_subgradient", up=None, down="dense", vd="float32"),
     "uncompressed_f16": dict(fn="switching_subgradient", up=None, down="dense", vd="float16"),
-    "safe_ef": dict(fn="safe_ef", up="k", down="kd", vd="float16"),
+    "safe_ef": dict(fn="safe_ef", up="k", down="kd", vd="float16", ic="enumerative"),
     "safe_ef_f32": dict(fn="safe_ef", up="k32", down="kd32", vd="float32"),
     "safe_ef_uplink_only": dict(fn="safe_ef", up="k_uo", down=None, vd="float32"),
     "topk_no_ef": dict(fn="topk_no_ef", up="k", down="kd", vd="float16"),
     "ef21_switching": dict(fn="ef21_switching", up="k", down="kd", vd="float16"),
     "sto_uncompressed": dict(fn="safe_ef_stochastic", up=None, down="dense"),
-    "sto_safe_ef": dict(fn="safe_ef_stochastic", up="k", down="kd", vd="float16"),
+    "sto_safe_ef": dict(fn="safe_ef_stochastic", up="k", down="kd", vd="float16",
+                        ic="enumerative"),
+    "sto_uncompressed_f16": dict(fn="safe_ef_stochastic", up=None, down="dense",
+                                 vd="float16"),
 }
 LABELS = {
     "uncompressed": "uncompressed (float32 both ways)",
     "uncompressed_f16": "uncompressed, same precision (float16 both ways)",
-    "safe_ef": "Safe-EF (f16 top-k up, compressed down)",
+    "safe_ef": "Safe-EF (f16 top-k up, compressed down, coded indices)",
     "safe_ef_f32": "Safe-EF (top-k f32 up, top-k f32 down)",
     "safe_ef_uplink_only": "Safe-EF f32 top-k up, exact f64 down",
     "topk_no_ef": "top-k no EF (same messages)",
     "ef21_switching": "EF21 + switching (same messages)",
     "sto_uncompressed": "stochastic, uncompressed (float32)",
-    "sto_safe_ef": "stochastic Safe-EF (top-k f16 both ways)",
+    "sto_safe_ef": "stochastic Safe-EF (top-k f16 both ways, coded indices)",
+    "sto_uncompressed_f16": "stochastic, same precision (float16)",
 }
 
 # Problem settings: target, budget, record step, top-k sizes (k, kd: headline; k32, kd32: the
@@ -104,9 +108,11 @@ CONFIG = {
                       "safe_ef": ([2.5, 5.0, 12.5], [1.0, 2.5, 5.0, 12.5, 25.0])}),
     "P1sto": dict(gap=0.02, rel=False, rounds=4000, record=20, k=2, kd=3, batch=8,
                   grids={"sto_uncompressed": ([0.07, 0.1], [0.05, 0.07, 0.1, 0.14]),
+                         "sto_uncompressed_f16": ([0.07, 0.1], [0.05, 0.07, 0.1, 0.14]),
                          "sto_safe_ef": ([0.05, 0.07], [0.035, 0.05, 0.07, 0.1])}),
     "fair": dict(gap=0.005, rel=False, rounds=3000, record=20, k=2, kd=2,
                  grids={"uncompressed": ([0.01, 0.03], [0.003, 0.01, 0.03]),
+                        "uncompressed_f16": ([0.01, 0.03], [0.003, 0.01, 0.03]),
                         "safe_ef": ([0.01, 0.03], [0.003, 0.01, 0.03])}),
 }
 SEARCH = {  # --search: Safe-EF's top-k sizes and value type, median over SEARCH_SEEDS
@@ -133,13 +139,14 @@ def _stopper(prob: SafeEFProblem, cfg: dict):
     return lambda r, f, v: (f - prob.f_star <= tol) and (v <= VIOL_TOL)
 
 
-def _encoder(spec_val, cfg: dict, d: int, vd: str, kind: str = "topk"):
+def _encoder(spec_val, cfg: dict, d: int, vd: str, kind: str = "topk", ic: str = "fixed"):
     if spec_val is None:
         return None
     if spec_val == "dense":
         return Identity(d, vd)
     k = min(int(cfg[spec_val] if isinstance(spec_val, str) else spec_val), d)
-    return TopKTernary(d, k) if kind == "stc" else TopK(d, k, value_dtype=vd)
+    return (TopKTernary(d, k, index_code=ic) if kind == "stc"
+            else TopK(d, k, value_dtype=vd, index_code=ic))
 
 
 def run(prob: SafeEFProblem, method: str, gamma: float, cfg: dict, *, rounds: int | None = None,
@@ -149,9 +156,10 @@ def run(prob: SafeEFProblem, method: str, gamma: float, cfg: dict, *, rounds: in
     spec = SPECS[method]
     d = prob.dim
     vd = vd or spec.get("vd", "float32")
-    up = _encoder(k if k is not None else spec["up"], cfg, d, vd)
+    ic = spec.get("ic", "fixed")
+    up = _encoder(k if k is not None else spec["up"], cfg, d, vd, ic=ic)
     kind = cfg.get("down_kind", "topk") if spec["down"] == "kd" or kd is not None else "topk"
-    down = _encoder(kd if kd is not None else spec["down"], cfg, d, vd, kind)
+    down = _encoder(kd if kd is not None else spec["down"], cfg, d, vd, kind, ic=ic)
     opts = RunOptions(comm=comm or SimComm(prob.n_workers, seed=seed), monitor=prob.monitor,
                       record_every=cfg["record"], store_iterates=store_iterates,
                       stop=_stopper(prob, cfg) if stop else None)
@@ -161,7 +169,7 @@ def run(prob: SafeEFProblem, method: str, gamma: float, cfg: dict, *, rounds: in
     if spec["fn"] == "switching_subgradient":
         return fn(prob.workers, prob.x0, gamma, n, 0.0, value_dtype=vd, **common)
     if spec["fn"] == "safe_ef_stochastic":
-        return fn(prob.workers, prob.x0, up or Identity(d), gamma, n, 0.0, cfg["batch"],
+        return fn(prob.workers, prob.x0, up or Identity(d, vd), gamma, n, 0.0, cfg["batch"],
                   **common)
     return fn(prob.workers, prob.x0, up, gamma, n, 0.0, **common)
 
@@ -317,8 +325,8 @@ def mpi_check(gamma: float, cfg: dict, rounds: int) -> dict:
         env.setdefault("OMP_NUM_THREADS", "1")
         args = ["--problem", "P1", "--method", "safe_ef", "--k", str(cfg["k"]),
                 "--downlink-k", str(cfg["kd"]), "--value-dtype", "float16",
-                "--gamma", str(gamma), "--rounds", str(rounds), "--seed", "0",
-                "--comm-seed", "0"]
+                "--index-code", "enumerative", "--gamma", str(gamma), "--rounds", str(rounds),
+                "--seed", "0", "--comm-seed", "0", "--record-every", "1"]
         t0 = time.perf_counter()
         proc = subprocess.run([exe, "-n", "4", sys.executable, "-m",
                                "sparsecert.distributed.safe_ef.mpi", *args, "--out", str(out)],
@@ -350,6 +358,43 @@ def mpi_check(gamma: float, cfg: dict, rounds: int) -> dict:
             "mpiexec_wall_s": wall,
             "simcomm_wall_s": wall_sim,
         }
+
+
+def mpi_time(gammas: dict, cfg: dict, seed: int) -> dict:
+    """P1 to its target under ``mpiexec -n 4``: Safe-EF (headline messages) and the
+    same-precision dense method, each stopped at the first record (every 10 rounds) within the
+    target: the method's seconds on the root (``res.seconds``), rounds and bits per worker."""
+    ok, reason = mpi_available()
+    exe = _mpiexec()
+    if not ok or exe is None:
+        return {"skipped": reason or "no mpiexec found"}
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(ROOT / "src") + os.pathsep + env.get("PYTHONPATH", "")
+    env.setdefault("OMP_NUM_THREADS", "1")
+    common = ["--problem", "P1", "--rounds", str(cfg["rounds"]), "--seed", str(seed),
+              "--target-gap", str(cfg["gap"]), "--record-every", "10", "--value-dtype",
+              "float16"]
+    runs = {"safe_ef": ["--method", "safe_ef", "--k", str(cfg["k"]), "--downlink-k",
+                        str(cfg["kd"]), "--index-code", "enumerative",
+                        "--gamma", str(gammas["safe_ef"])],
+            "dense_f16": ["--method", "switching_subgradient", "--dense-downlink",
+                          "--gamma", str(gammas["uncompressed_f16"])]}
+    out: dict = {"seed": seed, "n_procs": 4}
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, extra in runs.items():
+            path = Path(tmp) / f"{name}.npz"
+            proc = subprocess.run([exe, "-n", "4", sys.executable, "-m",
+                                   "sparsecert.distributed.safe_ef.mpi", *common, *extra,
+                                   "--out", str(path)], capture_output=True, text=True,
+                                  env=env, timeout=1800)
+            if proc.returncode != 0:
+                return {"skipped": f"mpiexec failed: {proc.stderr[-500:]}"}
+            z = np.load(path)
+            out[name] = {"seconds": float(z["seconds"][-1]), "rounds": int(z["rounds"][-1]),
+                         "bits_total": float(z["bits_total"][-1]),
+                         "reached": bool(z["objective"][-1] - PROBLEMS["P1"](seed=seed).f_star
+                                         <= cfg["gap"] and z["violation"][-1] <= VIOL_TOL)}
+    return out
 
 
 def _fmt(v, spec=".0f"):
@@ -500,6 +545,10 @@ def main(argv=None) -> int:
         results["search"] = {name: search(name, CONFIG[name]) for name in SEARCH}
     mpi = {"skipped": "--no-mpi"} if args.no_mpi else mpi_check(
         evals["P1"]["safe_ef"]["gamma"], CONFIG["P1"], 200)
+    if not args.no_mpi and "skipped" not in mpi:
+        mpi["time_to_target"] = mpi_time({m: evals["P1"][m]["gamma"] for m in
+                                          ("safe_ef", "uncompressed_f16")}, CONFIG["P1"],
+                                         EVAL_SEEDS[0])
     results["mpi"] = mpi
 
     # ------------------------------------------------------------------ claims
@@ -515,8 +564,8 @@ def main(argv=None) -> int:
             [run(p, "sto_safe_ef", es["sto_safe_ef"]["gamma"], CONFIG["P1sto"], stop=False,
                  seed=s) for p, s in zip(sto_prob, EVAL_SEEDS, strict=True)], sto_prob, np.inf)
     claims = [
-        _claim("P1: uncompressed / Safe-EF TOTAL bits (up + down) to gap<=0.01 & viol<=0.01",
-               ratio(e1, "uncompressed", "safe_ef"), 5.0),
+        _claim("P1 total bits vs same-precision dense: dense float16 / Safe-EF TOTAL bits (up + "
+               "down) to gap<=0.01 & viol<=0.01", ratio(e1, "uncompressed_f16", "safe_ef"), 5.0),
         _claim("P1: Safe-EF median over seeds of the best gap (violation <= 0.01)",
                e1["safe_ef"]["best_gap"], 0.01, "gap", "lower"),
         _claim("P1: top-k without EF, best median gap within Safe-EF's total bits "
@@ -524,34 +573,59 @@ def main(argv=None) -> int:
                "gap", "higher"),
         _claim("P1: EF21, best median gap within Safe-EF's total bits (must stay > 0.01)",
                e1["ef21_switching"]["best_gap_within_safe_ef_bits"], 0.01, "gap", "higher"),
-        _claim("P2: uncompressed / Safe-EF TOTAL bits to 30% relative gap",
-               ratio(e2, "uncompressed", "safe_ef"), 10.0),
-        _claim("P2: Safe-EF / uncompressed rounds to 30% relative gap",
-               ratio(e2, "safe_ef", "uncompressed", "rounds"), 1.5, "x", "lower"),
-        _claim("P1 stochastic (minibatch 8): uncompressed / Safe-EF TOTAL bits to gap<=0.02 "
-               "& viol<=0.01", ratio(es, "sto_uncompressed", "sto_safe_ef"), 5.0),
-        _claim("P1 (secondary): TOTAL bits ratio with float32 top-k values",
+        _claim("P2 total bits vs same-precision dense: dense float16 / Safe-EF TOTAL bits to 30% "
+               "relative gap", ratio(e2, "uncompressed_f16", "safe_ef"), 10.0),
+        _claim("P2: Safe-EF / same-precision dense rounds to 30% relative gap",
+               ratio(e2, "safe_ef", "uncompressed_f16", "rounds"), 1.5, "x", "lower"),
+        _claim("P1 stochastic (minibatch 8) total bits vs same-precision dense: dense float16 / "
+               "Safe-EF TOTAL bits to gap<=0.02 & viol<=0.01",
+               ratio(es, "sto_uncompressed_f16", "sto_safe_ef"), 5.0),
+        _claim("P1 (secondary): TOTAL bits vs float32 dense (Safe-EF's values float16)",
+               ratio(e1, "uncompressed", "safe_ef"), None, claimed=False),
+        _claim("P2 (secondary): TOTAL bits vs float32 dense (Safe-EF's values float16)",
+               ratio(e2, "uncompressed", "safe_ef"), None, claimed=False),
+        _claim("P1 stochastic (secondary): TOTAL bits vs float32 dense",
+               ratio(es, "sto_uncompressed", "sto_safe_ef"), None, claimed=False),
+        _claim("P1 (secondary): TOTAL bits, float32 top-k values vs float32 dense",
                ratio(e1, "uncompressed", "safe_ef_f32"), None, claimed=False),
-        _claim("P1 (secondary): UPLINK bits ratio, Safe-EF headline",
-               ratio(e1, "uncompressed", "safe_ef", "up"), None, claimed=False),
-        _claim("P1 (secondary): UPLINK bits ratio, f32 top-1 up with exact f64 downlink",
-               ratio(e1, "uncompressed", "safe_ef_uplink_only", "up"), None, claimed=False),
-        _claim("P1 (secondary): TOTAL bits ratio of f32 top-1 up with exact f64 downlink",
-               ratio(e1, "uncompressed", "safe_ef_uplink_only"), None, claimed=False),
-        _claim("P2 (secondary): TOTAL bits ratio with float32 top-k values",
-               ratio(e2, "uncompressed", "safe_ef_f32"), None, claimed=False),
-        _claim("P2 (secondary): UPLINK bits ratio, Safe-EF headline",
-               ratio(e2, "uncompressed", "safe_ef", "up"), None, claimed=False),
-        _claim("P2 (secondary): UPLINK bits ratio, f32 top-10 up with exact f64 downlink",
-               ratio(e2, "uncompressed", "safe_ef_uplink_only", "up"), None, claimed=False),
-        _claim("P2 (secondary): TOTAL bits ratio of f32 top-10 up with exact f64 downlink",
-               ratio(e2, "uncompressed", "safe_ef_uplink_only"), None, claimed=False),
-        _claim("P3 (worst case, no gain claimed): uncompressed / Safe-EF TOTAL bits",
-               ratio(e3, "uncompressed", "safe_ef"), None, claimed=False),
-        _claim("fair logistic (parity constraint, averaged quantities): uncompressed / "
-               "Safe-EF TOTAL bits to gap<=0.005", ratio(ef, "uncompressed", "safe_ef"), None,
+        _claim("P1 (secondary): UPLINK bits vs same-precision dense, Safe-EF headline",
+               ratio(e1, "uncompressed_f16", "safe_ef", "up"), None, claimed=False),
+        _claim("P1 (secondary): UPLINK bits vs float32 dense, f32 top-1 up with exact f64 "
+               "downlink", ratio(e1, "uncompressed", "safe_ef_uplink_only", "up"), None,
                claimed=False),
+        _claim("P1 (secondary): TOTAL bits vs float32 dense, f32 top-1 up with exact f64 "
+               "downlink", ratio(e1, "uncompressed", "safe_ef_uplink_only"), None,
+               claimed=False),
+        _claim("P2 (secondary): TOTAL bits, float32 top-k values vs float32 dense",
+               ratio(e2, "uncompressed", "safe_ef_f32"), None, claimed=False),
+        _claim("P2 (secondary): UPLINK bits vs same-precision dense, Safe-EF headline",
+               ratio(e2, "uncompressed_f16", "safe_ef", "up"), None, claimed=False),
+        _claim("P2 (secondary): UPLINK bits vs float32 dense, f32 top-10 up with exact f64 "
+               "downlink", ratio(e2, "uncompressed", "safe_ef_uplink_only", "up"), None,
+               claimed=False),
+        _claim("P2 (secondary): TOTAL bits vs float32 dense, f32 top-10 up with exact f64 "
+               "downlink", ratio(e2, "uncompressed", "safe_ef_uplink_only"), None,
+               claimed=False),
+        _claim("P3 (worst case, no gain claimed): same-precision dense / Safe-EF TOTAL bits",
+               ratio(e3, "uncompressed_f16", "safe_ef"), None, claimed=False),
+        _claim("P3 (worst case): same-precision dense / Safe-EF rounds",
+               ratio(e3, "uncompressed_f16", "safe_ef", "rounds"), None, claimed=False),
+        _claim("fair logistic (parity constraint, averaged quantities): same-precision dense / "
+               "Safe-EF TOTAL bits to gap<=0.005", ratio(ef, "uncompressed_f16", "safe_ef"),
+               None, claimed=False),
     ]
+    mt = mpi.get("time_to_target", {})
+    if "safe_ef" in mt and "dense_f16" in mt:
+        claims.append(_claim(
+            "P1 wall time to target under mpiexec -n 4 on this host (2 shared cores, shared "
+            "memory): same-precision dense / Safe-EF seconds", _ratio(
+                mt["dense_f16"]["seconds"], mt["safe_ef"]["seconds"]), 1.0))
+        for bw in (1e8, 1e9):
+            claims.append(_claim(
+                f"P1 modelled network time to target at {bw / 1e9:g} Gbit/s per worker link "
+                "(total bits / bandwidth): same-precision dense / Safe-EF",
+                _ratio(mt["dense_f16"]["bits_total"] / bw, mt["safe_ef"]["bits_total"] / bw),
+                None, claimed=False))
     if not args.quick:  # measured in full mode only
         claims.append(_claim("P1 stochastic (secondary): median best gap of stochastic "
                              "Safe-EF in 4000 rounds", sto_best, None, "gap", "lower",

@@ -37,11 +37,12 @@ __all__ = ["make_compressor", "build_problem", "run_method", "main"]
 
 
 def make_compressor(kind: str, dim: int, k: int | None = None, levels: int = 1,
-                    value_dtype: str = "float32") -> Compressor:
+                    value_dtype: str = "float32", index_code: str = "fixed") -> Compressor:
     """``"topk"``, ``"randk"`` (scaled), ``"randk_unscaled"``, ``"qsgd"`` or ``"identity"``
-    (``value_dtype`` applies to the sparse and dense encodings)."""
+    (``value_dtype`` applies to the sparse and dense encodings, ``index_code`` to top-k)."""
     if kind == "topk":
-        return TopK(dim, dim if k is None else k, value_dtype=value_dtype)
+        return TopK(dim, dim if k is None else k, value_dtype=value_dtype,
+                    index_code=index_code)
     if kind == "randk":
         return RandK(dim, dim if k is None else k, scaled=True, value_dtype=value_dtype)
     if kind == "randk_unscaled":
@@ -83,6 +84,7 @@ def run_method(
     workers: Callable[[int], object] | None = None,
     dense_downlink: bool = False,
     scalar_dtype: str = "float32",
+    index_code: str = "fixed",
 ) -> SafeEFResult:
     """Run ``method`` (a key of :data:`~sparsecert.distributed.safe_ef.algorithm.METHODS`) on
     ``problem``.
@@ -111,12 +113,13 @@ def run_method(
                       scalar_dtype=scalar_dtype)
     if workers is None:
         workers = problem.worker  # a factory: each process builds only its own workers
-    down = (TopK(problem.dim, downlink_k, value_dtype=value_dtype) if downlink_k is not None
-            else downlink)
+    down = (TopK(problem.dim, downlink_k, value_dtype=value_dtype, index_code=index_code)
+            if downlink_k is not None else downlink)
     common: dict = dict(downlink=down, constraint=problem.constraint, options=opts)
     if method == "switching_subgradient":
-        return fn(workers, problem.x0, gamma, n_rounds, c, **common)
-    comp = make_compressor(compressor, problem.dim, k, value_dtype=value_dtype)
+        return fn(workers, problem.x0, gamma, n_rounds, c, value_dtype=value_dtype, **common)
+    comp = make_compressor(compressor, problem.dim, k, value_dtype=value_dtype,
+                           index_code=index_code)
     if method == "ef14_lagrangian":
         return fn(workers, problem.x0, comp, gamma, n_rounds, **common)
     if method == "safe_ef_stochastic":
@@ -142,6 +145,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--batch-size", type=int, default=8)
     p.add_argument("--seed", type=int, default=0, help="problem seed (P1: the start point)")
     p.add_argument("--comm-seed", type=int, default=0, help="seed of the worker generators")
+    p.add_argument("--index-code", default="fixed", choices=["fixed", "enumerative"],
+                   help="code of the top-k indices (both ways)")
     p.add_argument("--dense-downlink", action="store_true",
                    help="dense model change in --value-dtype down (the uncompressed baseline)")
     p.add_argument("--scalar-dtype", default="float32", choices=["float32", "float16", "float64"],
@@ -197,6 +202,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                      batch_size=args.batch_size, store_iterates=True, monitor="reduce",
                      value_dtype=args.value_dtype, workers=loader,
                      dense_downlink=args.dense_downlink, scalar_dtype=args.scalar_dtype,
+                     index_code=args.index_code,
                      record_every=args.record_every, stop=stop)
     procs = comm.process_traffic() if isinstance(comm, MPIComm) else np.zeros((1, 2), int)
     if comm.is_root:
