@@ -365,3 +365,17 @@ def test_run_options_are_shared_with_safe_ef_and_unused_ones_refused():
         oda(prob.operators(), prob.x0, comm, 5, options=RunOptions(comm=SimComm(3)))
     res = oda(prob.operators(), prob.x0, comm, 5, options=RunOptions(comm=comm))
     assert list(res.history["iteration"]) == [5]  # the default record period 10, last recorded
+
+
+def test_the_log_has_a_row_per_record(tmp_path):
+    import csv
+
+    prob = QuadraticGame(**SMALL)
+    path = tmp_path / "qoda.csv"
+    res = qoda(prob.operators(), prob.x0, SimComm(3, seed=0), 30, layers=prob.layers, s=2,
+               options=RunOptions(monitor=prob.monitor, record_every=10, log=path))
+    rows = list(csv.DictReader(path.open()))
+    assert list(rows[0])[:4] == ["iteration", "compute_s", "bits_up", "bits_received"]
+    assert [int(float(r["iteration"])) for r in rows] == [10, 20, 30]
+    assert np.array_equal([float(r["residual"]) for r in rows], res.history["residual"])
+    assert np.array_equal([float(r["bits_up"]) for r in rows], res.history["bits_up"])

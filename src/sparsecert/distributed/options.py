@@ -51,10 +51,12 @@ class RunOptions:
     server_seed : int
         Safe-EF: seed of the server's generator (randomized downlink compressors).
     log : str, pathlib.Path, callable or None
-        Safe-EF: a per-record log, one row per record point (rounds, seconds, bits per worker
-        up / down / total, objective, violation, and the same for the last model): a CSV file
-        the root writes as the run goes (it must not exist yet; a resumed run appends to
-        its own) or a callable ``log(row)`` called on the root.
+        A per-record log, one row per record point: a CSV file the root writes as the run
+        goes (it must not exist yet; a resumed run appends to its own) or a callable
+        ``log(row)`` called on the root. Safe-EF: rounds, seconds, bits per worker up / down /
+        total, objective, violation, and the same for the last model; QODA: iteration,
+        compute seconds of one node, bits sent and received per worker, the monitor's
+        metrics.
     checkpoint : str, pathlib.Path or None
         Safe-EF (``safe_ef``, ``safe_ef_stochastic``): save the run every
         ``checkpoint_every`` rounds (and at its end) to ``<checkpoint>.<rank>.npz``, one

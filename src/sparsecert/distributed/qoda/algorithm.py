@@ -49,6 +49,7 @@ from sparsecert.distributed.quantize import (
 )
 from sparsecert.distributed.quantize_codes import code_sizes
 from sparsecert.distributed.round_decoder import RoundDecoder
+from sparsecert.distributed.runlog import RunLog
 from sparsecert.distributed.timing import PhaseClock
 
 __all__ = [
@@ -338,7 +339,7 @@ def _options(options: RunOptions | None, comm: Communicator, method: str) -> Run
         raise TypeError("options must be a sparsecert.distributed.options.RunOptions")
     if opts.comm is not None and opts.comm is not comm:
         raise ValueError(f"{method}: RunOptions.comm differs from the communicator given")
-    opts.refuse(method, "store_iterates", "callback", "scalar_dtype", "server_seed", "log",
+    opts.refuse(method, "store_iterates", "callback", "scalar_dtype", "server_seed",
                 "checkpoint", "resume")
     return opts
 
@@ -380,6 +381,7 @@ def _run(method: str, operators, x0, comm: Communicator, n_iter: int, q: Encoder
     step_eta = eta(1, 0.0)
     step_gamma = gamma(1, 0.0)
     tmp = np.empty(d)  # scratch of the updates (no temporaries per iteration)
+    log = None  # RunLog of opts.log, made at the first record
     t_start = time.perf_counter()
     for t in range(1, n_iter + 1):
         adapt = (t - 1) % level_update_every == 0
@@ -417,9 +419,16 @@ def _run(method: str, operators, x0, comm: Communicator, n_iter: int, q: Encoder
             metrics = _monitor_metrics(monitor, comm, local_ops, x_bar)
             for k, val in metrics.items():
                 hist.setdefault(k, []).append(float(val))
+            if opts.log is not None:
+                if log is None:  # the columns are known at the first record
+                    log = RunLog(opts.log, ["iteration", "compute_s", "bits_up",
+                                            "bits_received", *metrics], comm.is_root)
+                log.write({k: v[-1] for k, v in hist.items()})
             if stop is not None and stop(t, x_bar, metrics):
                 break
     wall_s = time.perf_counter() - t_start
+    if log is not None:
+        log.close()
     n_done = t
     history = {k: np.asarray(v) for k, v in hist.items()}
     tr = comm.traffic - traffic0
@@ -469,9 +478,12 @@ _DOC_PARAMS = """
         ``monitor`` (``monitor(x_bar) -> dict`` of metrics recorded in the history, evaluated
         by every process, or a :class:`ReducedMonitor`: local sums of the hosted workers,
         reduced over all workers), ``record_every`` (default 10; the last iteration is always
-        recorded) and ``stop`` (``stop(t, x_bar, metrics) -> bool`` at every recorded
+        recorded), ``stop`` (``stop(t, x_bar, metrics) -> bool`` at every recorded
         iteration; True stops the run there, and ``n_iter`` of the result is then the
-        iterations done). ``comm`` may repeat the communicator; the other fields are refused.
+        iterations done) and ``log`` (a CSV path or a callable: one row per record,
+        iteration, compute seconds of one node, bits sent and received per worker, the
+        monitor's metrics; written by the root). ``comm`` may repeat the communicator; the
+        other fields are refused.
 
     Returns
     -------
