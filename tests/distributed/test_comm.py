@@ -229,6 +229,7 @@ if comm.is_root:
 """
 
 
+@pytest.mark.timeout(300)
 @pytest.mark.mpi
 @pytest.mark.parametrize("n_workers", [5, 2], ids=["5-workers", "2-workers-one-idle-rank"])
 def test_mpicomm_semantics_under_mpiexec(n_workers, mpiexec):
@@ -284,6 +285,7 @@ def test_mpicomm_semantics_under_mpiexec(n_workers, mpiexec):
     ],
     ids=["safe_ef-randk", "ef21-topk"],
 )
+@pytest.mark.timeout(300)
 def test_simcomm_and_mpicomm_identical_iterates(tmp_path, extra, mpiexec):
     from sparsecert.distributed.safe_ef.mpi import main
 
@@ -301,6 +303,7 @@ def test_simcomm_and_mpicomm_identical_iterates(tmp_path, extra, mpiexec):
         np.testing.assert_array_equal(a[key], b[key], err_msg=key)
 
 
+@pytest.mark.timeout(300)
 def test_ci_flag_turns_mpi_skips_into_failures(tmp_path):
     """``SPARSECERT_REQUIRE_MPI=1`` (set by .ci/run) fails an MPI test that would skip."""
     conftest = Path(__file__).parents[1] / "conftest.py"
@@ -363,6 +366,7 @@ if comm.is_root:
 """
 
 
+@pytest.mark.timeout(300)
 @pytest.mark.mpi
 def test_each_rank_reads_only_its_shards_and_matches_simcomm(tmp_path, mpiexec):
     """Data stay where they live: worker i's shard is a file only its rank opens (checked
@@ -387,6 +391,7 @@ def test_each_rank_reads_only_its_shards_and_matches_simcomm(tmp_path, mpiexec):
         np.testing.assert_array_equal(a[key], b[key], err_msg=key)
 
 
+@pytest.mark.timeout(300)
 @pytest.mark.mpi
 def test_fair_federated_example_under_mpiexec_matches_one_process(tmp_path, mpiexec):
     """The Safe-EF example prints the same table under mpiexec -n 3 as in one process."""

@@ -410,6 +410,7 @@ def test_problem_input_validation():
 # ---------------------------------------------------------------------------------------------
 
 
+@pytest.mark.timeout(300)
 @pytest.mark.mpi
 def test_mpi_run_matches_simcomm(tmp_path, mpiexec):
     env = dict(os.environ, PYTHONPATH=str(SRC) + os.pathsep + os.environ.get("PYTHONPATH", ""))
@@ -434,6 +435,7 @@ def test_mpi_run_matches_simcomm(tmp_path, mpiexec):
     assert (pp[0, 0], pp[0, 1]) == (down[1] + down[2], up[1] + up[2])
 
 
+@pytest.mark.timeout(300)
 @pytest.mark.mpi
 def test_example_keeps_each_shard_on_its_rank_and_matches_simcomm(tmp_path, mpiexec):
     """The federated tuning example under mpiexec -n 3: rank j opens site_j.npz and nothing else

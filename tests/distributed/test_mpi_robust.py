@@ -33,6 +33,7 @@ comm.gather({i: Message(b"x", 8) for i in comm.local_workers})  # rank 1 never a
 """
 
 
+@pytest.mark.timeout(300)
 @pytest.mark.mpi
 def test_an_exception_on_one_rank_ends_the_job_with_one_line(mpiexec):
     t0 = time.perf_counter()
@@ -108,6 +109,7 @@ if MPI.COMM_WORLD.Get_rank() == 0:
 """
 
 
+@pytest.mark.timeout(300)
 @pytest.mark.mpi
 def test_ranks_without_workers_idle_in_all_three_methods(mpiexec):
     """3 ranks, 2 workers: rank 2 hosts none. Every method finishes with the iterates of
@@ -160,6 +162,7 @@ def test_a_worker_class_is_accepted_as_a_factory():
     assert np.array_equal(run[0].x, run[1].x) and run[0].n_rounds == 20
 
 
+@pytest.mark.timeout(300)
 @pytest.mark.mpi
 def test_the_entry_point_reads_only_each_ranks_shards(tmp_path, mpiexec):
     """``--write-shards`` then ``mpiexec -n 3 ... --shards``: the root read only its own

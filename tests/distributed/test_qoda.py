@@ -240,6 +240,7 @@ def test_bad_inputs():
         QuadraticGame(noise="pink")
 
 
+@pytest.mark.timeout(300)
 @pytest.mark.mpi
 def test_simcomm_and_mpicomm_identical(tmp_path, mpiexec):
     argv = ["--n-iter", "30", "--sizes", "24", "8", "4", "--level-update-every", "10",
@@ -335,6 +336,7 @@ def test_qoda_trains_the_wgan_game():
     assert h["mean_err"][-1] < 0.5 * h["mean_err"][0]
 
 
+@pytest.mark.timeout(300)
 @pytest.mark.mpi
 def test_wgan_example_under_mpiexec_matches_simcomm(tmp_path, mpiexec):
     script = Path(__file__).resolve().parents[2] / "examples" / "qoda_wgan.py"
