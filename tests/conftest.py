@@ -4,8 +4,10 @@ The tests are grouped by wing and concept: ``glm/`` holds the certified-GLM wing
 the entry points, records and parameter table; ``cli/`` the command line; ``bnb/`` the engine;
 ``solvers/`` the losses, the relaxation and the heuristics; ``certificate/`` the format, the
 writer and the verifier; ``soundness/`` the attacks on the verifier and its exact references,
-``_exact.py`` and the fuzzing campaign ``_fuzz.py``), ``project/`` what spans the project (the
-architecture, the docs and their examples, the examples, the benchmarks' claims).
+``_exact.py`` and the fuzzing campaign ``_fuzz.py``), ``distributed/`` the distributed wing's
+(communication, bits and encoders, the three methods, MPI runs), ``project/`` what spans the
+project (the architecture, the docs and their examples, the examples, the benchmarks'
+claims).
 
 Helpers shared by the test files of every folder (one place each, importable by name):
 
