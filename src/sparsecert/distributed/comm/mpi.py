@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 import traceback
 from collections.abc import Mapping
 from typing import Any
@@ -36,6 +37,7 @@ def install_abort_hook() -> None:
         line = f"{kind.__name__}: {text[0]}" if text else kind.__name__
         print(f"sparsecert: error on MPI rank {world.Get_rank()} of {world.Get_size()}: {line}",
               file=sys.stderr, flush=True)
+        time.sleep(0.5)  # let the launcher forward the line before the abort tears it down
         world.Abort(1)
 
     sys.excepthook = hook
