@@ -227,7 +227,7 @@ def assemble_result(res, prob, X_raw: np.ndarray, y_raw: np.ndarray, y_used: np.
     coding from the data.) ``note``, if given, is called with how far the assembly has got
     (the progress log's phase).
     """
-    from sparsecert.bnb.fixing import fixing_regions
+    from sparsecert.proof.regions import fixing_regions
     from sparsecert.certificate import Certificate
     from sparsecert.solvers.rigorous import (
         SafeEvaluator,

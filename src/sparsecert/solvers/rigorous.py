@@ -21,12 +21,35 @@ verifier, whose own radius for the same quantity is within a factor 1.5 of ours,
 
 from __future__ import annotations
 
-import functools
 import math
 from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
+
+# the one producer-side rounding module (the names this module's code was written with)
+from sparsecert.proof.claims import (
+    CLAIM_FACTOR,
+    claim_lower,
+    claim_lower_array,
+    claim_upper,
+)
+from sparsecert.proof.rounding import (
+    ETA,
+    Ball,
+    U,
+    gamma,
+    pos_sum_hi,
+    pos_sum_lo,
+)
+from sparsecert.proof.rounding import dn as _dn
+from sparsecert.proof.rounding import elem_err as _elem_err
+from sparsecert.proof.rounding import inv_one_minus as _inv_one_minus
+from sparsecert.proof.rounding import norm_hi as _norm_hi
+from sparsecert.proof.rounding import rat_up as _rat_up
+from sparsecert.proof.rounding import sum_hi as _sum_hi
+from sparsecert.proof.rounding import sumsq_hi as _sumsq_hi
+from sparsecert.proof.rounding import up as _up
 
 __all__ = [
     "CLAIM_FACTOR",
@@ -38,141 +61,6 @@ __all__ = [
     "exact_zero_sum",
     "proves_eig_shift",
 ]
-
-U = 2.0 ** -53
-ETA = 2.0 ** -1074
-EPS_ELEM = 2.0 ** -40
-
-#: A claim is ``value -/+ CLAIM_FACTOR * radius``. The verifier proves ``exact >= v' - r'``
-#: with its own value v' and radius r' for the same exact quantity; since ``|v' - exact| <= r'``
-#: and ``exact >= v - r``, it proves ``v' - r' >= v - r - 2 r'``, which is ``>= v - 4 r`` as long
-#: as ``r' <= 1.5 r``: both radii come from the same a priori bounds evaluated on floats that
-#: agree to a few ulps, so they agree far better than that.
-CLAIM_FACTOR = 4.0
-
-
-def _up(x):
-    return np.nextafter(x, np.inf)
-
-
-def _dn(x):
-    return np.nextafter(x, -np.inf)
-
-
-def _rat_up(q: Fraction) -> float:
-    f = float(q)
-    return f if Fraction(f) >= q else math.nextafter(f, math.inf)
-
-
-def _rat_dn(q: Fraction) -> float:
-    f = float(q)
-    return f if Fraction(f) <= q else math.nextafter(f, -math.inf)
-
-
-_G: dict[int, float] = {}
-
-
-def gamma(m: int) -> float:
-    """Float upper bound of gamma_m = m u / (1 - m u)."""
-    if m not in _G:
-        mu = Fraction(max(m, 0), 2 ** 53)
-        if mu >= Fraction(1, 2):
-            raise ValueError("problem too large for the rounding-error bounds")
-        _G[m] = _rat_up(mu / (1 - mu))
-    return _G[m]
-
-
-@functools.lru_cache(maxsize=1024)
-def _inv_one_minus(g: float) -> float:
-    """Float upper bound of 1 / (1 - g), exactly (a pure function of ``g``: memoised, since a
-    certificate's assembly asks it for the same few gamma values thousands of times)."""
-    return _rat_up(1 / (1 - Fraction(g)))
-
-
-@functools.lru_cache(maxsize=1024)
-def _inv_one_plus(g: float) -> float:
-    """Float lower bound of 1 / (1 + g), exactly (memoised like :func:`_inv_one_minus`)."""
-    return _rat_dn(1 / (1 + Fraction(g)))
-
-
-_E2 = _rat_up(Fraction(EPS_ELEM) / (1 - Fraction(EPS_ELEM)))
-
-
-def _elem_err(c):
-    """Radius of a numpy exp/log/log1p result ``c`` at an exact argument."""
-    return _up(_up(_E2 * np.abs(c)) + 2.0 * ETA)
-
-
-def pos_sum_hi(v, axis=None):
-    """Upper bound of the exact sum of nonnegative entries."""
-    v = np.asarray(v, dtype=np.float64)
-    m = v.size if axis is None else v.shape[axis]
-    return _up(v.sum(axis=axis) * _inv_one_minus(gamma(max(m - 1, 0))))
-
-
-def pos_sum_lo(v, axis=None):
-    """Lower bound (>= 0) of the exact sum of nonnegative entries."""
-    v = np.asarray(v, dtype=np.float64)
-    m = v.size if axis is None else v.shape[axis]
-    return np.maximum(_dn(v.sum(axis=axis) * _inv_one_plus(gamma(max(m - 1, 0)))), 0.0)
-
-
-def _sumsq_hi(s, m: int):
-    """Upper bound of sum x_i^2 (m terms) given its computed value s."""
-    return _up(_up(s + m * ETA) * _inv_one_minus(gamma(m)))
-
-
-@dataclass
-class Ball:
-    """Midpoint-radius enclosure: ``|exact - mid| <= rad`` (arrays or scalars)."""
-
-    mid: np.ndarray
-    rad: np.ndarray
-
-    @property
-    def hi(self):
-        return _up(self.mid + self.rad)
-
-    @property
-    def lo(self):
-        return _dn(self.mid - self.rad)
-
-    @property
-    def mag(self):
-        """Upper bound of |exact|."""
-        return _up(np.abs(self.mid) + self.rad)
-
-    @property
-    def mig(self):
-        """Lower bound (>= 0) of |exact|."""
-        return np.maximum(_dn(np.abs(self.mid) - self.rad), 0.0)
-
-    def __sub__(self, other: Ball) -> Ball:
-        m = self.mid - other.mid
-        return Ball(m, _up(_up(self.rad + other.rad) + _up(U * np.abs(m))))
-
-    def total(self) -> Ball:
-        """The sum of the entries."""
-        m = float(self.mid.sum())
-        n = self.mid.size
-        r = _up(pos_sum_hi(self.rad) + _up(gamma(max(n - 1, 0)) * pos_sum_hi(np.abs(self.mid))))
-        return Ball(m, r)
-
-    def norm_hi(self) -> float:
-        """Upper bound of the Euclidean norm of the exact vector."""
-        return float(_up(np.sqrt(pos_sum_hi(_up(self.mag * self.mag)))))
-
-
-def _norm_hi(v, axis=None):
-    v = np.abs(np.asarray(v, dtype=np.float64))
-    return _up(np.sqrt(pos_sum_hi(_up(v * v), axis=axis)))
-
-
-def _sum_hi(v) -> float:
-    """Upper bound of the exact sum of entries of any sign."""
-    v = np.asarray(v, dtype=np.float64)
-    return float(_up(float(v.sum()) + _up(gamma(max(v.size - 1, 0)) * pos_sum_hi(np.abs(v)))))
-
 
 # ----------------------------------------------------------------------------------------------
 # Node bounds
@@ -532,37 +420,6 @@ def _lin_ball(A: np.ndarray, coef: np.ndarray, extra: list[np.ndarray]) -> Ball:
     absum = pos_sum_hi(np.abs(np.stack(terms)), axis=0)
     rad = _up(_up(_up(U * np.abs(res)) + _up(g2 * absum)) * _inv_one_minus(U))
     return Ball(res, _up(rad + tiny * 2.0 ** -1020))
-
-
-# ----------------------------------------------------------------------------------------------
-# Claims
-# ----------------------------------------------------------------------------------------------
-
-
-def claim_lower(value: float, lower: float) -> float:
-    """The lower bound to claim from a computed value and its safe lower bound."""
-    if not (math.isfinite(value) and math.isfinite(lower)):
-        return -math.inf
-    r = max(value - lower, 0.0)
-    return float(_dn(value - float(_up(CLAIM_FACTOR * r))))
-
-
-def claim_lower_array(values: np.ndarray, lowers: np.ndarray) -> np.ndarray:
-    """:func:`claim_lower` elementwise over arrays (the same roundings, entry by entry)."""
-    values = np.asarray(values, dtype=np.float64)
-    lowers = np.asarray(lowers, dtype=np.float64)
-    ok = np.isfinite(values) & np.isfinite(lowers)
-    v = np.where(ok, values, 0.0)
-    r = np.maximum(v - np.where(ok, lowers, 0.0), 0.0)
-    return np.where(ok, _dn(v - _up(CLAIM_FACTOR * r)), -np.inf)
-
-
-def claim_upper(value: float, upper: float) -> float:
-    """The upper bound to claim from a computed value and its safe upper bound."""
-    if not (math.isfinite(value) and math.isfinite(upper)):
-        return math.inf
-    r = max(upper - value, 0.0)
-    return float(_up(value + float(_up(CLAIM_FACTOR * r))))
 
 
 # ----------------------------------------------------------------------------------------------

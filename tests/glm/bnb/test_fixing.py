@@ -10,16 +10,10 @@ import numpy as np
 import pytest
 from _bruteforce import solve_support
 
-from sparsecert.bnb.fixing import (
-    claimable,
-    dual_terms,
-    fixing_regions,
-    plan_fixings,
-    region_bounds,
-    root_fixing_counts,
-)
+from sparsecert.bnb.fixing import dual_terms, plan_fixings, root_fixing_counts
+from sparsecert.proof.claims import claim_lower, claim_lower_array
+from sparsecert.proof.regions import fixing_regions, region_bounds
 from sparsecert.solvers.perspective import RelaxationProblem, solve_node
-from sparsecert.solvers.rigorous import claim_lower, claim_lower_array
 
 
 @dataclass
@@ -178,7 +172,7 @@ def test_plan_fixes_out_below_the_top_and_in_inside_it():
         i = int(np.flatnonzero(reg.free == j)[0])
         lower, value = (reg.in_lower[i], reg.in_value[i]) if v == 0 else (reg.out_lower[i],
                                                                            reg.out_value[i])
-        assert b == claimable(np.array([value]), np.array([lower]))[0] and b <= lower
+        assert b == claim_lower_array(np.array([value]), np.array([lower]))[0] and b <= lower
     assert not plan.covers_node
     assert plan_fixings(t, fi, fo, k, cutoff=np.inf).fixings == []
 
