@@ -14,7 +14,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from sparsecert.solvers.losses import SQUARED, get_loss
+from sparsecert.solvers.losses import REGISTRY, get_loss
 
 __all__ = [
     "check_k", "check_k_fits", "check_ks", "check_lambda2", "check_max_abs_coef", "check_bool",
@@ -172,15 +172,16 @@ def check_shift_value(eig_shift) -> float | str | None:
 def check_eig_shift(eig_shift, loss: str, strict: bool = False) -> float | str | None:
     """Check the eigenvalue-shift option (the Cholesky proof of a given shift comes later).
 
-    None, "auto" or a finite number >= 0, for least squares; for the other losses (they have no
-    shift) "auto" means None, or is an error if ``strict``, and a number is an error.
+    None, "auto" or a finite number >= 0, for a loss that takes a shift (least squares); for
+    the other losses "auto" means None, or is an error if ``strict``, and a number is an error.
     """
     shift = check_shift_value(eig_shift)
-    if shift is None or get_loss(loss).loss_id == SQUARED:
+    if shift is None or get_loss(loss).takes_shift:
         return shift
     if shift == "auto" and not strict:
         return None
-    raise ValueError(f"eig_shift is only defined for the squared loss (got loss={loss!r})")
+    takes = " or ".join(name for name, ls in REGISTRY.items() if ls.takes_shift)
+    raise ValueError(f"eig_shift is only defined for the {takes} loss (got loss={loss!r})")
 
 
 def check_rel_gap(rel_gap) -> float:

@@ -227,14 +227,11 @@ def assemble_result(res, prob, X_raw: np.ndarray, y_raw: np.ndarray, y_used: np.
     coding from the data.) ``note``, if given, is called with how far the assembly has got
     (the progress log's phase).
     """
-    from sparsecert.proof.regions import fixing_regions
     from sparsecert.certificate import Certificate
-    from sparsecert.solvers.rigorous import (
-        SafeEvaluator,
-        claim_lower,
-        claim_lower_array,
-        claim_upper,
-    )
+    from sparsecert.proof.bounds import SafeEvaluator
+    from sparsecert.proof.claims import claim_lower, claim_lower_array, claim_upper
+    from sparsecert.proof.regions import fixing_regions
+    from sparsecert.proof.witnesses import dual_witness
 
     coef = res.coef.copy()
     intercept = float(res.intercept)
@@ -243,7 +240,8 @@ def assemble_result(res, prob, X_raw: np.ndarray, y_raw: np.ndarray, y_used: np.
     elif fit_intercept:  # the engine works on centred columns
         intercept = float(intercept - prob.x_mean @ coef)
     mu = float(prob.mu)  # proven by RelaxationProblem.from_data (Rump's test, as the verifier)
-    ev = SafeEvaluator(X_raw, y_used, loss, float(lambda2), max_abs_coef, fit_intercept, mu)
+    ev = SafeEvaluator(X_raw, y_used, prob.loss_fn, float(lambda2), max_abs_coef, fit_intercept,
+                       mu)
     value, upper = ev.objective(coef, intercept if fit_intercept else 0.0)
     ub = claim_upper(value, upper)
 
@@ -279,9 +277,9 @@ def assemble_result(res, prob, X_raw: np.ndarray, y_raw: np.ndarray, y_used: np.
             if kind == "point" and mu > 0:
                 cert_w = ("shifted", vec)
             elif kind == "point":  # the dual point of the unshifted relaxation at b~
-                cert_w = ("dual", ev.dual_witness(_gradient(prob, vec)))
+                cert_w = ("dual", dual_witness(ev, _gradient(prob, vec)))
             else:
-                cert_w = ("dual", ev.dual_witness(vec))
+                cert_w = ("dual", dual_witness(ev, vec))
             cols = np.flatnonzero(used[key]) if key in used else None
             terms[key] = (cert_w, ev.witness(*cert_w, None if cols is None or cols.size == p
                                              else cols))
@@ -350,9 +348,7 @@ def assemble_result(res, prob, X_raw: np.ndarray, y_raw: np.ndarray, y_used: np.
 
 def _gradient(prob, b: np.ndarray) -> np.ndarray:
     """f'(X b) on the engine's data (centred with an intercept): the dual point at b."""
-    from sparsecert.solvers.losses import get_loss
-
-    return get_loss(prob.loss).gradient(prob.X @ b, prob.y)
+    return prob.loss_fn.gradient(prob.X @ b, prob.y)
 
 
 def verify(path, X, y, *, loss: str | None = None, k: int | None = None,

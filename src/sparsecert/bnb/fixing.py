@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from sparsecert.proof.bounds import SafeEvaluator, box_terms
 from sparsecert.proof.claims import CLAIM_FACTOR, claim_lower_array
 from sparsecert.proof.regions import TermBound, region_bounds
 
@@ -110,15 +111,11 @@ def dual_terms(problem, zeta: np.ndarray) -> tuple[float, np.ndarray]:
 
     ``K = -sum_i f*(zeta_i; y_i)``, ``h_j = H_M(a_j)`` with ``a = -X^T zeta / (2 lambda2)``.
     """
-    from sparsecert.solvers.losses import get_loss
-
     if problem.mu != 0.0:
         raise ValueError("dual_terms: the problem has an eigen shift (use its shifted witness)")
-    K = -get_loss(problem.loss).conjugate_sum(zeta, problem.y)
+    K = -problem.loss_fn.conjugate_sum(zeta, problem.y)
     a = np.abs(problem.X.T @ zeta) / (2.0 * problem.lambda2)
-    M = problem.M
-    h = 0.5 * a * a if not np.isfinite(M) else np.where(a <= M, 0.5 * a * a, M * a - 0.5 * M * M)
-    return float(K), h
+    return float(K), _box_terms(a, problem.M)
 
 
 def root_fixing_counts(problem, k: int, result, upper_bound: float, rel_gap: float = 1e-4
@@ -133,10 +130,9 @@ def root_fixing_counts(problem, k: int, result, upper_bound: float, rel_gap: flo
     return plan.n_out, plan.n_in
 
 
-def _huber(a: np.ndarray, M: float) -> np.ndarray:
-    if not np.isfinite(M):
-        return 0.5 * a * a
-    return np.where(a <= M, 0.5 * a * a, M * a - 0.5 * M * M)
+def _box_terms(a: np.ndarray, M: float) -> np.ndarray:
+    """H_M(a) in plain floating point (``M = inf``: no box)."""
+    return box_terms(a, None if not np.isfinite(M) else M)
 
 
 class WitnessTerms:
@@ -145,17 +141,16 @@ class WitnessTerms:
     ``plain(witness)`` gives ``(bound, lam, h)`` in plain floating point, for the screening
     test of :func:`fixing_plan`; ``safe(witness)`` the rigorous terms (a :class:`TermBound`)
     that fixings are decided on, from the same safe evaluation as the certificate's bounds
-    (:class:`sparsecert.solvers.rigorous.SafeEvaluator` on the engine's data; ``None`` when the
+    (:class:`sparsecert.proof.bounds.SafeEvaluator` on the engine's data; ``None`` when the
     witness gives no bound).
     """
 
     def __init__(self, problem) -> None:
-        from sparsecert.solvers.losses import SQUARED, get_loss
-
         self.problem = problem
         self._ev = None
-        self._loss = get_loss(problem.loss)
-        self._squared = self._loss.loss_id == SQUARED
+        self._loss = problem.loss_fn
+        # the squared residual (a closed-form refit): its gradient and conjugate inline
+        self._squared = self._loss.has_closed_form_refit
         # least squares without a box: the screen's terms from the residual (below)
         self._plain_ls = self._squared and not np.isfinite(problem.M)
         self._two_y = 2.0 * problem.y
@@ -200,7 +195,7 @@ class WitnessTerms:
             s = 2.0 * (prob.X.T @ (u - prob.y)) - 2.0 * prob.mu * vec
             lam = prob.lambda2 + prob.mu
             K = float(prob.y @ prob.y - u @ u + prob.mu * (vec @ vec))
-            return K, lam, _huber(np.abs(s) / (2.0 * lam), prob.M)
+            return K, lam, _box_terms(np.abs(s) / (2.0 * lam), prob.M)
         vec = np.ascontiguousarray(vec, dtype=np.float64)
         lam = prob.lambda2
         whole = cols is None or 2 * cols.size >= prob.n_features
@@ -217,9 +212,9 @@ class WitnessTerms:
         # X_cols^T zeta: all of X^T zeta when most columns are active (a gather of X's columns
         # costs more than the whole product), else from the contiguous rows of X^T
         if whole:
-            return float(K), lam, _huber(np.abs(xtz(prob.X, zeta)) / (2.0 * lam), prob.M)
+            return float(K), lam, _box_terms(np.abs(xtz(prob.X, zeta)) / (2.0 * lam), prob.M)
         h = np.full(prob.n_features, np.inf)
-        h[cols] = _huber(np.abs(prob.XT[cols] @ zeta) / (2.0 * lam), prob.M)
+        h[cols] = _box_terms(np.abs(prob.XT[cols] @ zeta) / (2.0 * lam), prob.M)
         return float(K), lam, h
 
     def safe(self, witness, cols: np.ndarray | None = None) -> TermBound | None:
@@ -229,19 +224,19 @@ class WitnessTerms:
         those columns only (the other terms are ``inf``, which no node region reads); a shifted
         witness is always evaluated whole.
         """
-        from sparsecert.solvers.rigorous import SafeEvaluator
+        from sparsecert.proof.witnesses import dual_witness
 
         prob = self.problem
         if self._ev is None:
             M = None if not np.isfinite(prob.M) else float(prob.M)
-            self._ev = SafeEvaluator(prob.X, prob.y, prob.loss, prob.lambda2, M,
+            self._ev = SafeEvaluator(prob.X, prob.y, prob.loss_fn, prob.lambda2, M,
                                      prob.fit_intercept, prob.mu)
         kind, vec = witness
         if kind == "point" and prob.mu > 0.0:
             return self._ev.witness("shifted", np.asarray(vec, dtype=float))
         if cols is not None and cols.size == prob.n_features:
             cols = None
-        return self._ev.witness("dual", self._ev.dual_witness(self._zeta(witness)), cols)
+        return self._ev.witness("dual", dual_witness(self._ev, self._zeta(witness)), cols)
 
 
 def fixing_plan(terms: WitnessTerms, witness, fixed_in: np.ndarray, fixed_out: np.ndarray,

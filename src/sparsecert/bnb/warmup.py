@@ -190,7 +190,7 @@ def _compile_polish(tiny, problem) -> None:
         return
     p = tiny.n_features
     state = np.full(p, 2, dtype=np.int8)
-    newton_candidate(tiny.X, tiny.y, int(tiny.loss_id), float(tiny.lam_eff), float(tiny.mu),
+    newton_candidate(tiny.X, tiny.y, tiny.loss_spec, float(tiny.lam_eff), float(tiny.mu),
                      np.ones(p), state, 1, 1)
 
 

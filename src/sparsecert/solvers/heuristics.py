@@ -4,9 +4,9 @@ Every model produced here is *feasible* (at most ``k`` non-zeros, inside the box
 objective is computed exactly on the data, so it is a valid upper bound; how good it is only
 affects speed, never correctness.
 
-* :class:`SupportRefitter` solves the problem restricted to a support exactly (least squares:
-  a Cholesky solve; other losses: damped Newton; a box ``|b_j| <= M``: L-BFGS-B), with a cache
-  keyed by the support.
+* :class:`SupportRefitter` solves the problem restricted to a support exactly (a loss with a
+  closed-form refit, least squares: a Cholesky solve; other losses: damped (semismooth) Newton on
+  the loss's derivatives; a box ``|b_j| <= M``: L-BFGS-B), with a cache keyed by the support.
 * :func:`beam_search` is forward selection keeping the ``beam_width`` best supports of each size;
   candidates are screened by the second-order decrease ``grad_j^2 / (2 h_j)`` and refitted exactly.
 * :func:`swap_search` is best-improvement-first local search over one-for-one swaps.
@@ -23,7 +23,7 @@ import numpy as np
 import scipy.linalg
 
 from sparsecert.solvers._ridge_refit import ridge_objective, ridge_refit
-from sparsecert.solvers.losses import SQUARED, get_loss
+from sparsecert.solvers.losses import Loss, get_loss
 
 __all__ = ["SubsetModel", "SupportRefitter", "beam_search", "swap_search", "round_relaxation"]
 
@@ -66,27 +66,31 @@ class SupportRefitter:
         ``fit_intercept`` False here).
     y : numpy.ndarray of shape (n,)
         Targets (labels in {-1, +1} for classification losses).
-    loss : str
-        A name in :data:`sparsecert.solvers.losses.LOSS_NAMES`.
+    loss : Loss or str
+        The loss (with its parameters), or a name of the registry
+        :data:`sparsecert.solvers.losses.LOSS_NAMES` (its default parameters).
     lambda2 : float
         Ridge weight (> 0).
     max_abs_coef : float
         Box ``M`` (``np.inf`` for none).
     fit_intercept : bool
-        Fit an unpenalised intercept (the non-squared losses; least squares is centred instead).
+        Fit an unpenalised intercept (a loss without a closed-form refit; least squares is
+        centred instead).
     XT : numpy.ndarray of shape (p, n), optional
         ``X.T`` C-contiguous, if the caller has it: least-squares refits run in a GIL-free
         kernel over its rows (built on first use otherwise).
     """
 
-    def __init__(self, X: np.ndarray, y: np.ndarray, loss: str, lambda2: float,
+    def __init__(self, X: np.ndarray, y: np.ndarray, loss: Loss | str, lambda2: float,
                  max_abs_coef: float = np.inf, fit_intercept: bool = False,
                  XT: np.ndarray | None = None) -> None:
         self.X = X
         self._XT = XT
         self.y = y
-        self.loss = loss
-        self._loss = get_loss(loss)
+        self._loss = get_loss(loss) if isinstance(loss, str) else loss
+        self.loss = self._loss.name
+        # least squares: ridge refits in closed form, in a compiled kernel
+        self._ridge = self._loss.has_closed_form_refit
         self.lambda2 = float(lambda2)
         self.M = float(max_abs_coef)
         self._boxed = math.isfinite(self.M)
@@ -99,15 +103,15 @@ class SupportRefitter:
     @classmethod
     def for_problem(cls, problem) -> SupportRefitter:
         """The refitter of a prepared :class:`~sparsecert.solvers.perspective.RelaxationProblem`
-        (its data as used internally; an intercept variable for the non-squared losses, least
-        squares being centred instead)."""
-        return cls(problem.X, problem.y, problem.loss, problem.lambda2, problem.M,
+        (its data as used internally; an intercept variable for a loss without a closed-form
+        refit, least squares being centred instead)."""
+        return cls(problem.X, problem.y, problem.loss_fn, problem.lambda2, problem.M,
                    fit_intercept=problem.icpt, XT=problem.XT)
 
     # -- objective ---------------------------------------------------------------------------
     def objective(self, support: tuple[int, ...], coef: np.ndarray, intercept: float) -> float:
         """Exact objective of a restricted model."""
-        if self._loss.loss_id == SQUARED and intercept == 0.0:  # the refit kernel's evaluation
+        if self._ridge and intercept == 0.0:  # the refit kernel's evaluation
             return float(ridge_objective(self._xt(), self.y, np.asarray(support, dtype=np.int64),
                                          self.lambda2, np.asarray(coef, dtype=np.float64)))
         u = self.X[:, list(support)] @ coef + intercept if support else np.full(self.n, intercept)
@@ -122,7 +126,7 @@ class SupportRefitter:
         if hit is not None:
             return hit
         self.n_fits += 1
-        if self._loss.loss_id == SQUARED and not self.fit_intercept:
+        if self._ridge and not self.fit_intercept:
             coef, obj = self._fit_ridge_kernel(key)
             if obj is not None and not (self._boxed and coef.size
                                         and np.max(np.abs(coef)) > self.M):
@@ -130,7 +134,7 @@ class SupportRefitter:
                 self._cache[key] = model
                 return model
         XS = self.X[:, list(key)]
-        if self._loss.loss_id == SQUARED and not self.fit_intercept:
+        if self._ridge and not self.fit_intercept:
             coef, c = self._fit_ridge(XS), 0.0
         else:
             coef, c = self._fit_newton(XS)
@@ -224,7 +228,7 @@ class SupportRefitter:
         u = self.X[:, list(model.support)] @ model.coef + model.intercept
         _, g1, g2 = self._loss.derivatives(u, self.y)
         grad = self.X.T @ g1
-        if self._loss.loss_id == SQUARED:
+        if self._ridge:  # f'' = 2
             curv = 2.0 * self._col_sq
         else:
             curv = (self.X * self.X).T @ g2

@@ -1,9 +1,12 @@
-"""Numba kernels of the losses: sums over samples, dispatched on the integer loss id.
+"""Numba kernels of the losses: every per-loss branch of the compiled solver, in one place.
 
-One compiled solver serves every loss: the relaxation's kernels take the id of
-:data:`sparsecert.solvers.losses.LOSS_IDS` and call these. They are the compiled form of the
-maths of :mod:`sparsecert.solvers.losses` (``tests/glm/solvers/test_losses.py`` checks that the
-two agree).
+One compiled solver serves every loss: the relaxation's kernels take the loss as a
+:class:`~sparsecert.solvers.losses.LossSpec` (its integer id and its one parameter, see
+:attr:`sparsecert.solvers.losses.Loss.spec`) and call these, which dispatch on the id. They are
+the compiled form of the maths of :mod:`sparsecert.solvers.losses`
+(``tests/glm/solvers/test_losses.py`` checks that the two agree): the sum of the losses, its per-sample derivatives, the conjugate sum
+(``+inf`` outside the domain), the second derivatives of the Newton polish, and the split of a
+dual point that makes it zero-sum inside the conjugate's domain (an unpenalised intercept).
 """
 
 from __future__ import annotations
@@ -13,9 +16,10 @@ import math
 import numpy as np
 from numba import njit
 
-from sparsecert.solvers.losses import LOGISTIC, SQUARED, SQUARED_HINGE
+from sparsecert.solvers.losses import LOGISTIC, POISSON, SQUARED, SQUARED_HINGE
 
-__all__ = ["loss_value", "loss_value_grad", "conjugate_sum"]
+__all__ = ["loss_value", "loss_value_grad", "conjugate_sum", "loss_hessian", "newton_exact",
+           "zero_sum_parts"]
 
 
 @njit(cache=True, nogil=True)
@@ -27,18 +31,28 @@ def _log1pexp(m):
 
 
 @njit(cache=True, nogil=True)
-def loss_value(loss_id, u, y):
+def _sigmoid(m):
+    """1 / (1 + exp(-m)), computed stably."""
+    if m >= 0.0:
+        return 1.0 / (1.0 + math.exp(-m))
+    e = math.exp(m)
+    return e / (1.0 + e)
+
+
+@njit(cache=True, nogil=True)
+def loss_value(loss, u, y):
     """Sum of the per-sample losses at ``u`` (float)."""
     n = u.shape[0]
     s = 0.0
-    if loss_id == SQUARED:
+    lid = loss.id
+    if lid == SQUARED:
         for i in range(n):
             r = y[i] - u[i]
             s += r * r
-    elif loss_id == LOGISTIC:
+    elif lid == LOGISTIC:
         for i in range(n):
             s += _log1pexp(-y[i] * u[i])
-    elif loss_id == SQUARED_HINGE:
+    elif lid == SQUARED_HINGE:
         for i in range(n):
             r = 1.0 - y[i] * u[i]
             if r > 0.0:
@@ -50,27 +64,22 @@ def loss_value(loss_id, u, y):
 
 
 @njit(cache=True, nogil=True)
-def loss_value_grad(loss_id, u, y, grad):
+def loss_value_grad(loss, u, y, grad):
     """Sum of the losses at ``u``; writes the per-sample derivatives ``f'(u_i)`` into ``grad``."""
     n = u.shape[0]
     s = 0.0
-    if loss_id == SQUARED:
+    lid = loss.id
+    if lid == SQUARED:
         for i in range(n):
             r = u[i] - y[i]
             s += r * r
             grad[i] = 2.0 * r
-    elif loss_id == LOGISTIC:
+    elif lid == LOGISTIC:
         for i in range(n):
             m = -y[i] * u[i]
             s += _log1pexp(m)
-            # sigmoid(m), computed stably
-            if m >= 0.0:
-                sg = 1.0 / (1.0 + math.exp(-m))
-            else:
-                e = math.exp(m)
-                sg = e / (1.0 + e)
-            grad[i] = -y[i] * sg
-    elif loss_id == SQUARED_HINGE:
+            grad[i] = -y[i] * _sigmoid(m)
+    elif lid == SQUARED_HINGE:
         for i in range(n):
             r = 1.0 - y[i] * u[i]
             if r > 0.0:
@@ -94,20 +103,21 @@ def _xlogx(t):
 
 
 @njit(cache=True, nogil=True)
-def conjugate_sum(loss_id, z, y):
+def conjugate_sum(loss, z, y):
     """``sum_i f*(z_i; y_i)``; ``+inf`` if some ``z_i`` is outside the conjugate's domain."""
     n = z.shape[0]
     s = 0.0
-    if loss_id == SQUARED:
+    lid = loss.id
+    if lid == SQUARED:
         for i in range(n):
             s += 0.25 * z[i] * z[i] + y[i] * z[i]
-    elif loss_id == LOGISTIC:
+    elif lid == LOGISTIC:
         for i in range(n):
             t = -y[i] * z[i]
             if t < 0.0 or t > 1.0:
                 return np.inf
             s += _xlogx(t) + _xlogx(1.0 - t)
-    elif loss_id == SQUARED_HINGE:
+    elif lid == SQUARED_HINGE:
         for i in range(n):
             w = y[i] * z[i]
             if w > 0.0:
@@ -120,3 +130,63 @@ def conjugate_sum(loss_id, z, y):
                 return np.inf
             s += _xlogx(e) - e
     return s
+
+
+@njit(cache=True, nogil=True)
+def loss_hessian(loss, u, y, h):
+    """Per-sample (generalised) second derivatives ``f''(u_i; y_i)`` into ``h``."""
+    lid = loss.id
+    for i in range(u.shape[0]):
+        if lid == SQUARED:
+            h[i] = 2.0
+        elif lid == LOGISTIC:
+            s = _sigmoid(-y[i] * u[i])
+            h[i] = s * (1.0 - s)
+        elif lid == SQUARED_HINGE:
+            h[i] = 2.0 if 1.0 - y[i] * u[i] > 0.0 else 0.0
+        else:
+            h[i] = math.exp(min(u[i], 700.0))
+
+
+@njit(cache=True, nogil=True)
+def newton_exact(loss):
+    """Whether one Newton step minimises a ridge-penalised sum of these losses exactly (the
+    loss is quadratic)."""
+    return loss.id == SQUARED
+
+
+@njit(cache=True, nogil=True)
+def zero_sum_parts(loss, y, zeta, v1, v2):
+    """Split a dual point so that scaling its parts makes it zero-sum inside the domain.
+
+    Writes ``v1``, ``v2`` (length n, zero-initialised by the caller) and returns ``(a1, a2,
+    shifted)``. ``shifted`` False (every domain is an interval containing 0): ``zeta = v1 + v2``
+    with ``v1 <= 0 <= v2``, and ``a1 v1 + a2 v2`` sums to zero and stays in the domain (the
+    larger part is scaled down). ``shifted`` True (the domain is ``zeta >= -y``): ``zeta = v1 -
+    y`` with ``v1 >= 0``, and ``a1 v1 - y`` sums to zero (``a1 = sum(y) / sum(v1)``).
+    """
+    n = zeta.shape[0]
+    if loss.id == POISSON:
+        se = 0.0
+        sy = 0.0
+        for i in range(n):
+            v1[i] = zeta[i] + y[i]
+            se += v1[i]
+            sy += y[i]
+        return (sy / se if se > 0.0 else 0.0), 0.0, True
+    s1 = 0.0
+    s2 = 0.0
+    for i in range(n):
+        if zeta[i] <= 0.0:
+            v1[i] = zeta[i]
+            s1 += zeta[i]
+        else:
+            v2[i] = zeta[i]
+            s2 += zeta[i]
+    a1 = 1.0
+    a2 = 1.0
+    if -s1 > s2:
+        a1 = s2 / (-s1)
+    elif s2 > 0.0:
+        a2 = (-s1) / s2
+    return a1, a2, False

@@ -1,13 +1,17 @@
 r"""The loss registry: every GLM loss of the package, written once.
 
-Each loss states its name, its value and derivatives, its per-sample convex conjugate and that
-conjugate's domain, the curvature bound that gives FISTA its step, and the rule its target
-follows (real responses, two labels, counts). Everything on the solver side reads it: the
-relaxation (through the integer ids of the numba kernels in
-:mod:`sparsecert.solvers.loss_kernels`), the heuristics, the API, the estimators and the command
-line. This module imports numpy only, so the names are cheap to read (argument parsers, the
-certificate writer). The standalone verifier keeps its own independent copy of the maths, and a
-test checks that the two agree.
+Each loss is a subclass of :class:`Loss` that states its name, its value and derivatives, its
+per-sample convex conjugate and that conjugate's domain, the curvature bound that gives FISTA its
+step, the rule its target follows (real responses, two labels, counts), its parameters, the
+rigorous upper enclosures the proof producer claims from, and its *capabilities*: what the rest
+of the package may assume about it (:attr:`Loss.has_closed_form_refit`,
+:attr:`Loss.takes_shift`, :attr:`Loss.residual_form`, :attr:`Loss.dual_zero_sum`, ...). The
+solver, the heuristics, the producer and the front read these attributes, never a loss's name.
+The compiled form of the maths is in :mod:`sparsecert.solvers.loss_kernels` (dispatched on the
+integer id of :attr:`Loss.spec`). This module imports numpy (and the producer's rounding
+helpers, numpy only), so the names are cheap to read (argument parsers, the certificate writer).
+The standalone verifier keeps its own independent copy of the maths, and a test checks that the
+copies agree.
 
 Convention: the objective is a **sum** of per-sample losses ``f(u_i; y_i)`` with
 ``u = X b + c`` (plus ``lambda2 ||b||^2`` elsewhere). Classification labels are ``{-1, +1}``
@@ -26,26 +30,71 @@ poisson        exp(u) - y u             (z+y) log(z+y) - (z+y), z + y >= 0     n
 The gradient of ``b -> sum_i f(x_i^T b)`` is Lipschitz with constant ``c ||X||_2^2``; the Poisson
 loss has no global constant (solvers use backtracking).
 
-Adding a loss: a subclass of :class:`Loss` here (its maths and target rule), a branch in each
-kernel of :mod:`sparsecert.solvers.loss_kernels` under a new integer id, and the same maths in
-the verifier (``sparsecert/certificate/verify.py``); ``tests/glm/solvers/test_losses.py`` then
-checks the three against each other and against closed forms.
+Adding a loss: a subclass of :class:`Loss` here (its maths, capabilities, target rule and
+rigorous enclosures) in :data:`REGISTRY`, a branch in each kernel of
+:mod:`sparsecert.solvers.loss_kernels` under a new integer id, and the same maths in the verifier
+(``sparsecert/certificate/verify.py``); ``tests/glm/solvers/test_losses.py`` then checks the
+three against each other and against closed forms.
 """
 
 from __future__ import annotations
 
-from typing import ClassVar
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 
+from sparsecert.proof.rounding import ETA, Ball, U, elem_err, gamma, pos_sum_hi, sum_hi, sumsq_hi
+from sparsecert.proof.rounding import dn as _dn
+from sparsecert.proof.rounding import up as _up
+
 __all__ = [
     "SQUARED", "LOGISTIC", "SQUARED_HINGE", "POISSON",
-    "Loss", "REGISTRY", "LOSS_NAMES", "LOSS_IDS", "CLASSIFICATION_LOSSES", "LOSS_DEFINITIONS",
-    "get_loss", "check_loss", "binary_codes", "loss_hessian_diag",
+    "Loss", "LossSpec", "LossParameter", "REGISTRY", "LOSS_NAMES", "LOSS_IDS",
+    "LOSS_PARAMETERS", "CLASSIFICATION_LOSSES", "LOSS_DEFINITIONS",
+    "get_loss", "check_loss", "check_loss_params", "binary_codes",
 ]
 
 #: integer ids of the numba kernels (one compiled solver serves every loss)
 SQUARED, LOGISTIC, SQUARED_HINGE, POISSON = 0, 1, 2, 3
+
+
+class LossSpec(NamedTuple):
+    """The loss as the compiled kernels see it: its integer id and its one numeric parameter
+    (0.0 for a loss without one)."""
+
+    id: int
+    param: float
+
+
+@dataclass(frozen=True)
+class LossParameter:
+    """A numeric parameter of a loss: part of the certified problem (written into the
+    certificate's ``problem`` under ``name``, taken from the user by the verifier).
+
+    ``name`` is unique over the registry (the loss's name is its prefix), ``default`` is used
+    when the user gives none, ``doc`` is one line for help texts.
+    """
+
+    name: str
+    default: float
+    doc: str
+
+    def check(self, value: Any) -> float:
+        """The value as a float: a finite number > 0 that float64 holds exactly."""
+        if isinstance(value, np.ndarray) and value.ndim == 0:
+            value = value[()]
+        if isinstance(value, bool) or not isinstance(value, (int, float, np.integer,
+                                                             np.floating)):
+            raise TypeError(f"{self.name} must be a number, got {type(value).__name__}")
+        f = float(value)
+        if not (math.isfinite(f) and f > 0.0):
+            raise ValueError(f"{self.name} must be a finite number > 0, got {value!r}")
+        if isinstance(value, (int, np.integer)) and int(f) != int(value):
+            raise ValueError(f"{self.name} = {value} is not exactly a float64")
+        return f
 
 
 def _xlogx(t: np.ndarray) -> np.ndarray:
@@ -98,6 +147,8 @@ def binary_codes(y) -> tuple[np.ndarray, np.ndarray]:
 class Loss:
     """A GLM loss ``sum_i f(u_i; y_i)``; subclasses hold the maths of one loss each.
 
+    Instances are immutable; :func:`get_loss` gives the registry's loss with its parameters.
+
     Attributes
     ----------
     name : str
@@ -111,6 +162,23 @@ class Loss:
         :func:`binary_codes`) or ``"counts"`` (non-negative responses).
     definition : str
         ``f(u, y)`` in words, as written into certificates.
+    parameters : tuple of LossParameter
+        The loss's numeric parameters (part of the certified problem).
+    has_closed_form_refit : bool
+        ``f`` is the squared residual: the problem on a support is a ridge regression solved in
+        closed form, and an intercept is exact by centring ``X`` and ``y`` (no intercept
+        variable, no zero-sum dual).
+    takes_shift : bool
+        ``sum_i f(x_i^T b) - mu ||b||^2`` stays convex for ``mu <= lambda_min(X^T X)``: the
+        eigenvalue-shifted relaxation and its *shifted* witnesses apply.
+    residual_form : bool
+        ``f`` depends on ``y - u`` only: the incumbent's objective is bounded from the residual,
+        summed error-free.
+    dual_zero_sum : str
+        How a dual point is made zero-sum (an unpenalised intercept) inside the conjugate's
+        domain: ``"signs"`` (the domain of every ``f*(.; y_i)`` is an interval containing 0:
+        the larger of the positive and the negative parts is scaled down) or ``"shifted"``
+        (``zeta = e - y`` with ``e >= 0``: ``e`` is scaled to ``sum(e) = sum(y)``).
     """
 
     name: ClassVar[str]
@@ -118,13 +186,37 @@ class Loss:
     curvature: ClassVar[float | None]
     target: ClassVar[str]
     definition: ClassVar[str]
+    parameters: ClassVar[tuple[LossParameter, ...]] = ()
+    has_closed_form_refit: ClassVar[bool] = False
+    takes_shift: ClassVar[bool] = False
+    residual_form: ClassVar[bool] = False
+    dual_zero_sum: ClassVar[str] = "signs"
+
+    def __init__(self, **params: Any) -> None:
+        self.params: dict[str, float] = check_loss_params(self.name, params)
+
+    @property
+    def needs_binary_labels(self) -> bool:
+        """Two labels, coded -1/+1 by :func:`binary_codes`."""
+        return self.target == "binary"
+
+    @property
+    def smooth(self) -> bool:
+        """The gradient of the loss is globally Lipschitz (a fixed FISTA step exists)."""
+        return self.curvature is not None
+
+    @property
+    def spec(self) -> LossSpec:
+        """The kernels' view of the loss (id and parameter)."""
+        values = [self.params[p.name] for p in self.parameters]
+        return LossSpec(int(self.loss_id), float(values[0]) if values else 0.0)
 
     # -- the maths (per sample; labels already coded) -------------------------------------------
     def derivatives(self, u: np.ndarray, y: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
         """``(sum_i f(u_i; y_i), f'(u; y), f''(u; y))``, the last two per sample.
 
-        The squared hinge is not twice differentiable at the hinge: its generalised second
-        derivative ``2 [1 - y u > 0]`` is used (Newton on it is the standard semismooth method).
+        Where ``f`` is not twice differentiable (the hinge) its generalised
+        second derivative is used (Newton on it is the standard semismooth method).
         """
         raise NotImplementedError  # pragma: no cover - interface
 
@@ -134,17 +226,23 @@ class Loss:
     def _hessian(self, u: np.ndarray, y: np.ndarray) -> np.ndarray:
         raise NotImplementedError  # pragma: no cover - interface
 
-    def conjugate(self, z, y) -> np.ndarray:
-        """Per-sample conjugates ``f*(z_i; y_i)`` (``+inf`` outside the domain)."""
-        z, y = _as_pair(z, y)
-        return np.where(self.in_dual_domain(z, y), self._conjugate_inside(z, y), np.inf)
-
     def _conjugate_inside(self, z: np.ndarray, y: np.ndarray) -> np.ndarray:
+        raise NotImplementedError  # pragma: no cover - interface
+
+    def dual_domain(self, y) -> tuple[np.ndarray, np.ndarray]:
+        """``dom f*(.; y_i)`` per sample as ``[lower, upper]`` (the solver side's one copy)."""
         raise NotImplementedError  # pragma: no cover - interface
 
     def in_dual_domain(self, z, y) -> np.ndarray:
         """Boolean mask: is ``z_i`` in the domain of ``f*(.; y_i)``?"""
-        raise NotImplementedError  # pragma: no cover - interface
+        lo, hi = self.dual_domain(y)
+        z = np.asarray(z, dtype=np.float64)
+        return (z >= lo) & (z <= hi)
+
+    def conjugate(self, z, y) -> np.ndarray:
+        """Per-sample conjugates ``f*(z_i; y_i)`` (``+inf`` outside the domain)."""
+        z, y = _as_pair(z, y)
+        return np.where(self.in_dual_domain(z, y), self._conjugate_inside(z, y), np.inf)
 
     def encode_target(self, y: np.ndarray) -> tuple[np.ndarray, list[float] | None]:
         """The target as the loss uses it, and the two labels of a classification loss.
@@ -162,6 +260,22 @@ class Loss:
             ``[label coded -1, label coded +1]`` for a classification loss, else None.
         """
         return np.array(y, dtype=np.float64, copy=True), None
+
+    def initial_intercept(self, y: np.ndarray) -> float:
+        """A good first value of an intercept carried as a variable (about the intercept-only
+        optimum)."""
+        return 0.0
+
+    # -- rigorous upper enclosures (the proof producer's; labels already coded) -----------------
+    def conjugate_sum_upper(self, z: np.ndarray, y: Ball) -> tuple[float, float]:
+        """``(computed, upper bound)`` of ``sum_i f*(z_i; y_i)`` at exact floats ``z`` inside
+        the domain, with ``y`` a ball around the targets (a centred ``y`` carries a radius)."""
+        raise NotImplementedError  # pragma: no cover - interface
+
+    def loss_sum_upper(self, u: Ball, y: np.ndarray) -> tuple[float, float]:
+        """``(computed, upper bound)`` of ``sum_i f(u_i; y_i)`` for ``u`` in the ball (for a
+        :attr:`residual_form` loss, ``u`` is the ball of the residual ``y - u``)."""
+        raise NotImplementedError  # pragma: no cover - interface
 
     # -- derived quantities ---------------------------------------------------------------------
     def value(self, u, y) -> float:
@@ -187,12 +301,26 @@ class Loss:
         return self.curvature * float(np.linalg.norm(np.asarray(X, dtype=float), 2) ** 2)
 
     def __repr__(self) -> str:
-        return f"<loss {self.name!r}>"
+        extra = "".join(f", {k}={v!r}" for k, v in self.params.items())
+        return f"<loss {self.name!r}{extra}>"
+
+
+def _quadratic_conjugate_upper(z: np.ndarray, y: Ball) -> tuple[float, float]:
+    """``(computed, upper bound)`` of ``sum_i z_i^2 / 4 + y_i z_i`` (a sum that is not finite
+    gives no bound)."""
+    n = z.size
+    zz = float(z @ z)
+    quad_hi = float(_up(0.25 * float(sumsq_hi(zz, n))))
+    lin = float(z @ y.mid)
+    absdot = float(pos_sum_hi(_up(np.abs(z) * np.abs(y.mid))))
+    lin_err = _up(_up(_up(gamma(n) * absdot) + n * ETA) + pos_sum_hi(_up(np.abs(z) * y.rad)))
+    return 0.25 * zz + lin, float(_up(quad_hi + float(_up(lin + lin_err))))
 
 
 class SquaredLoss(Loss):
     name, loss_id, curvature, target = "squared", SQUARED, 2.0, "real"
     definition = "f(u, y) = (y - u)^2"
+    has_closed_form_refit = takes_shift = residual_form = True
 
     def _value(self, u, y):
         r = u - y
@@ -208,8 +336,18 @@ class SquaredLoss(Loss):
     def _conjugate_inside(self, z, y):
         return 0.25 * z * z + y * z
 
-    def in_dual_domain(self, z, y):
-        return np.ones(np.shape(z), dtype=bool)
+    def dual_domain(self, y):
+        n = np.shape(y)
+        return np.full(n, -np.inf), np.full(n, np.inf)
+
+    def initial_intercept(self, y):
+        return float(np.mean(y))
+
+    def conjugate_sum_upper(self, z, y):
+        return _quadratic_conjugate_upper(z, y)
+
+    def loss_sum_upper(self, r, y):
+        return float((r.mid * r.mid).sum()), float(pos_sum_hi(_up(r.mag * r.mag)))
 
 
 class _BinaryLoss(Loss):
@@ -230,6 +368,11 @@ class LogisticLoss(_BinaryLoss):
     def _value(self, u, y):
         return float(np.sum(np.logaddexp(0.0, -y * u)))
 
+    def initial_intercept(self, y):  # the log-odds: the intercept-only optimum
+        n_pos = int(np.sum(y > 0))
+        n_neg = y.size - n_pos
+        return float(np.log(n_pos / n_neg)) if n_pos and n_neg else 0.0
+
     def _hessian(self, u, y):
         s = _sigmoid(-y * u)
         return s * (1.0 - s)
@@ -243,9 +386,27 @@ class LogisticLoss(_BinaryLoss):
         t = np.clip(-y * z, 0.0, 1.0)
         return _xlogx(t) + _xlogx(1.0 - t)
 
-    def in_dual_domain(self, z, y):
-        t = -np.asarray(y) * np.asarray(z)
-        return (t >= 0.0) & (t <= 1.0)
+    def dual_domain(self, y):  # t = -y z in [0, 1]
+        return np.where(y > 0, -1.0, 0.0), np.where(y > 0, 0.0, 1.0)
+
+    def conjugate_sum_upper(self, z, y):
+        t = -y.mid * z
+        with np.errstate(divide="ignore", invalid="ignore"):
+            lt, l1 = np.log(t), np.log1p(-t)
+            mid = np.where(t > 0, t * lt, 0.0) + np.where(t < 1, (1.0 - t) * l1, 0.0)
+        w = 1.0 - t
+        l1_hi = _up(l1 + elem_err(l1))
+        p1 = np.where(t > 0, _up(t * _up(lt + elem_err(lt))), 0.0)
+        p2 = np.where(t < 1, np.maximum(_up(np.maximum(_dn(w), 0.0) * l1_hi),
+                                        _up(_up(w) * l1_hi)), 0.0)
+        return float(mid.sum()), sum_hi(_up(p1 + p2))
+
+    def loss_sum_upper(self, u, y):
+        mid = float(np.logaddexp(0.0, -y * u.mid).sum())
+        z = _up(-y * u.mid + u.rad)  # softplus is nondecreasing
+        e = np.exp(-np.abs(z))
+        lg = np.log1p(_up(e + elem_err(e)))
+        return mid, float(pos_sum_hi(_up(np.maximum(z, 0.0) + _up(lg + elem_err(lg)))))
 
 
 class SquaredHingeLoss(_BinaryLoss):
@@ -266,13 +427,30 @@ class SquaredHingeLoss(_BinaryLoss):
     def _conjugate_inside(self, z, y):
         return y * z + 0.25 * z * z
 
-    def in_dual_domain(self, z, y):
-        return np.asarray(y) * np.asarray(z) <= 0.0
+    def dual_domain(self, y):  # y z <= 0
+        return np.where(y > 0, -np.inf, 0.0), np.where(y > 0, 0.0, np.inf)
+
+    def conjugate_sum_upper(self, z, y):
+        return _quadratic_conjugate_upper(z, y)
+
+    def loss_sum_upper(self, u, y):
+        m = 1.0 - y * u.mid
+        mid = float((np.maximum(m, 0.0) ** 2).sum())
+        mh = np.maximum(_up(_up(m + u.rad) + _up(U * np.abs(m))), 0.0)
+        return mid, float(pos_sum_hi(_up(mh * mh)))
+
+
+def _xlogx_minus_x_hi(x: np.ndarray) -> np.ndarray:
+    """Upper bound of ``x log x - x`` at exact floats ``x >= 0`` (0 at 0)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lx = np.log(x)
+        return np.where(x > 0, _up(_up(x * _up(lx + elem_err(lx))) - x), 0.0)
 
 
 class PoissonLoss(Loss):
     name, loss_id, curvature, target = "poisson", POISSON, None, "counts"
     definition = "f(u, y) = exp(u) - y u, y >= 0"
+    dual_zero_sum = "shifted"
 
     def _value(self, u, y):
         return float(np.sum(np.exp(u) - y * u))
@@ -289,8 +467,9 @@ class PoissonLoss(Loss):
         w = np.maximum(z + y, 0.0)
         return _xlogx(w) - w
 
-    def in_dual_domain(self, z, y):
-        return np.asarray(z) + np.asarray(y) >= 0.0
+    def dual_domain(self, y):  # z + y >= 0
+        y = np.asarray(y, dtype=np.float64)
+        return -y, np.full(y.shape, np.inf)
 
     def encode_target(self, y):
         y = np.array(y, dtype=np.float64, copy=True)
@@ -298,6 +477,26 @@ class PoissonLoss(Loss):
             raise ValueError(f"the poisson loss needs non-negative counts; y has "
                              f"{int(np.sum(y < 0))} negative value(s) (min {y.min():g})")
         return y, None
+
+    def initial_intercept(self, y):
+        return float(np.log(max(y.mean(), 1e-3)))
+
+    def conjugate_sum_upper(self, z, y):
+        # w log w - w at w = z + y (convex: its maximum on an interval is at an end)
+        w = z + y.mid
+        with np.errstate(divide="ignore", invalid="ignore"):
+            mid = np.where(w > 0, w * np.log(w) - w, 0.0)
+        hi = np.maximum(_xlogx_minus_x_hi(np.maximum(_dn(w), 0.0)), _xlogx_minus_x_hi(_up(w)))
+        return float(mid.sum()), sum_hi(hi)
+
+    def loss_sum_upper(self, u, y):
+        mid = float((np.exp(u.mid) - y * u.mid).sum())
+        hi = None
+        for x in (u.lo, u.hi):  # convex: the maximum is at an end
+            ex = np.exp(x)
+            val = _up(_up(ex + elem_err(ex)) + _up(-y * x))
+            hi = val if hi is None else np.maximum(hi, val)
+        return mid, sum_hi(hi)
 
 
 def _as_pair(a, y) -> tuple[np.ndarray, np.ndarray]:
@@ -309,32 +508,62 @@ def _as_pair(a, y) -> tuple[np.ndarray, np.ndarray]:
     return a, y
 
 
-#: Every loss, by name (the one list of loss names of the solver side).
-REGISTRY: dict[str, Loss] = {c.name: c() for c in (SquaredLoss, LogisticLoss, SquaredHingeLoss,
-                                                    PoissonLoss)}
-LOSS_NAMES: tuple[str, ...] = tuple(REGISTRY)
-LOSS_IDS: dict[str, int] = {name: loss.loss_id for name, loss in REGISTRY.items()}
-CLASSIFICATION_LOSSES: tuple[str, ...] = tuple(n for n, ls in REGISTRY.items()
-                                               if ls.target == "binary")
-LOSS_DEFINITIONS: dict[str, str] = {name: loss.definition for name, loss in REGISTRY.items()}
-_BY_ID = {loss.loss_id: loss for loss in REGISTRY.values()}
+_CLASSES: dict[str, type[Loss]] = {c.name: c for c in (SquaredLoss, LogisticLoss,
+                                                        SquaredHingeLoss, PoissonLoss)}
+#: every loss parameter of the registry, by name
+LOSS_PARAMETERS: dict[str, LossParameter] = {p.name: p for c in _CLASSES.values()
+                                             for p in c.parameters}
+_OWNER = {p.name: c.name for c in _CLASSES.values() for p in c.parameters}
 
 
 def check_loss(loss) -> str:
     """Check a loss name (TypeError if not a string, ValueError if unknown)."""
     if not isinstance(loss, str):
         raise TypeError(f"loss must be a string, one of {LOSS_NAMES}, got {type(loss).__name__}")
-    if loss not in REGISTRY:
+    if loss not in _CLASSES:
         raise ValueError(f"unknown loss {loss!r}; expected one of {LOSS_NAMES}")
     return loss
 
 
-def get_loss(name: str) -> Loss:
-    """The :class:`Loss` called ``name``."""
-    return REGISTRY[check_loss(name)]
+def check_loss_params(loss: str, params: Mapping[str, Any] | None) -> dict[str, float]:
+    """The parameters of the loss ``loss``: every one, the defaults filled in, each checked.
+
+    Raises
+    ------
+    TypeError
+        ``params`` is not a mapping, or a value is not a number.
+    ValueError
+        A name is not a parameter of this loss (of another loss, or of none), or a value is not
+        a finite number > 0.
+    """
+    cls = _CLASSES[check_loss(loss)]
+    if params is None:
+        params = {}
+    if not isinstance(params, Mapping):
+        raise TypeError(f"loss_params must be a mapping of parameter names to numbers, got "
+                        f"{type(params).__name__}")
+    own = {p.name: p for p in cls.parameters}
+    for key in params:
+        if key not in own:
+            where = (f"a parameter of the {_OWNER[key]} loss" if key in _OWNER else
+                     f"not a loss parameter (known: {sorted(LOSS_PARAMETERS) or 'none'})")
+            raise ValueError(f"loss_params: {key!r} is {where}, not of loss={loss!r}")
+    return {name: p.check(params[name]) if name in params else float(p.default)
+            for name, p in own.items()}
 
 
-def loss_hessian_diag(loss_id: int, u: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Per-sample second derivatives ``f''(u_i; y_i)`` of the loss with kernel id ``loss_id``
-    (``u``, ``y``: float64 arrays of one shape; no copy, no check: a hot path)."""
-    return _BY_ID[loss_id]._hessian(u, y)
+#: Every loss with its default parameters, by name (the one list of loss names of the solver
+#: side).
+REGISTRY: dict[str, Loss] = {name: c() for name, c in _CLASSES.items()}
+LOSS_NAMES: tuple[str, ...] = tuple(REGISTRY)
+LOSS_IDS: dict[str, int] = {name: loss.loss_id for name, loss in REGISTRY.items()}
+CLASSIFICATION_LOSSES: tuple[str, ...] = tuple(n for n, ls in REGISTRY.items()
+                                               if ls.needs_binary_labels)
+LOSS_DEFINITIONS: dict[str, str] = {name: loss.definition for name, loss in REGISTRY.items()}
+
+
+def get_loss(name: str, params: Mapping[str, Any] | None = None) -> Loss:
+    """The :class:`Loss` called ``name``, with its parameters ``params`` (defaults if None)."""
+    if not params:
+        return REGISTRY[check_loss(name)]
+    return _CLASSES[check_loss(name)](**params)

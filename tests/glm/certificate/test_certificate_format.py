@@ -17,7 +17,7 @@ from _certgen import enumeration_certificate, make_data
 from sparsecert.certificate import Certificate, verify_certificate
 from sparsecert.certificate.schema import FORMAT_NAME, array_sha256, npz_bytes, sha256_bytes
 from sparsecert.certificate.verify import dual_domain_bounds
-from sparsecert.solvers.rigorous import exact_zero_sum
+from sparsecert.proof.witnesses import exact_zero_sum
 
 SRC = Path(__file__).resolve().parents[3] / "src"
 

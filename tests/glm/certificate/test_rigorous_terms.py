@@ -1,7 +1,7 @@
 """The producer's rigorous witness terms against exact rational arithmetic.
 
 A dual witness zeta contributes, per column j, an upper bound of H_M(|x_j^T zeta| / (2 lambda2))
-(:meth:`sparsecert.solvers.rigorous.SafeEvaluator.dual`). The product X^T zeta is formed over
+(:meth:`sparsecert.proof.bounds.SafeEvaluator.dual`). The product X^T zeta is formed over
 every column or over a copy of the columns asked for (whichever passes over less memory); both
 must give terms above the exact ones, on every column asked for, and ``inf`` elsewhere.
 """
@@ -13,7 +13,8 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from sparsecert.solvers.rigorous import SafeEvaluator, exact_zero_sum
+from sparsecert.proof.bounds import SafeEvaluator
+from sparsecert.proof.witnesses import exact_zero_sum
 
 
 def _exact_terms(X, z, lam, M):

@@ -22,7 +22,7 @@ from sparsecert.cli.main import main
 from sparsecert.datasets import make_synthetic
 from sparsecert.estimators import KSparseLinearRegression
 from sparsecert.path import KSparseCV, certify_path
-from sparsecert.solvers.rigorous import SafeEvaluator
+from sparsecert.proof.bounds import SafeEvaluator
 
 pytestmark = pytest.mark.skipif(
     signal.getsignal(signal.SIGINT) is not signal.default_int_handler,

@@ -276,7 +276,7 @@ def test_class5_large_offsets_with_an_intercept(offset):
 def test_class5_producer_error_free_objective_beats_plain_float():
     """On the 1e12 offset data the plain float objective of a model is off by far more than
     the rigorous radius the producer and verifier use."""
-    from sparsecert.solvers.rigorous import SafeEvaluator
+    from sparsecert.proof.bounds import SafeEvaluator
 
     X, y = _offset_data(12, 1e12)
     res = sparsecert.certify(X, y, 2, 0.5, fit_intercept=True, verbose=0)
@@ -291,7 +291,7 @@ def test_class5_producer_error_free_objective_beats_plain_float():
 def test_producer_refuses_a_zero_sum_witness_whose_partial_sums_overflow():
     """The producer's own zero-sum test (with an intercept) treats a vector whose float sum
     overflows, or that holds infinities, as no witness instead of raising."""
-    from sparsecert.solvers.rigorous import SafeEvaluator
+    from sparsecert.proof.bounds import SafeEvaluator
 
     X = np.arange(8.0).reshape(4, 2)
     y = np.array([1.0, -2.0, 0.5, 3.0])

@@ -17,8 +17,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from sparsecert.solvers.loss_kernels import conjugate_sum, loss_value_grad
-from sparsecert.solvers.losses import POISSON
+from sparsecert.solvers.loss_kernels import conjugate_sum, loss_value_grad, zero_sum_parts
 from sparsecert.solvers.perspective._gfun import g_node, gstar_node
 from sparsecert.solvers.perspective._linalg import xt_dot
 
@@ -46,7 +45,7 @@ def point_values(data, state, budget, b, ub, zeta, bound):
     """
     mu = data.mu
     lam = data.lam
-    F = loss_value_grad(data.loss_id, ub, data.y, zeta)
+    F = loss_value_grad(data.loss, ub, data.y, zeta)
     if mu != 0.0:
         F -= mu * sq_norm(b)
     P = F + 2.0 * lam * g_node(b, state, budget, data.M)
@@ -71,67 +70,45 @@ def point_values(data, state, budget, b, ub, zeta, bound):
 
 
 @njit(cache=True, nogil=True)
-def icpt_grad_dual(X, y, loss_id, zeta, cls, Xty, grad, zproj, gproj):
+def icpt_grad_dual(X, y, loss, zeta, Xty, grad, zproj, gproj):
     """Gradient ``X^T zeta`` and a zero-sum dual ``zproj`` (with ``gproj = X^T zproj``).
 
-    With an unpenalised intercept the Fenchel dual needs ``sum(zeta) = 0``. Logistic / squared
-    hinge: ``zeta_i = -y_i s_i`` with ``s_i >= 0``; the larger of the two class sums is scaled
-    down (``s`` stays in the conjugate's domain). Poisson: ``zeta = e - y`` with ``e >= 0``; ``e``
-    is scaled to ``sum(e) = sum(y)``. The two class parts are multiplied separately (rows of the
-    other class are skipped), so the cost is one mat-vec. Returns ``sum(zeta)``.
+    With an unpenalised intercept the Fenchel dual needs ``sum(zeta) = 0``. The loss splits
+    ``zeta`` into parts whose scaling gives a zero sum inside the conjugate's domain
+    (``loss_kernels.zero_sum_parts``): the negative and the positive part, the larger scaled
+    down (a domain that is an interval containing 0: logistic, squared hinge), or ``zeta = e -
+    y`` with ``e >= 0`` scaled to ``sum(e) = sum(y)`` (Poisson; ``Xty = X^T y``). The parts are
+    multiplied separately, so the cost is one mat-vec. Returns ``sum(zeta)``.
     """
     n = X.shape[0]
     p = X.shape[1]
-    gA = np.empty(p)
     sz = 0.0
     for i in range(n):
         sz += zeta[i]
-    if loss_id == POISSON:
-        e = np.empty(n)
-        se = 0.0
-        sy = 0.0
+    v1 = np.zeros(n)
+    v2 = np.zeros(n)
+    a1, a2, shifted = zero_sum_parts(loss, y, zeta, v1, v2)
+    g1 = np.empty(p)
+    xt_dot(X, v1, g1)
+    if shifted:  # zeta = v1 - y
         for i in range(n):
-            e[i] = zeta[i] + y[i]
-            se += e[i]
-            sy += y[i]
-        xt_dot(X, e, gA)
-        alpha = sy / se if se > 0.0 else 0.0
-        for i in range(n):
-            zproj[i] = alpha * e[i] - y[i]
+            zproj[i] = a1 * v1[i] - y[i]
         for j in range(p):
-            grad[j] = gA[j] - Xty[j]
-            gproj[j] = alpha * gA[j] - Xty[j]
+            grad[j] = g1[j] - Xty[j]
+            gproj[j] = a1 * g1[j] - Xty[j]
         return sz
-    zA = np.zeros(n)
-    zB = np.zeros(n)
-    sA = 0.0
-    sB = 0.0
+    g2 = np.empty(p)
+    xt_dot(X, v2, g2)
     for i in range(n):
-        if cls[i] == 1:
-            zA[i] = zeta[i]
-            sA += zeta[i]
-        else:
-            zB[i] = zeta[i]
-            sB += zeta[i]
-    gB = np.empty(p)
-    xt_dot(X, zA, gA)
-    xt_dot(X, zB, gB)
-    aA = 1.0
-    aB = 1.0
-    if -sA > sB:
-        aA = sB / (-sA)
-    elif sB > 0.0:
-        aB = (-sA) / sB
-    for i in range(n):
-        zproj[i] = aA * zA[i] + aB * zB[i]
+        zproj[i] = a1 * v1[i] + a2 * v2[i]
     for j in range(p):
-        grad[j] = gA[j] + gB[j]
-        gproj[j] = aA * gA[j] + aB * gB[j]
+        grad[j] = g1[j] + g2[j]
+        gproj[j] = a1 * g1[j] + a2 * g2[j]
     return sz
 
 
 @njit(cache=True, nogil=True)
-def dual_value(X, y, loss_id, lam, M, state, budget, zeta):
+def dual_value(X, y, loss, lam, M, state, budget, zeta):
     """Fenchel dual ``D(zeta) = -sum f*(zeta_i) - 2 lam g*_node(-X^T zeta / (2 lam))``."""
     p = X.shape[1]
     g = np.empty(p)
@@ -139,4 +116,4 @@ def dual_value(X, y, loss_id, lam, M, state, budget, zeta):
     a = np.empty(p)
     for j in range(p):
         a[j] = -g[j] / (2.0 * lam) if state[j] != 0 else 0.0
-    return -conjugate_sum(loss_id, zeta, y) - 2.0 * lam * gstar_node(a, state, budget, M)
+    return -conjugate_sum(loss, zeta, y) - 2.0 * lam * gstar_node(a, state, budget, M)

@@ -33,6 +33,7 @@ import numpy as np
 from numba import njit
 
 from sparsecert.solvers.loss_kernels import conjugate_sum, loss_value, loss_value_grad
+from sparsecert.solvers.losses import LossSpec
 from sparsecert.solvers.perspective._bound import icpt_grad_dual, sq_norm
 from sparsecert.solvers.perspective._gfun import g_node, gstar_node
 from sparsecert.solvers.perspective._linalg import copy_into, x_dot, xt_dot
@@ -84,22 +85,22 @@ class FistaData(NamedTuple):
     X: np.ndarray
     XT: np.ndarray
     y: np.ndarray
-    loss_id: int
+    loss: LossSpec
     lam: float
     mu: float
     M: float
 
 
 class Intercept(NamedTuple):
-    """An unpenalised intercept carried as an extra variable (non-squared losses; ``mu`` is 0
-    then): the class indicator ``cls`` and ``Xty = X^T y`` (Poisson) used by the zero-sum dual
-    (only on the full design: the working set is not used with this intercept).
+    """An unpenalised intercept carried as an extra variable (a loss without a closed-form
+    refit; ``mu`` is 0 then): ``Xty = X^T y``, used by the zero-sum dual of a loss whose dual
+    is ``e - y`` (``loss_kernels.zero_sum_parts``; only on the full design: the working set is
+    not used with this intercept).
 
     The kernels take it as an argument that is ``None`` without an intercept, so that the
     intercept's code is not even compiled for a run that does not need it.
     """
 
-    cls: np.ndarray
     Xty: np.ndarray
 
 
@@ -136,12 +137,12 @@ def fista_data(prob, X: np.ndarray | None = None, XT: np.ndarray | None = None) 
     Every scalar is converted to one fixed type, so the kernel is compiled once.
     """
     return FistaData(prob.X if X is None else X, prob.XT if XT is None else XT, prob.y,
-                     int(prob.loss_id), float(prob.lam_eff), float(prob.mu), float(prob.M))
+                     prob.loss_spec, float(prob.lam_eff), float(prob.mu), float(prob.M))
 
 
 def intercept(prob) -> Intercept | None:
     """The kernels' intercept argument for ``prob`` (``None`` when none is carried)."""
-    return Intercept(prob.cls, prob.Xty) if prob.icpt else None
+    return Intercept(prob.Xty) if prob.icpt else None
 
 
 def new_iterate(x0: np.ndarray, ux0: np.ndarray, L: float, px: float, c0: float = 0.0,
@@ -227,7 +228,7 @@ def fista_chunk(data, icpt, state, budget, it, rel_tol, max_iter, restart, cutof
     X = data.X
     XT = data.XT
     y = data.y
-    loss_id = data.loss_id
+    loss = data.loss
     lam = data.lam
     mu = data.mu
     M = data.M
@@ -270,14 +271,14 @@ def fista_chunk(data, icpt, state, budget, it, rel_tol, max_iter, restart, cutof
             yv[j] = x[j] + beta * (x[j] - x_prev[j])
         for i in range(n):
             uy[i] = ux[i] + beta * (ux[i] - ux_prev[i])
-        Fy = loss_value_grad(loss_id, uy, y, zeta)
+        Fy = loss_value_grad(loss, uy, y, zeta)
         cy = c + beta * (c - c_prev)
         gc = 0.0
         if icpt is not None:
-            gc = icpt_grad_dual(X, y, loss_id, zeta, icpt.cls, icpt.Xty, grad, zproj, gproj)
+            gc = icpt_grad_dual(X, y, loss, zeta, icpt.Xty, grad, zproj, gproj)
             for j in range(p):
                 a[j] = -gproj[j] / twolam if state[j] != 0 else 0.0
-            lb = -conjugate_sum(loss_id, zproj, y) - twolam * gstar_node(a, state, budget, M)
+            lb = -conjugate_sum(loss, zproj, y) - twolam * gstar_node(a, state, budget, M)
             if lb > best:
                 best = lb
                 copy_into(bound_point, yv)
@@ -318,7 +319,7 @@ def fista_chunk(data, icpt, state, budget, it, rel_tol, max_iter, restart, cutof
             if icpt is not None:
                 for i in range(n):
                     uxn[i] += cn
-            Fn = loss_value(loss_id, uxn, y)
+            Fn = loss_value(loss, uxn, y)
             if mu != 0.0:
                 Fn -= mu * sq_norm(xn)
             lin = 0.0
@@ -399,7 +400,7 @@ def prox_grad_step(data, state, budget, b, L):
     u = np.empty(n)
     x_dot(data.XT, b, u)
     zeta = np.empty(n)
-    loss_value_grad(data.loss_id, u, data.y, zeta)
+    loss_value_grad(data.loss, u, data.y, zeta)
     grad = np.empty(p)
     xt_dot(X, zeta, grad)
     v = np.empty(p)
@@ -408,7 +409,7 @@ def prox_grad_step(data, state, budget, b, L):
     xn = prox_node(v, state, budget, 2.0 * data.lam / L, data.M)
     un = np.empty(n)
     x_dot(data.XT, xn, un)
-    F = loss_value(data.loss_id, un, data.y)
+    F = loss_value(data.loss, un, data.y)
     if data.mu != 0.0:
         F -= data.mu * sq_norm(xn)
     return xn, un, F + 2.0 * data.lam * g_node(xn, state, budget, data.M)

@@ -21,7 +21,6 @@ from typing import Any
 import numpy as np
 
 from sparsecert._validation import check_fixings, check_k
-from sparsecert.solvers.losses import SQUARED
 from sparsecert.solvers.perspective import zspace
 from sparsecert.solvers.perspective._fista import (
     RESTART_BOTH,
@@ -129,7 +128,7 @@ def solve_node(prob: RelaxationProblem, k: int, fixed_in=None, fixed_out=None, *
     x0, c0 = _start(prob, state, warm_start, out)
 
     n_free = int(np.count_nonzero(state == FREE))
-    if n_free == 0 and prob.loss_id == SQUARED and prob.M == np.inf:
+    if n_free == 0 and prob.loss_fn.has_closed_form_refit and prob.M == np.inf:
         coef = exact_ridge(prob, state)
         return finish(prob, state, budget, coef, -np.inf, None, None, 0, 0, "converged", t0,
                       rel_tol, cut)

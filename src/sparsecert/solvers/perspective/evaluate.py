@@ -14,7 +14,6 @@ import time
 
 import numpy as np
 
-from sparsecert.solvers.losses import SQUARED
 from sparsecert.solvers.perspective._bound import dual_value, point_values
 from sparsecert.solvers.perspective._fista import fista_data
 from sparsecert.solvers.perspective._gfun import OUT, relaxed_z_into
@@ -72,8 +71,8 @@ def finish(prob, state, budget, coef, best, bp, dual, n_iter, n_rest, status, t0
         bp = np.where(out, 0.0, bp)
     if prob.icpt:
         # certify with a dual whose entries are dyadic and whose sum is exactly zero
-        dual = dyadic_zero_sum(dual, prob.y, prob.loss)
-        best = float(dual_value(prob.X, prob.y, prob.loss_id, prob.lambda2, prob.M, state,
+        dual = dyadic_zero_sum(dual, prob.y, prob.loss_fn)
+        best = float(dual_value(prob.X, prob.y, prob.loss_spec, prob.lambda2, prob.M, state,
                                 budget, dual))
     gap = (obj - best) / max(1.0, abs(obj)) if math.isfinite(obj) else math.inf
     if status in ("max_iter", "time_limit"):
@@ -82,10 +81,8 @@ def finish(prob, state, budget, coef, best, bp, dual, n_iter, n_rest, status, t0
         elif gap <= rel_tol:
             status = "converged"
     intercept = 0.0
-    if prob.fit_intercept and prob.loss_id == SQUARED:
-        intercept = float(prob.y_mean - prob.x_mean @ coef)
-    elif prob.icpt:  # centred columns -> the user's coordinates
-        intercept = float(c - prob.x_mean @ coef)
+    if prob.fit_intercept:  # centred columns (and targets) -> the user's coordinates
+        intercept = float((c if prob.icpt else prob.y_mean) - prob.x_mean @ coef)
     return RelaxationResult(
         coef=coef, intercept=intercept, objective=obj, lower_bound=float(best), dual=dual,
         bound_point=bp, z=z,

@@ -17,7 +17,6 @@ import time
 
 import numpy as np
 
-from sparsecert.solvers.losses import POISSON
 from sparsecert.solvers.perspective._fista import (
     ST_CONVERGED,
     ST_CUTOFF,
@@ -47,8 +46,8 @@ L_DOWN = 1.0
 
 def initial_L(prob, norm_sq: float, ub: np.ndarray) -> float:
     """A first Lipschitz estimate for a design with ``||X_W||^2 <= norm_sq`` (``ub = X b``)."""
-    if prob.loss_id == POISSON:
-        return norm_sq * max(float(np.exp(np.minimum(ub, 700.0)).max()), 1e-6)
+    if prob.lipschitz is None:  # no global curvature bound (Poisson): the one at ub
+        return norm_sq * max(float(prob.loss_fn.hessian(ub, prob.y).max()), 1e-6)
     # curvature c ||X_W||^2 - 2 mu (mu <= lambda_min(X^T X) <= lambda_min(X_W^T X_W))
     # (a design that is identically zero has no curvature: any step size is exact)
     curv = prob.lipschitz / prob.norm_sq if prob.norm_sq > 0 else 1.0
@@ -176,7 +175,7 @@ def _solve_restricted(prob, state, budget, x0, rel_tol, max_iter, cut, runner, t
     ns = spectral_norm_sq(XA, tol=1e-6, XT=XAT) * LIPSCHITZ_SAFETY
     icpt = None
     if prob.icpt:
-        icpt = Intercept(prob.cls, np.ascontiguousarray(prob.Xty[active]))
+        icpt = Intercept(np.ascontiguousarray(prob.Xty[active]))
         ns += XA.shape[0]  # the intercept is an extra smooth variable: ||[X_A, 1]||^2
     it = new_iterate(xA, uxA, initial_L(prob, ns, uxA), objective(prob, stA, budget, xA, uxA),
                      c0=c0)

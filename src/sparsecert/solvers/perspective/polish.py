@@ -28,8 +28,7 @@ import math
 import numpy as np
 from numba import njit
 
-from sparsecert.solvers.loss_kernels import loss_value_grad
-from sparsecert.solvers.losses import LOGISTIC, SQUARED, SQUARED_HINGE
+from sparsecert.solvers.loss_kernels import loss_hessian, loss_value_grad, newton_exact
 from sparsecert.solvers.perspective._fista import (
     ST_CONVERGED,
     ST_CUTOFF,
@@ -101,31 +100,16 @@ def _single_thread_blas():
     return _BLAS_CONTROLLER[0].limit(limits=1, user_api="blas")
 
 
-def newton_polish(X, y, loss_id, lam, mu, x, state, budget, max_steps=8):
+def newton_polish(X, y, loss, lam, mu, x, state, budget, max_steps=8):
     """Minimise the smooth piece ``Q`` around ``x``; returns the candidate (p,) or None.
 
-    (The compiled :func:`newton_candidate` with BLAS held to one thread.)
+    (The compiled :func:`newton_candidate` with BLAS held to one thread; ``loss`` is the
+    problem's ``loss_spec``.)
     """
     with _single_thread_blas():
-        ok, out = newton_candidate(X, y, int(loss_id), float(lam), float(mu), x, state,
+        ok, out = newton_candidate(X, y, loss, float(lam), float(mu), x, state,
                                    int(budget), int(max_steps))
     return out if ok else None
-
-
-@njit(cache=True, nogil=True)
-def _hessian_diag(loss_id, u, y, h):
-    """Per-sample second derivatives ``f''(u_i; y_i)`` into ``h``."""
-    for i in range(u.shape[0]):
-        if loss_id == SQUARED:
-            h[i] = 2.0
-        elif loss_id == LOGISTIC:
-            m = -y[i] * u[i]
-            s = 1.0 / (1.0 + math.exp(-m)) if m >= 0.0 else math.exp(m) / (1.0 + math.exp(m))
-            h[i] = s * (1.0 - s)
-        elif loss_id == SQUARED_HINGE:
-            h[i] = 2.0 if 1.0 - y[i] * u[i] > 0.0 else 0.0
-        else:
-            h[i] = math.exp(min(u[i], 700.0))
 
 
 @njit(cache=True, nogil=True)
@@ -210,7 +194,7 @@ def _structure(x, state, budget):
 
 
 @njit(cache=True, nogil=True)
-def _q_val_grad(XS, y, loss_id, lam, mu, dR, s, kr, b, u, zeta, g):
+def _q_val_grad(XS, y, loss, lam, mu, dR, s, kr, b, u, zeta, g):
     """``Q(b)`` (returned) with ``u = X_S b``, ``zeta = f'(u)`` and ``g = grad Q(b)`` written."""
     n, m = XS.shape
     for i in range(n):
@@ -218,7 +202,7 @@ def _q_val_grad(XS, y, loss_id, lam, mu, dR, s, kr, b, u, zeta, g):
         for j in range(m):
             acc += XS[i, j] * b[j]
         u[i] = acc
-    F = loss_value_grad(loss_id, u, y, zeta)
+    F = loss_value_grad(loss, u, y, zeta)
     sb = 0.0
     bb = 0.0
     rb = 0.0
@@ -239,14 +223,14 @@ def _q_val_grad(XS, y, loss_id, lam, mu, dR, s, kr, b, u, zeta, g):
 
 
 @njit(cache=True, nogil=True)
-def newton_candidate(X, y, loss_id, lam, mu, x, state, budget, max_steps):
+def newton_candidate(X, y, loss, lam, mu, x, state, budget, max_steps):
     """Newton steps on the smooth piece ``Q`` around ``x``: ``(ok, candidate (p,))``.
 
     The Hessian ``X_S^T diag(f'') X_S + 2 lam' D_R - 2 mu I + (2 lam' / (k' - r)) s s^T`` (with
     a tiny ridge when the support outnumbers the samples) is factored by Cholesky; a damped
     step (Armijo, halving) is taken for the non-quadratic losses, the full step for least
-    squares (one step is exact there). ``ok`` is False when the structure is degenerate or
-    the system is not positive definite.
+    squares (one step is exact there: ``loss_kernels.newton_exact``). ``ok`` is False when the
+    structure is degenerate or the system is not positive definite.
     """
     p = x.shape[0]
     out = np.zeros(p)
@@ -267,7 +251,8 @@ def newton_candidate(X, y, loss_id, lam, mu, x, state, budget, max_steps):
     u = np.empty(n)
     zeta = np.empty(n)
     g = np.empty(m)
-    val = _q_val_grad(XS, y, loss_id, lam, mu, dR, s, kr, b, u, zeta, g)
+    val = _q_val_grad(XS, y, loss, lam, mu, dR, s, kr, b, u, zeta, g)
+    exact = newton_exact(loss)
     h = np.empty(n)
     W = np.empty((n, m))
     d = np.empty(m)
@@ -276,7 +261,7 @@ def newton_candidate(X, y, loss_id, lam, mu, x, state, budget, max_steps):
     nz = np.empty(n)
     ng = np.empty(m)
     for _ in range(max_steps):
-        _hessian_diag(loss_id, u, y, h)
+        loss_hessian(loss, u, y, h)
         for i in range(n):
             r = math.sqrt(h[i])
             for j in range(m):
@@ -321,8 +306,8 @@ def newton_candidate(X, y, loss_id, lam, mu, x, state, budget, max_steps):
         for _ls in range(30):
             for j in range(m):
                 nb[j] = b[j] + step * d[j]
-            nval = _q_val_grad(XS, y, loss_id, lam, mu, dR, s, kr, nb, nu, nz, ng)
-            if nval <= val - 1e-4 * step * dec or loss_id == SQUARED:
+            nval = _q_val_grad(XS, y, loss, lam, mu, dR, s, kr, nb, nu, nz, ng)
+            if nval <= val - 1e-4 * step * dec or exact:
                 accepted = True
                 break
             step *= 0.5
@@ -332,7 +317,7 @@ def newton_candidate(X, y, loss_id, lam, mu, x, state, budget, max_steps):
         u[:] = nu
         g[:] = ng
         val = nval
-        if loss_id == SQUARED or dec <= 1e-15 * max(1.0, abs(val)):
+        if exact or dec <= 1e-15 * max(1.0, abs(val)):
             break
     for j in range(m):
         out[S[j]] = b[j]
@@ -367,7 +352,7 @@ class Polisher:
         """Try one polish of the FISTA state ``it`` (the kernel said one is due); returns the
         kernel status (1 converged, 2 cutoff) if it settled the node, else 0."""
         prob, state, budget = self.prob, self.state, self.budget
-        cand = newton_polish(prob.X, prob.y, prob.loss_id, prob.lam_eff, prob.mu, it.x, state,
+        cand = newton_polish(prob.X, prob.y, prob.loss_spec, prob.lam_eff, prob.mu, it.x, state,
                              budget)
         self.n_polish += 1
         if cand is None:

@@ -46,21 +46,23 @@ SHARED_CONFIG = ("squared", False, False, False, 8, 6)
 
 def tiny_problem(loss: str, boxed: bool, fit_intercept: bool, shifted: bool, n: int, p: int):
     """A tiny problem of the given configuration (deterministic: the same in every process)."""
+    from sparsecert.solvers.losses import get_loss
     from sparsecert.solvers.perspective.problem import RelaxationProblem
 
     rng = np.random.default_rng(0)
     X = rng.standard_normal((n, p))
     u = X[:, 0] - X[:, 1]
-    if loss == "squared":
+    target = get_loss(loss).target
+    if target == "real":
         y = u + 0.5 * rng.standard_normal(n)
-    elif loss == "poisson":
+    elif target == "counts":
         y = rng.poisson(np.exp(0.3 * u)).astype(float)
     else:
         y = np.where(u + 0.5 * rng.standard_normal(n) > 0, 1.0, -1.0)
         y[:2] = (1.0, -1.0)
     # a fixed shift (proven by from_data) instead of "auto": the types are what matter here, and
     # no eigen-solver (scipy) has to be loaded by the compiling process
-    shift = TINY_SHIFT if shifted and loss == "squared" and n >= p else None
+    shift = TINY_SHIFT if shifted and get_loss(loss).takes_shift and n >= p else None
     return RelaxationProblem.from_data(X, y, 1.0, loss=loss, max_abs_coef=1.0 if boxed else None,
                                        eig_shift=shift, fit_intercept=fit_intercept)
 
@@ -78,7 +80,7 @@ def shared_calls(config: tuple) -> list[tuple]:
     state = np.full(p, 2, dtype=np.int8)
     M = float(prob.M)
     return [(g_node, (b, state, 1, M)), (gstar_node, (b, state, 1, M)),
-            (loss_value_grad, (int(prob.loss_id), u, prob.y, z)), (xt_dot, (prob.X, z, b))]
+            (loss_value_grad, (prob.loss_spec, u, prob.y, z)), (xt_dot, (prob.X, z, b))]
 
 
 def compile_shared(config: tuple) -> None:
@@ -105,13 +107,13 @@ def callee_calls(prob) -> list[tuple]:
     it.set("pol_n", n)
     it.set("pol_active", p)
     calls = [("polish_due", _polish_due, (it.x, it.sig, it.sc[0])),
-             ("loss_value", loss_value, (int(prob.loss_id), u, prob.y)),
+             ("loss_value", loss_value, (prob.loss_spec, u, prob.y)),
              ("x_dot", x_dot, (prob.XT, b, np.zeros(n)))]
     if prob.icpt:
         calls += [("icpt_grad_dual", icpt_grad_dual,
-                   (prob.X, prob.y, int(prob.loss_id), u, prob.cls, prob.Xty, np.zeros(p),
+                   (prob.X, prob.y, prob.loss_spec, u, prob.Xty, np.zeros(p),
                     np.zeros(n), np.zeros(p))),
-                  ("conjugate_sum", conjugate_sum, (int(prob.loss_id), u, prob.y))]
+                  ("conjugate_sum", conjugate_sum, (prob.loss_spec, u, prob.y))]
     return calls
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from sparsecert._validation import PreparedProblem, prepare_problem
-from sparsecert.solvers.losses import LOSS_IDS, get_loss
+from sparsecert.solvers.losses import Loss, LossSpec, get_loss
 from sparsecert.solvers.perspective._linalg import (
     c_transpose,
     lanczos_norm_sq,
@@ -100,21 +100,28 @@ class RelaxationProblem:
         squared loss with intercept).
     n_samples, n_features : int
     loss : str
+    loss_params : dict
+        The loss's parameters (empty for a loss without any).
+    loss_fn : Loss
+        The registry's loss with these parameters (:mod:`sparsecert.solvers.losses`); the
+        solver reads its capabilities, never its name.
     loss_id : int
+    loss_spec : LossSpec
+        The loss as the compiled kernels take it (id and parameter).
     lambda2 : float
     M : float
         Box ``|b_j| <= M`` (``np.inf`` when there is none).
     mu : float
-        Eigenvalue shift (least squares only; 0.0 otherwise).
+        Eigenvalue shift (a loss that ``takes_shift``; 0.0 otherwise).
     fit_intercept : bool
     lipschitz : float or None
         Lipschitz constant of the gradient of the loss part, ``c ||X||^2`` (None for Poisson).
     norm_sq : float
         ``||X||_2^2`` (power iteration).
     x_mean, y_mean : ndarray or float
-        Means removed from ``X`` (any loss with intercept) and ``y`` (squared loss with
-        intercept); zeros otherwise. The other losses' internal intercept ``c`` maps to the
-        user's ``c - x_mean @ b``.
+        Means removed from ``X`` (any loss with intercept) and ``y`` (a loss with a closed-form
+        refit, whose intercept is exact by centring); zeros otherwise. The other losses'
+        internal intercept ``c`` maps to the user's ``c - x_mean @ b``.
     XT : ndarray (p, n)
         ``X.T`` as a C-contiguous copy (used by the kernels).
     """
@@ -131,17 +138,22 @@ class RelaxationProblem:
     x_mean: np.ndarray
     y_mean: float
     XT: np.ndarray | None = field(default=None, repr=False)
+    loss_params: dict = field(default_factory=dict)
+    loss_fn: Loss = field(init=False, repr=False)
     loss_id: int = field(init=False)
+    loss_spec: LossSpec = field(init=False, repr=False)
     icpt: bool = field(init=False)
-    cls: np.ndarray = field(init=False, repr=False)
     Xty: np.ndarray = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        self.loss_id = LOSS_IDS[self.loss]
-        # an intercept that FISTA carries as an extra variable (non-squared losses)
-        self.icpt = bool(self.fit_intercept and self.loss != "squared")
-        self.cls = (self.y > 0).astype(np.int8)
-        self.Xty = self.X.T @ self.y if self.loss == "poisson" else np.zeros(self.X.shape[1])
+        self.loss_fn = get_loss(self.loss, self.loss_params)
+        self.loss_id = self.loss_fn.loss_id
+        self.loss_spec = self.loss_fn.spec
+        # an intercept that FISTA carries as an extra variable (no closed form by centring)
+        self.icpt = bool(self.fit_intercept and not self.loss_fn.has_closed_form_refit)
+        # X^T y, for a zero-sum dual of the form zeta = e - y (see loss_kernels.zero_sum_parts)
+        self.Xty = (self.X.T @ self.y if self.loss_fn.dual_zero_sum == "shifted"
+                    else np.zeros(self.X.shape[1]))
         # X^T stored C-contiguous for the single-threaded X @ b kernel (see _linalg)
         if self.XT is None:
             self.XT = np.ascontiguousarray(self.X.T)
@@ -173,18 +185,20 @@ class RelaxationProblem:
             (Poisson).
         lambda2 : float
             Ridge weight, > 0.
-        loss : {"squared", "logistic", "squared_hinge", "poisson"}
+        loss : str
+            A name of the loss registry :mod:`sparsecert.solvers.losses`.
         max_abs_coef : float or None
             Box ``|b_j| <= M``; None for no box.
         eig_shift : None, float or "auto"
-            Least squares only: None -> 0.0 (the plain perspective relaxation); a float -> that
-            shift after checking ``X^T X - mu I`` is positive definite (Cholesky); "auto" -> a
-            safe value slightly below ``lambda_min(X^T X)`` (0.0 if ``p > n`` or singular).
+            A loss that ``takes_shift`` (least squares) only: None -> 0.0 (the plain
+            perspective relaxation); a float -> that shift after checking ``X^T X - mu I`` is
+            positive definite (Cholesky); "auto" -> a safe value slightly below
+            ``lambda_min(X^T X)`` (0.0 if ``p > n`` or singular).
         fit_intercept : bool
-            Unpenalised intercept: exact by centring for the squared loss; for the other
-            losses an extra smooth variable of FISTA, and the bound is the Fenchel dual at a
-            zero-sum projection of ``zeta`` (rounded to a dyadic grid so that
-            ``math.fsum(dual) == 0.0`` exactly).
+            Unpenalised intercept: exact by centring for a loss with a closed-form refit (least
+            squares); for the other losses an extra smooth variable of FISTA, and the bound is
+            the Fenchel dual at a zero-sum projection of ``zeta`` (rounded to a dyadic grid so
+            that ``math.fsum(dual) == 0.0`` exactly).
         """
         return cls.from_prepared(prepare_problem(X, y, lambda2, loss=loss,
                                                  max_abs_coef=max_abs_coef,
@@ -197,11 +211,13 @@ class RelaxationProblem:
         :func:`sparsecert._validation.prepare_problem` makes ``prepared``)."""
         Xc, yc, loss = prepared.X, prepared.y_used, prepared.loss
         lam, fit_intercept, eig_shift = prepared.lambda2, prepared.fit_intercept, prepared.eig_shift
+        params = dict(getattr(prepared, "loss_params", None) or {})
+        closed_form = get_loss(loss, params).has_closed_form_refit
         M = np.inf if prepared.max_abs_coef is None else prepared.max_abs_coef
         p = Xc.shape[1]
         x_mean = np.zeros(p)
         y_mean = 0.0
-        if fit_intercept and loss == "squared":
+        if fit_intercept and closed_form:
             x_mean = Xc.mean(axis=0)
             y_mean = float(yc.mean())
             Xc = np.ascontiguousarray(Xc - x_mean)
@@ -217,13 +233,14 @@ class RelaxationProblem:
             norm_sq = spectral_norm_sq(Xc) * LIPSCHITZ_SAFETY
         else:
             norm_sq = lanczos_norm_sq(Xc, XT) * LIPSCHITZ_SAFETY
-        if fit_intercept and loss != "squared":
+        if fit_intercept and not closed_form:
             # the intercept is an extra smooth variable: ||[X, 1]||^2 <= ||X||^2 + n
             norm_sq = norm_sq + Xc.shape[0]
-        curv = get_loss(loss).curvature
+        curv = get_loss(loss, params).curvature
         lip = None if curv is None else curv * norm_sq
         out = cls(X=Xc, y=yc, loss=loss, lambda2=lam, M=M, mu=mu, fit_intercept=fit_intercept,
-                  norm_sq=norm_sq, lipschitz=lip, x_mean=x_mean, y_mean=y_mean, XT=XT)
+                  norm_sq=norm_sq, lipschitz=lip, x_mean=x_mean, y_mean=y_mean, XT=XT,
+                  loss_params=params)
         return out
 
 

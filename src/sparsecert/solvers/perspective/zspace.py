@@ -40,7 +40,6 @@ import time
 
 import numpy as np
 
-from sparsecert.solvers.losses import SQUARED
 from sparsecert.solvers.perspective._gfun import FREE, OUT, relaxed_z
 from sparsecert.solvers.perspective._zspace import (
     CONVERGED,
@@ -64,10 +63,10 @@ _STATUS = {CONVERGED: "converged", CUTOFF: "cutoff", MAX_ITER: "max_iter"}
 
 
 def applies(prob, n_free: int) -> bool:
-    """Can the node be solved in z-space (squared loss, no box, no shift, no carried
-    intercept, some free feature)?"""
-    return (prob.loss_id == SQUARED and prob.M == np.inf and prob.mu == 0.0 and not prob.icpt
-            and n_free > 0)
+    """Can the node be solved in z-space (a loss with a closed-form refit, least squares; no
+    box, no shift, no carried intercept, some free feature)?"""
+    return (prob.loss_fn.has_closed_form_refit and prob.M == np.inf and prob.mu == 0.0
+            and not prob.icpt and n_free > 0)
 
 
 class ZSpaceFailed(ArithmeticError):

@@ -1,0 +1,322 @@
+"""Rigorous bound evaluation: node bounds from witnesses and the incumbent's objective, on the
+user's raw data, under the verifier's error model (:mod:`sparsecert.proof.rounding`).
+
+The producer claims only what the standalone verifier (:mod:`sparsecert.certificate.verify`)
+can prove. This module evaluates the same quantities with its own code (it shares nothing with
+the verifier); the per-loss parts (the conjugate sum and the loss sum, from above) are the loss
+registry's (:meth:`sparsecert.solvers.losses.Loss.conjugate_sum_upper`,
+:meth:`~sparsecert.solvers.losses.Loss.loss_sum_upper`). Matrix products are assumed
+conventional (not Strassen): ``gamma_n |A| |x|`` bounds their error in any summation order,
+with or without FMA.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from sparsecert.proof.rounding import (
+    CENTRE_ERR,
+    ETA,
+    Ball,
+    U,
+    dn,
+    gamma,
+    inv_one_minus,
+    norm_hi,
+    pos_sum_hi,
+    pos_sum_lo,
+    sums_to_zero,
+    sumsq_hi,
+    up,
+)
+from sparsecert.solvers.losses import Loss, get_loss
+
+__all__ = ["SafeEvaluator", "WitnessBound"]
+
+
+@dataclass
+class WitnessBound:
+    """What a witness contributes to every node that uses it.
+
+    bound(node) = K - 2 lam g*_node(a) with a = -grad / (2 lam); ``k_mid``/``k_lo`` are the
+    computed and the safe value of K, ``h_mid``/``h_hi`` the computed and the safe (upper)
+    Huber terms H_M(a_j).
+    """
+
+    k_mid: float
+    k_lo: float
+    lam: float
+    h_mid: np.ndarray
+    h_hi: np.ndarray
+
+    def node(self, fixed_in: np.ndarray, fixed_out: np.ndarray, k: int) -> tuple[float, float]:
+        """(computed value, safe lower bound) for the node with these fixings (bool masks)."""
+        free = ~(fixed_in | fixed_out)
+        budget = k - int(fixed_in.sum())
+        g_mid = float(self.h_mid[fixed_in].sum())
+        g_hi = float(pos_sum_hi(self.h_hi[fixed_in])) if fixed_in.any() else 0.0
+        if budget > 0 and free.any():
+            idx = np.flatnonzero(free)
+            if budget < idx.size:
+                top = idx[np.argpartition(-self.h_hi[idx], budget - 1)[:budget]]
+                top_mid = np.sort(self.h_mid[idx])[-budget:].sum()
+            else:
+                top, top_mid = idx, self.h_mid[idx].sum()
+            g_mid += float(top_mid)
+            g_hi = float(up(g_hi + float(pos_sum_hi(self.h_hi[top]))))
+        value = self.k_mid - 2.0 * self.lam * g_mid
+        lower = float(dn(self.k_lo - float(up(2.0 * self.lam * g_hi))))
+        if not math.isfinite(lower) or not math.isfinite(value):
+            return -math.inf, -math.inf
+        return float(value), lower
+
+
+def _on_columns(h: np.ndarray, cols: np.ndarray, p: int) -> np.ndarray:
+    """Terms on ``cols`` spread to length ``p``, ``inf`` elsewhere."""
+    out = np.full(p, np.inf)
+    out[cols] = h
+    return out
+
+
+def box_terms(t, M):
+    """H_M(t) for t >= 0 (plain floating point; t^2 / 2 without a box)."""
+    if M is None:
+        return 0.5 * t * t
+    return np.where(t <= M, 0.5 * t * t, M * t - 0.5 * M * M)
+
+
+def box_terms_hi(t, M):
+    """Upper bound of H_M(t) for exact floats t >= 0 (H is nondecreasing on t >= 0)."""
+    quad = up(0.5 * up(t * t))
+    if M is None:
+        return quad
+    m2 = max(float(dn(0.5 * float(dn(M * M)))), 0.0)
+    return np.where(t <= M, quad, up(up(M * t) - m2))
+
+
+class SafeEvaluator:
+    """Rigorous bounds of one problem, on the user's raw data.
+
+    Parameters
+    ----------
+    X : ndarray (n, p)
+        The raw design (as given by the user).
+    y : ndarray (n,)
+        The raw targets, classification labels already mapped to -1/+1.
+    loss : Loss or str
+        The loss (with its parameters), or a name of the registry (its default parameters).
+    lambda2 : float
+    max_abs_coef : float or None
+    fit_intercept : bool
+    eig_shift : float
+        mu (shifted witnesses; the caller proved X^T P X - mu I PSD).
+    """
+
+    def __init__(self, X, y, loss: Loss | str, lambda2: float, max_abs_coef,
+                 fit_intercept: bool, eig_shift: float = 0.0):
+        self.X = np.ascontiguousarray(X, dtype=np.float64)
+        self.y = np.asarray(y, dtype=np.float64)
+        self.n, self.p = self.X.shape
+        self.loss = get_loss(loss) if isinstance(loss, str) else loss
+        self.lambda2 = float(lambda2)
+        self.M = (None if max_abs_coef is None or math.isinf(float(max_abs_coef))
+                  else float(max_abs_coef))
+        self.fit_intercept = bool(fit_intercept)
+        self.mu = float(eig_shift)
+        if self.fit_intercept:
+            # any centre m works (a dual witness sums to zero, P annihilates 1): the rounding
+            # of X - 1 m^T is at most e |Xd| entrywise
+            self.Xd = self.X - self.X.mean(axis=0)
+            self.e = CENTRE_ERR
+        else:
+            self.Xd, self.e = self.X, 0.0
+        if self.loss.has_closed_form_refit and self.fit_intercept:
+            # the targets are centred as the engine centres them (smaller linear terms)
+            yc = self.y - self.y.mean()
+            self.yb = Ball(yc, up(self.e * np.abs(yc)))
+        else:
+            self.yb = Ball(self.y, np.zeros(self.n))
+        self._col = None
+        self._row = None
+
+    # -- norms ----------------------------------------------------------------------------
+    @property
+    def col_norm(self) -> np.ndarray:
+        if self._col is None:
+            self._col = up(np.sqrt(sumsq_hi(np.einsum("ij,ij->j", self.Xd, self.Xd), self.n)))
+        return self._col
+
+    @property
+    def row_norm(self) -> np.ndarray:
+        if self._row is None:
+            self._row = up(np.sqrt(sumsq_hi(np.einsum("ij,ij->i", self.Xd, self.Xd), self.p)))
+        return self._row
+
+    def _xt(self, w: Ball, cols: np.ndarray | None = None) -> Ball:
+        """(X - 1 m^T)^T w as a ball (Cauchy-Schwarz on the a priori product bound); with
+        ``cols``, its entries on those columns only."""
+        # with most columns asked for, the product over every column read on ``cols`` (one
+        # pass over X); with few, the product over a copy of those columns (each entry's error
+        # bound below holds for any order of its sum, so both are proven alike)
+        if cols is None or 4 * cols.size >= self.p:
+            mid = w.mid @ self.Xd
+            cn = self.col_norm
+            if cols is not None:
+                mid, cn = mid[cols], cn[cols]
+        else:
+            mid, cn = w.mid @ self.Xd[:, cols], self.col_norm[cols]
+        wn = float(norm_hi(w.mid))
+        rn = float(norm_hi(w.rad))
+        f = up(up(up(gamma(self.n) + self.e) * wn) + up(up(1.0 + self.e) * rn))
+        return Ball(mid, up(up(cn * f) + self.n * ETA))
+
+    # -- witnesses ------------------------------------------------------------------------
+    def dual_domain(self) -> tuple[np.ndarray, np.ndarray]:
+        """dom f*(.; y_i) per sample, as [lower, upper]."""
+        return self.loss.dual_domain(self.y)
+
+    def dual(self, zeta: np.ndarray, cols: np.ndarray | None = None) -> WitnessBound | None:
+        """Terms of a dual witness (None when outside the domain or not zero-sum).
+
+        With ``cols`` (column indices) only the terms of those columns are computed (each term
+        is a function of its own column, the witness and the labels); the others are ``inf``,
+        so that a node bound that read one would be ``-inf``, never too high.
+        """
+        z = np.asarray(zeta, dtype=np.float64)
+        lo, hi = self.dual_domain()
+        if not (np.isfinite(z).all() and (z >= lo).all() and (z <= hi).all()):
+            return None
+        if self.fit_intercept and not sums_to_zero(z):
+            return None
+        with np.errstate(all="ignore"):
+            c_mid, c_hi = self.loss.conjugate_sum_upper(z, self.yb)
+            g = self._xt(Ball(z, np.zeros(self.n)), cols)
+            lam = self.lambda2
+            a_mid = np.abs(g.mid) / (2.0 * lam)
+            a_hi = up(g.mag / (2.0 * lam))
+            h_mid, h_hi = box_terms(a_mid, self.M), box_terms_hi(a_hi, self.M)
+            if cols is not None:
+                h_mid, h_hi = _on_columns(h_mid, cols, self.p), _on_columns(h_hi, cols, self.p)
+            return WitnessBound(k_mid=-c_mid, k_lo=-c_hi, lam=lam, h_mid=h_mid, h_hi=h_hi)
+
+    def shifted(self, b: np.ndarray) -> WitnessBound | None:
+        """Terms of a shifted witness b~ (a loss that takes the shift, mu > 0 proven by the
+        caller)."""
+        if not self.loss.takes_shift or not self.mu > 0:
+            return None
+        b = np.asarray(b, dtype=np.float64)
+        if not np.isfinite(b).all():
+            return None
+        n, p, mu = self.n, self.p, self.mu
+        with np.errstate(all="ignore"):
+            vmid = self.Xd @ b
+            f = up(up(gamma(p) + self.e) * float(norm_hi(b)))
+            v = Ball(vmid, up(up(self.row_norm * f) + p * ETA))
+            y = self.yb
+            if self.fit_intercept:
+                sv, sy = v.total(), y.total()
+                pv2_hi = up(pos_sum_hi(up(v.mag * v.mag))
+                            - float(dn(float(dn(sv.mig * sv.mig)) / n)))
+                py2_lo = dn(pos_sum_lo(np.maximum(dn(y.mig * y.mig), 0.0))
+                            - float(up(float(up(sy.mag * sy.mag)) / n)))
+                pv2_mid = float(vmid @ vmid) - float(vmid.sum()) ** 2 / n
+                py2_mid = float(y.mid @ y.mid) - float(y.mid.sum()) ** 2 / n
+                d = v - y
+                md = d.total()
+                mmid = md.mid / n
+                mrad = float(up(up(md.rad / n) + up(up(U * abs(mmid)) + ETA)))
+                w = d - Ball(np.full(n, mmid), np.full(n, mrad))
+            else:
+                pv2_hi = pos_sum_hi(up(v.mag * v.mag))
+                py2_lo = pos_sum_lo(np.maximum(dn(y.mid * y.mid), 0.0))
+                pv2_mid, py2_mid = float(vmid @ vmid), float(y.mid @ y.mid)
+                w = v - y
+            g = self._xt(w)
+            t2 = (2.0 * mu) * b
+            smid = 2.0 * g.mid - t2
+            srad = up(up(2.0 * g.rad) + up(up(up(U * np.abs(t2)) + ETA)
+                                           + up(U * np.abs(smid))))
+            lam = float(dn(self.lambda2 + mu))
+            a_mid = np.abs(smid) / (2.0 * lam)
+            a_hi = up(up(np.abs(smid) + srad) / (2.0 * lam))
+            mb_lo = max(float(dn(mu * float(pos_sum_lo(np.maximum(dn(b * b), 0.0))))), 0.0)
+            k_lo = float(dn(dn(py2_lo - pv2_hi) + mb_lo))
+            k_mid = py2_mid - pv2_mid + mu * float(b @ b)
+            return WitnessBound(k_mid=k_mid, k_lo=k_lo, lam=lam, h_mid=box_terms(a_mid, self.M),
+                                h_hi=box_terms_hi(a_hi, self.M))
+
+    def witness(self, kind: str, vec: np.ndarray, cols: np.ndarray | None = None
+                ) -> WitnessBound | None:
+        """Terms of a ("dual", zeta) or ("shifted", b) witness (``cols``: see :meth:`dual`;
+        a shifted witness is always evaluated on every column)."""
+        return self.dual(vec, cols) if kind == "dual" else self.shifted(vec)
+
+    # -- incumbent --------------------------------------------------------------------------
+    def objective(self, coef: np.ndarray, intercept: float) -> tuple[float, float]:
+        """(computed value, safe upper bound) of F(coef, intercept) on the raw data.
+
+        x_i^T b + c (or, for a loss of the residual, y_i - x_i^T b - c) is evaluated by
+        error-free transformations (Dekker's TwoProduct, then Ogita-Rump-Oishi's Sum2), so a
+        column with a huge offset and an intercept costs nothing; then the loss's own upper
+        enclosure bounds the sum of its terms.
+        """
+        coef = np.asarray(coef, dtype=np.float64)
+        S = np.flatnonzero(coef)
+        A, cb = self.X[:, S], coef[S]
+        c = np.full(self.n, float(intercept) if self.fit_intercept else 0.0)
+        with np.errstate(all="ignore"):
+            if (A.size and np.abs(A).max() >= 2.0 ** 995) or (cb.size and
+                                                              np.abs(cb).max() >= 2.0 ** 995):
+                return math.nan, math.inf
+            y = self.y
+            if self.loss.residual_form:
+                mid, hi = self.loss.loss_sum_upper(lin_ball(A, -cb, [y, -c]), y)
+            else:
+                mid, hi = self.loss.loss_sum_upper(lin_ball(A, cb, [c]), y)
+            ridge = float(up(self.lambda2 * float(pos_sum_hi(up(coef * coef)))))
+            value = mid + self.lambda2 * float(coef @ coef)
+            upper = float(up(hi + ridge))
+        return float(value), (upper if math.isfinite(upper) else math.inf)
+
+
+def lin_ball(A: np.ndarray, coef: np.ndarray, extra: list[np.ndarray]) -> Ball:
+    """Rows of A @ coef plus the ``extra`` vectors, nearly exactly (TwoProduct + Sum2).
+
+    Sum2 (Ogita, Rump, Oishi, SIAM J. Sci. Comput. 2005): |res - s| <= u |s| + gamma_m^2
+    sum |t_i| for m terms; a product below 2^-968, whose error term may not be exact, adds
+    2^-1020 to the radius.
+    """
+    n = A.shape[0] if A.ndim == 2 else extra[0].shape[0]
+    terms = []
+    tiny = np.zeros(n)
+    for j in range(A.shape[1]):
+        a, b = A[:, j], coef[j]
+        p = a * b
+        sa = 134217729.0 * a
+        ah = sa - (sa - a)
+        al = a - ah
+        sb = 134217729.0 * b
+        bh = sb - (sb - b)
+        bl = b - bh
+        err = al * bl - (((p - ah * bh) - al * bh) - ah * bl)
+        small = (np.abs(p) < 2.0 ** -968) & (a != 0)
+        tiny = tiny + small
+        terms.append(p)
+        terms.append(np.where(small, 0.0, err))
+    terms.extend(extra)
+    s = terms[0].copy()
+    comp = np.zeros(n)
+    for t in terms[1:]:
+        x = s + t
+        z = x - s
+        comp = comp + ((s - (x - z)) + (t - z))
+        s = x
+    res = s + comp
+    m = len(terms)
+    g2 = float(up(gamma(m) * gamma(m)))
+    absum = pos_sum_hi(np.abs(np.stack(terms)), axis=0)
+    rad = up(up(up(U * np.abs(res)) + up(g2 * absum)) * inv_one_minus(U))
+    return Ball(res, up(rad + tiny * 2.0 ** -1020))

@@ -1,0 +1,135 @@
+"""Witness translation: the engine's witnesses become the certificate's, each with its safe terms.
+
+The engine keeps, for a node, a :class:`sparsecert.bnb.node.Witness`: a small record with a
+stable id (the order the search kept it), a kind and a vector. A child inherits its parent's
+record, so the id says which nodes share a witness. The certificate's witness of each is:
+
+* a point ``b~`` of the shifted relaxation (``mu > 0``): the *shifted* witness ``b~``;
+* a point ``b~`` of the plain relaxation: the *dual* witness ``zeta = f'(X b~)`` on the engine's
+  data (the dual point of the relaxation at ``b~``);
+* a dual point ``zeta`` (an intercept carried as a variable): the *dual* witness ``zeta``;
+
+a dual witness clipped into the conjugate's domain and, with an intercept, moved to an exactly
+zero sum (:func:`exact_zero_sum`). Each is evaluated once (by id) on the columns some node that
+uses it reads (:func:`sparsecert.proof.tree.columns_read`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from sparsecert.proof.bounds import SafeEvaluator, WitnessBound
+from sparsecert.proof.rounding import sums_to_zero
+
+__all__ = ["ZERO_ID", "ZeroWitness", "WitnessTranslator", "dual_witness", "exact_zero_sum"]
+
+#: the id of the producer's zero witness (the engine numbers its witnesses from 0)
+ZERO_ID = -1
+
+
+@dataclass(frozen=True, eq=False)
+class ZeroWitness:
+    """The dual point ``zeta = 0``: in every loss's domain, zero-sum, so its bound is weak but
+    proven. A leaf the search never bounded (a root a Ctrl-C stopped) gets it."""
+
+    vector: np.ndarray
+    id: int = ZERO_ID
+    kind: str = "dual"
+
+
+def exact_zero_sum(zeta: np.ndarray, lower: np.ndarray | None = None,
+                   upper: np.ndarray | None = None) -> np.ndarray:
+    """A vector close to ``zeta`` whose exact sum is zero (``math.fsum(out) == 0.0``), inside
+    ``[lower, upper]``.
+
+    The entries are moved to a common power-of-two grid ``q`` fine enough that every partial sum
+    is exact, the mean is removed, and the remaining integer number of grid units is spread over
+    the entries with room inside the box.
+
+    Raises
+    ------
+    ValueError
+        If the box leaves no room to reach a zero sum.
+    """
+    z = np.asarray(zeta, dtype=np.float64)
+    n = z.size
+    lo = np.full(n, -np.inf) if lower is None else np.asarray(lower, dtype=np.float64)
+    hi = np.full(n, np.inf) if upper is None else np.asarray(upper, dtype=np.float64)
+    z = np.clip(z - z.mean(), lo, hi)
+    scale = max(float(np.abs(z).max(initial=0.0)),
+                float(np.abs(lo[np.isfinite(lo)]).max(initial=0.0)),
+                float(np.abs(hi[np.isfinite(hi)]).max(initial=0.0)), 1e-300)
+    e = math.frexp(scale)[1]  # scale < 2**e
+    q = math.ldexp(1.0, e + math.ceil(math.log2(n + 1)) + 1 - 52)
+    big = float(2 ** 52)
+    lo_u = np.ceil(np.clip(lo / q, -big, big)).astype(np.int64)
+    hi_u = np.floor(np.clip(hi / q, -big, big)).astype(np.int64)
+    units = np.clip(np.rint(z / q).astype(np.int64), lo_u, hi_u)
+    r = int(units.sum())  # entries are < 2**(52 - log2 n): the int64 sum is exact
+    if r != 0:
+        room = (units - lo_u) if r > 0 else (hi_u - units)
+        order = np.argsort(-room, kind="stable")
+        need = abs(r)
+        take = np.minimum(room[order], need)
+        cum = np.cumsum(take)
+        take = np.where(cum <= need, take, np.maximum(0, need - (cum - take)))
+        if int(take.sum()) != need:
+            raise ValueError("the box [lower, upper] leaves no room for an exact zero sum")
+        units[order] -= np.sign(r) * take
+    out = units.astype(np.float64) * q
+    if math.fsum(out.tolist()) != 0.0:  # cannot happen: all entries lie on the grid q
+        raise RuntimeError("exact_zero_sum: internal error, the sum is not exactly zero")
+    return out
+
+
+def dual_witness(ev: SafeEvaluator, zeta: np.ndarray) -> np.ndarray:
+    """A dual witness the verifier accepts, from an (approximate) dual point: clipped into the
+    domain and, with an intercept, rounded to an exactly zero sum."""
+    lo, hi = ev.dual_domain()
+    z = np.clip(np.asarray(zeta, dtype=np.float64), lo, hi)
+    if ev.fit_intercept and not sums_to_zero(z):
+        z = exact_zero_sum(z, lo, hi)
+    return z
+
+
+class WitnessTranslator:
+    """The certificate's witness of every engine witness, and its safe terms, each computed once.
+
+    Parameters
+    ----------
+    ev : SafeEvaluator
+        The rigorous evaluation on the user's raw data.
+    relaxation : RelaxationProblem
+        The engine's data (a point's dual is ``f'`` at ``X b~`` there) and its shift ``mu``.
+    columns : dict of int to numpy.ndarray of bool
+        For each witness id, the columns a node using it reads (the others' terms are not
+        computed); a witness without an entry is evaluated on every column.
+    """
+
+    def __init__(self, ev: SafeEvaluator, relaxation, columns: dict[int, np.ndarray]) -> None:
+        self.ev = ev
+        self.relaxation = relaxation
+        self.columns = columns
+        self._done: dict[int, tuple[tuple[str, np.ndarray], WitnessBound | None]] = {}
+
+    def translate(self, witness) -> tuple[tuple[str, np.ndarray], WitnessBound | None]:
+        """``((kind, vector), terms)`` of an engine witness (``terms`` None: it bounds
+        nothing)."""
+        key = witness.id
+        if key not in self._done:
+            vec = np.asarray(witness.vector, dtype=np.float64)
+            rx = self.relaxation
+            if witness.kind == "point" and rx.mu > 0:
+                cert_w = ("shifted", vec)
+            elif witness.kind == "point":  # the dual point of the unshifted relaxation at b~
+                cert_w = ("dual", dual_witness(self.ev, self.ev.loss.gradient(rx.X @ vec, rx.y)))
+            else:
+                cert_w = ("dual", dual_witness(self.ev, vec))
+            cols = np.flatnonzero(self.columns[key]) if key in self.columns else None
+            if cols is not None and cols.size == self.ev.p:
+                cols = None
+            self._done[key] = (cert_w, self.ev.witness(*cert_w, cols))
+        return self._done[key]
