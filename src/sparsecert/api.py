@@ -15,9 +15,9 @@ from sparsecert._params import defaults, document
 from sparsecert._validation import PreparedProblem, prepare
 from sparsecert._version import __version__
 from sparsecert.problem import SearchOptions, build_records
-from sparsecert.statuses import BRANCHED, OPTIMAL, PRECISION_LIMITED
 
-__all__ = ["certify", "certify_prepared", "verify", "CertifyResult"]
+__all__ = ["certify", "certify_prepared", "verify", "CertifyResult", "assemble_result",
+           "run_info"]
 
 _D = defaults("certify")
 
@@ -200,155 +200,42 @@ def certify_prepared(prepared: PreparedProblem, options: SearchOptions, *, featu
     res = engine.run()
     # a second Ctrl-C here would lose the result (see interrupts); the log keeps ticking
     with deferred_interrupt(), engine.after_search("certificate") as note:
-        result = assemble_result(res, prob, prepared.X, prepared.y, prepared.y_used,
-                                 prepared.labels, spec.k, spec.lambda2, spec.loss,
-                                 spec.max_abs_coef, spec.fit_intercept, options.rel_gap,
-                                 options.abs_gap, options.n_jobs, options.executor,
-                                 options.backend, t0, feature_names=feature_names, note=note)
+        result = assemble_result(res, prob, prepared, options, t0,
+                                 feature_names=feature_names, note=note)
     result.feature_names = feature_names
     return result
 
 
-def assemble_result(res, prob, X_raw: np.ndarray, y_raw: np.ndarray, y_used: np.ndarray,
-                    labels, k: int, lambda2: float, loss: str, max_abs_coef, fit_intercept: bool,
-                    rel_gap: float, abs_gap: float, n_jobs: int, executor, backend: str,
-                    t0: float, feature_names=None, note=None,
-                    **producer_extra) -> CertifyResult:
+def run_info(options: SearchOptions, **extra) -> dict:
+    """The informational ``producer`` fields of a certificate: how the search ran."""
+    executor = ("user" if options.executor is not None else
+                "serial" if options.n_jobs == 1 else options.backend)
+    return dict(n_jobs=int(options.n_jobs), executor=executor, package_version=__version__,
+                **extra)
+
+
+def assemble_result(search, relaxation, prepared: PreparedProblem, options: SearchOptions,
+                    t0: float, *, feature_names=None, note=None, **extra) -> CertifyResult:
     """The engine's record -> a :class:`CertifyResult` with its certificate.
 
-    Maps the engine's model back to the user's coordinates, and builds the certificate with
-    claims the standalone verifier proves: every leaf's bound, the bound of every region a node's
-    reduced-cost fixings cut off (the node's ``fixings``, with its witness) and the incumbent's
-    objective are evaluated rigorously on the raw data (:mod:`sparsecert.solvers.rigorous`) and
-    claimed with a margin of a few rounding radii. The status ``"optimal"`` is kept only when the
-    claimed gap, rounded up, is within the tolerance; when rounding alone keeps it open the
-    status is ``"precision_limited"``. Shared by :func:`certify` and
-    :func:`sparsecert.path.certify_path`. (``labels`` is unused: the verifier derives the label
-    coding from the data.) ``note``, if given, is called with how far the assembly has got
-    (the progress log's phase).
+    The proof producer (:func:`sparsecert.proof.producer.produce`) maps the engine's model back
+    to the user's coordinates and builds the certificate of the problem ``prepared`` (its
+    ``spec.k`` set) with claims the standalone verifier proves, the status ``options``' gap
+    targets allow; ``extra`` are informational producer fields of the certificate (besides
+    :func:`run_info`'s), ``t0`` the start of the whole call (the result's time). Shared by
+    :func:`certify` and :func:`sparsecert.path.certify_path`. ``note``, if given, is called
+    with how far the assembly has got (the progress log's phase).
     """
-    from sparsecert.certificate import Certificate
-    from sparsecert.proof.bounds import SafeEvaluator
-    from sparsecert.proof.claims import claim_lower, claim_lower_array, claim_upper
-    from sparsecert.proof.regions import fixing_regions
-    from sparsecert.proof.witnesses import dual_witness
+    from sparsecert.proof.producer import produce
 
-    coef = res.coef.copy()
-    intercept = float(res.intercept)
-    if fit_intercept and loss == "squared":
-        intercept = float(prob.y_mean - prob.x_mean @ coef)
-    elif fit_intercept:  # the engine works on centred columns
-        intercept = float(intercept - prob.x_mean @ coef)
-    mu = float(prob.mu)  # proven by RelaxationProblem.from_data (Rump's test, as the verifier)
-    ev = SafeEvaluator(X_raw, y_used, prob.loss_fn, float(lambda2), max_abs_coef, fit_intercept,
-                       mu)
-    value, upper = ev.objective(coef, intercept if fit_intercept else 0.0)
-    ub = claim_upper(value, upper)
-
-    terms: dict[int, tuple] = {}
-    p = X_raw.shape[1]
-    # the columns each witness's terms are read on: those not fixed out at the nodes using it
-    # (at a node with fixings, its base fixings); the other terms are not computed
-    used: dict[int, np.ndarray] = {}
-    # the tree's structure from the parent links (a Ctrl-C can cut a branching short after
-    # the children joined the tree, before their parent was marked: it is branched)
-    branched = {nd.parent for nd in res.nodes if nd.parent is not None}
-    # a leaf without a witness (a root that a Ctrl-C stopped before its bound) gets the dual
-    # point zeta = 0: feasible for every loss, so its bound is weak but proven
-    zero = ("dual", np.zeros(X_raw.shape[0]))
-
-    def witness_of(nd):
-        return zero if nd.witness is None and nd.id not in branched else nd.witness
-
-    for nd in res.nodes:
-        w = witness_of(nd)
-        if w is not None and (nd.id not in branched or nd.bound_fixings):
-            out = nd.base_fixings()[1] if nd.bound_fixings else nd.fixed_out
-            key = id(w[1])
-            mask = ~np.asarray(out, dtype=bool).reshape(p)
-            used[key] = mask if key not in used else used[key] | mask
-
-    def leaf_witness(w):
-        """The certificate's witness for an engine witness, and its safe terms."""
-        key = id(w[1])
-        if key not in terms:
-            kind, vec = w
-            vec = np.asarray(vec, dtype=np.float64)
-            if kind == "point" and mu > 0:
-                cert_w = ("shifted", vec)
-            elif kind == "point":  # the dual point of the unshifted relaxation at b~
-                cert_w = ("dual", dual_witness(ev, _gradient(prob, vec)))
-            else:
-                cert_w = ("dual", dual_witness(ev, vec))
-            cols = np.flatnonzero(used[key]) if key in used else None
-            terms[key] = (cert_w, ev.witness(*cert_w, None if cols is None or cols.size == p
-                                             else cols))
-        return terms[key]
-
-    nodes = []
-    # each leaf's claim, and the smallest claim of the regions a node's fixings cut off
-    leaf_claims = []
-    n_nodes = len(res.nodes)
-    for i, nd in enumerate(res.nodes):
-        if note is not None and i % 1000 == 0:
-            note(f"certificate: rigorous bounds, node {i:,} of {n_nodes:,}")
-        is_leaf = nd.id not in branched
-        fixings = [(int(j), int(v)) for j, v in nd.bound_fixings]
-        witness, bound, wb = None, None, None
-        if (is_leaf or fixings) and witness_of(nd) is not None:  # fixings keep the witness
-            witness, wb = leaf_witness(witness_of(nd))
-        if is_leaf and wb is not None:
-            fin = np.asarray(nd.fixed_in, dtype=bool).reshape(p)
-            fout = np.asarray(nd.fixed_out, dtype=bool).reshape(p)
-            bound = claim_lower(*wb.node(fin, fout, int(k)))
-        if is_leaf:
-            leaf_claims.append(-np.inf if bound is None else bound)
-        if fixings:  # each cut-off region z_j = 1 - v, bounded with the node's base fixings
-            if wb is None:
-                leaf_claims.append(-np.inf)
-            else:
-                values, lowers = fixing_regions(wb, *nd.base_fixings(), int(k), fixings)
-                leaf_claims.append(float(claim_lower_array(values, lowers).min()))
-        nodes.append(dict(id=nd.id, parent=nd.parent, branch_var=nd.branch_var,
-                          branch_value=nd.branch_value,
-                          status=nd.status if is_leaf else BRANCHED,
-                          bound=bound if bound is not None and np.isfinite(bound) else None,
-                          witness=witness, fixings=fixings))
-    lower = min(min(leaf_claims, default=-np.inf), ub)
-    if not np.isfinite(lower):
-        lower = -1e300 if not np.isfinite(ub) else min(ub, -1e300)
-    abs_gap_v = max(0.0, float(np.nextafter(ub - lower, np.inf)))
-    gap = float(np.nextafter(abs_gap_v / max(1.0, abs(ub)), np.inf))
-    status = res.status
-    if status == OPTIMAL and not (gap <= rel_gap or abs_gap_v <= abs_gap):
-        status = PRECISION_LIMITED  # the search closed the gap; rounding keeps it open
-    if note is not None:
-        note("certificate: the document")
-    cert = Certificate.build(
-        X_raw, y_raw,
-        problem=dict(loss=loss, k=int(k), lambda2=float(lambda2),
-                     max_abs_coef=None if max_abs_coef is None else float(max_abs_coef),
-                     fit_intercept=bool(fit_intercept)),
-        incumbent=dict(coef=coef, intercept=intercept if fit_intercept else 0.0,
-                       objective=value),
-        bounds=dict(lower_bound=lower, upper_bound=ub, status=status,
-                    rel_gap_tol=float(rel_gap), abs_gap_tol=float(abs_gap)),
-        eig_shift=mu,
-        nodes=nodes,
-        feature_names=feature_names,
-        producer=dict(settings=res.settings, elapsed=res.time, n_jobs=int(n_jobs),
-                      executor="user" if executor is not None else
-                      ("serial" if n_jobs == 1 else backend),
-                      package_version=__version__, **producer_extra))
-    return CertifyResult(coef=coef, intercept=intercept, support=tuple(res.support),
-                         objective=value, lower_bound=lower, gap=gap,
-                         absolute_gap=abs_gap_v, status=status, n_nodes=res.n_nodes,
-                         time=time.perf_counter() - t0, certificate=cert, search=res)
-
-
-def _gradient(prob, b: np.ndarray) -> np.ndarray:
-    """f'(X b) on the engine's data (centred with an intercept): the dual point at b."""
-    return prob.loss_fn.gradient(prob.X @ b, prob.y)
+    proof = produce(search, relaxation, prepared, options, producer=run_info(options, **extra),
+                    feature_names=feature_names, note=note)
+    return CertifyResult(coef=proof.coef, intercept=proof.intercept,
+                         support=tuple(search.support), objective=proof.objective,
+                         lower_bound=proof.lower_bound, gap=proof.gap,
+                         absolute_gap=proof.absolute_gap, status=proof.status,
+                         n_nodes=search.n_nodes, time=time.perf_counter() - t0,
+                         certificate=proof.certificate, search=search)
 
 
 def verify(path, X, y, *, loss: str | None = None, k: int | None = None,

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from sklearn.base import BaseEstimator, MetaEstimatorMixin, RegressorMixin, clone, is_classifier
@@ -226,11 +226,9 @@ def solve_path(prepared: PreparedProblem, ks: np.ndarray, options: SearchOptions
         start = tuple(res.support)
         # a second Ctrl-C here would lose the point's result; the log keeps ticking
         with deferred_interrupt(), engine.after_search("certificate") as note:
-            results.append(assemble_result(
-                res, prob, prepared.X, prepared.y, prepared.y_used, prepared.labels, spec.k,
-                spec.lambda2, spec.loss, spec.max_abs_coef, spec.fit_intercept, options.rel_gap,
-                options.abs_gap, options.n_jobs, options.executor, options.backend, t_point,
-                note=note, path=True))
+            point = replace(prepared, spec=spec)  # the problem of this point: its k
+            results.append(assemble_result(res, prob, point, options, t_point, note=note,
+                                           path=True))
         if res.status == INTERRUPTED:  # Ctrl-C stops the path, not only this point
             break
     return PathResult(ks=np.asarray(ks)[:len(results)], results=results,

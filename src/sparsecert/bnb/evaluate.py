@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from sparsecert.bnb.fixing import FixingPlan, fixing_plan
+from sparsecert.bnb.node import Witness
 from sparsecert.solvers.heuristics import (
     SubsetModel,
     SupportRefitter,
@@ -49,12 +50,12 @@ __all__ = ["NodeContext", "NodeTask", "NodeOutcome", "evaluate_task", "BatchEval
 NO_HEURISTIC, ROUND, ROUND_AND_SWAP = 0, 1, 2
 
 
-def node_witness(problem: RelaxationProblem, res: RelaxationResult) -> tuple[str, np.ndarray]:
-    """The witness the engine keeps for a relaxation result: ``("dual", zeta)`` when an intercept
-    is carried as a variable (non-squared losses), ``("point", b~)`` otherwise."""
+def node_witness(problem: RelaxationProblem, res: RelaxationResult, wid: int = -1) -> Witness:
+    """The witness of a relaxation result (numbered ``wid``): its dual point ``zeta`` when an
+    intercept is carried as a variable, its bound point ``b~`` otherwise."""
     if problem.icpt:
-        return ("dual", np.asarray(res.dual, dtype=float).copy())
-    return ("point", np.asarray(res.bound_point, dtype=float).copy())
+        return Witness("dual", np.asarray(res.dual, dtype=float).copy(), wid)
+    return Witness("point", np.asarray(res.bound_point, dtype=float).copy(), wid)
 
 
 class NodeContext:
@@ -135,7 +136,7 @@ class NodeTask:
     heuristic: int = NO_HEURISTIC
     n_candidates: int = 10
     fixing: bool = False
-    witness: tuple[str, np.ndarray] | None = None  # the node's inherited witness
+    witness: Witness | None = None  # the node's inherited witness
 
 
 @dataclass

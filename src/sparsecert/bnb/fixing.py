@@ -163,10 +163,9 @@ class WitnessTerms:
         return self._loss.gradient(u, self.problem.y)
 
     def _zeta(self, witness) -> np.ndarray:
-        kind, vec = witness
-        if kind == "dual":
-            return np.asarray(vec, dtype=float)
-        return self._gradient(self.problem.X @ vec)
+        if witness.kind == "dual":
+            return np.asarray(witness.vector, dtype=float)
+        return self._gradient(self.problem.X @ witness.vector)
 
     def _conjugate_sum(self, zeta: np.ndarray) -> float:
         """``sum_i f*(zeta_i; y_i)`` (least squares: ``f*(z) = z^2 / 4 + y z``, every z in its
@@ -189,7 +188,7 @@ class WitnessTerms:
         from sparsecert.solvers.perspective._linalg import xb, xtz
 
         prob = self.problem
-        kind, vec = witness
+        kind, vec = witness.kind, witness.vector
         if kind == "point" and prob.mu > 0.0:  # the shifted relaxation's tangent at b~
             u = prob.X @ vec
             s = 2.0 * (prob.X.T @ (u - prob.y)) - 2.0 * prob.mu * vec
@@ -231,9 +230,8 @@ class WitnessTerms:
             M = None if not np.isfinite(prob.M) else float(prob.M)
             self._ev = SafeEvaluator(prob.X, prob.y, prob.loss_fn, prob.lambda2, M,
                                      prob.fit_intercept, prob.mu)
-        kind, vec = witness
-        if kind == "point" and prob.mu > 0.0:
-            return self._ev.witness("shifted", np.asarray(vec, dtype=float))
+        if witness.kind == "point" and prob.mu > 0.0:
+            return self._ev.witness("shifted", np.asarray(witness.vector, dtype=float))
         if cols is not None and cols.size == prob.n_features:
             cols = None
         return self._ev.witness("dual", dual_witness(self._ev, self._zeta(witness)), cols)

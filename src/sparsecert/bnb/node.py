@@ -10,8 +10,20 @@ from sparsecert.statuses import OPEN
 
 __all__ = ["Node", "Witness"]
 
-#: A leaf's bound witness: ``("point", b)`` (length p) or ``("dual", zeta)`` (length n).
-Witness = tuple[str, np.ndarray]
+
+@dataclass(frozen=True, eq=False)
+class Witness:
+    """What proves a node's bound: a point ``b~`` of the relaxation (``kind`` ``"point"``,
+    ``vector`` of length p) or a dual point ``zeta`` (``"dual"``, length n).
+
+    ``id`` numbers the witnesses a search keeps, in the order it kept them (``-1`` for one it
+    only looked at); a child inherits its parent's record, so the id says which nodes share a
+    witness (the certificate evaluates each once).
+    """
+
+    kind: str
+    vector: np.ndarray
+    id: int = -1
 
 
 @dataclass(eq=False)

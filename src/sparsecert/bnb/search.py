@@ -238,7 +238,9 @@ class BranchAndBound:
     # node processing: one small step per method
     # ------------------------------------------------------------------------------------------
     def _witness(self, res: RelaxationResult) -> Witness:
-        return node_witness(self.problem, res)
+        """The witness to keep for ``res``, numbered in the order the search keeps them."""
+        self._n_witnesses += 1
+        return node_witness(self.problem, res, self._n_witnesses - 1)
 
     def _task(self, node: Node, token: str | None, remaining: float | None) -> NodeTask:
         """The node's evaluation: its relaxation, then (in the worker) the leaf's exact refit or
@@ -380,6 +382,7 @@ class BranchAndBound:
         self._n_iter = 0
         self._next_id = 1
         self._n_tasks = 0
+        self._n_witnesses = 0
         self._n_fixed = 0
         self._context = NodeContext(self.problem, self.k, self.refitter)
         self.queue = make_queue(self.settings.node_selection)

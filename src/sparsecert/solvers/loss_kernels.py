@@ -4,9 +4,10 @@ One compiled solver serves every loss: the relaxation's kernels take the loss as
 :class:`~sparsecert.solvers.losses.LossSpec` (its integer id and its one parameter, see
 :attr:`sparsecert.solvers.losses.Loss.spec`) and call these, which dispatch on the id. They are
 the compiled form of the maths of :mod:`sparsecert.solvers.losses`
-(``tests/glm/solvers/test_losses.py`` checks that the two agree): the sum of the losses, its per-sample derivatives, the conjugate sum
-(``+inf`` outside the domain), the second derivatives of the Newton polish, and the split of a
-dual point that makes it zero-sum inside the conjugate's domain (an unpenalised intercept).
+(``tests/glm/solvers/test_losses.py`` checks that the two agree): the sum of the losses, its
+per-sample derivatives, the conjugate sum (``+inf`` outside the domain), the second derivatives
+of the Newton polish, and the split of a dual point that makes it zero-sum inside the
+conjugate's domain (an unpenalised intercept).
 """
 
 from __future__ import annotations

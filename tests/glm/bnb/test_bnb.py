@@ -120,7 +120,7 @@ def test_time_limit_status():
 def _signature(res):
     out = []
     for n in res.nodes:
-        w = None if n.witness is None else (n.witness[0], n.witness[1].tobytes())
+        w = None if n.witness is None else (n.witness.kind, n.witness.vector.tobytes())
         out.append((n.id, n.parent, n.branch_var, n.branch_value, n.status,
                     float(n.lower_bound), w))
     return out

@@ -24,6 +24,7 @@ from sparsecert.bnb.fixing import (
     fixing_plan,
     plan_fixings,
 )
+from sparsecert.bnb.node import Witness
 from sparsecert.solvers.heuristics import SupportRefitter, round_relaxation
 from sparsecert.solvers.losses import get_loss
 from sparsecert.solvers.perspective import RelaxationProblem, solve_node
@@ -51,7 +52,7 @@ def _masks(p, rng, n_in, n_out):
 # -- the plain forms (as the node task computed them before) ---------------------------------
 def _plain_terms(prob, witness, cols):
     """K, lam and the terms h on ``cols`` (inf elsewhere) through the loss's generic methods."""
-    kind, vec = witness
+    kind, vec = witness.kind, witness.vector
     loss = get_loss(prob.loss)
     zeta = vec if kind == "dual" else loss.gradient(prob.X @ vec, prob.y)
     if cols.size == prob.n_features:
@@ -102,7 +103,7 @@ def test_witness_zeta_and_conjugate_sum_are_the_loss_s_own(loss):
     rng = np.random.default_rng(1)
     for _ in range(3):
         vec = rng.normal(size=prob.n_features)
-        zeta = terms._zeta(("point", vec))  # what the safe terms (the certificate's) start from
+        zeta = terms._zeta(Witness("point", vec))  # the safe terms start here
         assert np.array_equal(zeta, f.gradient(prob.X @ vec, prob.y))
         assert terms._conjugate_sum(zeta) == f.conjugate_sum(zeta, prob.y)
 
@@ -114,10 +115,10 @@ def test_plain_terms_agree_with_the_generic_computation_to_rounding(n_out, loss)
     rng = np.random.default_rng(n_out)
     fi, fo = _masks(prob.n_features, rng, 2, n_out)
     cols = np.flatnonzero(~fo)
-    for witness in (("point", rng.normal(size=prob.n_features) * ~fo),
-                    ("dual", 0.3 * rng.normal(size=prob.n_samples))):
-        if loss == "logistic" and witness[0] == "dual":
-            witness = ("dual", -prob.y * rng.uniform(0.1, 0.9, size=prob.n_samples))
+    for witness in (Witness("point", rng.normal(size=prob.n_features) * ~fo),
+                    Witness("dual", 0.3 * rng.normal(size=prob.n_samples))):
+        if loss == "logistic" and witness.kind == "dual":
+            witness = Witness("dual", -prob.y * rng.uniform(0.1, 0.9, size=prob.n_samples))
         K, lam, h = WitnessTerms(prob).plain(witness, cols)
         K0, lam0, h0 = _plain_terms(prob, witness, cols)
         assert lam == lam0
@@ -135,7 +136,7 @@ def test_fixing_plan_equals_the_plain_screen_and_plan(seed):
     for n_in, n_out in ((0, 0), (1, 3), (2, 6), (3, 0)):
         fi, fo = _masks(p, rng, n_in, n_out)
         res = solve_node(prob, k, fi, fo, rel_tol=1e-8)
-        witness = ("point", res.bound_point)
+        witness = Witness("point", res.bound_point)
         for rise in (-1.0, 0.0, 1e-3, 0.05, 0.3, 1.0, 3.0, 10.0, np.inf):
             cutoff = res.lower_bound + rise * max(1.0, abs(res.lower_bound))
             got = fixing_plan(terms, witness, fi, fo, k, cutoff)

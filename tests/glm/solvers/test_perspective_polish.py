@@ -79,7 +79,8 @@ def test_newton_candidate_minimises_the_smooth_piece(loss):
 def test_newton_candidate_refuses_a_degenerate_point():
     X = np.ones((5, 4))
     state = np.full(4, 2, dtype=np.int8)
-    ok, cand = newton_candidate(X, np.ones(5), get_loss("squared").spec, 0.5, 0.0, np.zeros(4), state, 2, 8)
+    ok, cand = newton_candidate(X, np.ones(5), get_loss("squared").spec, 0.5, 0.0, np.zeros(4),
+                                state, 2, 8)
     assert not ok and np.all(cand == 0.0)
 
 
