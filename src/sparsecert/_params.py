@@ -47,7 +47,7 @@ from sparsecert._checks import (
     check_time_limit,
     check_verbose,
 )
-from sparsecert.solvers.losses import LOSS_NAMES, check_loss
+from sparsecert.solvers.losses import LOSS_NAMES, check_loss, check_loss_param_values
 
 __all__ = ["Param", "CliFlag", "PARAMS", "REQUIRED", "SAME", "BACKENDS", "defaults", "check_param",
            "param_entry", "fill_parameters", "document"]
@@ -186,6 +186,11 @@ _TABLE = [
           check_loss, default="squared", record="problem", choices=lambda: LOSS_NAMES,
           cli=CliFlag("--loss", "the loss f (default: %(default)s; logistic and squared_hinge "
                                 "take two label values)")),
+    Param("loss_params", "dict or None",
+          "The loss's parameters by name, for a loss that declares some "
+          "(:attr:`sparsecert.solvers.losses.Loss.parameters`; None: the registry's defaults). "
+          "They are part of the certified problem, written into the certificate.",
+          check_loss_param_values, default=None, record="problem"),
     Param("fit_intercept", "bool",
           "Fit an unpenalised intercept, not counted in ``k`` (least squares: exact by "
           "centring).",

@@ -75,7 +75,8 @@ __all__ = [
 #: Loss names understood by the package (from the loss registry).
 LOSSES = LOSS_NAMES
 #: The problem's fields a prepared problem reads through its record.
-_SPEC_FIELDS = ("loss", "lambda2", "max_abs_coef", "fit_intercept", "eig_shift")
+_SPEC_FIELDS = ("loss", "loss_params", "lambda2", "max_abs_coef", "fit_intercept",
+                "eig_shift")
 
 
 # ----------------------------------------------------------------------------------------------

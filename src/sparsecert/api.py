@@ -127,7 +127,8 @@ def _feature_names(X, feature_names=None) -> tuple[str, ...] | None:
 
 @document()
 def certify(X, y, k: int, lambda2: float, *, loss: str = _D.loss,
-            fit_intercept: bool = _D.fit_intercept, max_abs_coef: float | None = _D.max_abs_coef,
+            loss_params: dict | None = _D.loss_params, fit_intercept: bool = _D.fit_intercept,
+            max_abs_coef: float | None = _D.max_abs_coef,
             eig_shift: float | str | None = _D.eig_shift, rel_gap: float = _D.rel_gap,
             abs_gap: float = _D.abs_gap, time_limit: float | None = _D.time_limit,
             node_limit: int | None = _D.node_limit, n_jobs: int = _D.n_jobs,
@@ -150,7 +151,7 @@ def certify(X, y, k: int, lambda2: float, *, loss: str = _D.loss,
         user guide); for ``"poisson"`` non-negative counts.
     k
         ``1 <= k <= n_features``.
-    lambda2, loss, fit_intercept, max_abs_coef, eig_shift, rel_gap, abs_gap
+    lambda2, loss, loss_params, fit_intercept, max_abs_coef, eig_shift, rel_gap, abs_gap
     time_limit
         Building the certificate after the search adds its own time (rigorous bounds of the
         leaves: about a millisecond per node on riboflavin's 4088 columns).
@@ -240,7 +241,8 @@ def assemble_result(search, relaxation, prepared: PreparedProblem, options: Sear
 
 def verify(path, X, y, *, loss: str | None = None, k: int | None = None,
            lambda2: float | None = None, max_abs_coef=_NOT_GIVEN,
-           fit_intercept: bool | None = None, rel_gap: float | None = None):
+           fit_intercept: bool | None = None, rel_gap: float | None = None,
+           loss_params: dict | None = None):
     """Re-check a certificate against the data with the standalone verifier.
 
     Parameters
@@ -256,6 +258,9 @@ def verify(path, X, y, *, loss: str | None = None, k: int | None = None,
         verification (``max_abs_coef=None`` or ``inf``: no box). Not given: the certificate's.
     rel_gap : float, optional
         Relative-gap tolerance to judge against (default 1e-4, never the certificate's own).
+    loss_params : dict, optional
+        The loss's parameters as you pose them (a value that differs from the certificate's
+        fails the verification). Not given: the certificate's.
 
     Returns
     -------
@@ -267,6 +272,16 @@ def verify(path, X, y, *, loss: str | None = None, k: int | None = None,
     if isinstance(path, CertifyResult):
         path = path.certificate
     kwargs = {} if max_abs_coef is _NOT_GIVEN else {"max_abs_coef": max_abs_coef}
+    if loss_params:
+        from sparsecert.solvers.losses import LOSS_PARAMETERS
+
+        if not isinstance(loss_params, dict):
+            raise TypeError(f"loss_params must be a dict, got {type(loss_params).__name__}")
+        unknown = sorted(set(loss_params) - set(LOSS_PARAMETERS))
+        if unknown:
+            raise ValueError(f"loss_params: {unknown[0]!r} is not a loss parameter (known: "
+                             f"{sorted(LOSS_PARAMETERS) or 'none'})")
+        kwargs.update(loss_params)
     return verify_certificate(path, X, y,
                               loss=loss, k=k, lambda2=lambda2, fit_intercept=fit_intercept,
                               rel_gap=DEFAULT_REL_GAP if rel_gap is None else rel_gap,

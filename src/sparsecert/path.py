@@ -138,6 +138,7 @@ class PathResult:
 
 @document("certify_path")
 def certify_path(X, y, ks, lambda2: float, *, loss: str = _D.loss,
+                 loss_params: dict | None = _D.loss_params,
                  fit_intercept: bool = _D.fit_intercept,
                  max_abs_coef: float | None = _D.max_abs_coef,
                  eig_shift: float | str | None = _D.eig_shift, rel_gap: float = _D.rel_gap,
@@ -163,7 +164,7 @@ def certify_path(X, y, ks, lambda2: float, *, loss: str = _D.loss,
         losses, coded by the label rule of the user guide; non-negative counts for Poisson).
     ks : iterable of int
         Distinct support sizes ``1 <= k <= n_features`` (any order; solved in increasing order).
-    lambda2, loss, fit_intercept, max_abs_coef, eig_shift, rel_gap, abs_gap
+    lambda2, loss, loss_params, fit_intercept, max_abs_coef, eig_shift, rel_gap, abs_gap
     time_limit
         The limit is *per point*.
     node_limit

@@ -20,11 +20,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from sparsecert._checks import check_eig_shift
 from sparsecert._params import PARAMS, defaults
+from sparsecert.solvers.losses import check_loss_params
 
 __all__ = ["ProblemSpec", "SearchOptions", "EXECUTION_FIELDS", "build_records", "NO_BOUND"]
 
@@ -63,6 +64,9 @@ class ProblemSpec:
     eig_shift : float, "auto" or None
         The eigenvalue shift of the least-squares relaxation ("auto" becomes None for the
         other losses, which have no shift).
+    loss_params : dict or None
+        The loss's parameters; in the record, every parameter of the loss, the defaults filled
+        in (an empty dict for a loss without any).
     sample_weight, coef_bounds, forced_in, excluded, offset
         Room for per-sample weights, per-coefficient bounds ``(lower, upper)``, features forced
         into or excluded from the support, and a fixed offset in the linear predictor. Not
@@ -81,6 +85,7 @@ class ProblemSpec:
     fit_intercept: bool = _D.fit_intercept
     max_abs_coef: float | None = _D.max_abs_coef
     eig_shift: float | str | None = _D.eig_shift
+    loss_params: Any = field(default=_D.loss_params, hash=False)
     # what comes next (per-sample weights, per-coefficient bounds, forced-in and excluded
     # features, offsets): the fields exist with their neutral values
     sample_weight: Any = None
@@ -90,9 +95,10 @@ class ProblemSpec:
     offset: Any = None
 
     def __post_init__(self) -> None:
-        _check_fields(self, ("k", "lambda2", "loss", "fit_intercept", "max_abs_coef",
-                             "eig_shift"))
+        _check_fields(self, ("k", "lambda2", "loss", "loss_params", "fit_intercept",
+                             "max_abs_coef", "eig_shift"))
         object.__setattr__(self, "eig_shift", check_eig_shift(self.eig_shift, self.loss))
+        object.__setattr__(self, "loss_params", check_loss_params(self.loss, self.loss_params))
         for name, neutral in (("sample_weight", None), ("coef_bounds", None),
                               ("forced_in", ()), ("excluded", ()), ("offset", None)):
             value = getattr(self, name)

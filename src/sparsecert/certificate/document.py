@@ -28,6 +28,7 @@ from sparsecert.certificate.schema import (
     HASH_DEFINITION,
     LABEL_RULE,
     LOSS_DEFINITIONS,
+    LOSS_PARAMETERS,
     LOSSES,
     NODE_STATUSES,
     OBJECTIVE_DEFINITION,
@@ -38,6 +39,7 @@ from sparsecert.certificate.schema import (
     SUPPORTED_FORMAT_VERSIONS,
     WITNESS_KINDS,
     array_sha256,
+    check_loss_params,
     npz_bytes,
     sha256_bytes,
 )
@@ -144,13 +146,14 @@ def _is_sidecar(path: str) -> bool:
         return False
 
 
-#: The fields of a certificate's ``problem`` that say which problem it certifies.
+#: The fields of a certificate's ``problem`` that say which problem it certifies (a loss's
+#: parameters are written only for a loss that has them).
 PROBLEM_KEYS = ("loss", "k", "lambda2", "max_abs_coef", "fit_intercept", "n_samples",
-                "n_features", "X_sha256", "y_sha256")
+                "n_features", "X_sha256", "y_sha256", *LOSS_PARAMETERS)
 
 
 def problem_key(X, y, *, loss: str, k: int, lambda2: float, max_abs_coef: float | None,
-                fit_intercept: bool) -> dict:
+                fit_intercept: bool, loss_params: Mapping[str, Any] | None = None) -> dict:
     """The :data:`PROBLEM_KEYS` fields of the certificate that :meth:`Certificate.build` would
     write for this problem and data (what :func:`check_save_path` compares)."""
     X = np.asarray(X)
@@ -158,7 +161,8 @@ def problem_key(X, y, *, loss: str, k: int, lambda2: float, max_abs_coef: float 
     M = None if M is None or math.isinf(float(M)) else float(M)
     return dict(loss=loss, k=int(k), lambda2=float(lambda2), max_abs_coef=M,
                 fit_intercept=bool(fit_intercept), n_samples=int(X.shape[0]),
-                n_features=int(X.shape[1]), X_sha256=array_sha256(X), y_sha256=array_sha256(y))
+                n_features=int(X.shape[1]), X_sha256=array_sha256(X), y_sha256=array_sha256(y),
+                **check_loss_params(loss, loss_params))
 
 
 def _other_problem(path: str, problem: Mapping[str, Any]) -> str:
@@ -266,7 +270,8 @@ class Certificate:
         X, y : ndarray
             The data exactly as the user passed it (hashed as float64; raw labels).
         problem : dict
-            ``loss``, ``k``, ``lambda2``, ``max_abs_coef`` (None = no box), ``fit_intercept``.
+            ``loss``, ``k``, ``lambda2``, ``max_abs_coef`` (None = no box), ``fit_intercept``,
+            and the loss's parameters by name (its defaults when not given).
         incumbent : dict
             ``coef`` (length p), ``intercept``, ``objective`` (the computed value,
             informational).
@@ -317,6 +322,8 @@ class Certificate:
         if M is not None and M <= 0:
             raise ValueError(f"problem['max_abs_coef'] = {M} must be > 0")
         fit_intercept = bool(problem.get("fit_intercept", False))
+        loss_params = check_loss_params(loss, {key: problem[key] for key in LOSS_PARAMETERS
+                                               if key in problem})
         names = None
         if feature_names is not None:
             names = [str(s) for s in feature_names]
@@ -350,6 +357,7 @@ class Certificate:
             "problem": {
                 "loss": loss,
                 "loss_definition": LOSS_DEFINITIONS[loss],
+                **loss_params,
                 "k": k,
                 "lambda2": lambda2,
                 "max_abs_coef": M,
@@ -747,6 +755,7 @@ def format_summary(data: dict, audit: bool = False) -> str:
     supp = inc.get("support", [])
     names = pr.get("feature_names") or None
     M = pr.get("max_abs_coef")
+    params = "".join(f" ({key}={_fmt(pr.get(key))})" for key in LOSS_PARAMETERS if key in pr)
     prod = data.get("producer", {})
     elapsed = prod.get("elapsed")
     elapsed = f"{_fmt(elapsed, '.2f')} s" if _number(elapsed) is not None else "?"
@@ -759,7 +768,7 @@ def format_summary(data: dict, audit: bool = False) -> str:
 
     lines = [
         f"sparsecert certificate (format {data.get('format')} v{data.get('format_version')})",
-        f"  problem   : {pr.get('loss')} loss, n={pr.get('n_samples')}, "
+        f"  problem   : {pr.get('loss')} loss{params}, n={pr.get('n_samples')}, "
         f"p={pr.get('n_features')}, k={pr.get('k')}, lambda2={_fmt(pr.get('lambda2'))}, "
         f"max_abs_coef={'None' if M is None else _fmt(M)}, "
         f"fit_intercept={pr.get('fit_intercept')}",

@@ -21,6 +21,8 @@ import numpy as np
 from sparsecert.solvers.losses import CLASSIFICATION_LOSSES as CLASSIFICATION_LOSSES
 from sparsecert.solvers.losses import LOSS_DEFINITIONS as LOSS_DEFINITIONS
 from sparsecert.solvers.losses import LOSS_NAMES
+from sparsecert.solvers.losses import LOSS_PARAMETERS as LOSS_PARAMETERS
+from sparsecert.solvers.losses import check_loss_params as check_loss_params
 from sparsecert.statuses import NODE_STATUSES as NODE_STATUSES
 from sparsecert.statuses import RELATIVE_GAP_DEFINITION as RELATIVE_GAP_DEFINITION
 from sparsecert.statuses import STATUSES as STATUSES

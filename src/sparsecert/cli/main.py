@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 from sparsecert._params import PARAMS
 from sparsecert._version import __version__
-from sparsecert.solvers.losses import LOSS_NAMES
+from sparsecert.solvers.losses import LOSS_NAMES, LOSS_PARAMETERS
 
 __all__ = ["main", "build_parser"]
 
@@ -73,6 +73,21 @@ def _add_param_options(p: argparse.ArgumentParser) -> None:
         p.add_argument(cli.flag, **kw)
 
 
+def _add_loss_params(p: argparse.ArgumentParser, what: str) -> None:
+    """An option ``--<name>`` for every loss parameter of the registry (the loss that declares
+    it is named in its help)."""
+    for par in LOSS_PARAMETERS.values():
+        p.add_argument("--" + par.name.replace("_", "-"), type=_arg(float, par.check),
+                       default=None, metavar="X", dest=par.name,
+                       help=f"{par.doc} ({what}; default {par.default:g})")
+
+
+def _loss_params(args) -> dict[str, float]:
+    """The loss parameters given on the command line."""
+    return {name: getattr(args, name) for name in LOSS_PARAMETERS
+            if getattr(args, name, None) is not None}
+
+
 def _nonneg(value: float) -> None:
     """``value >= 0`` and finite (the verify command's own k and rel_gap)."""
     if not value >= 0 or value == float("inf"):
@@ -125,6 +140,7 @@ def build_parser() -> argparse.ArgumentParser:
                                    "intercept).")
     _add_data_args(c, "Default: the bundled diabetes data (442 x 10).")
     _add_param_options(c)
+    _add_loss_params(c, "with its loss only")
     c.add_argument("--out", default=DEFAULT_OUT, metavar="CERT.json",
                    help=f"certificate path (default {DEFAULT_OUT}; sidecar .npz next to it)")
     c.add_argument("--force", action="store_true",
@@ -145,6 +161,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the certificate; its sidecar is the .npz of the same name next to it")
     _add_data_args(v, "Required: the data the certificate is about.")
     v.add_argument("--loss", choices=LOSS_NAMES, default=None, help="the loss you certify")
+    _add_loss_params(v, "the value you certify")
     v.add_argument("--k", type=_arg(int, _nonneg), default=None, help="the sparsity budget")
     v.add_argument("--lambda2", type=_arg(float), default=None, help="the ridge penalty")
     v.add_argument("--max-abs-coef", type=_arg(float), default=None, metavar="M",
@@ -205,6 +222,7 @@ def _certify_records(args) -> tuple:
     elif values["k"] is None or values["lambda2"] is None:
         raise _InputError("--k and --lambda2 are required with --data")
     values["verbose"] = 0 if args.quiet else 1
+    values["loss_params"] = _loss_params(args)
     try:
         return build_records(values)
     except (TypeError, ValueError) as exc:
@@ -225,6 +243,7 @@ def _certify(args, records) -> int:
 
     spec, options = records
     k, lambda2, fit_intercept = spec.k, spec.lambda2, spec.fit_intercept
+    params = spec.loss_params  # every parameter of the loss, the defaults filled in
     X, y, desc = _load(args)
     # the package's one validation path, before anything is printed or computed
     prepared = prepare(X, y, spec)
@@ -233,12 +252,14 @@ def _certify(args, records) -> int:
         check_save_path(args.out, overwrite=args.force,
                         problem=problem_key(X, y, loss=args.loss, k=k, lambda2=lambda2,
                                             max_abs_coef=args.max_abs_coef,
-                                            fit_intercept=fit_intercept))
+                                            fit_intercept=fit_intercept, loss_params=params))
     except OSError as exc:
         raise _InputError(f"cannot write {args.out}: {exc}") from None
     names = feature_names(args.data, args.target)
     say = (lambda *a: None) if args.quiet else print
-    say(f"sparsecert {__version__}: certifying k={k}, lambda2={lambda2:g}, loss={args.loss}, "
+    shown = "".join(f" {name}={value:g}" for name, value in params.items())
+    say(f"sparsecert {__version__}: certifying k={k}, lambda2={lambda2:g}, loss={args.loss}"
+        f"{shown}, "
         f"fit_intercept={fit_intercept}, max_abs_coef={args.max_abs_coef} on {desc} "
         f"(n={X.shape[0]}, p={X.shape[1]})")
 
@@ -259,7 +280,7 @@ def _certify(args, records) -> int:
     try:
         report = verify_certificate(args.out, X, y, loss=args.loss, k=k, lambda2=lambda2,
                                     fit_intercept=fit_intercept, rel_gap=options.rel_gap,
-                                    max_abs_coef=args.max_abs_coef)
+                                    max_abs_coef=args.max_abs_coef, **params)
     except KeyboardInterrupt:  # the files are written: say where, not only "interrupted"
         print(f"sparsecert: interrupted while checking the written certificate {args.out}; "
               f"'sparsecert show {args.out}' prints its model, 'sparsecert verify' checks it",
@@ -302,6 +323,7 @@ def _cmd_verify(args) -> int:
                           "with arrays X and y; .npy with --y; .csv with --target)")
     X, y, desc = _load(args)
     extra = {} if args.max_abs_coef is None else {"max_abs_coef": args.max_abs_coef}
+    extra.update(_loss_params(args))
     try:
         report = verify_certificate(args.certificate, X, y, loss=args.loss, k=args.k,
                                     lambda2=args.lambda2, fit_intercept=args.fit_intercept,

@@ -54,7 +54,7 @@ __all__ = [
     "SQUARED", "LOGISTIC", "SQUARED_HINGE", "POISSON",
     "Loss", "LossSpec", "LossParameter", "REGISTRY", "LOSS_NAMES", "LOSS_IDS",
     "LOSS_PARAMETERS", "CLASSIFICATION_LOSSES", "LOSS_DEFINITIONS",
-    "get_loss", "check_loss", "check_loss_params", "binary_codes",
+    "get_loss", "check_loss", "check_loss_params", "check_loss_param_values", "binary_codes",
 ]
 
 #: integer ids of the numba kernels (one compiled solver serves every loss)
@@ -550,6 +550,24 @@ def check_loss_params(loss: str, params: Mapping[str, Any] | None) -> dict[str, 
             raise ValueError(f"loss_params: {key!r} is {where}, not of loss={loss!r}")
     return {name: p.check(params[name]) if name in params else float(p.default)
             for name, p in own.items()}
+
+
+def check_loss_param_values(params: Mapping[str, Any] | None) -> dict[str, float] | None:
+    """Loss parameters checked by name alone (which loss they belong to is checked with the
+    loss, :func:`check_loss_params`): None, or a mapping of the registry's parameter names to
+    valid values. Returns a new dict (or None)."""
+    if params is None:
+        return None
+    if not isinstance(params, Mapping):
+        raise TypeError(f"loss_params must be a mapping of parameter names to numbers, got "
+                        f"{type(params).__name__}")
+    out = {}
+    for key, value in params.items():
+        if key not in LOSS_PARAMETERS:
+            raise ValueError(f"loss_params: {key!r} is not a loss parameter (known: "
+                             f"{sorted(LOSS_PARAMETERS) or 'none'})")
+        out[key] = LOSS_PARAMETERS[key].check(value)
+    return out
 
 
 #: Every loss with its default parameters, by name (the one list of loss names of the solver

@@ -26,6 +26,7 @@ from sparsecert.estimators import (
 )
 from sparsecert.path import KSparseLinearRegressionCV, certify_path
 from sparsecert.problem import EXECUTION_FIELDS, ProblemSpec, SearchOptions, build_records
+from sparsecert.solvers.losses import LOSS_PARAMETERS
 
 #: the source folder (the package is run from it, not installed)
 SRC = Path(sparsecert.__file__).resolve().parents[1]
@@ -52,7 +53,8 @@ def test_each_record_holds_exactly_its_rows_of_the_table():
         if p.record == "search":
             assert getattr(opts, p.name) == p.default, p.name
         elif p.record == "problem" and p.default is not REQUIRED:
-            expected = math.inf if p.name == "max_abs_coef" else p.default
+            # (a loss's parameters: every one of the loss, here none)
+            expected = {"max_abs_coef": math.inf, "loss_params": {}}.get(p.name, p.default)
             assert getattr(spec, p.name) == expected, p.name
 
 
@@ -253,6 +255,7 @@ def test_certify_options_are_the_tables_rows_with_a_flag():
     rows = [p for p in PARAMS.values() if p.cli is not None]
     own = {"-h", "--help", "--data", "--y", "--target", "--out", "--force", "--quiet",
            "--verbose"}  # the command's own: data, output, what it prints
+    own |= {"--" + name.replace("_", "-") for name in LOSS_PARAMETERS}  # the loss registry's
     table_flags = {p.cli.flag for p in rows}
     switches = {f"--no-{p.cli.flag[2:]}" for p in rows if isinstance(p.default, bool)}
     assert set(by_flag) == own | table_flags | switches
