@@ -32,8 +32,10 @@ import numpy as np
 # sparsecert.certificate.schema).
 FORMAT_NAME = "sparsecert-certificate"
 FORMAT_VERSION = 2
-LOSSES = ("squared", "logistic", "squared_hinge", "poisson")
+LOSSES = ("squared", "logistic", "squared_hinge", "poisson", "huber")
 CLASSIFICATION_LOSSES = ("logistic", "squared_hinge")
+#: the parameters a loss has, part of the problem (in the certificate's ``problem``)
+LOSS_PARAMETERS = {"huber": ("huber_delta",)}
 STATUSES = ("optimal", "time_limit", "node_limit", "interrupted", "tree_exhausted",
             "precision_limited")
 NODE_STATUSES = ("branched", "pruned", "solved", "open")
@@ -521,8 +523,10 @@ def _label_values(y: np.ndarray) -> tuple[float, float]:
     return float(y.min()), float(y.max())
 
 
-def dual_domain_bounds(loss: str, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per-sample interval [lower, upper] equal to dom f*(.; y_i) (labels already -1/+1)."""
+def dual_domain_bounds(loss: str, y: np.ndarray, huber_delta: float | None = None
+                       ) -> tuple[np.ndarray, np.ndarray]:
+    """Per-sample interval [lower, upper] equal to dom f*(.; y_i) (labels already -1/+1;
+    ``huber_delta``: the Huber loss's threshold)."""
     y = np.asarray(y, dtype=np.float64)
     inf = np.full(y.shape, np.inf)
     if loss == "squared":
@@ -533,7 +537,16 @@ def dual_domain_bounds(loss: str, y: np.ndarray) -> tuple[np.ndarray, np.ndarray
         return np.where(y > 0, -np.inf, 0.0), np.where(y > 0, 0.0, np.inf)
     if loss == "poisson":  # z + y >= 0
         return -y, inf.copy()
+    if loss == "huber":  # |z| <= 2 delta (2 delta exact in binary; inf if it overflows: all z)
+        d2 = 2.0 * _huber_delta(huber_delta)
+        return np.full(y.shape, -d2), np.full(y.shape, d2)
     raise ValueError(f"unknown loss {loss!r}")
+
+
+def _huber_delta(delta: float | None) -> float:
+    if delta is None or not (math.isfinite(delta) and delta > 0):
+        raise ValueError(f"the huber loss needs huber_delta, a finite number > 0, got {delta!r}")
+    return float(delta)
 
 
 class _Design:
@@ -545,10 +558,12 @@ class _Design:
     this rounding, which enters every bound below.
     """
 
-    def __init__(self, X: np.ndarray, y: np.ndarray, loss: str, fit_intercept: bool):
+    def __init__(self, X: np.ndarray, y: np.ndarray, loss: str, fit_intercept: bool,
+                 huber_delta: float | None = None):
         self.X = X
         self.n, self.p = X.shape
         self.loss = loss
+        self.delta = huber_delta
         self.centred = bool(fit_intercept)
         if self.centred:
             self.Xd = X - X.mean(axis=0)
@@ -646,7 +661,7 @@ def _conjugate_sum_up(loss: str, Z: np.ndarray, des: _Design) -> np.ndarray:
     """Upper bound of sum_i f*(zeta_i; y_i) for each row zeta of Z (inside the domain)."""
     n = Z.shape[1]
     y = des.yd
-    if loss in ("squared", "squared_hinge"):
+    if loss in ("squared", "squared_hinge", "huber"):  # z^2/4 + y z (inside the domain)
         q4 = _up(0.25 * _sum_up(_sq_up(Z), axis=1))
         # linear part sum_i y_i zeta_i (centred y for the squared loss with an intercept)
         lin_c = _rows_dot(Z, y)
@@ -874,7 +889,8 @@ def _checked_descending_order(hf: np.ndarray) -> np.ndarray | None:
 def node_lower_bound(X: np.ndarray, y: np.ndarray, loss: str, k: int, lambda2: float,
                      max_abs_coef: float | None, fixed_in: Iterable[int],
                      fixed_out: Iterable[int], witness: tuple[str, np.ndarray],
-                     eig_shift: float = 0.0, fit_intercept: bool = False) -> float:
+                     eig_shift: float = 0.0, fit_intercept: bool = False,
+                     huber_delta: float | None = None) -> float:
     """Rigorous lower bound of a node's optimum from one witness (the verifier's formula).
 
     Parameters
@@ -882,6 +898,7 @@ def node_lower_bound(X: np.ndarray, y: np.ndarray, loss: str, k: int, lambda2: f
     X, y : the raw data (labels of classification losses already -1/+1).
     witness : ("dual", zeta) with zeta of length n, or ("shifted", b) with b of length p.
     eig_shift : mu (shifted witnesses only; the caller must have proven X^T P X - mu I PSD).
+    huber_delta : the Huber loss's threshold (that loss only).
 
     Returns
     -------
@@ -891,7 +908,7 @@ def node_lower_bound(X: np.ndarray, y: np.ndarray, loss: str, k: int, lambda2: f
     """
     X = np.asarray(X, dtype=np.float64)
     y = np.asarray(y, dtype=np.float64)
-    des = _Design(X, y, loss, fit_intercept)
+    des = _Design(X, y, loss, fit_intercept, huber_delta)
     state = np.zeros(des.p, dtype=np.int8)
     state[list(fixed_out)] = 2
     state[list(fixed_in)] = 1
@@ -900,7 +917,7 @@ def node_lower_bound(X: np.ndarray, y: np.ndarray, loss: str, k: int, lambda2: f
     M = None if max_abs_coef is None or math.isinf(max_abs_coef) else float(max_abs_coef)
     with np.errstate(all="ignore"):
         if kind == "dual":
-            problem = _dual_problem(loss, vec[0], y, fit_intercept)
+            problem = _dual_problem(loss, vec[0], y, fit_intercept, huber_delta)
             if problem is not None:
                 return -math.inf
             terms = _dual_terms(des, vec, float(lambda2), M)[0]
@@ -911,11 +928,12 @@ def node_lower_bound(X: np.ndarray, y: np.ndarray, loss: str, k: int, lambda2: f
         return _region_bound(terms, _g_star_up(terms.h_up, state, int(k)))
 
 
-def _dual_problem(loss: str, z: np.ndarray, y: np.ndarray, zero_sum: bool) -> str | None:
+def _dual_problem(loss: str, z: np.ndarray, y: np.ndarray, zero_sum: bool,
+                  huber_delta: float | None = None) -> str | None:
     """None if zeta is in dom f* (exact comparisons) and, when required, sums to exactly 0."""
     if not np.isfinite(z).all():
         return "is not finite"
-    lo, hi = dual_domain_bounds(loss, y)
+    lo, hi = dual_domain_bounds(loss, y, huber_delta)
     bad = np.flatnonzero(~((z >= lo) & (z <= hi)))
     if bad.size:
         i = int(bad[0])
@@ -1166,10 +1184,12 @@ def _accurate_rows(cols: np.ndarray, coefs: np.ndarray, extra: list[np.ndarray]
 
 
 def objective_upper_bound(X: np.ndarray, y: np.ndarray, loss: str, lambda2: float,
-                          coef: np.ndarray, intercept: float) -> tuple[float, float]:
+                          coef: np.ndarray, intercept: float,
+                          huber_delta: float | None = None) -> tuple[float, float]:
     """(value, upper bound) of F(coef, intercept) = sum_i f(x_i^T coef + c, y_i) + lambda2
-    ||coef||^2 on the raw data (classification labels already -1/+1); the bound is valid in
-    exact arithmetic (inf when it cannot be established)."""
+    ||coef||^2 on the raw data (classification labels already -1/+1; ``huber_delta``: the
+    Huber loss's threshold); the bound is valid in exact arithmetic (inf when it cannot be
+    established)."""
     X = np.asarray(X, dtype=np.float64)
     y = np.asarray(y, dtype=np.float64)
     coef = np.asarray(coef, dtype=np.float64)
@@ -1186,6 +1206,11 @@ def objective_upper_bound(X: np.ndarray, y: np.ndarray, loss: str, lambda2: floa
             per = _sq_up(_up(np.abs(r) + rr))
             nominal = r * r
             up_loss = float(_sum_up(per))
+        elif loss == "huber":  # likewise; h(r) is nondecreasing in |r|
+            r, rr = _accurate_rows(cols, -cs, [y, -c])
+            d = _huber_delta(huber_delta)
+            nominal = _robust(r, d)
+            up_loss = float(_sum_up(_robust_up(_up(np.abs(r) + rr), d)))
         else:
             u, ur = _accurate_rows(cols, cs, [c])
             nominal = _loss_nominal(loss, u, y)
@@ -1198,9 +1223,10 @@ def objective_upper_bound(X: np.ndarray, y: np.ndarray, loss: str, lambda2: floa
     return value, total
 
 
-def loss_sum_bounds(loss: str, u: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+def loss_sum_bounds(loss: str, u: np.ndarray, y: np.ndarray, huber_delta: float | None = None
+                    ) -> tuple[float, float]:
     """(computed value, rigorous upper bound) of sum_i f(u_i, y_i) at exact floats u (labels
-    of classification losses already -1/+1)."""
+    of classification losses already -1/+1; ``huber_delta``: the Huber loss's threshold)."""
     u = np.asarray(u, dtype=np.float64)
     y = np.asarray(y, dtype=np.float64)
     with np.errstate(all="ignore"):
@@ -1208,23 +1234,44 @@ def loss_sum_bounds(loss: str, u: np.ndarray, y: np.ndarray) -> tuple[float, flo
             r = y - u
             rr = _up(U * np.abs(r))
             value, upper = float((r * r).sum()), float(_sum_up(_sq_up(_up(np.abs(r) + rr))))
+        elif loss == "huber":
+            r = y - u
+            d = _huber_delta(huber_delta)
+            t = _up(_up(np.abs(r)) + _up(U * np.abs(r)))
+            value, upper = float(_robust(r, d).sum()), float(_sum_up(_robust_up(t, d)))
         else:
             value = float(_loss_nominal(loss, u, y).sum())
             upper = _loss_sum_up(loss, u, np.zeros(u.shape), y)
     return value, (upper if math.isfinite(upper) else math.inf)
 
 
-def conjugate_sum_upper(loss: str, zeta: np.ndarray, y: np.ndarray) -> float:
+def conjugate_sum_upper(loss: str, zeta: np.ndarray, y: np.ndarray,
+                        huber_delta: float | None = None) -> float:
     """Rigorous upper bound of sum_i f*(zeta_i; y_i) (+inf outside the domain; labels of
-    classification losses already -1/+1)."""
+    classification losses already -1/+1; ``huber_delta``: the Huber loss's threshold)."""
     z = np.asarray(zeta, dtype=np.float64)
     y = np.asarray(y, dtype=np.float64)
-    if _dual_problem(loss, z, y, False) is not None:
+    if _dual_problem(loss, z, y, False, huber_delta) is not None:
         return math.inf
-    des = _Design(np.zeros((y.size, 1)), y, loss, False)
+    des = _Design(np.zeros((y.size, 1)), y, loss, False, huber_delta)
     with np.errstate(all="ignore"):
         v = float(_conjugate_sum_up(loss, z[None, :], des)[0])
     return v if math.isfinite(v) else math.inf
+
+
+def _robust(r: np.ndarray, d: float) -> np.ndarray:
+    """The Huber loss of the residuals r (plain floating point): r^2 if |r| <= d, else
+    2 d |r| - d^2."""
+    a = np.abs(r)
+    return np.where(a <= d, r * r, 2.0 * d * a - d * d)
+
+
+def _robust_up(t: np.ndarray, d: float) -> np.ndarray:
+    """Upper bound of the Huber loss at any residual r with |r| <= t (exact floats t >= 0):
+    it is nondecreasing in |r|, so its value at t, rounded up."""
+    quad = _sq_up(t)
+    lin = _up(_up(2.0 * d * t) - max(float(_dn(d * d)), 0.0))
+    return np.where(t <= d, quad, lin)
 
 
 def _loss_nominal(loss: str, u: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -1482,6 +1529,11 @@ class _Parsed:
     mu: float
     nodes: list[_Node]
     sidecar_sha256: str
+    loss_params: dict = field(default_factory=dict)  # the loss's parameters
+
+    @property
+    def huber_delta(self) -> float | None:
+        return self.loss_params.get("huber_delta")
 
 
 def _parse(doc: Any) -> _Parsed:
@@ -1514,6 +1566,12 @@ def _parse(doc: Any) -> _Parsed:
         raise _Malformed(f"problem.lambda2 = {lambda2} must be > 0")
     if M is not None and M <= 0:
         raise _Malformed(f"problem.max_abs_coef = {M} must be > 0 or null")
+    loss_params = {}
+    for name in LOSS_PARAMETERS.get(loss, ()):
+        value = _as_num(_field(pr, name, "problem"), f"problem.{name}")
+        if not value > 0:
+            raise _Malformed(f"problem.{name} = {value} must be > 0")
+        loss_params[name] = value
 
     inc = _field(doc, "incumbent", "certificate")
     coef_raw = _field(inc, "coef", "incumbent")
@@ -1590,7 +1648,7 @@ def _parse(doc: Any) -> _Parsed:
     arr = _field(doc, "arrays", "certificate")
     ssha = _as_str(_field(arr, "sha256", "arrays"), "arrays.sha256")
     return _Parsed(loss, k, lambda2, M, fit_intercept, n, p, xh, yh, coef, intercept, support,
-                   objective, lb, ub, rel_tol, abs_tol, status, mu, nodes, ssha)
+                   objective, lb, ub, rel_tol, abs_tol, status, mu, nodes, ssha, loss_params)
 
 
 #: The largest ``.npy`` header the sidecar reader accepts (numpy writes 128 bytes for these).
@@ -2007,9 +2065,16 @@ def _user_float(v: Any, name: str) -> float:
     return f
 
 
-def _user_params(loss, k, lambda2, max_abs_coef, fit_intercept, rel_gap) -> dict[str, Any]:
+def _user_params(loss, k, lambda2, max_abs_coef, fit_intercept, rel_gap,
+                 huber_delta=None) -> dict[str, Any]:
     """Validate the parameters the user fixes (ValueError/TypeError with one clear line)."""
     out: dict[str, Any] = {}
+    for name, value in (("lambda2", lambda2), ("huber_delta", huber_delta)):
+        if value is not None:  # finite numbers > 0
+            f = _user_float(value, name)
+            if not (math.isfinite(f) and f > 0):
+                raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
+            out[name] = f
     if loss is not None:
         if loss not in LOSSES:
             raise ValueError(f"loss must be one of {list(LOSSES)}, got {loss!r}")
@@ -2020,11 +2085,6 @@ def _user_params(loss, k, lambda2, max_abs_coef, fit_intercept, rel_gap) -> dict
         if k < 0:
             raise ValueError(f"k must be an integer >= 0, got {k!r}")
         out["k"] = int(k)
-    if lambda2 is not None:
-        lam = _user_float(lambda2, "lambda2")
-        if not (math.isfinite(lam) and lam > 0):
-            raise ValueError(f"lambda2 must be a finite number > 0, got {lambda2!r}")
-        out["lambda2"] = lam
     if max_abs_coef is not _NOT_GIVEN:
         if max_abs_coef is None or math.isinf(_user_float(max_abs_coef, "max_abs_coef")):
             out["max_abs_coef"] = None
@@ -2061,6 +2121,7 @@ def verify_certificate(
     fit_intercept: bool | None = None,
     rel_gap: float = DEFAULT_REL_GAP,
     sidecar: Any = None,
+    huber_delta: float | None = None,
 ) -> VerificationReport:
     """Verify a certificate against the data, recomputing every bound rigorously.
 
@@ -2082,6 +2143,9 @@ def verify_certificate(
         certificate's own).
     sidecar : path or bytes, optional
         Override where the sidecar arrays come from.
+    huber_delta : float, optional
+        The Huber loss's threshold as the user poses it (checked like the parameters above; a
+        value given for a certificate of another loss fails the check ``parameters``).
 
     Returns
     -------
@@ -2094,7 +2158,7 @@ def verify_certificate(
     ValueError, TypeError
         X or y is not a finite numeric matrix / vector, or a parameter is invalid.
     """
-    user = _user_params(loss, k, lambda2, max_abs_coef, fit_intercept, rel_gap)
+    user = _user_params(loss, k, lambda2, max_abs_coef, fit_intercept, rel_gap, huber_delta)
     X, y = _check_data(X, y)
     with np.errstate(all="ignore"):  # overflow etc. become inf/nan and fail the checks
         return _verify(certificate, X, y, user, float(rel_gap), sidecar)
@@ -2154,8 +2218,9 @@ def _verify(certificate, X, y, user, rel_gap, sidecar) -> VerificationReport:
 
     # 4. the problem: the user's values win; a difference is a failed check
     cert_vals = {"loss": c.loss, "k": c.k, "lambda2": c.lambda2, "max_abs_coef": c.M,
-                 "fit_intercept": c.fit_intercept}
-    diffs = []
+                 "fit_intercept": c.fit_intercept, **c.loss_params}
+    diffs = [f"{name} = {_fmt_param(user[name])} (user) but the certificate's {c.loss} loss has "
+             f"no such parameter" for name in sorted(set(user) - set(cert_vals))]
     for name, cv in cert_vals.items():
         if name in user:
             rep.parameters[name] = (user[name], "user")
@@ -2217,7 +2282,7 @@ def _verify(certificate, X, y, user, rel_gap, sidecar) -> VerificationReport:
             "intercept is 0 (fit_intercept is false)" if c.intercept == 0.0 else
             f"intercept is {c.intercept!r} but fit_intercept is false")
     value, upper = objective_upper_bound(X, ym, c.loss, c.lambda2, c.coef,
-                                         c.intercept if c.fit_intercept else 0.0)
+                                         c.intercept if c.fit_intercept else 0.0, c.huber_delta)
     rep.objective_upper = upper
     rep.add("incumbent_objective", upper <= c.ub,
             f"objective {value:.15g}, proven <= {upper:.15g} <= claimed upper bound "
@@ -2343,7 +2408,7 @@ def _check_regions(rep: VerificationReport, c: _Parsed, arrays, X, ym, tree,
     every region of the partition from its witness: the leaves (with their own fixings) and the
     regions cut off by bound fixings."""
     root, children, by_id, order = tree
-    des = _Design(X, ym, c.loss, c.fit_intercept)
+    des = _Design(X, ym, c.loss, c.fit_intercept, c.huber_delta)
     p, k = c.p, c.k
     dual = arrays["dual_values"]
     off, idx, val = (arrays[k] for k in ("shifted_offsets", "shifted_indices", "shifted_values"))
@@ -2356,7 +2421,8 @@ def _check_regions(rep: VerificationReport, c: _Parsed, arrays, X, ym, tree,
             continue
         kind, slot = w
         if kind == "dual":
-            wit_problem[w] = _dual_problem(c.loss, dual[slot], ym, c.fit_intercept)
+            wit_problem[w] = _dual_problem(c.loss, dual[slot], ym, c.fit_intercept,
+                                           c.huber_delta)
         elif c.loss != "squared" or c.mu <= 0:
             wit_problem[w] = ("a shifted witness needs the squared loss and a proven eigenvalue "
                               "shift mu > 0 (use a dual witness)")
@@ -2497,6 +2563,7 @@ def _main(argv: list[str] | None = None) -> int:
     ap.add_argument("--lambda2", type=float)
     ap.add_argument("--max-abs-coef", type=float, default=None, help="inf: no box")
     ap.add_argument("--fit-intercept", action=argparse.BooleanOptionalAction, default=None)
+    ap.add_argument("--huber-delta", type=float, default=None)
     ap.add_argument("--rel-gap", type=float, default=DEFAULT_REL_GAP)
     args = ap.parse_args(argv)
     try:
@@ -2510,7 +2577,7 @@ def _main(argv: list[str] | None = None) -> int:
         report = verify_certificate(
             args.certificate, X, y, loss=args.loss, k=args.k, lambda2=args.lambda2,
             max_abs_coef=_NOT_GIVEN if args.max_abs_coef is None else args.max_abs_coef,
-            fit_intercept=args.fit_intercept, rel_gap=args.rel_gap)
+            fit_intercept=args.fit_intercept, rel_gap=args.rel_gap, huber_delta=args.huber_delta)
     except (OSError, ValueError, KeyError, TypeError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -17,7 +17,7 @@ import math
 import numpy as np
 from numba import njit
 
-from sparsecert.solvers.losses import LOGISTIC, POISSON, SQUARED, SQUARED_HINGE
+from sparsecert.solvers.losses import HUBER, LOGISTIC, POISSON, SQUARED, SQUARED_HINGE
 
 __all__ = ["loss_value", "loss_value_grad", "conjugate_sum", "loss_hessian", "newton_exact",
            "zero_sum_parts"]
@@ -41,6 +41,15 @@ def _sigmoid(m):
 
 
 @njit(cache=True, nogil=True)
+def _huber(r, d):
+    """r^2 for |r| <= d, 2 d |r| - d^2 beyond."""
+    a = abs(r)
+    if a <= d:
+        return r * r
+    return 2.0 * d * a - d * d
+
+
+@njit(cache=True, nogil=True)
 def loss_value(loss, u, y):
     """Sum of the per-sample losses at ``u`` (float)."""
     n = u.shape[0]
@@ -58,6 +67,10 @@ def loss_value(loss, u, y):
             r = 1.0 - y[i] * u[i]
             if r > 0.0:
                 s += r * r
+    elif lid == HUBER:
+        d = loss.param
+        for i in range(n):
+            s += _huber(y[i] - u[i], d)
     else:
         for i in range(n):
             s += math.exp(u[i]) - y[i] * u[i]
@@ -88,6 +101,12 @@ def loss_value_grad(loss, u, y, grad):
                 grad[i] = -2.0 * y[i] * r
             else:
                 grad[i] = 0.0
+    elif lid == HUBER:
+        d = loss.param
+        for i in range(n):
+            r = y[i] - u[i]
+            s += _huber(r, d)
+            grad[i] = -2.0 * min(max(r, -d), d)
     else:
         for i in range(n):
             e = math.exp(u[i])
@@ -124,6 +143,12 @@ def conjugate_sum(loss, z, y):
             if w > 0.0:
                 return np.inf
             s += w + 0.25 * z[i] * z[i]
+    elif lid == HUBER:
+        bound = 2.0 * loss.param
+        for i in range(n):
+            if abs(z[i]) > bound:
+                return np.inf
+            s += 0.25 * z[i] * z[i] + y[i] * z[i]
     else:
         for i in range(n):
             e = z[i] + y[i]
@@ -145,6 +170,8 @@ def loss_hessian(loss, u, y, h):
             h[i] = s * (1.0 - s)
         elif lid == SQUARED_HINGE:
             h[i] = 2.0 if 1.0 - y[i] * u[i] > 0.0 else 0.0
+        elif lid == HUBER:
+            h[i] = 2.0 if abs(y[i] - u[i]) <= loss.param else 0.0
         else:
             h[i] = math.exp(min(u[i], 700.0))
 

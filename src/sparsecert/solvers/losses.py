@@ -25,6 +25,8 @@ logistic       log(1 + exp(-y u))       t log t + (1-t) log(1-t), t = -y z     1
                                         in [0, 1]
 squared_hinge  max(0, 1 - y u)^2        y z + z^2/4 if y z <= 0 else +inf      2
 poisson        exp(u) - y u             (z+y) log(z+y) - (z+y), z + y >= 0     none
+huber          r^2 if abs(r) <= d,      z^2/4 + y z, abs(z) <= 2 d             2
+               else 2 d abs(r) - d^2    (r = y - u, d = ``huber_delta``)
 =============  =======================  =====================================  ===============
 
 The gradient of ``b -> sum_i f(x_i^T b)`` is Lipschitz with constant ``c ||X||_2^2``; the Poisson
@@ -51,14 +53,14 @@ from sparsecert.proof.rounding import dn as _dn
 from sparsecert.proof.rounding import up as _up
 
 __all__ = [
-    "SQUARED", "LOGISTIC", "SQUARED_HINGE", "POISSON",
+    "SQUARED", "LOGISTIC", "SQUARED_HINGE", "POISSON", "HUBER",
     "Loss", "LossSpec", "LossParameter", "REGISTRY", "LOSS_NAMES", "LOSS_IDS",
     "LOSS_PARAMETERS", "CLASSIFICATION_LOSSES", "LOSS_DEFINITIONS",
     "get_loss", "check_loss", "check_loss_params", "check_loss_param_values", "binary_codes",
 ]
 
 #: integer ids of the numba kernels (one compiled solver serves every loss)
-SQUARED, LOGISTIC, SQUARED_HINGE, POISSON = 0, 1, 2, 3
+SQUARED, LOGISTIC, SQUARED_HINGE, POISSON, HUBER = 0, 1, 2, 3, 4
 
 
 class LossSpec(NamedTuple):
@@ -215,7 +217,7 @@ class Loss:
     def derivatives(self, u: np.ndarray, y: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
         """``(sum_i f(u_i; y_i), f'(u; y), f''(u; y))``, the last two per sample.
 
-        Where ``f`` is not twice differentiable (the hinge) its generalised
+        Where ``f`` is not twice differentiable (the hinge, the Huber threshold) its generalised
         second derivative is used (Newton on it is the standard semismooth method).
         """
         raise NotImplementedError  # pragma: no cover - interface
@@ -499,6 +501,59 @@ class PoissonLoss(Loss):
         return mid, sum_hi(hi)
 
 
+class HuberLoss(Loss):
+    """Robust regression: ``f(u; y) = h(y - u)`` with ``h(r) = r^2`` for ``|r| <= d`` and
+    ``2 d |r| - d^2`` beyond (``d = huber_delta``; the squared loss inside the threshold, as
+    cvxpy's ``huber``). Its conjugate is the squared loss's, ``z^2/4 + y z``, on ``|z| <= 2 d``.
+    """
+
+    name, loss_id, curvature, target = "huber", HUBER, 2.0, "real"
+    definition = ("f(u, y) = h(y - u), h(r) = r^2 if |r| <= huber_delta else "
+                  "2 huber_delta |r| - huber_delta^2")
+    parameters = (LossParameter("huber_delta", 1.0, "the Huber loss's threshold on |y - u| "
+                                "(> 0): quadratic below, linear above"),)
+    residual_form = True
+
+    @property
+    def delta(self) -> float:
+        return self.params["huber_delta"]
+
+    def _h(self, r):
+        a, d = np.abs(r), self.delta
+        return np.where(a <= d, r * r, 2.0 * d * a - d * d)
+
+    def _value(self, u, y):
+        return float(np.sum(self._h(y - u)))
+
+    def _hessian(self, u, y):
+        return 2.0 * (np.abs(y - u) <= self.delta)
+
+    def derivatives(self, u, y):
+        r = y - u
+        g = -2.0 * np.clip(r, -self.delta, self.delta)
+        return float(np.sum(self._h(r))), g, self._hessian(u, y)
+
+    def _conjugate_inside(self, z, y):
+        return 0.25 * z * z + y * z
+
+    def dual_domain(self, y):  # |z| <= 2 delta
+        n = np.shape(y)
+        return np.full(n, -2.0 * self.delta), np.full(n, 2.0 * self.delta)
+
+    def initial_intercept(self, y):
+        return float(np.median(y))
+
+    def conjugate_sum_upper(self, z, y):
+        return _quadratic_conjugate_upper(z, y)
+
+    def loss_sum_upper(self, r, y):
+        d = self.delta
+        t = r.mag  # h is nondecreasing in |r|
+        quad = _up(t * t)
+        lin = _up(_up(2.0 * d * t) - max(float(_dn(d * d)), 0.0))
+        return float(self._h(r.mid).sum()), float(pos_sum_hi(np.where(t <= d, quad, lin)))
+
+
 def _as_pair(a, y) -> tuple[np.ndarray, np.ndarray]:
     a = np.ascontiguousarray(a, dtype=np.float64)
     y = np.ascontiguousarray(y, dtype=np.float64)
@@ -509,7 +564,8 @@ def _as_pair(a, y) -> tuple[np.ndarray, np.ndarray]:
 
 
 _CLASSES: dict[str, type[Loss]] = {c.name: c for c in (SquaredLoss, LogisticLoss,
-                                                        SquaredHingeLoss, PoissonLoss)}
+                                                        SquaredHingeLoss, PoissonLoss,
+                                                        HuberLoss)}
 #: every loss parameter of the registry, by name
 LOSS_PARAMETERS: dict[str, LossParameter] = {p.name: p for c in _CLASSES.values()
                                              for p in c.parameters}

@@ -257,6 +257,10 @@ def test_show_prints_summary(files, capsys, problem):
         (["--k", "2"], "--k and --lambda2 are required"),
         (["--k", "2", "--lambda2", "1", "--loss", "logistic"], "binary labels"),
         (["--k", "2", "--lambda2", "1", "--max-abs-coef", "-1"], "max_abs_coef"),
+        (["--k", "2", "--lambda2", "1", "--loss", "huber", "--huber-delta", "0"],
+         "huber_delta must be a finite number > 0"),
+        (["--k", "2", "--lambda2", "1", "--huber-delta", "1"],
+         "is a parameter of the huber loss, not of loss='squared'"),
     ],
 )
 def test_certify_bad_parameters_exit_2(files, capsys, extra, needle):
@@ -394,6 +398,22 @@ def test_certify_end_to_end_with_the_solver(files, capsys):
     assert main(["verify", str(out), "--data", str(files / "data.npz"), "--quiet"]) == 0
     doc = json.loads(out.read_text())
     assert doc["bounds"]["status"] == "optimal"
+
+
+def test_certify_huber_with_the_solver(files, capsys):
+    """``--loss huber`` and its threshold come from the loss registry; the threshold is in the
+    certificate and the verifier takes it from the user like any parameter."""
+    out, data = files / "huber.json", str(files / "data.npz")
+    assert main(["certify", "--data", data, "--k", "2", "--lambda2", "0.5", "--loss", "huber",
+                 "--huber-delta", "0.75", "--out", str(out), "--quiet"]) == 0
+    doc = json.loads(out.read_text())
+    assert doc["problem"]["loss"] == "huber" and doc["problem"]["huber_delta"] == 0.75
+    capsys.readouterr()
+    assert main(["verify", str(out), "--data", data, "--huber-delta", "0.75", "--quiet"]) == 0
+    assert main(["verify", str(out), "--data", data, "--huber-delta", "0.5", "--quiet"]) == 1
+    assert "parameters" in capsys.readouterr().out
+    assert main(["show", str(out)]) == 0
+    assert "huber loss (huber_delta=0.75)" in capsys.readouterr().out
 
 
 def test_certify_default_diabetes_job_with_the_solver(tmp_path, monkeypatch, capsys):

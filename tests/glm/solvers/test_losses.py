@@ -27,12 +27,22 @@ def _f_scalar(name, u, y):
         return np.logaddexp(0.0, -y * u)
     if name == "squared_hinge":
         return max(0.0, 1.0 - y * u) ** 2
+    if name == "huber":  # the registry's default threshold, 1
+        r = y - u
+        return r * r if abs(r) <= 1.0 else 2.0 * abs(r) - 1.0
     return np.exp(u) - y * u
+
+
+def _vkw(name):
+    """The verifier's loss parameters for the registry's default loss ``name``."""
+    return {"huber_delta": 1.0} if name == "huber" else {}
 
 
 def _labels(name, rng, n):
     if name == "squared":
         return rng.standard_normal(n)
+    if name == "huber":  # residuals on both sides of the threshold
+        return 2.5 * rng.standard_normal(n)
     if name in ("logistic", "squared_hinge"):
         return rng.choice([-1.0, 1.0], size=n)
     return rng.poisson(2.0, size=n).astype(float)
@@ -47,6 +57,8 @@ def _dual_points(name, y, rng):
         return -y * rng.uniform(0.02, 0.98, n)
     if name == "squared_hinge":
         return -y * rng.uniform(0.05, 3.0, n)
+    if name == "huber":  # |z| <= 2 delta
+        return rng.uniform(-1.95, 1.95, n)
     return rng.uniform(0.05, 3.0, n) - y
 
 
@@ -82,12 +94,14 @@ def test_conjugate_against_numerical_sup(name):
     assert get_loss(name).conjugate_sum(z, y) == pytest.approx(conj.sum(), rel=1e-12)
 
 
-@pytest.mark.parametrize("name", ["logistic", "squared_hinge", "poisson"])
+@pytest.mark.parametrize("name", ["logistic", "squared_hinge", "poisson", "huber"])
 def test_conjugate_outside_domain_is_inf(name):
     y = np.array([1.0, 1.0]) if name != "poisson" else np.array([1.0, 0.0])
     z = np.array([0.5, -0.5]) if name != "poisson" else np.array([-0.5, -2.0])
     if name == "logistic":
         z = np.array([0.5, -1.5])  # t = -y z = -0.5, 1.5: both outside [0, 1]
+    if name == "huber":
+        z = np.array([2.5, -(2.0 + 1e-9)])  # |z| > 2 delta = 2
     assert not np.all(get_loss(name).in_dual_domain(z, y))
     assert get_loss(name).conjugate_sum(z, y) == np.inf
     # the sup really is unbounded there: the objective keeps growing
@@ -117,6 +131,7 @@ def test_lipschitz_constants():
     assert get_loss("logistic").lipschitz(X) == pytest.approx(0.25 * s2, rel=1e-6)
     assert get_loss("squared_hinge").lipschitz(X) == pytest.approx(2 * s2, rel=1e-6)
     assert get_loss("poisson").lipschitz(X) is None
+    assert get_loss("huber").lipschitz(X) == pytest.approx(2 * s2, rel=1e-6)
 
 
 def test_unknown_loss():
@@ -127,7 +142,7 @@ def test_unknown_loss():
 
 
 def test_the_names():
-    assert LOSSES == ["squared", "logistic", "squared_hinge", "poisson"]
+    assert LOSSES == ["squared", "logistic", "squared_hinge", "poisson", "huber"]
     assert CLASSIFICATION_LOSSES == ("logistic", "squared_hinge")
     assert sorted(get_loss(n).loss_id for n in LOSSES) == list(range(len(LOSSES)))
 
@@ -142,6 +157,8 @@ def _mixed_dual_points(name, y, rng):
         z[out] = y[out] * rng.uniform(0.1, 2.0, out.sum())
     elif name == "poisson":
         z[out] = -y[out] - rng.uniform(0.1, 2.0, out.sum())
+    elif name == "huber":
+        z[out] = rng.choice([-1.0, 1.0], size=out.sum()) * rng.uniform(2.0001, 4.0, out.sum())
     return z
 
 
@@ -154,6 +171,9 @@ def test_hessian_against_finite_differences(name):
     if name == "squared_hinge":
         u = u[np.abs(1 - y * u) > 1e-3]  # away from the kink
         y = y[: u.size]
+    if name == "huber":
+        keep = np.abs(np.abs(y - u) - 1.0) > 1e-3  # away from the threshold
+        u, y = u[keep], y[keep]
     loss = get_loss(name)
     h = 1e-6
     fd = (loss.gradient(u + h, y) - loss.gradient(u - h, y)) / (2 * h)
@@ -197,19 +217,20 @@ def test_registry_agrees_with_the_verifier(name, seed):
     u = 3 * rng.standard_normal(n)
     y = _labels(name, rng, n)
     loss = get_loss(name)
-    value, upper = verifier.loss_sum_bounds(name, u, y)
+    value, upper = verifier.loss_sum_bounds(name, u, y, **_vkw(name))
     ref = loss.value(u, y)
     assert value == pytest.approx(ref, rel=1e-13)
     assert ref <= upper <= ref + 1e-10 * max(1.0, abs(ref))
     z = _mixed_dual_points(name, y, rng)
-    lo, hi = verifier.dual_domain_bounds(name, y)
+    lo, hi = verifier.dual_domain_bounds(name, y, **_vkw(name))
     dom = (z >= lo) & (z <= hi)
     np.testing.assert_array_equal(dom, loss.in_dual_domain(z, y))
     if not dom.all():
-        assert verifier.conjugate_sum_upper(name, z, y) == np.inf == loss.conjugate_sum(z, y)
+        assert (verifier.conjugate_sum_upper(name, z, y, **_vkw(name)) == np.inf
+                == loss.conjugate_sum(z, y))
     z = np.where(dom, z, _dual_points(name, y, rng))
     ref = loss.conjugate_sum(z, y)
-    up = verifier.conjugate_sum_upper(name, z, y)
+    up = verifier.conjugate_sum_upper(name, z, y, **_vkw(name))
     assert ref <= up <= ref + 1e-10 * max(1.0, abs(ref))
 
 
@@ -225,7 +246,7 @@ def test_registry_agrees_with_the_verifier_far_out(name, seed):
     u = scale * rng.uniform(-1.0, 1.0, n)
     u[:4] = [scale, -scale, 0.0, 1e-300]
     ref = get_loss(name).value(u, y)
-    value, upper = verifier.loss_sum_bounds(name, u, y)
+    value, upper = verifier.loss_sum_bounds(name, u, y, **_vkw(name))
     assert np.isfinite(ref) and value == pytest.approx(ref, rel=1e-12)
     assert ref <= upper <= ref + 1e-10 * max(1.0, abs(ref))
 
