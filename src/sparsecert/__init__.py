@@ -31,6 +31,7 @@ _LAZY = {
     "KSparseLogisticRegression": "sparsecert.estimators",
     "KSparsePoissonRegression": "sparsecert.estimators",
     "KSparseHingeClassifier": "sparsecert.estimators",
+    "KSparseHuberRegressor": "sparsecert.estimators",
 }
 
 
@@ -51,4 +52,5 @@ __all__ = [
     "KSparseLogisticRegression",
     "KSparsePoissonRegression",
     "KSparseHingeClassifier",
+    "KSparseHuberRegressor",
 ]

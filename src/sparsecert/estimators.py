@@ -12,7 +12,9 @@ training data.
 * :class:`KSparseLinearRegression` -- least squares ``f = (y - u)^2``;
 * :class:`KSparsePoissonRegression` -- Poisson ``f = exp(u) - y u`` (log link);
 * :class:`KSparseLogisticRegression` -- logistic ``f = log(1 + exp(-y u))``;
-* :class:`KSparseHingeClassifier` -- squared hinge ``f = max(0, 1 - y u)^2``.
+* :class:`KSparseHingeClassifier` -- squared hinge ``f = max(0, 1 - y u)^2``;
+* :class:`KSparseHuberRegressor` -- robust regression, Huber ``f = h(y - u)`` (``h(r) = r^2``
+  up to ``|r| = huber_delta``, linear beyond).
 
 Classifiers accept any two labels (numbers or strings); ``classes_`` holds them sorted, and by
 the package's label rule (user guide, "Labels") ``classes_[0]`` is coded ``-1`` and
@@ -45,6 +47,7 @@ __all__ = [
     "KSparsePoissonRegression",
     "KSparseLogisticRegression",
     "KSparseHingeClassifier",
+    "KSparseHuberRegressor",
 ]
 
 _E = defaults("estimator")
@@ -165,12 +168,18 @@ class _KSparseBase(BaseEstimator):
         self.n_jobs = n_jobs
         self.verbose = verbose
 
+    def _loss_params(self) -> dict:
+        """The loss's parameters: this estimator's attributes of the loss's parameter names
+        (a loss without any: empty; checked with the other hyper-parameters)."""
+        return {par.name: getattr(self, par.name) for par in get_loss(self._loss).parameters}
+
     # -- the certified fit -----------------------------------------------------------------
     def _records(self) -> tuple[ProblemSpec, SearchOptions]:
         """The problem and the search options of the hyper-parameters, checked (at ``fit``,
         never in ``__init__``) by the parameter table; the message names the estimator."""
         try:
-            return build_records({**self.get_params(deep=False), "loss": self._loss})
+            return build_records({**self.get_params(deep=False), "loss": self._loss,
+                                  "loss_params": self._loss_params()})
         except (TypeError, ValueError) as exc:
             raise type(exc)(f"{type(self).__name__}: {exc}") from None
 
@@ -240,7 +249,8 @@ class _KSparseBase(BaseEstimator):
         report = verify(cert, X, self._target_as_certified(y), loss=spec.loss,
                         k=min(spec.k, self.n_features_in_), lambda2=spec.lambda2,
                         max_abs_coef=spec.max_abs_coef, fit_intercept=spec.fit_intercept,
-                        rel_gap=options.rel_gap if rel_gap is None else rel_gap)
+                        rel_gap=options.rel_gap if rel_gap is None else rel_gap,
+                        loss_params=spec.loss_params)
         if not report.input_error:
             report.add("estimator_model", *self._is_certified_model(cert))
         return report
@@ -400,3 +410,31 @@ class KSparseHingeClassifier(_KSparseClassifier):
     __doc__ = _classifier_doc("Certified k-sparse linear classifier with the squared hinge loss.",
                               "max(0, 1 - s_i u_i)^2")
     _loss = "squared_hinge"
+
+
+class KSparseHuberRegressor(_KSparseRegressor):
+    __doc__ = ("Certified k-sparse robust regression with the Huber loss.\n\n"
+               "    Minimises ``sum_i h(y_i - x_i^T b - c) + lambda2 ||b||^2`` subject to "
+               "``||b||_0 <= k``, with ``h(r) = r^2`` for ``|r| <= huber_delta`` and "
+               "``2 huber_delta |r| - huber_delta^2`` beyond (cvxpy's ``huber``: least squares "
+               "on small residuals, linear on outliers). ``huber_delta`` is fixed and in the "
+               "units of ``y`` (e.g. 1.345 times a robust estimate of the noise's standard "
+               "deviation).\n"
+               + _PARAMS_DOC.replace("    max_abs_coef : ", "    huber_delta : float, default=1.0\n"
+                                     "        The Huber threshold (> 0), part of the certified "
+                                     "problem.\n    max_abs_coef : ", 1) + _ATTRS_DOC)
+    _loss = "huber"
+
+    def __init__(self, k: int = _E.k, lambda2: float = _E.lambda2, huber_delta: float = 1.0,
+                 max_abs_coef: float | None = _E.max_abs_coef,
+                 fit_intercept: bool = _E.fit_intercept, rel_gap: float = _E.rel_gap,
+                 time_limit: float | None = _E.time_limit, n_jobs: int = _E.n_jobs,
+                 verbose: int = _E.verbose) -> None:
+        super().__init__(k=k, lambda2=lambda2, max_abs_coef=max_abs_coef,
+                         fit_intercept=fit_intercept, rel_gap=rel_gap, time_limit=time_limit,
+                         n_jobs=n_jobs, verbose=verbose)
+        self.huber_delta = huber_delta
+
+    def predict(self, X) -> np.ndarray:
+        """``X @ coef_ + intercept_``."""
+        return self._linear(X)

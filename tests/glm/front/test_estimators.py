@@ -19,6 +19,7 @@ from sparsecert.api import certify, verify
 from sparsecert.datasets import make_synthetic
 from sparsecert.estimators import (
     KSparseHingeClassifier,
+    KSparseHuberRegressor,
     KSparseLinearRegression,
     KSparseLogisticRegression,
     KSparsePoissonRegression,
@@ -31,6 +32,7 @@ CHECKED = [
     KSparsePoissonRegression(),
     KSparseLogisticRegression(),
     KSparseHingeClassifier(),
+    KSparseHuberRegressor(huber_delta=0.5),
     # the CV estimators on two candidates and two folds, to keep the checks fast
     KSparseLinearRegressionCV(ks=[1, 3], cv=2),
     KSparseCV(KSparseLogisticRegression(), ks=[1, 3], cv=2),
@@ -135,6 +137,28 @@ def test_poisson_equals_certify(fit_intercept):
     assert est.verify_certificate(X, y).ok
     with pytest.raises(ValueError, match="non-negative"):
         KSparsePoissonRegression().fit(X, y - 5)
+
+
+@pytest.mark.parametrize("fit_intercept", [False, True])
+def test_huber_equals_certify(reg_data, fit_intercept):
+    X, y = reg_data
+    y = y.copy()
+    y[:3] += 10.0  # outliers
+    est = KSparseHuberRegressor(k=3, lambda2=0.5, huber_delta=0.8,
+                                fit_intercept=fit_intercept).fit(X, y)
+    res = certify(X, y, 3, 0.5, loss="huber", loss_params={"huber_delta": 0.8},
+                  fit_intercept=fit_intercept, verbose=0)
+    np.testing.assert_array_equal(est.coef_, res.coef)
+    assert est.intercept_ == res.intercept and est.status_ == "optimal"
+    assert est.certificate_.problem["huber_delta"] == 0.8
+    assert est.verify_certificate(X, y).ok
+    est.set_params(huber_delta=0.9)  # another problem: the certificate no longer proves it
+    assert est.verify_certificate(X, y).failed_checks == ["parameters"]
+    with pytest.raises(ValueError, match="KSparseHuberRegressor: huber_delta must be"):
+        KSparseHuberRegressor(huber_delta=0.0).fit(X, y)
+    cv = KSparseCV(KSparseHuberRegressor(lambda2=0.5, huber_delta=0.8), ks=[1, 3], cv=2)
+    cv.fit(X, y)
+    assert cv.best_estimator_.certificate_.problem["huber_delta"] == 0.8
 
 
 @pytest.mark.parametrize("cls", [KSparseLogisticRegression, KSparseHingeClassifier])

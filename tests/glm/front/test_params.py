@@ -20,6 +20,7 @@ from sparsecert.bnb import BnBSettings
 from sparsecert.cli.main import build_parser, main
 from sparsecert.estimators import (
     KSparseHingeClassifier,
+    KSparseHuberRegressor,
     KSparseLinearRegression,
     KSparseLogisticRegression,
     KSparsePoissonRegression,
@@ -32,7 +33,7 @@ from sparsecert.solvers.losses import LOSS_PARAMETERS
 SRC = Path(sparsecert.__file__).resolve().parents[1]
 
 ESTIMATORS = [KSparseLinearRegression, KSparsePoissonRegression, KSparseLogisticRegression,
-              KSparseHingeClassifier]
+              KSparseHingeClassifier, KSparseHuberRegressor]
 
 
 def _table_params(func) -> list[str]:
