@@ -2,10 +2,12 @@
 
 The default summary is a few lines: the status, what it means (how much better any model with at
 most ``k`` features can be, proven), the model with the features' names, how well it fits the
-training data (R^2 and RMSE for least squares, accuracy and deviance for the classification
-losses, deviance for Poisson), the objective and its bound, the time (compiling the kernels
-apart from solving) and the certificate with the verifier's verdict. ``--verbose`` adds the
-verifier's report, check by check (the audit trail).
+training data (R^2 and RMSE for real responses, accuracy for two labels and the deviance of a
+loss that is a negative log-likelihood: the logistic and Poisson losses), what the model's
+linear predictor is (the loss registry's :attr:`~sparsecert.solvers.losses.Loss.predictor`), the
+objective and its bound, the time (compiling the kernels apart from solving) and the certificate
+with the verifier's verdict. ``--verbose`` adds the verifier's report, check by check (the audit
+trail).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from sparsecert.solvers.losses import get_loss
 from sparsecert.statuses import OPTIMAL, STATUS_HINTS, what_it_means
 
 __all__ = ["fit_measures", "format_fit", "model_equation", "certify_summary"]
@@ -51,7 +54,7 @@ def fit_measures(loss: str, X: np.ndarray, y: np.ndarray, coef: np.ndarray,
     Parameters
     ----------
     loss : str
-        ``"squared"``, ``"logistic"``, ``"squared_hinge"`` or ``"poisson"``.
+        A name of the loss registry (its target rule and capabilities choose the measures).
     X : numpy.ndarray of shape (n, p)
     y : numpy.ndarray of shape (n,)
         The target as the loss uses it (classification labels coded -1/+1).
@@ -64,21 +67,22 @@ def fit_measures(loss: str, X: np.ndarray, y: np.ndarray, coef: np.ndarray,
     Returns
     -------
     dict
-        ``"squared"``: ``r2`` (1 - SSE / sum (y - mean y)^2; NaN for a constant y) and
-        ``rmse``. ``"logistic"``: ``accuracy`` (sign of ``x^T b + c``), ``deviance``
-        (``2 sum log(1 + exp(-y u))``) and ``null_deviance``. ``"squared_hinge"``:
-        ``accuracy``. ``"poisson"``: ``deviance`` (``2 sum y log(y / mu) - (y - mu)``,
+        Real responses (least squares, Huber): ``r2`` (1 - SSE / sum (y - mean y)^2; NaN for a
+        constant y) and ``rmse``. Two labels: ``accuracy`` (sign of ``x^T b + c``), and for a
+        negative log-likelihood (logistic) ``deviance`` (``2 sum log(1 + exp(-y u))``) and
+        ``null_deviance``. Counts (Poisson): ``deviance`` (``2 sum y log(y / mu) - (y - mu)``,
         ``mu = exp(u)``) and ``null_deviance``.
     """
     u = X @ np.asarray(coef, dtype=float) + float(intercept)
     n = y.shape[0]
-    if loss == "squared":
+    f = get_loss(loss)
+    if f.target == "real":
         sse = float(np.sum((y - u) ** 2))
         sst = float(np.sum((y - y.mean()) ** 2))
         return {"r2": 1.0 - sse / sst if sst > 0 else math.nan, "rmse": math.sqrt(sse / n)}
-    if loss in ("logistic", "squared_hinge"):
+    if f.needs_binary_labels:
         out = {"accuracy": float(np.mean(np.where(u > 0, 1.0, -1.0) == y))}
-        if loss == "logistic":
+        if f.neg_log_likelihood:
             out["deviance"] = _binary_deviance(y, u)
             if fit_intercept:  # the intercept-only model predicts the share of +1 labels
                 share = float(np.mean(y > 0))
@@ -88,7 +92,7 @@ def fit_measures(loss: str, X: np.ndarray, y: np.ndarray, coef: np.ndarray,
             else:
                 out["null_deviance"] = _binary_deviance(y, np.zeros(n))
         return out
-    if loss == "poisson":
+    if f.target == "counts":
         mu = np.exp(u)
         mu0 = np.full(n, y.mean() if fit_intercept else 1.0)
 
@@ -126,14 +130,7 @@ def model_equation(loss: str, coef: np.ndarray, intercept: float, fit_intercept:
     the loss (the log-odds of the label coded +1, the log of the Poisson mean)."""
     coef = np.asarray(coef, dtype=float)
     support = np.flatnonzero(coef)
-    if loss == "squared":
-        lhs = "y"
-    elif loss == "logistic":
-        lhs = "log-odds(y = {})".format(_number(labels[1]) if labels else "+1")
-    elif loss == "squared_hinge":
-        lhs = "score (> 0: y = {})".format(_number(labels[1]) if labels else "+1")
-    else:
-        lhs = "log E[y]"
+    lhs = get_loss(loss).predictor.format(positive=_number(labels[1]) if labels else "+1")
     terms = []
     if fit_intercept:
         terms.append(f"{intercept:.6g}")
@@ -172,7 +169,8 @@ def certify_summary(result, report, *, k: int, loss: str, lambda2: float, fit_in
                                                names, labels)))
     measures = fit_measures(loss, X, y_used, coef, result.intercept, fit_intercept)
     lines.append(_line("fit", format_fit(loss, measures, X.shape[0])))
-    what = "sum of squared errors" if loss == "squared" else f"sum of {loss} losses"
+    what = ("sum of squared errors" if get_loss(loss).has_closed_form_refit
+            else f"sum of {loss} losses")
     lines.append(_line("objective", f"{result.objective:.10g} ({what} + {lambda2:g} ||b||^2), "
                                     f"lower bound {result.lower_bound:.10g}"))
     search = getattr(result, "search", None)

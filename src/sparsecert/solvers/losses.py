@@ -176,6 +176,11 @@ class Loss:
     residual_form : bool
         ``f`` depends on ``y - u`` only: the incumbent's objective is bounded from the residual,
         summed error-free.
+    predictor : str
+        What the linear predictor ``x^T b + c`` is for this loss, as a summary writes it
+        (``{positive}``: the label coded +1).
+    neg_log_likelihood : bool
+        The loss is a negative log-likelihood (its fit is reported as a deviance).
     dual_zero_sum : str
         How a dual point is made zero-sum (an unpenalised intercept) inside the conjugate's
         domain: ``"signs"`` (the domain of every ``f*(.; y_i)`` is an interval containing 0:
@@ -193,6 +198,8 @@ class Loss:
     takes_shift: ClassVar[bool] = False
     residual_form: ClassVar[bool] = False
     dual_zero_sum: ClassVar[str] = "signs"
+    predictor: ClassVar[str] = "y"
+    neg_log_likelihood: ClassVar[bool] = False
 
     def __init__(self, **params: Any) -> None:
         self.params: dict[str, float] = check_loss_params(self.name, params)
@@ -366,6 +373,7 @@ class _BinaryLoss(Loss):
 class LogisticLoss(_BinaryLoss):
     name, loss_id, curvature = "logistic", LOGISTIC, 0.25
     definition = "f(u, y) = log(1 + exp(-y u)), y in {-1, +1}"
+    predictor, neg_log_likelihood = "log-odds(y = {positive})", True
 
     def _value(self, u, y):
         return float(np.sum(np.logaddexp(0.0, -y * u)))
@@ -414,6 +422,7 @@ class LogisticLoss(_BinaryLoss):
 class SquaredHingeLoss(_BinaryLoss):
     name, loss_id, curvature = "squared_hinge", SQUARED_HINGE, 2.0
     definition = "f(u, y) = max(0, 1 - y u)^2, y in {-1, +1}"
+    predictor = "score (> 0: y = {positive})"
 
     def _value(self, u, y):
         r = np.maximum(0.0, 1.0 - y * u)
@@ -453,6 +462,7 @@ class PoissonLoss(Loss):
     name, loss_id, curvature, target = "poisson", POISSON, None, "counts"
     definition = "f(u, y) = exp(u) - y u, y >= 0"
     dual_zero_sum = "shifted"
+    predictor, neg_log_likelihood = "log E[y]", True
 
     def _value(self, u, y):
         return float(np.sum(np.exp(u) - y * u))

@@ -64,6 +64,26 @@ def test_squared_hinge_reports_accuracy():
     assert m["accuracy"] == np.mean(np.where(X[:, 0] > 0, 1.0, -1.0) == y)
 
 
+def test_huber_reports_the_regression_measures_and_its_model_in_the_certify_summary(
+        tmp_path, capsys):
+    """A loss added to the registry is summarised from its capabilities (real responses: R^2
+    and RMSE; its linear predictor is y), never by its name."""
+    metrics = pytest.importorskip("sklearn.metrics")
+    X, y = make_data("squared", n=30, p=4, seed=5)
+    coef, c = np.array([0.5, 0.0, -1.0, 0.0]), 0.3
+    u = X @ coef + c
+    m = fit_measures("huber", X, y, coef, c)
+    assert m["r2"] == pytest.approx(metrics.r2_score(y, u), rel=1e-12)
+    assert m["rmse"] == pytest.approx(np.sqrt(metrics.mean_squared_error(y, u)), rel=1e-12)
+    assert model_equation("huber", coef, c, True).startswith("y = 0.3 + 0.5 b[0]")
+    np.savez(tmp_path / "d.npz", X=X, y=y)
+    assert main(["certify", "--data", str(tmp_path / "d.npz"), "--k", "2", "--lambda2", "1",
+                 "--loss", "huber", "--huber-delta", "0.5", "--out",
+                 str(tmp_path / "c.json")]) == 0
+    out = capsys.readouterr().out
+    assert "sum of huber losses" in out and "R^2 = " in out and "VERIFIED" in out
+
+
 # ------------------------------------------------------------------------------ plain words
 def test_what_it_means_states_the_proven_gap():
     s = what_it_means(5, 1000.0, 999.9)
