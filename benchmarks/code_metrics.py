@@ -5,7 +5,9 @@ For a source tree (default: this repository) it measures, on ``src/``:
 * the largest files and the largest function (lines, by the ``ast`` of each file);
 * the functions with the most parameters (``self`` / ``cls`` not counted);
 * for every loss name, the number of places it is written as a string literal (docstrings do not
-  count; the standalone verifier, which keeps its own copy on purpose, is counted apart);
+  count; the standalone verifier, which keeps its own copy on purpose, is counted apart) and the
+  source files it is written in (a loss is a plug-in when that is its registry, its kernels
+  and the verifier at most);
 * the validation sites: functions that raise ``TypeError`` / ``ValueError`` about one of the
   problem's parameters (``k``, ``lambda2``, ``loss``, ``max_abs_coef``, ``fit_intercept``,
   ``rel_gap``, ...), outside the standalone verifier, and the modules they live in;
@@ -35,7 +37,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 #: the loss names of the package (written here as data: this script reads other trees too)
-LOSS_NAMES = ("squared", "logistic", "squared_hinge", "poisson")
+LOSS_NAMES = ("squared", "logistic", "squared_hinge", "poisson", "huber")
 #: folders of the distributed wing (new layout and the older one), left out of the GLM counts
 DISTRIBUTED = re.compile(r"(^|/)(distributed|problems)/|(^|/)solvers/(comm|compress|quantize|"
                          r"safe_ef|qoda|dtzo|dtzo_baselines|trilevel|zeroth_order)\.py$")
@@ -104,7 +106,7 @@ def measure(tree_root: Path, seconds: int = 120, top: int = 5) -> dict:
     largest_function = ("", 0)
     file_sizes: list[tuple[str, int]] = []
     params: list[tuple[str, int]] = []
-    names = {n: {"glm": 0, "verifier": 0, "places": []} for n in LOSS_NAMES}
+    names = {n: {"glm": 0, "verifier": 0, "places": [], "files": []} for n in LOSS_NAMES}
     sites: list[str] = []
     for path in files:
         rel = path.relative_to(src).as_posix()
@@ -128,6 +130,8 @@ def measure(tree_root: Path, seconds: int = 120, top: int = 5) -> dict:
                 rec = names[node.value]
                 rec["verifier" if _is_verifier(rel) else "glm"] += 1
                 rec["places"].append(f"{rel}:{node.lineno}")
+                if rel not in rec["files"]:
+                    rec["files"].append(rel)
         if _is_verifier(rel):
             continue
         for qual, fn in _functions(tree):
@@ -193,6 +197,10 @@ def claims(after: dict, before: dict | None) -> list[dict]:
                  "verifier apart)",
          "measured": _max_glm(after), "target": target(_max_glm, 1), "unit": "places",
          "better": "lower"},
+        *({"name": f"source files the loss name {name!r} is written in (as a literal)",
+           "measured": len(after["loss_name_literals"][name]["files"]), "target": 3,
+           "unit": "files", "better": "lower"}
+          for name in ("squared_hinge", "huber") if name in after["loss_name_literals"]),
         {"name": "modules with parameter-validation sites (verifier apart)",
          "measured": len(after["validation_modules"]),
          "target": target(lambda m: len(m["validation_modules"]), 1), "unit": "modules",
@@ -233,9 +241,10 @@ def _print_table(results: dict[str, dict], cl: list[dict]) -> None:
              lambda m: f"{m['most_parameters'][0]['parameters']} "
                        f"{m['most_parameters'][0]['name']}")]
     for name in LOSS_NAMES:
-        rows.append((f"literal {name!r}: solver side / verifier",
+        rows.append((f"literal {name!r}: solver side / verifier / files",
                      lambda m, n=name: f"{m['loss_name_literals'][n]['glm']} / "
-                                       f"{m['loss_name_literals'][n]['verifier']}"))
+                                       f"{m['loss_name_literals'][n]['verifier']} / "
+                                       f"{len(m['loss_name_literals'][n].get('files', []))}"))
     rows += [("validation modules", lambda m: len(m["validation_modules"])),
              ("validation functions", lambda m: len(m["validation_sites"])),
              ("duplicated blocks (6+ lines): all / GLM wing",

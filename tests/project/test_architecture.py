@@ -91,3 +91,56 @@ def test_the_private_use_check_catches_what_it_looks_for(tmp_path):
     assert sorted(_private_uses(src)) == ["class P(BranchAndBound)",
                                           "from sparsecert.api import _helper",
                                           "line 5: eng._process"]
+
+
+# ----------------------------------------------------------------------------------------------
+# the proof producer and the verifier; the loss as a plug-in
+# ----------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("path", _files("proof"), ids=lambda p: p.name)
+def test_the_producer_never_imports_the_verifier(path):
+    bad = {m for m in _imports(path) if m.startswith("sparsecert.certificate.verify")}
+    assert not bad, f"{path.relative_to(PKG)} imports {sorted(bad)}"
+
+
+def test_the_verifier_imports_nothing_of_the_package():
+    assert _imports(PKG / "certificate" / "verify.py") == set()
+
+
+#: where a loss may be told apart by its name: the registry, the compiled kernels, the
+#: standalone verifier (its own copy of the maths) and the synthetic-data generator (whose
+#: ``loss`` names the kind of response it draws)
+LOSS_NAME_PLACES = {"solvers/losses.py", "solvers/loss_kernels.py", "certificate/verify.py",
+                    "datasets.py"}
+
+
+def _loss_name_tests(path: Path) -> list[str]:
+    """Comparisons with a loss's name (``loss == "squared"``, ``loss in ("logistic", ...)``)."""
+    from sparsecert.solvers.losses import LOSS_NAMES
+
+    out = []
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Compare):
+            for side in [node.left, *node.comparators]:
+                names = [c.value for c in ast.walk(side) if isinstance(c, ast.Constant)]
+                if any(v in LOSS_NAMES for v in names if isinstance(v, str)):
+                    out.append(f"line {node.lineno}: {ast.unparse(node)}")
+                    break
+    return out
+
+
+@pytest.mark.parametrize("path", [p for p in GLM_FILES
+                                  if p.relative_to(PKG).as_posix() not in LOSS_NAME_PLACES],
+                         ids=lambda p: str(p.relative_to(PKG)))
+def test_no_loss_is_told_apart_by_its_name(path):
+    """The solver, the producer and the front read a loss's capabilities
+    (:class:`sparsecert.solvers.losses.Loss`), never compare its name."""
+    bad = _loss_name_tests(path)
+    assert not bad, f"{path.relative_to(PKG)}: {bad}"
+
+
+def test_the_loss_name_check_catches_what_it_looks_for(tmp_path):
+    src = tmp_path / "m.py"
+    src.write_text("def f(loss, prob):\n"
+                   "    if loss == 'squared' or prob.loss in ('logistic', 'poisson'):\n"
+                   "        return loss != 'x'\n")
+    assert len(_loss_name_tests(src)) == 2
