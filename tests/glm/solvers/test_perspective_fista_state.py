@@ -15,9 +15,10 @@ from sparsecert.solvers.perspective._fista import (
 )
 from sparsecert.solvers.perspective._linalg import xb
 from sparsecert.solvers.perspective.evaluate import objective
-from sparsecert.solvers.perspective.full import Runner, initial_L
-from sparsecert.solvers.perspective.node import node_state
+from sparsecert.solvers.perspective.full import initial_L, run_fista
+from sparsecert.solvers.perspective.node import Limits, node_state
 from sparsecert.solvers.perspective.polish import Polisher
+from sparsecert.solvers.perspective.runner import Runner
 
 
 @pytest.mark.parametrize("loss,icpt", [("squared", False), ("logistic", True),
@@ -45,18 +46,19 @@ def test_chunks_of_one_iteration_equal_one_long_run(loss, icpt):
     ux0 = xb(prob.XT, x0) + c0
 
     def fresh():
-        return new_iterate(x0, ux0, initial_L(prob, prob.norm_sq, ux0),
-                           objective(prob, state, budget, x0, ux0), c0=c0)
+        it = new_iterate(x0, ux0, initial_L(prob, prob.norm_sq, ux0),
+                         objective(prob, state, budget, x0, ux0), c0=c0)
+        it.set("restart", RESTART_BOTH)
+        it.set("l_down", 0.9)
+        return it
 
     n_iter = 60
     a = fresh()
-    st_a, done_a = fista_chunk(data, icpt_arg, state, budget, a, 0.0, n_iter, RESTART_BOTH,
-                               np.inf, 0.9)
+    st_a, done_a = fista_chunk(data, icpt_arg, state, budget, a, 0.0, n_iter, np.inf)
     b = fresh()
     done_b = 0
     for _ in range(n_iter):
-        st_b, d = fista_chunk(data, icpt_arg, state, budget, b, 0.0, 1, RESTART_BOTH, np.inf,
-                              0.9)
+        st_b, d = fista_chunk(data, icpt_arg, state, budget, b, 0.0, 1, np.inf)
         done_b += d
     assert done_a == done_b == n_iter
     assert st_a == st_b == 0
@@ -76,10 +78,10 @@ def _python_schedule(prob, state, budget, it, tol, n_max, polisher):
     n = prob.n_samples
     n_active = int(np.sum(state != 0))
     done = status = 0
+    it.set("restart", RESTART_BOTH)
     while done < n_max:
         m = min(10, n_max - done)
-        status, n_it = fista_chunk(data, None, state, budget, it, tol, m, RESTART_BOTH,
-                                   np.inf, 1.0)
+        status, n_it = fista_chunk(data, None, state, budget, it, tol, m, np.inf)
         done += n_it
         if status != 0:
             break
@@ -123,8 +125,9 @@ def test_the_kernels_polishing_schedule_equals_the_python_schedule():
     tol, n_max = 1e-9, 600
     a = fresh()
     pol_a = Polisher(prob, state, budget)
-    st_a, done_a = Runner(None, RESTART_BOTH).run(fista_data(prob), None, state, budget, a,
-                                                  tol, n_max, np.inf, pol_a)
+    limits = Limits(tol, n_max, restart=RESTART_BOTH)
+    kernel = (fista_data(prob), None, state, budget)
+    st_a, done_a = run_fista(Runner(None), kernel, a, limits, n_max, pol_a)
     b = fresh()
     st_b, done_b, n_polish_b = _python_schedule(prob, state, budget, b, tol, n_max,
                                                 Polisher(prob, state, budget))
@@ -136,9 +139,8 @@ def test_the_kernels_polishing_schedule_equals_the_python_schedule():
         assert a.get(name) == b.get(name), name
     # a deadline far away cuts the run into chunks of other lengths: the same run
     c = fresh()
-    st_c, done_c = Runner(1e300, RESTART_BOTH).run(fista_data(prob), None, state, budget, c,
-                                                   tol, n_max, np.inf,
-                                                   Polisher(prob, state, budget))
+    st_c, done_c = run_fista(Runner(1e300), kernel, c, limits, n_max,
+                             Polisher(prob, state, budget))
     assert (st_c, done_c) == (st_a, done_a)
     np.testing.assert_array_equal(c.x, a.x)
     assert c.get("best") == a.get("best")
@@ -158,7 +160,8 @@ def test_step_search_ends_when_the_values_are_not_numbers():
     ux0 = xb(prob.XT, x0)
     it = new_iterate(x0, ux0, initial_L(prob, prob.norm_sq, ux0),
                      objective(prob, state, budget, x0, ux0))
-    status, n_it = fista_chunk(data, None, state, budget, it, 1e-6, 5, RESTART_BOTH, np.inf,
-                               0.9)
+    it.set("restart", RESTART_BOTH)
+    it.set("l_down", 0.9)
+    status, n_it = fista_chunk(data, None, state, budget, it, 1e-6, 5, np.inf)
     assert (status, n_it) == (0, 5)
     assert it.get("n_backtrack") < 5 * 2000  # a few thousand doublings reach inf, not 1e9

@@ -10,10 +10,14 @@ from _bruteforce import brute_force
 import sparsecert
 from sparsecert.solvers.perspective import RelaxationProblem, solve_node
 from sparsecert.solvers.perspective import zspace as zspace_mod
+from sparsecert.solvers.perspective._fista import fista_data
 from sparsecert.solvers.perspective._zspace import (
+    ZColumns,
+    ZPoint,
     project_capped,
     zspace_bound,
     zspace_eval,
+    zspace_work,
 )
 
 FREE, IN, OUT = 2, 1, 0
@@ -33,17 +37,24 @@ def _state(p, fin=(), fout=()):
     return st
 
 
+def _data(X, y, lam, act):
+    """The kernels' records on the active columns ``act`` (no intercept, box or shift)."""
+    XA = np.ascontiguousarray(X[:, act])
+    XTA = np.ascontiguousarray(X.T[act])
+    prob = RelaxationProblem.from_data(X, y, lam)
+    return fista_data(prob, XA, XTA), XTA
+
+
 def _eval(X, y, lam, state, zf):
     act = np.flatnonzero(state != OUT)
     stA = np.ascontiguousarray(state[act])
     freeA = np.flatnonzero(stA == FREE)
-    XA = np.ascontiguousarray(X[:, act])
-    XTA = np.ascontiguousarray(X.T[act])
+    data, XTA = _data(X, y, lam, act)
     n, m = X.shape[0], act.size
-    alpha, c, grad = np.empty(n), np.empty(m), np.empty(freeA.size)
-    phi = zspace_eval(XA, XTA, y, lam, stA, freeA, zf, np.einsum("ij,ij->i", XTA, XTA),
-                      np.empty((max(m, n), n)), np.empty((n, n)), np.empty(n), alpha, c, grad)
-    return phi, alpha, c, grad, act, stA, freeA
+    point = ZPoint(np.empty(n), np.empty(m), np.empty(freeA.size))
+    phi = zspace_eval(data, ZColumns(freeA, np.einsum("ij,ij->i", XTA, XTA)), stA, zf,
+                      zspace_work(n, m), point)
+    return phi, point.alpha, point.c, point.grad, act, stA, freeA
 
 
 @pytest.mark.parametrize("n_pos", [2, 5, 20])  # support of z below and above n = 7
@@ -96,7 +107,8 @@ def test_bound_is_a_valid_dual_value_at_any_alpha():
     for _ in range(5):
         alpha = rng.standard_normal(6) * rng.uniform(0.1, 3.0)
         c = X[:, act].T @ alpha
-        lb = zspace_bound(y, lam, stA, budget, alpha, c, np.empty(act.size))
+        data, _ = _data(X, y, lam, act)
+        lb = zspace_bound(data, stA, budget, ZPoint(alpha, c, np.empty(0)), np.empty(act.size))
         h = 0.5 * (c / lam) ** 2
         g = h[stA == IN].sum() + np.sort(h[stA == FREE])[::-1][:budget].sum()
         assert lb == pytest.approx(2 * y @ alpha - alpha @ alpha - 2 * lam * g, rel=1e-12)

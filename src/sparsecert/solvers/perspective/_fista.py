@@ -59,6 +59,8 @@ SCALARS = np.dtype([
     ("best", np.float64),         # running maximum of the valid bound
     ("px", np.float64),           # P at the current iterate
     ("gap_ref", np.float64),      # gap at the last restart (gap restart)
+    ("restart", np.int64),        # the restart scheme (RESTART_*)
+    ("l_down", np.float64),       # L is multiplied by it before each step (then backtracked)
     ("n_restart", np.int64),
     ("n_backtrack", np.int64),
     ("c", np.float64),            # intercept: current, previous, at the bound point
@@ -148,7 +150,9 @@ def intercept(prob) -> Intercept | None:
 def new_iterate(x0: np.ndarray, ux0: np.ndarray, L: float, px: float, c0: float = 0.0,
                 best: float = -np.inf, bound_point: np.ndarray | None = None,
                 dual: np.ndarray | None = None) -> FistaIterate:
-    """A fresh state at ``x0`` (``ux0 = X x0 + c0``) with step ``1/L`` and objective ``px``."""
+    """A fresh state at ``x0`` (``ux0 = X x0 + c0``) with step ``1/L`` and objective ``px``
+    (function-value restart and ``l_down = 1``: set ``restart`` and ``l_down`` to change them).
+    """
     sc = np.zeros(1, dtype=SCALARS)
     s = sc[0]
     s["t"] = 1.0
@@ -156,6 +160,8 @@ def new_iterate(x0: np.ndarray, ux0: np.ndarray, L: float, px: float, c0: float 
     s["best"] = best
     s["px"] = px
     s["gap_ref"] = np.inf
+    s["restart"] = RESTART_FUNCTION
+    s["l_down"] = 1.0
     s["c"] = s["c_prev"] = s["c_bp"] = c0
     bp = np.zeros(x0.shape[0]) if bound_point is None else bound_point.copy()
     du = np.zeros(ux0.shape[0]) if dual is None else dual.copy()
@@ -211,7 +217,7 @@ def _polish_due(x, sig, sc):
 
 
 @njit(cache=True, nogil=True)
-def fista_chunk(data, icpt, state, budget, it, rel_tol, max_iter, restart, cutoff, l_down):
+def fista_chunk(data, icpt, state, budget, it, rel_tol, max_iter, cutoff):
     """Run at most ``max_iter`` FISTA iterations; returns ``(status, n_iter_done)``.
 
     ``data`` (:class:`FistaData`) is read, ``it`` (:class:`FistaIterate`) advanced in place,
@@ -219,8 +225,8 @@ def fista_chunk(data, icpt, state, budget, it, rel_tol, max_iter, restart, cutof
     ``state`` / ``budget``: the node (0 out / 1 in / 2 free, budget of the free coordinates).
     Stops on ``(P - best) <= rel_tol * max(1, |P|)`` (status 1), ``best >= cutoff`` (status 2),
     when a polish is due (status 3, see :func:`_polish_due`; only with ``pol_every > 0``) or
-    after ``max_iter`` iterations (status 0). ``l_down``: ``L`` is multiplied by it before
-    each step (then backtracked).
+    after ``max_iter`` iterations (status 0). The restart scheme and ``l_down`` (``L`` is
+    multiplied by it before each step, then backtracked) are scalars of ``it``.
 
     With an intercept, ``ux`` holds ``X x + c`` and the bound is the Fenchel
     dual at the zero-sum projection of ``zeta`` (``icpt_grad_dual``), valid whatever ``c``.
@@ -252,6 +258,8 @@ def fista_chunk(data, icpt, state, budget, it, rel_tol, max_iter, restart, cutof
     c_prev = sc["c_prev"]
     c_bp = sc["c_bp"]
     pol_every = sc["pol_every"]
+    restart = sc["restart"]
+    l_down = sc["l_down"]
     twolam = 2.0 * lam
     zeta = np.empty(n)
     yv = np.empty(p)

@@ -1,16 +1,28 @@
 """Kernels of the z-space strategy (see ``zspace``): the exact capped-simplex projection and the
-whole accelerated projected-gradient loop on the indicators (no Python per iteration)."""
+whole accelerated projected-gradient loop on the indicators (no Python per iteration).
+
+The loop follows the FISTA kernel's convention (``_fista``): it reads a
+:class:`~sparsecert.solvers.perspective._fista.FistaData` (on the node's active columns) and a
+small record of its own (:class:`ZColumns`), advances a state record in place
+(:class:`ZIterate`, its scalars in a one-element structured array of dtype :data:`ZSCALARS`),
+runs at most ``max_iter`` iterations per call and returns ``(status, iterations done)`` with the
+status codes of ``_fista`` (plus :data:`ST_FAILED`), so that one runner drives both kernels.
+"""
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit
 
+from sparsecert.solvers.perspective._fista import ST_CONVERGED, ST_CUTOFF, ST_RUNNING
 from sparsecert.solvers.perspective._gfun import gstar_node
 from sparsecert.solvers.perspective._order import argsort_desc, top_heap
 
-__all__ = ["project_capped", "zspace_eval", "zspace_bound", "zspace_chunk", "RUNNING",
-           "CONVERGED", "CUTOFF", "MAX_ITER", "FAILED"]
+__all__ = ["project_capped", "ZColumns", "ZIterate", "ZWork", "ZPoint", "ZSCALARS",
+           "new_ziterate", "zspace_work", "zspace_eval", "zspace_bound", "zspace_chunk",
+           "ST_FAILED", "TRACE_LIMIT"]
 
 
 @njit(cache=True, nogil=True)
@@ -81,14 +93,85 @@ def project_capped(v: np.ndarray, k: float) -> np.ndarray:
     return z
 
 
-#: status codes of :func:`zspace_chunk`
-RUNNING, CONVERGED, CUTOFF, MAX_ITER, FAILED = 0, 1, 2, 3, 4
+#: the status of a z-space call whose system was lost to rounding (the caller falls back)
+ST_FAILED = 4
 #: the system is declared lost to rounding when ``sum_j z_j ||x_j||^2 / lambda2`` (the trace
 #: of ``X diag(z) X^T / lambda2``) reaches this: its identity part is then below about 1/16 of
 #: the rounding error of its largest entries (the n x n factorisation would fail there too)
 TRACE_LIMIT = 2.0 ** 48
-#: the scalars of a z-space run carried from one chunk to the next (indices into ``scal``)
-S_T, S_L, S_F, S_BEST, S_IT, S_REST = 0, 1, 2, 3, 4, 5
+
+#: the scalar state of a z-space run
+ZSCALARS = np.dtype([
+    ("t", np.float64),            # momentum parameter
+    ("L", np.float64),            # current Lipschitz estimate of grad phi (step 1/L)
+    ("f", np.float64),            # phi at the current iterate (NaN before the first call)
+    ("best", np.float64),         # running maximum of the valid bound
+    ("n_restart", np.int64),
+], align=True)
+
+
+class ZColumns(NamedTuple):
+    """What the z-space kernel reads besides its :class:`~._fista.FistaData` (whose ``X`` and
+    ``XT`` hold the node's active columns): the positions of the free columns among them
+    (int64) and the squared norms of all of them."""
+
+    free: np.ndarray
+    norms: np.ndarray
+
+
+class ZIterate(NamedTuple):
+    """The state the z-space kernel advances in place.
+
+    ``z, z_prev`` the free indicators (current and previous iterate), ``c = X_A^T alpha`` at
+    ``z``, ``bound_point`` (``b(z)`` on the active columns) and ``dual`` (``-2 alpha``) where the
+    best bound was attained, ``sc`` the scalars (one element of dtype :data:`ZSCALARS`).
+    """
+
+    z: np.ndarray
+    z_prev: np.ndarray
+    c: np.ndarray
+    bound_point: np.ndarray
+    dual: np.ndarray
+    sc: np.ndarray
+
+    def get(self, name: str) -> float:
+        """A scalar of the state by name (Python side)."""
+        return self.sc[0][name].item()
+
+
+class ZWork(NamedTuple):
+    """Work space of one evaluation of ``phi``: ``B`` (at least ``(max(m_A, n), n)``), ``G``
+    (n x n) and ``u`` (n)."""
+
+    B: np.ndarray
+    G: np.ndarray
+    u: np.ndarray
+
+
+class ZPoint(NamedTuple):
+    """What an evaluation of ``phi`` at ``z`` writes: ``alpha`` (n), ``c = X_A^T alpha`` (m_A)
+    and the gradient on the free indicators, ``grad_j = -c_j^2 / lambda2``."""
+
+    alpha: np.ndarray
+    c: np.ndarray
+    grad: np.ndarray
+
+
+def new_ziterate(z0: np.ndarray, n: int, m: int) -> ZIterate:
+    """A fresh state at the free indicators ``z0`` (``n`` samples, ``m`` active columns)."""
+    sc = np.zeros(1, dtype=ZSCALARS)
+    s = sc[0]
+    s["t"] = 1.0
+    s["L"] = 1.0
+    s["f"] = np.nan
+    s["best"] = -np.inf
+    return ZIterate(z0.copy(), np.empty(z0.shape[0]), np.zeros(m), np.zeros(m), np.zeros(n), sc)
+
+
+@njit(cache=True, nogil=True)
+def zspace_work(n, m):
+    """The :class:`ZWork` of an evaluation with ``n`` samples and ``m`` active columns."""
+    return ZWork(np.empty((max(m, n), n)), np.empty((n, n)), np.empty(n))
 
 
 @njit(cache=True, nogil=True)
@@ -163,20 +246,32 @@ def _cho_solve(G, m, v):
 
 
 @njit(cache=True, nogil=True)
-def zspace_eval(XA, XTA, y, lam, stA, freeA, zf, norms, B, G, u, alpha, c, grad):
-    """``phi(z)`` at the free indicators ``zf``, with ``alpha``, ``c = X_A^T alpha`` and the free
-    gradient ``grad`` written; NaN when the system is lost to rounding.
+def zspace_eval(data, cols, state, zf, work, point):
+    """``phi(z)`` at the free indicators ``zf``, with ``point`` (:class:`ZPoint`: ``alpha``,
+    ``c = X_A^T alpha`` and the free gradient) written; NaN when the system is lost to rounding.
 
-    ``XA`` holds the active columns (C-contiguous, ``(n, m_A)``) and ``XTA`` its transpose
-    (C-contiguous), ``stA`` their states (1 in, 2 free), ``freeA`` the positions of the free
-    ones, ``norms`` their squared norms. With the ``s`` columns of positive ``z`` scaled to
-    ``sqrt(z_r / lambda2) x_r`` (the rows of ``B``, s x n), ``alpha = (I + B^T B)^{-1} y`` is
-    computed from the smaller of the two systems: for ``s <= n`` by Woodbury,
-    ``alpha = y - B^T (I + B B^T)^{-1} B y`` (s x s, with ``B^T`` formed in ``G``'s rows), else
-    directly (n x n, ``B`` in ``B``'s rows). ``G`` (n x n), ``u`` (n) are work space and ``B``
-    at least ``(m_A, n)``. Every product is a sweep of row updates (no floating-point reduction
-    to reorder: they vectorise without fastmath).
+    ``data.X`` holds the active columns (C-contiguous, ``(n, m_A)``) and ``data.XT`` its
+    transpose (C-contiguous), ``state`` their states (1 in, 2 free), ``cols`` the positions of
+    the free ones and the squared norms (:class:`ZColumns`), ``work`` the work space
+    (:class:`ZWork`). With the ``s`` columns of positive ``z`` scaled to ``sqrt(z_r / lambda2)
+    x_r`` (the rows of ``B``, s x n), ``alpha = (I + B^T B)^{-1} y`` is computed from the smaller
+    of the two systems: for ``s <= n`` by Woodbury, ``alpha = y - B^T (I + B B^T)^{-1} B y``
+    (s x s, with ``B^T`` formed in ``B``'s first n rows), else directly (n x n, ``B`` in
+    ``B``'s rows). Every product is a sweep of row updates (no floating-point reduction to
+    reorder: they vectorise without fastmath).
     """
+    XA = data.X
+    XTA = data.XT
+    y = data.y
+    lam = data.lam
+    norms = cols.norms
+    freeA = cols.free
+    B = work.B
+    G = work.G
+    u = work.u
+    alpha = point.alpha
+    c = point.c
+    grad = point.grad
     mA, n = XTA.shape
     nf = freeA.shape[0]
     # the positive entries of z on the active columns (1 in, zf free), scaled by sqrt(z / lam)
@@ -186,7 +281,7 @@ def zspace_eval(XA, XTA, y, lam, stA, freeA, zf, norms, B, G, u, alpha, c, grad)
     pos = np.empty(mA, dtype=np.int64)
     dsc = np.empty(mA)
     for r in range(mA):
-        if stA[r] == 1:
+        if state[r] == 1:
             zr = 1.0
         else:
             zr = zf[fi]
@@ -253,9 +348,14 @@ def zspace_eval(XA, XTA, y, lam, stA, freeA, zf, norms, B, G, u, alpha, c, grad)
 
 
 @njit(cache=True, nogil=True)
-def zspace_bound(y, lam, stA, budget, alpha, c, a):
+def zspace_bound(data, state, budget, point, a):
     """``D(-2 alpha) = 2 y^T alpha - ||alpha||^2 - 2 lambda2 g*_node(c / lambda2)`` (the Fenchel
-    dual at ``zeta = -2 alpha``; ``c = X_A^T alpha`` on the active columns, ``a`` work space)."""
+    dual at ``zeta = -2 alpha``; ``alpha`` and ``c = X_A^T alpha`` from ``point``, on the
+    active columns; ``a`` work space)."""
+    y = data.y
+    lam = data.lam
+    alpha = point.alpha
+    c = point.c
     ya = 0.0
     aa = 0.0
     for i in range(y.shape[0]):
@@ -263,15 +363,15 @@ def zspace_bound(y, lam, stA, budget, alpha, c, a):
         aa += alpha[i] * alpha[i]
     for r in range(c.shape[0]):
         a[r] = c[r] / lam
-    return 2.0 * ya - aa - 2.0 * lam * gstar_node(a, stA, budget, np.inf)
+    return 2.0 * ya - aa - 2.0 * lam * gstar_node(a, state, budget, np.inf)
 
 
 @njit(cache=True, nogil=True)
-def _coef_into(stA, zf, c, lam, out):
+def _coef_into(state, zf, c, lam, out):
     """``b(z) = z * c / lambda2`` on the active columns."""
     fi = 0
-    for r in range(stA.shape[0]):
-        if stA[r] == 1:
+    for r in range(state.shape[0]):
+        if state[r] == 1:
             zr = 1.0
         else:
             zr = zf[fi]
@@ -280,76 +380,69 @@ def _coef_into(stA, zf, c, lam, out):
 
 
 @njit(cache=True, nogil=True)
-def zspace_chunk(XA, XTA, y, lam, stA, freeA, budget, norms, zf, zp, scal, bp, dual, c_last,
-                 rel_tol, max_iter, n_steps, cut):
-    """At most ``n_steps`` iterations of accelerated projected gradient on the free indicators
-    (FISTA with backtracking and function-value restart, see ``zspace``); returns a status code.
+def zspace_chunk(data, cols, state, budget, it, rel_tol, max_iter, cutoff):
+    """Run at most ``max_iter`` iterations of accelerated projected gradient on the free
+    indicators (FISTA with backtracking and function-value restart, see ``zspace``); returns
+    ``(status, n_iter_done)`` (the codes of ``_fista``, :data:`ST_FAILED` when the system is
+    lost to rounding).
 
-    The run's state travels in the arrays: ``zf`` and ``zp`` (the iterate and the previous one,
-    free entries), ``scal`` (t, L, f, best bound, iterations, restarts; ``f`` NaN before the
-    first call), ``bp`` and ``dual`` (the point ``b(z)`` on the active columns and ``-2 alpha``
-    at the best bound), ``c_last`` (``X_A^T alpha`` at ``zf``).
+    ``data`` (a ``FistaData`` on the active columns) and ``cols`` (:class:`ZColumns`) are
+    read, ``it`` (:class:`ZIterate`) advanced in place; ``state`` / ``budget``: the active
+    columns' states (1 in, 2 free) and the budget of the free ones. Stops on
+    ``phi - best <= rel_tol * max(1, |phi|)`` or ``best >= cutoff``.
     """
-    mA, n = XTA.shape
-    nf = freeA.shape[0]
-    B = np.empty((max(mA, n), n))
-    G = np.empty((n, n))
-    u = np.empty(n)
-    ay = np.empty(n)
-    an = np.empty(n)
-    cy = np.empty(mA)
-    cn = np.empty(mA)
-    gy = np.empty(nf)
-    gn = np.empty(nf)
-    work = np.empty(mA)
+    lam = data.lam
+    mA, n = data.XT.shape
+    nf = cols.free.shape[0]
+    zf = it.z
+    zp = it.z_prev
+    sc = it.sc[0]
+    at_y = ZPoint(np.empty(n), np.empty(mA), np.empty(nf))
+    at_n = ZPoint(np.empty(n), np.empty(mA), np.empty(nf))
+    work = zspace_work(n, mA)
+    a = np.empty(mA)
     v = np.empty(nf)
     fb = float(budget)
-    if scal[S_F] != scal[S_F]:  # first call: phi at the start
-        f0 = zspace_eval(XA, XTA, y, lam, stA, freeA, zf, norms, B, G, u, an, c_last, gn)
+    if sc["f"] != sc["f"]:  # first call: phi at the start
+        f0 = zspace_eval(data, cols, state, zf, work, ZPoint(at_n.alpha, it.c, at_n.grad))
         if f0 != f0:
-            return FAILED
-        scal[S_F] = f0
+            return ST_FAILED, 0
+        sc["f"] = f0
         for q in range(nf):
             zp[q] = zf[q]
-    t = scal[S_T]
-    L = scal[S_L]
-    f = scal[S_F]
-    best = scal[S_BEST]
-    it = int(scal[S_IT])
-    n_rest = int(scal[S_REST])
-    status = RUNNING
-    steps = 0
-    while True:
-        if it >= max_iter:
-            status = MAX_ITER
-            break
-        if steps >= n_steps:
-            break
-        steps += 1
+    t = sc["t"]
+    L = sc["L"]
+    f = sc["f"]
+    best = sc["best"]
+    n_rest = sc["n_restart"]
+    status = ST_RUNNING
+    n_it = 0
+    while n_it < max_iter:
         tn = 0.5 * (1.0 + np.sqrt(1.0 + 4.0 * t * t))
         mom = (t - 1.0) / tn
         for q in range(nf):
             v[q] = zf[q] + mom * (zf[q] - zp[q])
         yf = project_capped(v, fb)
-        fy = zspace_eval(XA, XTA, y, lam, stA, freeA, yf, norms, B, G, u, ay, cy, gy)
+        fy = zspace_eval(data, cols, state, yf, work, at_y)
         if fy != fy:
-            status = FAILED
+            status = ST_FAILED
             break
-        lb = zspace_bound(y, lam, stA, budget, ay, cy, work)
+        lb = zspace_bound(data, state, budget, at_y, a)
         if lb > best:
             best = lb
-            _coef_into(stA, yf, cy, lam, bp)
+            _coef_into(state, yf, at_y.c, lam, it.bound_point)
             for i in range(n):
-                dual[i] = -2.0 * ay[i]
-        it += 1
-        if best >= cut:
-            status = CUTOFF
+                it.dual[i] = -2.0 * at_y.alpha[i]
+        n_it += 1
+        if best >= cutoff:
+            status = ST_CUTOFF
             break
+        gy = at_y.grad
         while True:
             for q in range(nf):
                 v[q] = yf[q] - gy[q] / L
             zn = project_capped(v, fb)
-            fn = zspace_eval(XA, XTA, y, lam, stA, freeA, zn, norms, B, G, u, an, cn, gn)
+            fn = zspace_eval(data, cols, state, zn, work, at_n)
             if fn != fn:
                 break
             gd = 0.0
@@ -362,7 +455,7 @@ def zspace_chunk(XA, XTA, y, lam, stA, freeA, budget, norms, zf, zp, scal, bp, d
                 break
             L *= 2.0
         if fn != fn:
-            status = FAILED
+            status = ST_FAILED
             break
         if fn > f:
             t = 1.0
@@ -376,16 +469,15 @@ def zspace_chunk(XA, XTA, y, lam, stA, freeA, budget, norms, zf, zp, scal, bp, d
         for q in range(nf):
             zf[q] = zn[q]
         for r in range(mA):
-            c_last[r] = cn[r]
+            it.c[r] = at_n.c[r]
         f = fn
         L *= 0.9
         if f - best <= rel_tol * max(1.0, abs(f)):
-            status = CONVERGED
+            status = ST_CONVERGED
             break
-    scal[S_T] = t
-    scal[S_L] = L
-    scal[S_F] = f
-    scal[S_BEST] = best
-    scal[S_IT] = it
-    scal[S_REST] = n_rest
-    return status
+    sc["t"] = t
+    sc["L"] = L
+    sc["f"] = f
+    sc["best"] = best
+    sc["n_restart"] = n_rest
+    return status, n_it

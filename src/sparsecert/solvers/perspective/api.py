@@ -2,10 +2,11 @@
 :func:`perspective_relaxation` (one shot from the data).
 
 ``solve_node`` validates the node, resolves its edge cases (``node``) and hands it to one
-strategy, each in its own module with the conditions under which it applies:
+strategy (``strategies``: each in its own module, saying when it applies):
 
 * ``exact``: no free feature, squared loss, no box -> one linear solve;
-* ``zspace``: squared loss, no box / shift / carried intercept, p >> n -> projected gradient on z;
+* ``zspace``: squared loss, no box / shift / carried intercept, p >> n -> projected gradient
+  on z;
 * ``working_set``: p >> n otherwise (no carried intercept) -> FISTA on a growing column subset;
 * ``full``: everything else -> FISTA on all active columns (with ``polish`` from 150 columns;
   ``zero_sum`` supplies the dual of an unpenalised intercept of the non-squared losses).
@@ -21,39 +22,26 @@ from typing import Any
 import numpy as np
 
 from sparsecert._validation import check_fixings, check_k
-from sparsecert.solvers.perspective import zspace
+from sparsecert.solvers.perspective import strategies
 from sparsecert.solvers.perspective._fista import (
     RESTART_BOTH,
     RESTART_FUNCTION,
     RESTART_GAP,
     RESTART_NONE,
 )
-from sparsecert.solvers.perspective._gfun import FREE, OUT
-from sparsecert.solvers.perspective.evaluate import finish
-from sparsecert.solvers.perspective.exact import exact_ridge
-from sparsecert.solvers.perspective.full import Runner, solve_full
-from sparsecert.solvers.perspective.node import fixing_mask, node_state
+from sparsecert.solvers.perspective.node import Limits, NodeProblem, Start, fixing_mask
 from sparsecert.solvers.perspective.problem import RelaxationProblem
 from sparsecert.solvers.perspective.result import RelaxationResult
-from sparsecert.solvers.perspective.working_set import solve_ws
-from sparsecert.solvers.perspective.zero_sum import initial_intercept
+from sparsecert.solvers.perspective.working_set import WS_AUTO_RATIO
+from sparsecert.solvers.perspective.zspace import ZSpaceFailed
 
-__all__ = ["solve_node", "strategy", "perspective_relaxation", "DEFAULT_RESTART", "RESTARTS"]
+__all__ = ["solve_node", "strategy", "perspective_relaxation", "DEFAULT_RESTART",
+           "RESTARTS", "WS_AUTO_RATIO"]
 
 RESTARTS = {"none": RESTART_NONE, "function": RESTART_FUNCTION, "gap": RESTART_GAP,
             "both": RESTART_BOTH}
 #: default restart scheme (chosen from benchmarks/relaxation.py, see docs/relaxation.md)
 DEFAULT_RESTART = "function"
-#: solve_node(solver="auto") works in z-space when n_active >= ZSPACE_RATIO * n_samples
-ZSPACE_RATIO = 4
-#: ... and n_samples <= ZSPACE_MAX_N (an iteration costs n^2 |supp z| + n^3 / 3 flops)
-ZSPACE_MAX_N = 300
-#: ... or, with at most this many samples, whenever the active columns outnumber them (nodes
-#: left with a few hundred columns by reduced-cost fixing: riboflavin, 71 x 155 active, z-space
-#: 56 iterations against FISTA's 2400)
-ZSPACE_SMALL_N = 100
-#: working set by default when the active columns are at least this many times n
-WS_AUTO_RATIO = 4
 
 
 def solve_node(prob: RelaxationProblem, k: int, fixed_in=None, fixed_out=None, *,
@@ -92,14 +80,33 @@ def solve_node(prob: RelaxationProblem, k: int, fixed_in=None, fixed_out=None, *
         non-fixed-out columns.
     solver : {"auto", "fista", "zspace"}
         ``"zspace"``: accelerated projected gradient on the indicators z with n x n solves
-        (least squares, no box, no shift, plain intercept only); ``"auto"`` uses it when the
-        number of active columns is at least ``ZSPACE_RATIO`` times n and ``n <= ZSPACE_MAX_N``,
-        or ``n <= ZSPACE_SMALL_N``, FISTA on b otherwise.
+        (least squares, no box, no shift, plain intercept only); ``"fista"``: FISTA on b;
+        ``"auto"``: z-space where it applies and the active columns are at least
+        ``ZSPACE_RATIO`` times n with ``n <= ZSPACE_MAX_N``, or ``n <= ZSPACE_SMALL_N``
+        (:func:`sparsecert.solvers.perspective.strategies.choose`), FISTA otherwise.
 
     Returns
     -------
     RelaxationResult
+        Its ``strategy`` names the strategy that solved the node.
     """
+    node, start, limits = _prepare(prob, k, fixed_in, fixed_out, rel_tol=rel_tol,
+                                   max_iter=max_iter, time_limit=time_limit, cutoff=cutoff,
+                                   warm_start=warm_start, restart=restart, solver=solver)
+    how = strategies.choose(node, start, solver, working_set)
+    try:
+        res = how.solve(node, start, limits)
+    except ZSpaceFailed:
+        if solver != "auto":
+            raise
+        how = strategies.fista_strategy(node, working_set)  # badly scaled columns
+        res = how.solve(node, start, limits)
+    res.strategy = how.name
+    return res
+
+
+def _prepare(prob, k, fixed_in, fixed_out, **options) -> tuple[NodeProblem, Start, Limits]:
+    """The checked node, its start and its limits (``options``: those of :func:`solve_node`)."""
     t0 = time.perf_counter()
     p = prob.n_features
     if not (type(k) is int and 1 <= k <= p):  # the engine's k skips the generic check
@@ -113,41 +120,22 @@ def solve_node(prob: RelaxationProblem, k: int, fixed_in=None, fixed_out=None, *
     n_in = int(np.count_nonzero(s1))
     if n_in > k:
         raise ValueError(f"|fixed_in| = {n_in} exceeds k = {k}")
+    restart, max_iter, rel_tol = options["restart"], options["max_iter"], options["rel_tol"]
     if restart not in RESTARTS:
         raise ValueError(f"restart must be one of {tuple(RESTARTS)}, got {restart!r}")
     if not (isinstance(max_iter, (int, np.integer)) and max_iter >= 0):
         raise ValueError(f"max_iter must be an integer >= 0, got {max_iter!r}")
     if not (rel_tol >= 0.0):
         raise ValueError(f"rel_tol must be >= 0, got {rel_tol!r}")
-    cut = np.inf if cutoff is None else float(cutoff)
-    deadline = None if time_limit is None else t0 + float(time_limit)
-    max_iter = int(max_iter)
-
-    state, budget = node_state(p, k, s1, s0)
-    out = state == OUT  # (one mask for the start, the active columns and the record)
-    x0, c0 = _start(prob, state, warm_start, out)
-
-    n_free = int(np.count_nonzero(state == FREE))
-    if n_free == 0 and prob.loss_fn.has_closed_form_refit and prob.M == np.inf:
-        coef = exact_ridge(prob, state)
-        return finish(prob, state, budget, coef, -np.inf, None, None, 0, 0, "converged", t0,
-                      rel_tol, cut)
-
-    active = (~out).nonzero()[0]
-    how = strategy(prob, active.size, n_free, solver, working_set)
-    if how == "zspace":
-        try:
-            return zspace.solve_zspace(prob, state, budget, x0, rel_tol, max_iter, cut,
-                                       deadline, t0)
-        except zspace.ZSpaceFailed:
-            if solver != "auto":
-                raise
-            how = "full"  # badly scaled columns: FISTA on the full problem
-    runner = Runner(deadline, RESTARTS[restart])
-    if how == "working_set":
-        return solve_ws(prob, state, budget, x0, rel_tol, max_iter, cut, runner, t0)
-    return solve_full(prob, state, budget, x0, rel_tol, max_iter, cut, runner, t0, c0=c0,
-                      active=active, out=out)
+    if options["solver"] not in strategies.SOLVERS:
+        raise ValueError(f"solver must be 'auto', 'fista' or 'zspace', got "
+                         f"{options['solver']!r}")
+    cutoff, time_limit = options["cutoff"], options["time_limit"]
+    limits = Limits(float(rel_tol), int(max_iter), np.inf if cutoff is None else float(cutoff),
+                    None if time_limit is None else t0 + float(time_limit), t0,
+                    RESTARTS[restart])
+    node = NodeProblem.build(prob, k, s1, s0)
+    return node, Start.of(node, options["warm_start"]), limits
 
 
 def strategy(prob: RelaxationProblem, n_active: int, n_free: int, solver: str = "auto",
@@ -158,44 +146,16 @@ def strategy(prob: RelaxationProblem, n_active: int, n_free: int, solver: str = 
     (A node without free features and with the squared loss and no box is solved exactly
     before this choice.) ``solver`` and ``working_set`` as in :func:`solve_node`.
     """
-    if solver not in ("auto", "fista", "zspace"):
+    if solver not in strategies.SOLVERS:
         raise ValueError(f"solver must be 'auto', 'fista' or 'zspace', got {solver!r}")
-    zspace_ok = zspace.applies(prob, n_free)
-    if solver == "zspace" and not zspace_ok:
-        raise ValueError("solver='zspace' needs the squared loss without a box or eig_shift")
-    n = prob.n_samples
-    auto_z = ((n_active >= ZSPACE_RATIO * n and n <= ZSPACE_MAX_N)
-              or n <= ZSPACE_SMALL_N)
-    if zspace_ok and (solver == "zspace" or (solver == "auto" and auto_z)):
-        return "zspace"
-    if working_set is None:
-        working_set = n_active >= WS_AUTO_RATIO * n
-    if bool(working_set) and n_active > 1 and not prob.icpt:
-        return "working_set"
-    return "full"
-
-
-def _start(prob: RelaxationProblem, state: np.ndarray, warm_start,
-           out: np.ndarray | None = None) -> tuple[np.ndarray, float]:
-    """The starting point (zeros on S0, inside the box) and intercept from ``warm_start``
-    (``out``: the mask ``state == OUT`` if the caller has it)."""
     p = prob.n_features
-    c0 = initial_intercept(prob) if prob.icpt else 0.0
-    if warm_start is None:
-        return np.zeros(p), c0
-    if prob.icpt and isinstance(warm_start, RelaxationResult):
-        if np.isfinite(warm_start.intercept):  # user coordinates -> centred columns
-            c0 = float(warm_start.intercept + prob.x_mean @ warm_start.coef)
-    w = warm_start.coef if isinstance(warm_start, RelaxationResult) else warm_start
-    w = np.asarray(w, dtype=np.float64)
-    if w.shape != (p,):
-        raise ValueError(f"warm_start must have shape ({p},), got {w.shape}")
-    if not np.isfinite(w).all():
-        raise ValueError("warm_start contains NaN or infinite values")
-    x0 = np.where(state == OUT if out is None else out, 0.0, w)
-    if prob.M < np.inf:
-        x0 = np.clip(x0, -prob.M, prob.M)
-    return x0, c0
+    s0 = np.zeros(p, bool)
+    s0[n_active:] = True
+    s1 = np.zeros(p, bool)
+    s1[n_free:n_active] = True
+    n_in = n_active - n_free
+    node = NodeProblem.build(prob, min(n_in + max(n_free // 2, 1), p), s1, s0)
+    return strategies.choose(node, Start(np.zeros(p)), solver, working_set).name
 
 
 def perspective_relaxation(X, y, k: int, lambda2: float, loss: str = "squared",

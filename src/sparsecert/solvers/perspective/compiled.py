@@ -50,21 +50,21 @@ def node_kernels_cached(prob) -> bool | None:
     n, p = prob.n_samples, prob.n_features
     state = np.full(p, 2, dtype=np.int8)
     it = new_iterate(np.zeros(p), np.zeros(n), 1.0, 0.0)
-    args = (fista_data(prob), intercept(prob), state, 1, it, 1e-6, 1, 1, np.inf, 1.0)
+    args = (fista_data(prob), intercept(prob), state, 1, it, 1e-6, 1, np.inf)
     return is_cached(fista_chunk, args)
 
 
 def _zspace_cached(prob) -> bool | None:
-    """Is the z-space loop compiled (or cached) for the argument types ``solve_zspace`` passes
-    for ``prob``?"""
-    from sparsecert.solvers.perspective._zspace import zspace_chunk
+    """Is the z-space loop compiled (or cached) for the argument types the z-space strategy
+    passes for ``prob``?"""
+    from sparsecert.solvers.perspective._fista import fista_data
+    from sparsecert.solvers.perspective._zspace import ZColumns, new_ziterate, zspace_chunk
 
     n, m = prob.n_samples, 2
     XA = np.ascontiguousarray(prob.X[:, :m])
     XTA = np.ascontiguousarray(prob.XT[:m])
     state = np.full(m, 2, dtype=np.int8)
-    free = np.flatnonzero(state == 2)
-    v = np.zeros(m)
-    args = (XA, XTA, prob.y, 1.0, state, free, 1, v, v, v, np.zeros(6), v, np.zeros(n), v,
-            1e-6, 1, 1, np.inf)
+    cols = ZColumns(np.flatnonzero(state == 2), np.ones(m))
+    it = new_ziterate(np.zeros(m), n, m)
+    args = (fista_data(prob, XA, XTA), cols, state, 1, it, 1e-6, 1, np.inf)
     return is_cached(zspace_chunk, args)

@@ -16,7 +16,7 @@ import numpy as np
 
 from sparsecert.solvers.perspective._bound import dual_value, point_values
 from sparsecert.solvers.perspective._fista import fista_data
-from sparsecert.solvers.perspective._gfun import OUT, relaxed_z_into
+from sparsecert.solvers.perspective._gfun import relaxed_z_into
 from sparsecert.solvers.perspective._linalg import xb
 from sparsecert.solvers.perspective.result import RelaxationResult
 from sparsecert.solvers.perspective.zero_sum import dyadic_zero_sum, icpt_bound
@@ -42,17 +42,17 @@ def full_bound(prob, state: np.ndarray, budget: int, b: np.ndarray, ub: np.ndarr
     return float(lb), zeta
 
 
-def finish(prob, state, budget, coef, best, bp, dual, n_iter, n_rest, status, t0, rel_tol,
-           cut, c=0.0, data=None, out=None) -> RelaxationResult:
+def finish(node, limits, run, data=None) -> RelaxationResult:
     """Final objective and bound at the final iterate (both over all columns), the record.
 
-    ``best, bp, dual``: the strategy's best bound, the point and the dual vector that attained
-    it (``bp = None`` when there is none); ``c``: the internal intercept (non-squared losses);
-    ``data``, ``out``: ``fista_data(prob)`` and the mask ``state == OUT`` if the caller has them.
+    ``node`` (:class:`~.node.NodeProblem`), ``limits`` (:class:`~.node.Limits`), ``run``
+    (:class:`~.node.Iterated`: the strategy's final iterate, its best bound with the point and
+    dual vector that attained it, the intercept carried as a variable); ``data``:
+    ``fista_data(prob)`` if the caller has it.
     """
-    if out is None:
-        out = state == OUT
-    coef = np.where(out, 0.0, coef)
+    prob, state, budget, out = node.prob, node.state, node.budget, node.out
+    best, bp, dual, c = run.best, run.bound_point, run.dual, run.c
+    coef = np.where(out, 0.0, run.coef)
     ux = xb(prob.XT, coef)
     if prob.icpt:
         ux += c
@@ -75,16 +75,14 @@ def finish(prob, state, budget, coef, best, bp, dual, n_iter, n_rest, status, t0
         best = float(dual_value(prob.X, prob.y, prob.loss_spec, prob.lambda2, prob.M, state,
                                 budget, dual))
     gap = (obj - best) / max(1.0, abs(obj)) if math.isfinite(obj) else math.inf
+    status = run.status
     if status in ("max_iter", "time_limit"):
-        if best >= cut:
+        if best >= limits.cutoff:
             status = "cutoff"
-        elif gap <= rel_tol:
+        elif gap <= limits.rel_tol:
             status = "converged"
-    intercept = 0.0
-    if prob.fit_intercept:  # centred columns (and targets) -> the user's coordinates
-        intercept = float((c if prob.icpt else prob.y_mean) - prob.x_mean @ coef)
     return RelaxationResult(
-        coef=coef, intercept=intercept, objective=obj, lower_bound=float(best), dual=dual,
-        bound_point=bp, z=z,
-        n_iter=int(n_iter), n_restarts=int(n_rest), status=status,
-        time=time.perf_counter() - t0, eig_shift=float(prob.mu), gap=float(gap))
+        coef=coef, intercept=prob.centring.user_intercept(coef, c), objective=obj,
+        lower_bound=float(best), dual=dual, bound_point=bp, z=z,
+        n_iter=int(run.n_iter), n_restarts=int(run.n_restarts), status=status,
+        time=time.perf_counter() - limits.t0, eig_shift=float(prob.mu), gap=float(gap))

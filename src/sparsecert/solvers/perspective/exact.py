@@ -1,4 +1,4 @@
-"""Exact leaf solve: a node without free features is a plain ridge problem.
+"""Strategy: the closed-form leaf. A node without free features is a plain ridge problem.
 
 Applies when no feature is free (every feature fixed, or no more free features than budget, see
 ``node``), with the squared loss and no box: then the relaxation is ``min ||y - X_I b||^2 +
@@ -10,11 +10,35 @@ objective has the same minimiser: the shift cancels on fixed-in coordinates.)
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from sparsecert.solvers.perspective._gfun import IN
+from sparsecert.solvers.perspective.evaluate import finish
+from sparsecert.solvers.perspective.node import Iterated
 
-__all__ = ["exact_ridge"]
+__all__ = ["exact_ridge", "ExactLeaf", "EXACT_LEAF"]
+
+
+class ExactLeaf:
+    """The closed-form leaf strategy (see the module's docstring)."""
+
+    name = "exact"
+
+    def applies(self, node) -> bool:
+        """No free feature, a loss with a closed-form refit (least squares) and no box."""
+        prob = node.prob
+        return node.n_free == 0 and prob.loss_fn.has_closed_form_refit and prob.M == math.inf
+
+    def solve(self, node, start, limits):
+        """One linear solve; the bound is evaluated at the solution (it meets the objective)."""
+        coef = exact_ridge(node.prob, node.state)
+        return finish(node, limits, Iterated(coef, status="converged"))
+
+
+#: the strategy's one instance
+EXACT_LEAF = ExactLeaf()
 
 
 def exact_ridge(prob, state: np.ndarray) -> np.ndarray:

@@ -171,7 +171,7 @@ def compile_node_kernel(config: tuple) -> None:
     state = np.full(p, 2, dtype=np.int8)
     prox_node(np.zeros(p), state, 1, 1.0, float(prob.M))
     it = new_iterate(np.zeros(p), np.zeros(n), 1.0, 0.0)
-    fista_chunk(fista_data(prob), intercept(prob), state, 1, it, 1e-6, 0, 1, np.inf, 1.0)
+    fista_chunk(fista_data(prob), intercept(prob), state, 1, it, 1e-6, 0, np.inf)
 
 
 def config_args(config: tuple, claims: str | None = None) -> list[str]:

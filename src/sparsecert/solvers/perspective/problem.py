@@ -18,6 +18,7 @@ from sparsecert.solvers.perspective._linalg import (
     lanczos_norm_sq,
     spectral_norm_sq,
 )
+from sparsecert.solvers.perspective.centring import Centring
 from sparsecert.solvers.rigorous import proves_eig_shift
 
 __all__ = ["RelaxationProblem", "safe_eig_shift", "check_eig_shift"]
@@ -118,10 +119,9 @@ class RelaxationProblem:
         Lipschitz constant of the gradient of the loss part, ``c ||X||^2`` (None for Poisson).
     norm_sq : float
         ``||X||_2^2`` (power iteration).
-    x_mean, y_mean : ndarray or float
-        Means removed from ``X`` (any loss with intercept) and ``y`` (a loss with a closed-form
-        refit, whose intercept is exact by centring); zeros otherwise. The other losses'
-        internal intercept ``c`` maps to the user's ``c - x_mean @ b``.
+    centring : Centring
+        The intercept by centring (its means, ``x_mean`` and ``y_mean``, are also attributes):
+        the reduction that made ``X`` and ``y`` and its inverse to the user's intercept.
     XT : ndarray (p, n)
         ``X.T`` as a C-contiguous copy (used by the kernels).
     """
@@ -135,8 +135,7 @@ class RelaxationProblem:
     fit_intercept: bool
     norm_sq: float
     lipschitz: float | None
-    x_mean: np.ndarray
-    y_mean: float
+    centring: Centring
     XT: np.ndarray | None = field(default=None, repr=False)
     loss_params: dict = field(default_factory=dict)
     loss_fn: Loss = field(init=False, repr=False)
@@ -157,6 +156,16 @@ class RelaxationProblem:
         # X^T stored C-contiguous for the single-threaded X @ b kernel (see _linalg)
         if self.XT is None:
             self.XT = np.ascontiguousarray(self.X.T)
+
+    @property
+    def x_mean(self) -> np.ndarray:
+        """The column means the centring removed (zeros without an intercept)."""
+        return self.centring.x_mean
+
+    @property
+    def y_mean(self) -> float:
+        """The response mean the centring removed (least squares with an intercept)."""
+        return self.centring.y_mean
 
     @property
     def n_samples(self) -> int:
@@ -214,19 +223,9 @@ class RelaxationProblem:
         params = dict(getattr(prepared, "loss_params", None) or {})
         closed_form = get_loss(loss, params).has_closed_form_refit
         M = np.inf if prepared.max_abs_coef is None else prepared.max_abs_coef
-        p = Xc.shape[1]
-        x_mean = np.zeros(p)
-        y_mean = 0.0
-        if fit_intercept and closed_form:
-            x_mean = Xc.mean(axis=0)
-            y_mean = float(yc.mean())
-            Xc = np.ascontiguousarray(Xc - x_mean)
-            yc = yc - y_mean
-        elif fit_intercept:
-            # centre the columns: x^T b + c = (x - m)^T b + (c + m^T b), so the intercept
-            # decouples from badly offset columns; a zero-sum dual gives the same X^T zeta
-            x_mean = Xc.mean(axis=0)
-            Xc = np.ascontiguousarray(Xc - x_mean)
+        # (with a carried intercept a zero-sum dual gives the same X^T zeta on centred columns;
+        # a loss with a closed-form refit has its intercept exact by centring the targets too)
+        centring, Xc, yc = Centring.apply(Xc, yc, fit_intercept, centre_y=closed_form)
         mu = _resolve_shift(Xc, loss, eig_shift, fit_intercept)
         XT = c_transpose(Xc)
         if min(Xc.shape) <= 64:
@@ -239,7 +238,7 @@ class RelaxationProblem:
         curv = get_loss(loss, params).curvature
         lip = None if curv is None else curv * norm_sq
         out = cls(X=Xc, y=yc, loss=loss, lambda2=lam, M=M, mu=mu, fit_intercept=fit_intercept,
-                  norm_sq=norm_sq, lipschitz=lip, x_mean=x_mean, y_mean=y_mean, XT=XT,
+                  norm_sq=norm_sq, lipschitz=lip, centring=centring, XT=XT,
                   loss_params=params)
         return out
 

@@ -43,6 +43,9 @@ class RelaxationResult:
         The shift ``mu`` used.
     gap : float
         ``(objective - lower_bound) / max(1, |objective|)``.
+    strategy : str
+        The node strategy that solved it (``"exact"``, ``"zspace"``, ``"working_set"`` or
+        ``"full"``; see ``strategies``).
     """
 
     coef: np.ndarray
@@ -58,3 +61,4 @@ class RelaxationResult:
     time: float
     eig_shift: float
     gap: float
+    strategy: str = ""

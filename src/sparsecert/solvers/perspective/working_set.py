@@ -1,15 +1,19 @@
-"""Working set: FISTA on a growing subset W of the columns, the bound over all columns.
+"""Strategy: FISTA on a growing working set W of the columns, the bound over all columns.
 
-Applies when the active columns are at least ``WS_AUTO_RATIO`` times the samples (p >> n, where
-the relaxed solution is sparse) and no intercept is carried as a variable (squared loss, or no
-intercept); ``working_set=True`` forces it. The sub-problem on W is solved by the FISTA kernel to
-an inner tolerance; the bound is then evaluated over all active columns (so it is valid whatever
-W), and W is grown with the free columns whose ``H_M(a_j)`` would enter the top-k of
-``g*_node`` (as skglm and celer do for the Lasso). When W exceeds ``WS_MAX_FRACTION`` of the
-active columns it falls back to full FISTA from the current point.
+Applies when no intercept is carried as a variable (squared loss, or no intercept) and more
+than one column is active; ``solve_node`` takes it by default when the active columns are at
+least ``WS_AUTO_RATIO`` times the samples (p >> n, where the relaxed solution is sparse),
+unless z-space is taken; ``working_set=True`` forces it. The
+sub-problem on W is solved by the FISTA kernel to an inner tolerance; the bound is then
+evaluated over all active columns (so it is valid whatever W), and W is grown with the free
+columns whose ``H_M(a_j)`` would enter the top-k of ``g*_node`` (as skglm and celer do for the
+Lasso). When W exceeds ``WS_MAX_FRACTION`` of the active columns it falls back to full FISTA
+from the current point.
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import numpy as np
 
@@ -17,13 +21,39 @@ from sparsecert.solvers.perspective._fista import fista_data, new_iterate
 from sparsecert.solvers.perspective._gfun import FREE, IN, OUT
 from sparsecert.solvers.perspective._linalg import spectral_norm_sq, xb, xtz
 from sparsecert.solvers.perspective.evaluate import finish, full_bound, objective
-from sparsecert.solvers.perspective.full import initial_L, lift_best, solve_full
+from sparsecert.solvers.perspective.full import initial_L, lift_best, run_fista, solve_full
+from sparsecert.solvers.perspective.node import Iterated, Start
 from sparsecert.solvers.perspective.problem import LIPSCHITZ_SAFETY
+from sparsecert.solvers.perspective.runner import Runner
 
-__all__ = ["solve_ws", "WS_MAX_FRACTION"]
+__all__ = ["WorkingSet", "WORKING_SET", "solve_ws", "WS_MAX_FRACTION", "WS_AUTO_RATIO"]
 
 #: the working set is abandoned (full iterations from the current point) beyond this fraction
 WS_MAX_FRACTION = 0.35
+#: working set by default when the active columns are at least this many times n
+WS_AUTO_RATIO = 4
+
+
+class WorkingSet:
+    """The working-set strategy (see the module's docstring)."""
+
+    name = "working_set"
+
+    def applies(self, node) -> bool:
+        """No intercept carried as a variable, more than one active column."""
+        return node.n_active > 1 and not node.prob.icpt
+
+    def wanted(self, node) -> bool:
+        """Taken by default: the active columns are at least ``WS_AUTO_RATIO`` times n."""
+        return node.n_active >= WS_AUTO_RATIO * node.prob.n_samples
+
+    def solve(self, node, start, limits):
+        """The working-set outer loop; see :func:`solve_ws`."""
+        return solve_ws(node, start, limits)
+
+
+#: the strategy's one instance
+WORKING_SET = WorkingSet()
 
 
 def ws_scores(prob, grad: np.ndarray) -> np.ndarray:
@@ -35,15 +65,17 @@ def ws_scores(prob, grad: np.ndarray) -> np.ndarray:
     return np.where(aa <= prob.M, 0.5 * aa * aa, prob.M * aa - 0.5 * prob.M ** 2)
 
 
-def solve_ws(prob, state, budget, x0, rel_tol, max_iter, cut, runner, t0):
-    """Working-set outer loop from ``x0``."""
+def solve_ws(node, start, limits):
+    """Working-set outer loop from ``start.x`` (no carried intercept)."""
+    prob, state, budget = node.prob, node.state, node.budget
     X, p = prob.X, prob.n_features
     free = state == FREE
-    x = x0.copy()
+    runner = Runner(limits.deadline)
+    x = start.x.copy()
     ux = xb(prob.XT, x)
     best, zeta = full_bound(prob, state, budget, x, ux)
     grad = xtz(X, zeta) - 2.0 * prob.mu * x
-    bp, dual = x.copy(), zeta.copy()
+    done = Iterated(x, best=best, bound_point=x.copy(), dual=zeta.copy())
     h = ws_scores(prob, grad)
     m0 = max(3 * budget, 50)
     in_w = (state == IN) | ((x != 0.0) & (state != OUT))
@@ -51,15 +83,11 @@ def solve_ws(prob, state, budget, x0, rel_tol, max_iter, cut, runner, t0):
     if cand.size:
         top = cand[np.argsort(-h[cand])[:m0]]
         in_w[top] = True
-    inner_tol = max(rel_tol, 1e-3)
-    n_it = 0
-    n_rest = 0
+    inner_tol = max(limits.rel_tol, 1e-3)
     status = "max_iter"
-    n_active = int(np.sum(state != OUT))
     while True:
-        if in_w.sum() > WS_MAX_FRACTION * n_active:
-            return solve_full(prob, state, budget, x, rel_tol, max_iter, cut, runner, t0, best,
-                              bp, dual, n_it, n_rest)
+        if in_w.sum() > WS_MAX_FRACTION * node.n_active:
+            return solve_full(node, Start(x), limits, runner, done)
         W = np.flatnonzero(in_w)
         XW = np.ascontiguousarray(X[:, W])
         XWT = np.ascontiguousarray(prob.XT[W])
@@ -69,30 +97,31 @@ def solve_ws(prob, state, budget, x0, rel_tol, max_iter, cut, runner, t0):
         nsW = spectral_norm_sq(XW, tol=1e-6, XT=XWT) * LIPSCHITZ_SAFETY
         it = new_iterate(xW, uxW, initial_L(prob, nsW, uxW),
                          objective(prob, stW, budget, xW, uxW))
-        _, n_sub = runner.run(fista_data(prob, XW, XWT), None, stW, budget, it, inner_tol,
-                              max_iter - n_it, np.inf)
-        n_it += n_sub
-        n_rest += it.get("n_restart")
+        _, n_sub = run_fista(runner, (fista_data(prob, XW, XWT), None, stW, budget), it,
+                             replace(limits, rel_tol=inner_tol, cutoff=np.inf),
+                             limits.max_iter - done.n_iter)
+        done = replace(done, n_iter=done.n_iter + n_sub,
+                       n_restarts=done.n_restarts + it.get("n_restart"))
         xW = it.x
         uxW = it.ux
         x = np.zeros(p)
         x[W] = xW
         # full bound at the primal iterate and at the subproblem's best bound point
         lb_x, zeta_x = full_bound(prob, state, budget, x, uxW)
-        if lb_x > best:
-            best, bp, dual = lb_x, x.copy(), zeta_x
-        best, bp, dual = lift_best(prob, state, budget, W, XWT, it, best, bp, dual)
+        if lb_x > done.best:
+            done = replace(done, best=lb_x, bound_point=x.copy(), dual=zeta_x)
+        done = lift_best(node, W, XWT, it, done)
         Px = it.get("px")
-        if best >= cut:
+        if done.best >= limits.cutoff:
             status = "cutoff"
             break
-        if Px - best <= rel_tol * max(1.0, abs(Px)):
+        if Px - done.best <= limits.rel_tol * max(1.0, abs(Px)):
             status = "converged"
             break
         if runner.timed_out:
             status = "time_limit"
             break
-        if n_it >= max_iter:
+        if done.n_iter >= limits.max_iter:
             status = "max_iter"
             break
         # grow W with the free columns outside W that would enter the top-(budget) of g*_node
@@ -108,8 +137,8 @@ def solve_ws(prob, state, budget, x0, rel_tol, max_iter, cut, runner, t0):
             add = viol[np.argsort(-h[viol])[:n_add]]
             in_w[add] = True
         else:
-            if inner_tol > 0.1 * rel_tol:
-                inner_tol = max(inner_tol * 0.1, 0.1 * rel_tol)
+            if inner_tol > 0.1 * limits.rel_tol:
+                inner_tol = max(inner_tol * 0.1, 0.1 * limits.rel_tol)
             else:
                 inner_tol = max(inner_tol * 0.1, 1e-16)
-    return finish(prob, state, budget, x, best, bp, dual, n_it, n_rest, status, t0, rel_tol, cut)
+    return finish(node, limits, replace(done, coef=x, status=status))

@@ -1,12 +1,12 @@
-r"""z-space: the relaxation in the space of the indicators z (least squares, p >> n).
+r"""Strategy: the relaxation in the space of the indicators z (least squares, p >> n).
 
 Applies to the squared loss without a box, an eigen shift or an intercept carried as a variable
 (a centred intercept is fine), with free features; ``solve_node(solver="auto")`` uses it when
 the active columns are at least ``ZSPACE_RATIO`` times the samples and ``n <= ZSPACE_MAX_N``,
 or ``n <= ZSPACE_SMALL_N`` (an iteration costs at most an n x n factorisation),
-``solver="zspace"`` forces it. There FISTA on b is slow because its step is ``1 / ||X||^2``
-(riboflavin: ``||X||^2 = 1.8e7``), while the conditioning of X enters z-space only through
-small solves.
+``solver="zspace"`` forces it. There FISTA on b is slow because its
+step is ``1 / ||X||^2`` (riboflavin: ``||X||^2 = 1.8e7``), while the conditioning of X enters
+z-space only through small solves.
 
 For least squares without a box the inner minimisation over b is a weighted ridge with a
 closed form in the n x n "kernel" space:
@@ -36,30 +36,25 @@ else ``(I + B^T B)^{-1} y`` (n x n).
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 
-from sparsecert.solvers.perspective._gfun import FREE, OUT, relaxed_z
+from sparsecert.solvers.perspective._fista import fista_data
+from sparsecert.solvers.perspective._gfun import FREE, relaxed_z
 from sparsecert.solvers.perspective._zspace import (
-    CONVERGED,
-    CUTOFF,
-    FAILED,
-    MAX_ITER,
-    RUNNING,
-    S_BEST,
-    S_IT,
-    S_REST,
+    ST_FAILED,
+    ZColumns,
+    new_ziterate,
     project_capped,
     zspace_chunk,
 )
 from sparsecert.solvers.perspective.evaluate import finish
+from sparsecert.solvers.perspective.node import Iterated
+from sparsecert.solvers.perspective.runner import Runner
 
-__all__ = ["solve_zspace", "applies", "ZSpaceFailed", "CHUNK"]
+__all__ = ["ZSpace", "ZSPACE", "applies", "ZSpaceFailed", "CHUNK"]
 
 #: iterations per call of the compiled loop (the deadline is checked between calls)
 CHUNK = 100
-_STATUS = {CONVERGED: "converged", CUTOFF: "cutoff", MAX_ITER: "max_iter"}
 
 
 def applies(prob, n_free: int) -> bool:
@@ -73,59 +68,65 @@ class ZSpaceFailed(ArithmeticError):
     """The z-space solve lost positive definiteness to rounding; the caller uses FISTA."""
 
 
-def solve_zspace(prob, state, budget, x0, rel_tol, max_iter, cut, deadline, t0):
-    """Accelerated projected gradient on z from ``x0``'s relaxed indicators (or, from zero, the
-    ``budget`` free columns most correlated with y); the bound is ``D(-2 alpha)``.
+class ZSpace:
+    """The z-space strategy (see the module's docstring)."""
 
-    The loop runs in the compiled :func:`~sparsecert.solvers.perspective._zspace.zspace_chunk`
-    on the active (not fixed-out) columns only; :class:`ZSpaceFailed` when its n x n (or
-    Woodbury) system is lost to rounding.
-    """
-    p = prob.n_features
-    act = np.flatnonzero(state != OUT)
-    stA = np.ascontiguousarray(state[act])
-    freeA = np.flatnonzero(stA == FREE)
-    free = act[freeA]
-    if act.size == p:
-        XA, XTA = np.ascontiguousarray(prob.X), prob.XT
-    else:
-        XA, XTA = np.ascontiguousarray(prob.X[:, act]), np.ascontiguousarray(prob.XT[act])
-    if np.any(x0 != 0.0):
-        zf = relaxed_z(x0, state, budget)[free]
-    else:  # the budget free columns most correlated with y
-        c0 = np.abs(XTA[freeA] @ prob.y)
-        zf = np.zeros(free.size)
-        zf[np.argsort(-c0)[:budget]] = 1.0
-    zf = project_capped(np.ascontiguousarray(zf, dtype=np.float64), float(budget))
-    norms = np.einsum("ij,ij->i", XTA, XTA)
-    zp = np.empty(free.size)
-    scal = np.array([1.0, 1.0, np.nan, -np.inf, 0.0, 0.0])
-    bpA = np.zeros(act.size)
-    dual = np.zeros(prob.n_samples)
-    c_last = np.zeros(act.size)
-    while True:
-        code = zspace_chunk(XA, XTA, prob.y, float(prob.lambda2), stA, freeA, int(budget), norms,
-                            zf, zp, scal, bpA, dual, c_last, float(rel_tol), int(max_iter),
-                            CHUNK, float(cut))
-        if code == FAILED:
+    name = "zspace"
+
+    def applies(self, node) -> bool:
+        """Squared loss, no box, no eigen shift, no carried intercept, some free feature."""
+        return applies(node.prob, node.n_free)
+
+    def solve(self, node, start, limits):
+        """Accelerated projected gradient on z from the relaxed indicators of ``start.x`` (or,
+        from zero, the ``budget`` free columns most correlated with y); the bound is
+        ``D(-2 alpha)``.
+
+        The loop runs in the compiled :func:`~sparsecert.solvers.perspective._zspace.zspace_chunk`
+        on the active (not fixed-out) columns only; :class:`ZSpaceFailed` when its n x n (or
+        Woodbury) system is lost to rounding.
+        """
+        prob, state, budget, act = node.prob, node.state, node.budget, node.active
+        p = prob.n_features
+        stA = np.ascontiguousarray(state[act])
+        freeA = np.flatnonzero(stA == FREE)
+        free = act[freeA]
+        if act.size == p:
+            XA, XTA = np.ascontiguousarray(prob.X), prob.XT
+        else:
+            XA, XTA = np.ascontiguousarray(prob.X[:, act]), np.ascontiguousarray(prob.XT[act])
+        if not start.is_zero:
+            zf = relaxed_z(start.x, state, budget)[free]
+        else:  # the budget free columns most correlated with y
+            c0 = np.abs(XTA[freeA] @ prob.y)
+            zf = np.zeros(free.size)
+            zf[np.argsort(-c0)[:budget]] = 1.0
+        zf = project_capped(np.ascontiguousarray(zf, dtype=np.float64), float(budget))
+        data = fista_data(prob, XA, XTA)
+        cols = ZColumns(freeA, np.einsum("ij,ij->i", XTA, XTA))
+        it = new_ziterate(zf, prob.n_samples, act.size)
+        runner = Runner(limits.deadline, max_chunk=CHUNK)
+        status, n_it = runner.run(lambda m: zspace_chunk(data, cols, stA, int(budget), it,
+                                                         float(limits.rel_tol), m,
+                                                         float(limits.cutoff)),
+                                  limits.max_iter)
+        if status == ST_FAILED:
             raise ZSpaceFailed("the n x n system of the z-space solve is not numerically "
                                "positive definite")
-        if code != RUNNING:
-            status = _STATUS[code]
-            break
-        if deadline is not None and time.perf_counter() >= deadline:
-            status = "time_limit"
-            break
-    best = float(scal[S_BEST])
-    bp = None
-    if best > -np.inf:
-        bp = np.zeros(p)
-        bp[act] = bpA
-    else:
-        dual = None
-    zA = np.where(stA == FREE, 0.0, 1.0)
-    zA[freeA] = zf
-    coef = np.zeros(p)
-    coef[act] = zA * c_last / prob.lambda2
-    return finish(prob, state, budget, coef, best, bp, dual, int(scal[S_IT]),
-                  int(scal[S_REST]), status, t0, rel_tol, cut)
+        best = it.get("best")
+        bp = dual = None
+        if best > -np.inf:
+            bp = np.zeros(p)
+            bp[act] = it.bound_point
+            dual = it.dual
+        zA = np.where(stA == FREE, 0.0, 1.0)
+        zA[freeA] = it.z
+        coef = np.zeros(p)
+        coef[act] = zA * it.c / prob.lambda2
+        return finish(node, limits, Iterated(coef, 0.0, best, bp, dual, n_it,
+                                             int(it.get("n_restart")),
+                                             runner.status_name(status)))
+
+
+#: the strategy's one instance
+ZSPACE = ZSpace()
