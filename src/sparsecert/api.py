@@ -188,6 +188,7 @@ def certify_prepared(prepared: PreparedProblem, options: SearchOptions, *, featu
     :func:`certify`; ``t0`` is when the caller's clock started (default: now)."""
     from sparsecert.bnb import BranchAndBound
     from sparsecert.bnb.interrupts import deferred_interrupt
+    from sparsecert.firstrun import compile_first_run
     from sparsecert.solvers.perspective import RelaxationProblem
 
     t0 = time.perf_counter() if t0 is None else t0
@@ -198,6 +199,9 @@ def certify_prepared(prepared: PreparedProblem, options: SearchOptions, *, featu
         raise ValueError("the prepared problem has no k")
     prob = RelaxationProblem.from_prepared(prepared)  # the expensive setup, after every check
     engine = BranchAndBound(prob, spec.k, options)
+    engine.announce()
+    # a first run says so and compiles, once
+    engine.compile_time = compile_first_run(prob, engine.progress)
     res = engine.run()
     # a second Ctrl-C here would lose the result (see interrupts); the log keeps ticking
     with deferred_interrupt(), engine.after_search("certificate") as note:

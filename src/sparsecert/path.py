@@ -200,6 +200,7 @@ def solve_path(prepared: PreparedProblem, ks: np.ndarray, options: SearchOptions
                warm_start: bool = True, t0: float | None = None) -> PathResult:
     """:func:`certify_path` of a problem already prepared (``prepared.spec.k`` unset) over
     checked support sizes ``ks`` (distinct, increasing, at most ``n_features``)."""
+    from sparsecert.firstrun import compile_first_run
     from sparsecert.solvers.heuristics import SupportRefitter
     from sparsecert.solvers.perspective import RelaxationProblem
 
@@ -223,6 +224,9 @@ def solve_path(prepared: PreparedProblem, ks: np.ndarray, options: SearchOptions
                                 start_supports=[start] if warm else (),
                                 root_warm_start=root_start.get("coef") if warm else None,
                                 node_callback=keep_root)
+        if not results:  # a first run says so and compiles, once for the path
+            engine.announce()
+            engine.compile_time = compile_first_run(prob, engine.progress)
         res = engine.run()
         start = tuple(res.support)
         # a second Ctrl-C here would lose the point's result; the log keeps ticking

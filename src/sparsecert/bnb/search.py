@@ -54,7 +54,6 @@ from sparsecert.bnb.node import Node, Witness
 from sparsecert.bnb.progress import ProgressLog
 from sparsecert.bnb.queues import make_queue
 from sparsecert.bnb.results import HistoryRecord, SearchResult
-from sparsecert.bnb.warmup import discard_prestarted, needs_compiling, warm_up
 from sparsecert.problem import EXECUTION_FIELDS, SearchOptions
 from sparsecert.solvers.heuristics import SubsetModel, SupportRefitter, beam_search, swap_search
 from sparsecert.solvers.perspective import RelaxationProblem, RelaxationResult
@@ -195,7 +194,10 @@ class BranchAndBound:
         self.progress = ProgressLog(s.verbose, s.log_interval, s.log)
         self.incumbent: SubsetModel | None = None
         self._n_fixed = 0
-        self._compile_time = 0.0
+        self._announced = False
+        #: seconds the caller spent compiling the kernels before the search (the front door's
+        #: first run, see sparsecert.firstrun); the result reports it apart from the search
+        self.compile_time = 0.0
 
     def _check_support(self, support: Sequence[int]) -> tuple[int, ...]:
         mask = check_index_set(support, self.problem.n_features, "start_supports entry")
@@ -435,27 +437,18 @@ class BranchAndBound:
                     self.queue.push(n)
                 raise
 
-    def _announce(self) -> None:
+    def announce(self) -> None:
+        """The log's first line: the problem and the tolerance (once per run; :meth:`run` says
+        it unless it was said before, so that a caller can put work of its own, such as the
+        first run's compilation, between the line and the search)."""
+        if self._announced:
+            return
+        self._announced = True
         pr = self.problem
         self.progress.message(
             f"sparsecert branch and bound: n={pr.n_samples} p={pr.n_features} k={self.k} "
             f"loss={pr.loss} lambda2={pr.lambda2:g} eig_shift={pr.mu:.6g} "
             f"rel_gap={self.settings.rel_gap:g}")
-
-    def _compile_first_run(self) -> None:
-        """On a first run (nothing in numba's cache for this configuration), say so and compile
-        the kernels on a tiny problem, with the log ticking (see :mod:`sparsecert.bnb.warmup`)."""
-        self._compile_time = 0.0
-        if self.progress.verbose < 1 or not needs_compiling(self.problem):
-            discard_prestarted()  # a compiling process the command line started early
-            return
-        self.progress.message("compiling the numerical kernels (first run only: numba caches "
-                              "them for later runs) ...")
-        t0 = time.perf_counter()
-        with self.progress.ticking(t0), self.progress.phase("compiling"):
-            seconds = warm_up(self.problem)
-        self._compile_time = time.perf_counter() - t0
-        self.progress.message(f"kernels compiled in {seconds:.1f} s")
 
     @contextlib.contextmanager
     def after_search(self, phase: str) -> Iterator[Callable[[str], None]]:
@@ -471,8 +464,8 @@ class BranchAndBound:
 
     def run(self) -> SearchResult:
         """Search until the gap closes or a limit is hit; Ctrl-C returns the best so far."""
-        self._announce()
-        self._compile_first_run()
+        self.announce()
+        self._announced = False  # the next run says it again
         self._reset()
         if self.user_executor is not None:
             executor, token, own = self.user_executor, None, False
@@ -531,4 +524,4 @@ class BranchAndBound:
             lower_bound=lb, absolute_gap=max(0.0, ub - lb), relative_gap=relative_gap(ub, lb),
             n_nodes=len(self.nodes), n_open=len(open_nodes), time=self._elapsed(),
             nodes=self.nodes, history=self.history, settings=s.record(),
-            n_relaxation_iters=self._n_iter, compile_time=self._compile_time)
+            n_relaxation_iters=self._n_iter, compile_time=self.compile_time)

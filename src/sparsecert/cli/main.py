@@ -196,7 +196,7 @@ def _load(args) -> tuple:
 
 
 def _cmd_certify(args) -> int:
-    from sparsecert.solvers.perspective import precompile
+    from sparsecert.firstrun import precompile
 
     records = _certify_records(args)  # a bad option is refused before anything starts
     if not args.quiet:

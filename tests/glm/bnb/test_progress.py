@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 
 from sparsecert.bnb import BnBSettings, BranchAndBound
-from sparsecert.bnb import search as search_module
 from sparsecert.bnb.progress import ProgressLog
+from sparsecert.firstrun import warmup
 from sparsecert.solvers.perspective import RelaxationProblem
 
 SRC = Path(__file__).resolve().parents[3] / "src"
@@ -51,19 +51,35 @@ def _problem():
 
 
 def test_first_run_announces_compilation_once(monkeypatch):
+    """The front door has the first run's kernels compiled between the search's first line
+    and the search, once; the search alone compiles nothing up front."""
+    import sparsecert
+
     calls = []
-    monkeypatch.setattr(search_module, "needs_compiling", lambda prob: True)
-    monkeypatch.setattr(search_module, "warm_up", lambda prob: calls.append(prob) or 1.25)
+    monkeypatch.setattr(warmup, "needs_compiling", lambda prob: True)
+    monkeypatch.setattr(warmup, "warm_up", lambda prob: calls.append(prob) or 1.25)
     lines = []
-    BranchAndBound(_problem(), 2, BnBSettings(verbose=1, log=lines.append)).run()
-    assert len(calls) == 1
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((20, 6))
+    y = X[:, 0] + rng.standard_normal(20)
+    first = sparsecert.certify(X, y, 2, 1.0, log=lines.append)
+    assert len(calls) == 1 and first.search.compile_time > 0.0  # reported apart
     i = next(i for i, s in enumerate(lines) if s.startswith("compiling the numerical kernels"))
     assert "first run only" in lines[i] and lines[i + 1] == "kernels compiled in 1.2 s"
     assert lines[i - 1].startswith("sparsecert branch and bound")
-    monkeypatch.setattr(search_module, "needs_compiling", lambda prob: False)
+    assert sum(s.startswith("sparsecert branch and bound") for s in lines) == 1
+    lines.clear()
+    sparsecert.certify_path(X, y, [1, 2], 1.0, verbose=1, log=lines.append)
+    assert len(calls) == 2  # once for the whole path
+    assert sum(s.startswith("compiling the numerical kernels") for s in lines) == 1
     lines.clear()
     BranchAndBound(_problem(), 2, BnBSettings(verbose=1, log=lines.append)).run()
-    assert not any("compil" in s for s in lines) and len(calls) == 1
+    assert not any("compil" in s for s in lines) and len(calls) == 2
+    monkeypatch.setattr(warmup, "needs_compiling", lambda prob: False)
+    lines.clear()
+    later = sparsecert.certify(X, y, 2, 1.0, log=lines.append)
+    assert not any("compil" in s for s in lines) and len(calls) == 2
+    assert later.search.compile_time == 0.0
 
 
 def test_the_log_keeps_ticking_through_the_certificate(monkeypatch):
@@ -73,7 +89,7 @@ def test_the_log_keeps_ticking_through_the_certificate(monkeypatch):
 
     import sparsecert.api as api
 
-    monkeypatch.setattr(search_module, "needs_compiling", lambda prob: False)
+    monkeypatch.setattr(warmup, "needs_compiling", lambda prob: False)
     slow_parts = []
     original = api.assemble_result
 
@@ -111,7 +127,7 @@ def test_is_cached_reads_numbas_cache(tmp_path):
         import sys
         import numpy as np
         from kmod import f
-        from sparsecert.solvers.perspective.compiled import is_cached
+        from sparsecert.firstrun.cache import is_cached
         before = is_cached(f, (np.ones(2),))
         f(np.ones(2))
         print(before, is_cached(f, (np.ones(2),)), is_cached(f, (np.ones((2, 2)),)))

@@ -1,11 +1,12 @@
-"""The first run's compilation (bnb/warmup.py): a tiny problem on the real problem's code path,
-the node kernel compiled in a second process that announces the kernels both processes share,
-and the transpose without a kernel when small."""
+"""The first run's compilation (sparsecert/firstrun): a tiny problem on the real problem's code
+path, the node kernel compiled in a second process that announces the kernels both processes
+share, and the transpose without a kernel when small; the room and the search import no
+circle."""
 
 import numpy as np
 import pytest
 
-from sparsecert.bnb import warmup
+from sparsecert.firstrun import precompile, warmup
 from sparsecert.solvers.perspective import RelaxationProblem
 from sparsecert.solvers.perspective._linalg import SMALL_TRANSPOSE, c_transpose, transpose
 from sparsecert.solvers.perspective.api import strategy
@@ -72,8 +73,8 @@ def test_spawned_process_fails_cleanly_on_a_bad_configuration():
 def test_compiling_process_says_when_the_shared_kernels_are_cached():
     """The second process announces the shared kernels, which are then in numba's cache for
     the argument types the bound evaluation of this process passes."""
+    from sparsecert.firstrun.cache import is_cached
     from sparsecert.solvers.perspective._gfun import g_node, gstar_node
-    from sparsecert.solvers.perspective.compiled import is_cached
 
     rng = np.random.default_rng(2)
     X = rng.standard_normal((40, 7))
@@ -94,8 +95,7 @@ def test_compiling_process_says_when_the_shared_kernels_are_cached():
 _LISTEN = """
 import json, os, sys
 from numba.core import event
-from sparsecert.bnb import warmup
-from sparsecert.solvers.perspective import precompile
+from sparsecert.firstrun import precompile, warmup
 
 names = []
 
@@ -152,8 +152,9 @@ def _loaded_in_a_new_process(code: str, modules: tuple[str, ...]) -> list[str]:
 
 
 def test_compiling_process_imports_neither_the_search_nor_scikit_learn():
-    assert _loaded_in_a_new_process("import sparsecert.solvers.perspective.precompile",
-                                    ("sparsecert.bnb", "sklearn", "scipy.optimize")) == []
+    assert _loaded_in_a_new_process("import sparsecert.firstrun.precompile",
+                                    ("sparsecert.bnb", "sklearn", "scipy.optimize",
+                                     "sparsecert.firstrun.warmup")) == []
 
 
 def test_the_search_does_not_import_scipy_optimize():
@@ -166,7 +167,8 @@ def test_the_search_does_not_import_scipy_optimize():
 def test_a_z_space_problem_asks_for_the_z_space_kernel(monkeypatch):
     """A problem whose nodes are solved in z-space never compiles the FISTA kernel: the first-
     run check reads the cache of the z-space loop, with the argument types its solve passes."""
-    from sparsecert.solvers.perspective import _zspace, compiled, solve_node
+    from sparsecert.firstrun import cache as compiled
+    from sparsecert.solvers.perspective import _zspace, solve_node
     from sparsecert.solvers.perspective.api import strategy
 
     rng = np.random.default_rng(5)
@@ -216,15 +218,13 @@ def test_compiling_process_loads_no_solver_and_no_eigen_solver():
     """The second process imports only the kernels before it compiles: building its tiny
     problem (shifted least squares, the default job's configuration) loads neither the
     solvers nor an eigen-solver (numba loads scipy.linalg itself once it compiles)."""
-    code = ("from sparsecert.solvers.perspective import precompile as p; "
+    code = ("from sparsecert.firstrun import precompile as p; "
             "t = p.tiny_problem('squared', False, True, True, 8, 6); assert t.mu > 0")
     assert _loaded_in_a_new_process(code, ("scipy.linalg", "sparsecert.solvers.perspective.api",
                                            "sparsecert.solvers.perspective.full")) == []
 
 
 def test_a_prestarted_process_ends_when_its_input_ends_without_a_configuration():
-    from sparsecert.solvers.perspective import precompile
-
     child = precompile.spawn(None)
     assert child is not None
     out, _ = child.communicate("", timeout=300)
@@ -235,8 +235,6 @@ def test_the_shared_kernels_have_the_same_argument_types_in_every_configuration(
     """What lets a process started early compile the shared kernels before it knows the
     configuration."""
     from numba import typeof
-
-    from sparsecert.solvers.perspective import precompile
 
     def types(config):
         return [(kernel, tuple(typeof(a) for a in args))
@@ -254,8 +252,6 @@ def test_the_shared_kernels_have_the_same_argument_types_in_every_configuration(
 def test_the_warm_up_takes_the_prestarted_process(monkeypatch):
     """The process the command line started early compiles for the warm-up (no second one is
     started), and ends normally once the node kernel is compiled."""
-    from sparsecert.solvers.perspective import precompile
-
     def no_spawn(config, claims=None):
         raise AssertionError("a second compiling process was started")
 
@@ -276,10 +272,7 @@ def test_the_warm_up_takes_the_prestarted_process(monkeypatch):
 def test_a_prestarted_process_nobody_needs_is_ended(tmp_path):
     """A run with nothing to compile (the cache said otherwise) or a quiet one does not leave
     the early process behind: the command ends it whatever happens."""
-    from sparsecert.bnb import search
     from sparsecert.cli import main
-    from sparsecert.solvers.perspective import precompile
-
     started = []
     real_spawn = precompile.spawn
 
@@ -293,7 +286,7 @@ def test_a_prestarted_process_nobody_needs_is_ended(tmp_path):
     np.savez(data, X=X, y=X[:, 0] + 0.1 * rng.standard_normal(40))
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(precompile, "spawn", spawn)
-        mp.setattr(search, "needs_compiling", lambda problem: False)
+        mp.setattr(warmup, "needs_compiling", lambda problem: False)
         mp.setattr(precompile, "node_kernel_cached_somewhere", lambda: False)
         code = main(["certify", "--data", str(data), "--k", "2", "--lambda2", "1",
                      "--out", str(tmp_path / "c.json")])
@@ -313,8 +306,6 @@ def test_each_of_the_node_kernels_other_callees_is_compiled_by_one_process(tmp_p
                                                                           monkeypatch):
     """The two processes share the node kernel's other callees by claiming each in a
     directory: whichever is free first takes the next one, and no kernel is compiled twice."""
-    from sparsecert.solvers.perspective import precompile
-
     done = []
     calls = [(name, lambda name=name: done.append(name), ()) for name in ("a", "b", "c")]
     monkeypatch.setattr(precompile, "callee_calls", lambda prob: calls)
@@ -335,9 +326,7 @@ def test_the_cache_hint_counts_only_a_current_index_for_this_python(tmp_path, mo
     import os
     import sys
 
-    from sparsecert.solvers.perspective import precompile
-
-    here = os.path.dirname(os.path.abspath(precompile.__file__))
+    here = precompile.KERNEL_DIR
     where = tmp_path / (os.path.basename(here) + "_" + hashlib.sha1(here.encode()).hexdigest())
     where.mkdir()
     monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))
@@ -354,3 +343,45 @@ def test_the_cache_hint_counts_only_a_current_index_for_this_python(tmp_path, mo
     assert precompile.node_kernel_cached_somewhere() is False
     os.utime(index, (source + 10, source + 10))
     assert precompile.node_kernel_cached_somewhere() is True
+
+
+def _import_graph() -> dict[str, set[str]]:
+    """Module -> the package's modules it imports (at any depth of the file: the imports
+    inside functions count too), from the source."""
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[3] / "src"
+    files = {".".join(p.relative_to(root).with_suffix("").parts).removesuffix(".__init__"): p
+             for p in (root / "sparsecert").rglob("*.py")}
+    graph = {}
+    for mod, path in files.items():
+        out = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                out.add(node.module)
+                out.update(f"{node.module}.{a.name}" for a in node.names)
+            elif isinstance(node, ast.Import):
+                out.update(a.name for a in node.names)
+        graph[mod] = {m for m in out if m in files and m != mod}
+    return graph
+
+
+def test_the_search_and_the_first_run_import_no_circle():
+    """The first-run compilation is a room of its own: it imports the search (for its tiny
+    search), the search never imports it, and no module the search imports leads back to it."""
+    graph = _import_graph()
+
+    def reach(start: str) -> set[str]:
+        seen, todo = set(), [start]
+        while todo:
+            for m in graph[todo.pop()] - seen:
+                seen.add(m)
+                todo.append(m)
+        return seen
+
+    from_search = reach("sparsecert.bnb.search")
+    assert "sparsecert.bnb.search" not in from_search  # no circle through the search
+    assert not any(m.startswith("sparsecert.firstrun") for m in from_search)
+    assert "sparsecert.bnb.search" in reach("sparsecert.firstrun.warmup")
+    assert "sparsecert.firstrun" in reach("sparsecert.api")  # the front door calls the room

@@ -5,11 +5,12 @@ caches them on disk (next to the package), so only the first run of a configurat
 box, intercept, eigen shift, node strategy) pays. :func:`needs_compiling` reads numba's cache
 to tell; then :func:`warm_up` compiles what a search of that configuration uses, on a tiny
 problem that takes the same code paths, so that the caller can announce the compilation and
-time it.
+time it: :func:`compile_first_run` does both, with the search's progress log, and is what the
+front door (``certify``, ``certify_path``) calls before the search.
 
 numba compiles one function at a time per process, so :func:`warm_up` shares the work with a
 second process through numba's on-disk cache (see
-:mod:`sparsecert.solvers.perspective.precompile`), and compiles no kernel twice: the second
+:mod:`sparsecert.firstrun.precompile`), and compiles no kernel twice: the second
 process compiles the kernels that the node kernel and the bound evaluation both call and says
 so, while this process compiles the proximal operator; then both take the node kernel's other
 callees (the loss value, ``X b``, the polishing schedule, the intercept's dual), each claiming
@@ -21,7 +22,7 @@ The tiny search that follows loads everything from the cache. Should the second 
 or be slow, this process compiles what is missing itself: only the time differs.
 
 The command line starts the second process before it reads the data
-(:func:`sparsecert.solvers.perspective.precompile.prestart`), so that its interpreter start and
+(:func:`sparsecert.firstrun.precompile.prestart`), so that its interpreter start and
 imports overlap this process's; :func:`warm_up` then sends it the configuration, and a run with
 nothing to compile ends it.
 """
@@ -36,7 +37,7 @@ import time
 
 import numpy as np
 
-from sparsecert.solvers.perspective.precompile import (
+from sparsecert.firstrun.precompile import (
     SHARED_DONE,
     compile_node_callees,
     compile_node_kernel,
@@ -47,8 +48,8 @@ from sparsecert.solvers.perspective.precompile import (
     tiny_problem,
 )
 
-__all__ = ["needs_compiling", "warm_up", "tiny_config", "tiny_problem", "compile_node_kernel",
-           "discard_prestarted"]
+__all__ = ["compile_first_run", "needs_compiling", "warm_up", "tiny_config", "tiny_problem",
+           "compile_node_kernel", "discard_prestarted"]
 
 #: the tiny problems' shapes, tried in this order until one takes the real problem's strategy
 _SHAPES = ((8, 6), (8, 40), (120, 6), (120, 500))
@@ -58,9 +59,29 @@ _CHILD_TIMEOUT = 300.0
 
 def needs_compiling(problem) -> bool:
     """True when numba's cache holds no node kernel for ``problem``'s argument types."""
-    from sparsecert.solvers.perspective.compiled import node_kernels_cached
+    from sparsecert.firstrun.cache import node_kernels_cached
 
     return node_kernels_cached(problem) is False
+
+
+def compile_first_run(problem, progress) -> float:
+    """On a first run (no node kernel of ``problem``'s configuration in numba's cache) and
+    with ``progress.verbose >= 1``: say so, compile what a search of the configuration uses
+    (:func:`warm_up`) with ``progress`` (a :class:`sparsecert.bnb.progress.ProgressLog`)
+    ticking, and say how long it took. Otherwise end the compiling process the command line
+    may have started early (a quiet run compiles as it goes). Returns the seconds spent
+    compiling (0.0 when nothing was), which the caller hands to the engine
+    (``BranchAndBound.compile_time``: the result reports it apart from the search)."""
+    if progress.verbose < 1 or not needs_compiling(problem):
+        discard_prestarted()
+        return 0.0
+    progress.message("compiling the numerical kernels (first run only: numba caches them for "
+                     "later runs) ...")
+    t0 = time.perf_counter()
+    with progress.ticking(t0), progress.phase("compiling"):
+        seconds = warm_up(problem)
+    progress.message(f"kernels compiled in {seconds:.1f} s")
+    return time.perf_counter() - t0
 
 
 def _root_strategy(problem) -> str:
@@ -86,7 +107,7 @@ def tiny_config(problem) -> tuple:
 
 def _spawn(config: tuple, claims: str | None = None) -> subprocess.Popen | None:
     """Start the process that compiles the node kernel (``None`` if it cannot be started);
-    see :func:`sparsecert.solvers.perspective.precompile.spawn`."""
+    see :func:`sparsecert.firstrun.precompile.spawn`."""
     return spawn(config, claims)
 
 

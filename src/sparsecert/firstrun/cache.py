@@ -3,7 +3,8 @@
 The first run of the package compiles its numba kernels (several seconds) and caches them on
 disk; later runs load them. :func:`node_kernels_cached` tells the two apart before any
 compilation, from numba's cache index, for the exact argument types a node solve of the
-problem will use, so that the caller can say once that kernels are being compiled.
+problem will use, so that the caller can say once that kernels are being compiled. This reads
+numba's private dispatcher cache (guarded: any surprise means "cannot tell").
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 A configuration is ``(loss, boxed, fit_intercept, shifted, n, p)``: the argument types of the
 numba kernels depend on it (and the node strategy on the shape). The first run of a search
-compiles in two processes (see :mod:`sparsecert.bnb.warmup`), which share their work through
+compiles in two processes (see :mod:`sparsecert.firstrun.warmup`), which share their work through
 numba's on-disk cache. The second process runs :func:`child_main`, which imports only this
 module's dependencies (numpy, numba, the kernels): it compiles the kernels that both processes'
 top-level kernels call (:func:`compile_shared`) and says so on its standard output; meanwhile
@@ -33,8 +33,11 @@ __all__ = ["tiny_problem", "shared_calls", "compile_shared", "callee_calls", "co
            "compile_prox", "compile_node_callees",
            "compile_node_kernel", "child_main", "spawn", "configure", "prestart",
            "take_prestarted", "discard_prestarted", "node_kernel_cached_somewhere",
-           "SHARED_DONE", "SHARED_CONFIG"]
+           "SHARED_DONE", "SHARED_CONFIG", "KERNEL_DIR"]
 
+#: the folder of the node kernel's source (numba's cache of it is next to it, or named after it)
+KERNEL_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                          "solvers", "perspective")
 #: the line the compiling process prints once the shared kernels are in numba's cache
 SHARED_DONE = "shared-kernels-compiled"
 #: the eigenvalue shift of a shifted tiny problem (far below its smallest eigenvalue)
@@ -226,12 +229,11 @@ def spawn(config: tuple | None, claims: str | None = None) -> subprocess.Popen |
     It prints :data:`SHARED_DONE` on its standard output once the shared kernels are in
     numba's cache, and compiles the node kernel once its standard input is closed.
     """
-    code = ("import sys; from sparsecert.solvers.perspective.precompile import child_main; "
+    code = ("import sys; from sparsecert.firstrun.precompile import child_main; "
             "child_main(sys.argv[1:])")
     args = [] if config is None else config_args(config, claims)
     env = dict(os.environ)
-    pkg_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
-        os.path.abspath(__file__)))))
+    pkg_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env["PYTHONPATH"] = os.pathsep.join([pkg_root, *filter(None, [env.get("PYTHONPATH")])])
     try:
         return subprocess.Popen([sys.executable, "-c", code, *args], env=env,
@@ -268,7 +270,7 @@ def node_kernel_cached_somewhere() -> bool | None:
     ``None`` when the cache is not where this looks (numba then uses a per-user directory
     because the package's own is not writable).
     """
-    here = os.path.dirname(os.path.abspath(__file__))
+    here = KERNEL_DIR
     cache_dir = os.environ.get("NUMBA_CACHE_DIR")
     if cache_dir:  # numba: <NUMBA_CACHE_DIR>/<parent>_<sha1 of the source's directory>
         sub = os.path.basename(here) + "_" + hashlib.sha1(here.encode()).hexdigest()
