@@ -30,6 +30,7 @@ import contextlib
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -137,6 +138,9 @@ class NodeTask:
     n_candidates: int = 10
     fixing: bool = False
     witness: Witness | None = None  # the node's inherited witness
+    solver: str = "auto"  # the node strategy (solve_node's solver)
+    iterations: Any = None  # the iterations expected of each strategy (the root's race)
+    race: bool = False  # solve with both strategies and measure their iterations (the root)
 
 
 @dataclass
@@ -166,7 +170,8 @@ def evaluate_task(task: NodeTask) -> NodeOutcome:
     ctx = _context(task)
     res = solve_node(ctx.problem, ctx.k, task.fixed_in, task.fixed_out, rel_tol=task.rel_tol,
                      max_iter=task.max_iter, time_limit=task.time_limit, cutoff=task.cutoff,
-                     warm_start=task.warm_start)
+                     warm_start=task.warm_start, solver=task.solver,
+                     iterations=task.iterations, race=task.race)
     out = NodeOutcome(res)
     if task.leaf:
         out.models.append(ctx.refitter.fit(_leaf_support(task, ctx.k)))

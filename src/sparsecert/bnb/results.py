@@ -73,6 +73,14 @@ class SearchResult:
         Seconds spent compiling the numerical kernels before the search (a first run with a
         progress log only, where it is announced and timed; 0 otherwise). Not part of
         ``time``.
+    n_evaluated : int
+        Nodes whose relaxation was solved.
+    node_strategies : dict
+        How many evaluated nodes each node strategy solved (``"zspace"``, ``"full"``, ...).
+    root_race : dict or None
+        With ``node_strategy="auto"``, where z-space applies: the race of the two strategies
+        at the root (their iterations, which the later nodes expected, their costs in
+        operation counts, the winner; see ``sparsecert.solvers.perspective.strategies.race``).
     """
 
     status: str
@@ -91,3 +99,6 @@ class SearchResult:
     settings: dict = field(default_factory=dict)
     n_relaxation_iters: int = 0
     compile_time: float = 0.0
+    n_evaluated: int = 0
+    node_strategies: dict = field(default_factory=dict)
+    root_race: dict | None = None

@@ -29,7 +29,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, fields, replace
+from dataclasses import asdict, dataclass, fields, replace
 
 import numpy as np
 
@@ -72,7 +72,10 @@ from sparsecert.statuses import (
     relative_gap,
 )
 
-__all__ = ["BnBSettings", "BranchAndBound", "NodeCallback"]
+__all__ = ["BnBSettings", "BranchAndBound", "NodeCallback", "NODE_STRATEGIES"]
+
+#: the values of ``BnBSettings.node_strategy`` (those of ``solve_node``'s ``solver``)
+NODE_STRATEGIES = ("auto", "fista", "zspace")
 
 #: ``callback(node, result)``: called once per evaluated node, after the engine processed it
 #: (``node.status`` tells what happened: branched, pruned or solved).
@@ -104,6 +107,12 @@ class BnBSettings(SearchOptions):
         Reduced-cost fixing at every node from its witness (:mod:`sparsecert.bnb.fixing`):
         free variables whose forced-in (forced-out) region has a bound past the cutoff are
         fixed out (in) for the node's subtree; the certificate carries each fixing.
+    node_strategy : {"auto", "fista", "zspace"}
+        How node relaxations are solved (``solve_node``'s ``solver``). ``"auto"``: where
+        z-space applies, the root is solved by both z-space and FISTA (a race counted in
+        operations, so the same on every machine) and every later node takes the one expected
+        to cost less on it, with the iterations the root measured (the result's
+        ``root_race``); ``"fista"`` / ``"zspace"`` force one (``"zspace"`` where it applies).
     log_interval : float
         Seconds between progress lines.
     """
@@ -116,6 +125,7 @@ class BnBSettings(SearchOptions):
     n_candidates: int = 10
     heuristic_every: int = 10
     fixing: bool = True
+    node_strategy: str = "auto"
     log_interval: float = 5.0
 
     @classmethod
@@ -126,6 +136,12 @@ class BnBSettings(SearchOptions):
             return replace(options, **tuning) if tuning else options
         return cls(**{f.name: getattr(options, f.name) for f in fields(SearchOptions)},
                    **tuning)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.node_strategy not in NODE_STRATEGIES:
+            raise ValueError(f"unknown node_strategy {self.node_strategy!r}; choose from "
+                             f"{list(NODE_STRATEGIES)}")
 
     def record(self) -> dict:
         """The settings the certificate records: all but where and how loudly the search runs
@@ -259,7 +275,9 @@ class BranchAndBound:
                         time_limit=remaining, inherited_bound=node.lower_bound, leaf=leaf,
                         heuristic=NO_HEURISTIC if leaf else level,
                         n_candidates=s.n_candidates, fixing=s.fixing and not leaf,
-                        witness=node.witness)
+                        witness=node.witness, solver=s.node_strategy,
+                        iterations=self._iterations,
+                        race=node.parent is None and s.node_strategy == "auto")
 
     def _close(self, node: Node, status: str) -> None:
         # the bound is counted before the node stops counting as open (see _branch)
@@ -271,6 +289,7 @@ class BranchAndBound:
         """Count the evaluation; keep the better of the node's own and inherited bounds."""
         self._n_evaluated += 1
         self._n_iter += int(res.n_iter)
+        self._strategies[res.strategy] = self._strategies.get(res.strategy, 0) + 1
         node.n_iter = int(res.n_iter)
         if res.lower_bound > node.lower_bound:
             node.witness = self._witness(res)
@@ -339,6 +358,9 @@ class BranchAndBound:
     def _process(self, node: Node, out: NodeOutcome) -> None:
         """Bound, offer the models the task found, then solve a leaf, or prune, or branch."""
         res = out.relaxation
+        if res.race is not None:  # the root's race: what every later node expects
+            self._iterations = res.race.iterations
+            self._root_race = asdict(res.race)
         self._record_bound(node, res)
         for model in out.models:  # the leaf's exact refit, or the node's rounding and swaps
             self._offer(model)
@@ -386,6 +408,9 @@ class BranchAndBound:
         self._n_tasks = 0
         self._n_witnesses = 0
         self._n_fixed = 0
+        self._iterations = None  # the iterations of each node strategy (the root's race)
+        self._root_race: dict | None = None
+        self._strategies: dict[str, int] = {}
         self._context = NodeContext(self.problem, self.k, self.refitter)
         self.queue = make_queue(self.settings.node_selection)
         root = Node(0, None, 0, np.zeros(p, bool), np.zeros(p, bool))
@@ -524,4 +549,6 @@ class BranchAndBound:
             lower_bound=lb, absolute_gap=max(0.0, ub - lb), relative_gap=relative_gap(ub, lb),
             n_nodes=len(self.nodes), n_open=len(open_nodes), time=self._elapsed(),
             nodes=self.nodes, history=self.history, settings=s.record(),
-            n_relaxation_iters=self._n_iter, compile_time=self.compile_time)
+            n_relaxation_iters=self._n_iter, compile_time=self.compile_time,
+            n_evaluated=self._n_evaluated, node_strategies=dict(self._strategies),
+            root_race=self._root_race)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["is_cached", "node_kernels_cached"]
+__all__ = ["is_cached", "node_kernels_cached", "zspace_applies"]
 
 
 def is_cached(dispatcher, args: tuple) -> bool | None:
@@ -30,17 +30,18 @@ def is_cached(dispatcher, args: tuple) -> bool | None:
         return None
 
 
+def zspace_applies(prob) -> bool:
+    """Can the problem's nodes be solved in z-space (then its search's root runs both node
+    kernels, see ``solvers.perspective.strategies.race``)?"""
+    from sparsecert.solvers.perspective.zspace import applies
+
+    return applies(prob, 1)
+
+
 def node_kernels_cached(prob) -> bool | None:
-    """Is the node kernel compiled (or cached) for the argument types of ``prob``'s nodes?
-
-    The z-space loop for a problem whose root is solved in z-space (its nodes never call the
-    FISTA kernel), the FISTA kernel otherwise.
-    """
-    from sparsecert.solvers.perspective.api import strategy
-
-    p = prob.n_features
-    if strategy(prob, p, p) == "zspace":
-        return _zspace_cached(prob)
+    """Are the node kernels a search of ``prob`` uses compiled (or cached) for its argument
+    types? The FISTA kernel, and the z-space loop too when z-space applies to the problem."""
+    from sparsecert.firstrun.precompile import zspace_calls
     from sparsecert.solvers.perspective._fista import (
         fista_chunk,
         fista_data,
@@ -52,20 +53,9 @@ def node_kernels_cached(prob) -> bool | None:
     state = np.full(p, 2, dtype=np.int8)
     it = new_iterate(np.zeros(p), np.zeros(n), 1.0, 0.0)
     args = (fista_data(prob), intercept(prob), state, 1, it, 1e-6, 1, np.inf)
-    return is_cached(fista_chunk, args)
-
-
-def _zspace_cached(prob) -> bool | None:
-    """Is the z-space loop compiled (or cached) for the argument types the z-space strategy
-    passes for ``prob``?"""
-    from sparsecert.solvers.perspective._fista import fista_data
-    from sparsecert.solvers.perspective._zspace import ZColumns, new_ziterate, zspace_chunk
-
-    n, m = prob.n_samples, 2
-    XA = np.ascontiguousarray(prob.X[:, :m])
-    XTA = np.ascontiguousarray(prob.XT[:m])
-    state = np.full(m, 2, dtype=np.int8)
-    cols = ZColumns(np.flatnonzero(state == 2), np.ones(m))
-    it = new_ziterate(np.zeros(m), n, m)
-    args = (fista_data(prob, XA, XTA), cols, state, 1, it, 1e-6, 1, np.inf)
-    return is_cached(zspace_chunk, args)
+    answers = [is_cached(fista_chunk, args)]
+    if zspace_applies(prob):
+        answers += [is_cached(kernel, a) for kernel, a in zspace_calls(prob)]
+    if False in answers:
+        return False
+    return None if None in answers else True

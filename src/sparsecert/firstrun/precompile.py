@@ -1,7 +1,9 @@
 """Compiling the node solver's kernels for a configuration, on a tiny problem of that kind.
 
 A configuration is ``(loss, boxed, fit_intercept, shifted, n, p)``: the argument types of the
-numba kernels depend on it (and the node strategy on the shape). The first run of a search
+numba kernels depend on it (not on the shape). When z-space applies to a configuration, the
+first process also compiles the z-space loop (:func:`compile_zspace`): the search's root then
+runs both node strategies. The first run of a search
 compiles in two processes (see :mod:`sparsecert.firstrun.warmup`), which share their work through
 numba's on-disk cache. The second process runs :func:`child_main`, which imports only this
 module's dependencies (numpy, numba, the kernels): it compiles the kernels that both processes'
@@ -30,10 +32,10 @@ import sys
 import numpy as np
 
 __all__ = ["tiny_problem", "shared_calls", "compile_shared", "callee_calls", "compile_claimed",
-           "compile_prox", "compile_node_callees",
-           "compile_node_kernel", "child_main", "spawn", "configure", "prestart",
-           "take_prestarted", "discard_prestarted", "node_kernel_cached_somewhere",
-           "SHARED_DONE", "SHARED_CONFIG", "KERNEL_DIR"]
+           "compile_prox", "compile_node_callees", "compile_node_kernel", "zspace_calls",
+           "compile_zspace", "child_main", "spawn", "configure", "prestart", "take_prestarted",
+           "discard_prestarted", "node_kernel_cached_somewhere", "SHARED_DONE", "SHARED_CONFIG",
+           "KERNEL_DIR"]
 
 #: the folder of the node kernel's source (numba's cache of it is next to it, or named after it)
 KERNEL_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
@@ -175,6 +177,28 @@ def compile_node_kernel(config: tuple) -> None:
     prox_node(np.zeros(p), state, 1, 1.0, float(prob.M))
     it = new_iterate(np.zeros(p), np.zeros(n), 1.0, 0.0)
     fista_chunk(fista_data(prob), intercept(prob), state, 1, it, 1e-6, 0, np.inf)
+
+
+def zspace_calls(prob) -> list[tuple]:
+    """``(kernel, args)`` of the z-space loop with the argument types its strategy passes for
+    ``prob`` (a problem to which z-space applies: least squares, no box, shift or carried
+    intercept)."""
+    from sparsecert.solvers.perspective._fista import fista_data
+    from sparsecert.solvers.perspective._zspace import ZColumns, new_ziterate, zspace_chunk
+
+    n, m = prob.n_samples, 2
+    XA = np.ascontiguousarray(prob.X[:, :m])
+    XTA = np.ascontiguousarray(prob.XT[:m])
+    state = np.full(m, 2, dtype=np.int8)
+    cols = ZColumns(np.flatnonzero(state == 2), np.ones(m))
+    it = new_ziterate(np.zeros(m), n, m)
+    return [(zspace_chunk, (fista_data(prob, XA, XTA), cols, state, 1, it, 1e-6, 0, np.inf))]
+
+
+def compile_zspace(prob) -> None:
+    """Compile the z-space loop (:func:`zspace_calls`)."""
+    for kernel, args in zspace_calls(prob):
+        kernel(*args)
 
 
 def config_args(config: tuple, claims: str | None = None) -> list[str]:

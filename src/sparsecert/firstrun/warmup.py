@@ -2,11 +2,11 @@
 
 numba compiles the node solver, the refit and the heuristics' kernels on their first call and
 caches them on disk (next to the package), so only the first run of a configuration (loss,
-box, intercept, eigen shift, node strategy) pays. :func:`needs_compiling` reads numba's cache
-to tell; then :func:`warm_up` compiles what a search of that configuration uses, on a tiny
-problem that takes the same code paths, so that the caller can announce the compilation and
-time it: :func:`compile_first_run` does both, with the search's progress log, and is what the
-front door (``certify``, ``certify_path``) calls before the search.
+box, intercept, eigen shift) pays. :func:`needs_compiling` reads numba's cache to tell; then
+:func:`warm_up` compiles what a search of that configuration uses, on a tiny problem of the
+same configuration, so that the caller can announce the compilation and time it:
+:func:`compile_first_run` does both, with the search's progress log, and is what the front
+door (``certify``, ``certify_path``) calls before the search.
 
 numba compiles one function at a time per process, so :func:`warm_up` shares the work with a
 second process through numba's on-disk cache (see
@@ -17,7 +17,8 @@ callees (the loss value, ``X b``, the polishing schedule, the intercept's dual),
 the next one in a directory so that whichever process is free first compiles it, and this
 process lets the second one compile the node kernel itself, loading all its callees from the
 cache. Meanwhile this process compiles what only it uses (the relaxed indicators, the refit
-and the heuristics) and the bound evaluation.
+and the heuristics, the z-space loop when the problem's nodes can take it: the search's root
+then runs both node strategies) and the bound evaluation.
 The tiny search that follows loads everything from the cache. Should the second process fail
 or be slow, this process compiles what is missing itself: only the time differs.
 
@@ -37,10 +38,12 @@ import time
 
 import numpy as np
 
+from sparsecert.firstrun.cache import node_kernels_cached, zspace_applies
 from sparsecert.firstrun.precompile import (
     SHARED_DONE,
     compile_node_callees,
     compile_node_kernel,
+    compile_zspace,
     configure,
     discard_prestarted,
     spawn,
@@ -51,16 +54,14 @@ from sparsecert.firstrun.precompile import (
 __all__ = ["compile_first_run", "needs_compiling", "warm_up", "tiny_config", "tiny_problem",
            "compile_node_kernel", "discard_prestarted"]
 
-#: the tiny problems' shapes, tried in this order until one takes the real problem's strategy
-_SHAPES = ((8, 6), (8, 40), (120, 6), (120, 500))
+#: the tiny problems' shape (n >= p, so that a shifted configuration gets its shift)
+TINY_SHAPE = (8, 6)
 #: seconds to wait for the compiling process before compiling here
 _CHILD_TIMEOUT = 300.0
 
 
 def needs_compiling(problem) -> bool:
-    """True when numba's cache holds no node kernel for ``problem``'s argument types."""
-    from sparsecert.firstrun.cache import node_kernels_cached
-
+    """True when numba's cache misses a node kernel a search of ``problem`` uses."""
     return node_kernels_cached(problem) is False
 
 
@@ -84,25 +85,11 @@ def compile_first_run(problem, progress) -> float:
     return time.perf_counter() - t0
 
 
-def _root_strategy(problem) -> str:
-    from sparsecert.solvers.perspective.api import strategy
-
-    p = problem.n_features
-    return strategy(problem, p, p)
-
-
 def tiny_config(problem) -> tuple:
-    """``(loss, boxed, fit_intercept, shifted, n, p)`` of a tiny problem whose root node takes
-    the same strategy (z-space, working set or full FISTA) as ``problem``'s."""
-    base = (problem.loss, bool(problem.M < np.inf), bool(problem.fit_intercept),
-            bool(problem.mu > 0.0))
-    want = _root_strategy(problem)
-    wide = problem.n_features >= 4 * problem.n_samples
-    shapes = sorted(_SHAPES, key=lambda s: (s[1] >= 4 * s[0]) != wide)  # like-shaped first
-    for n, p in shapes:
-        if _root_strategy(tiny_problem(*base, n, p)) == want:
-            return (*base, n, p)
-    return (*base, *shapes[0])
+    """``(loss, boxed, fit_intercept, shifted, n, p)`` of a tiny problem of ``problem``'s
+    configuration: its kernels take the same argument types."""
+    return (problem.loss, bool(problem.M < np.inf), bool(problem.fit_intercept),
+            bool(problem.mu > 0.0), *TINY_SHAPE)
 
 
 def _spawn(config: tuple, claims: str | None = None) -> subprocess.Popen | None:
@@ -174,9 +161,10 @@ def _watch(child: subprocess.Popen | None) -> threading.Event:
     return done
 
 
-def _compile_first(tiny) -> None:
+def _compile_first(tiny, zspace: bool) -> None:
     """What only this process's kernels call, compiled while the other process compiles the
-    node kernel: the relaxed indicators, the refit and the heuristics."""
+    node kernel: the relaxed indicators, the refit and the heuristics (and the z-space loop
+    when ``zspace``)."""
     from sparsecert.solvers.heuristics import SupportRefitter, beam_search, swap_search
     from sparsecert.solvers.perspective._gfun import relaxed_z_into
     from sparsecert.solvers.perspective._prox import prox_node
@@ -185,6 +173,8 @@ def _compile_first(tiny) -> None:
     state = np.full(p, 2, dtype=np.int8)
     prox_node(np.zeros(p), state, 1, 1.0, float(tiny.M))  # from the cache if compiled above
     relaxed_z_into(np.zeros(p), state, 1, np.zeros(p))
+    if zspace:
+        compile_zspace(tiny)
     refitter = SupportRefitter.for_problem(tiny)
     swap_search(refitter, beam_search(refitter, 2), 2)
 
@@ -222,17 +212,11 @@ def warm_up(problem) -> float:
 
     t0 = time.perf_counter()
     config = tiny_config(problem)
-    fista = _root_strategy(problem) != "zspace"
-    claims = None
-    if fista:
-        try:
-            claims = tempfile.mkdtemp(prefix="sparsecert-compile-")
-        except OSError:  # no temporary directory: both processes compile every callee
-            claims = None
-        child = _child_for(config, claims)
-    else:
-        child = None
-        discard_prestarted()
+    try:
+        claims = tempfile.mkdtemp(prefix="sparsecert-compile-")
+    except OSError:  # no temporary directory: both processes compile every callee
+        claims = None
+    child = _child_for(config, claims)
     shared_done = _watch(child)
     tiny = tiny_problem(*config)
     finished = False
@@ -240,13 +224,12 @@ def warm_up(problem) -> float:
         if child is not None:
             compile_node_callees(tiny, claims)  # the callees the other process has not taken
             _release(child)
-        _compile_first(tiny)
+        _compile_first(tiny, zspace_applies(problem))
         # the shared kernels: loaded from the cache once the other process has them (should it
         # take too long or fail, compiled here: only the time differs)
         shared_done.wait(timeout=_CHILD_TIMEOUT)
         _compile_bound(tiny)
-        if fista:
-            _compile_polish(tiny, problem)
+        _compile_polish(tiny, problem)
         finished = True
     finally:
         _end(child, finished)

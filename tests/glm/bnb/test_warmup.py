@@ -1,31 +1,34 @@
-"""The first run's compilation (sparsecert/firstrun): a tiny problem on the real problem's code
-path, the node kernel compiled in a second process that announces the kernels both processes
-share, and the transpose without a kernel when small; the room and the search import no
-circle."""
+"""The first run's compilation (sparsecert/firstrun): a tiny problem of the real problem's
+configuration, the node kernel compiled in a second process that announces the kernels both
+processes share, and the transpose without a kernel when small; the room and the search import
+no circle."""
 
 import numpy as np
 import pytest
 
+from sparsecert.firstrun import cache as compiled
 from sparsecert.firstrun import precompile, warmup
 from sparsecert.solvers.perspective import RelaxationProblem
 from sparsecert.solvers.perspective._linalg import SMALL_TRANSPOSE, c_transpose, transpose
-from sparsecert.solvers.perspective.api import strategy
 
 
-def _root(prob):
-    return strategy(prob, prob.n_features, prob.n_features)
+def _applies(prob):
+    return compiled.zspace_applies(prob)
 
 
-@pytest.mark.parametrize("loss, n, p, kw", [
-    ("squared", 60, 10, {"eig_shift": "auto", "fit_intercept": True}),  # full FISTA, shifted
-    ("squared", 150, 10, {"fit_intercept": True}),                      # full FISTA, no shift
-    ("squared", 30, 200, {}),                                           # z-space
-    ("squared", 30, 200, {"max_abs_coef": 2.0}),                        # working set
-    ("logistic", 30, 200, {}),                                          # working set
-    ("logistic", 30, 200, {"fit_intercept": True}),                     # full, carried intercept
-    ("poisson", 40, 5, {"max_abs_coef": 3.0}),                          # full, box
+@pytest.mark.parametrize("loss, n, p, kw, zspace", [
+    ("squared", 60, 10, {"eig_shift": "auto", "fit_intercept": True}, False),  # shifted
+    ("squared", 150, 10, {"fit_intercept": True}, True),                       # no shift
+    ("squared", 30, 200, {}, True),
+    ("squared", 30, 200, {"max_abs_coef": 2.0}, False),                        # box
+    ("logistic", 30, 200, {}, False),
+    ("logistic", 30, 200, {"fit_intercept": True}, False),                     # carried intercept
+    ("poisson", 40, 5, {"max_abs_coef": 3.0}, False),
 ])
-def test_tiny_problem_takes_the_real_problems_strategy(loss, n, p, kw):
+def test_tiny_problem_has_the_real_problems_configuration(loss, n, p, kw, zspace):
+    """The tiny problem's kernels take the real problem's argument types, and the node
+    strategies that apply to both are the same (where z-space applies, the root races it
+    against FISTA, so the warm-up compiles both)."""
     rng = np.random.default_rng(1)
     X = rng.standard_normal((n, p))
     u = X[:, 0] - X[:, 1]
@@ -34,9 +37,9 @@ def test_tiny_problem_takes_the_real_problems_strategy(loss, n, p, kw):
     prob = RelaxationProblem.from_data(X, y, 1.0, loss=loss, **kw)
     config = warmup.tiny_config(prob)
     tiny = warmup.tiny_problem(*config)
-    assert _root(tiny) == _root(prob)
-    assert (tiny.loss, tiny.M < np.inf, tiny.fit_intercept) == (prob.loss, prob.M < np.inf,
-                                                                prob.fit_intercept)
+    assert _applies(tiny) == _applies(prob) == zspace
+    assert (tiny.loss, tiny.M < np.inf, tiny.fit_intercept, tiny.mu > 0, tiny.icpt) == (
+        prob.loss, prob.M < np.inf, prob.fit_intercept, prob.mu > 0, prob.icpt)
     assert tiny.n_samples * tiny.n_features <= 120 * 500
 
 
@@ -164,24 +167,28 @@ def test_the_search_does_not_import_scipy_optimize():
                                     ("scipy.optimize",)) == []
 
 
-def test_a_z_space_problem_asks_for_the_z_space_kernel(monkeypatch):
-    """A problem whose nodes are solved in z-space never compiles the FISTA kernel: the first-
-    run check reads the cache of the z-space loop, with the argument types its solve passes."""
-    from sparsecert.firstrun import cache as compiled
-    from sparsecert.solvers.perspective import _zspace, solve_node
-    from sparsecert.solvers.perspective.api import strategy
+def test_a_z_space_problem_asks_for_both_node_kernels(monkeypatch):
+    """A problem whose nodes can be solved in z-space races z-space against FISTA at the
+    root: the first-run check reads the cache of both node kernels, with the argument types
+    their solves pass; a problem without z-space asks for the FISTA kernel only."""
+    from sparsecert.solvers.perspective import _fista, _zspace, solve_node
 
     rng = np.random.default_rng(5)
     X = rng.standard_normal((12, 60))
     prob = RelaxationProblem.from_data(X, X[:, 0] - X[:, 3], 1.0, fit_intercept=True)
-    assert strategy(prob, 60, 60) == "zspace"
-    solve_node(prob, 3)  # compiles or loads the z-space loop for these types
+    assert _applies(prob)
+    for solver in ("zspace", "fista"):  # compiles or loads both loops for these types
+        solve_node(prob, 3, solver=solver)
     assert warmup.needs_compiling(prob) is False
     asked = []
     monkeypatch.setattr(compiled, "is_cached",
                         lambda dispatcher, args: asked.append(dispatcher) or True)
     compiled.node_kernels_cached(prob)
-    assert asked == [_zspace.zspace_chunk]
+    assert asked == [_fista.fista_chunk, _zspace.zspace_chunk]
+    boxed = RelaxationProblem.from_data(X, X[:, 0], 1.0, max_abs_coef=2.0)
+    asked.clear()
+    compiled.node_kernels_cached(boxed)
+    assert asked == [_fista.fista_chunk]
 
 
 @pytest.mark.timeout(300)
@@ -207,7 +214,6 @@ def test_an_interrupted_warm_up_stops_the_compiling_process(monkeypatch):
     rng = np.random.default_rng(2)
     X = rng.standard_normal((60, 10))
     prob = RelaxationProblem.from_data(X, X[:, 0], 1.0, fit_intercept=True, eig_shift="auto")
-    assert _root(prob) != "zspace"  # the path with a second process
     with pytest.raises(KeyboardInterrupt):
         warmup.warm_up(prob)
     assert len(spawned) == 1
@@ -252,6 +258,7 @@ def test_the_shared_kernels_have_the_same_argument_types_in_every_configuration(
 def test_the_warm_up_takes_the_prestarted_process(monkeypatch):
     """The process the command line started early compiles for the warm-up (no second one is
     started), and ends normally once the node kernel is compiled."""
+
     def no_spawn(config, claims=None):
         raise AssertionError("a second compiling process was started")
 
@@ -260,7 +267,6 @@ def test_the_warm_up_takes_the_prestarted_process(monkeypatch):
     rng = np.random.default_rng(3)
     X = rng.standard_normal((60, 8))
     prob = RelaxationProblem.from_data(X, X[:, 0], 1.0, fit_intercept=True, eig_shift="auto")
-    assert _root(prob) != "zspace"
     precompile.prestart()
     child = precompile._prestarted[0]
     warmup.warm_up(prob)
@@ -273,6 +279,7 @@ def test_a_prestarted_process_nobody_needs_is_ended(tmp_path):
     """A run with nothing to compile (the cache said otherwise) or a quiet one does not leave
     the early process behind: the command ends it whatever happens."""
     from sparsecert.cli import main
+
     started = []
     real_spawn = precompile.spawn
 

@@ -130,11 +130,13 @@ def test_engine_settings_extend_the_search_options_and_record_the_tree_settings_
     assert isinstance(s, SearchOptions) and s.rel_gap == 0.01 and s.n_jobs == 2
     assert BnBSettings.from_options(s) is s
     assert BnBSettings.from_options(s, fixing=False).fixing is False
-    # the certificate's producer settings: the keys it always had (no executor, no log)
+    # the certificate's producer settings: the keys it always had (no executor, no log), and
+    # the node strategy
     assert list(s.record()) == [
         "rel_gap", "abs_gap", "time_limit", "node_limit", "node_selection", "branching",
         "batch_size", "node_rel_tol", "node_max_iter", "leaf_rel_tol", "leaf_max_iter",
-        "beam_width", "n_candidates", "heuristic_every", "fixing", "log_interval"]
+        "beam_width", "n_candidates", "heuristic_every", "fixing", "node_strategy",
+        "log_interval"]
     assert not set(s.record()) & set(EXECUTION_FIELDS)
     with pytest.raises(ValueError, match="node_selection"):
         BnBSettings(node_selection="random")

@@ -5,8 +5,8 @@
 strategy (``strategies``: each in its own module, saying when it applies):
 
 * ``exact``: no free feature, squared loss, no box -> one linear solve;
-* ``zspace``: squared loss, no box / shift / carried intercept, p >> n -> projected gradient
-  on z;
+* ``zspace``: squared loss, no box / shift / carried intercept -> projected gradient on z,
+  when it is expected to cost less than FISTA on the node (``cost``);
 * ``working_set``: p >> n otherwise (no carried intercept) -> FISTA on a growing column subset;
 * ``full``: everything else -> FISTA on all active columns (with ``polish`` from 150 columns;
   ``zero_sum`` supplies the dual of an unpenalised intercept of the non-squared losses).
@@ -29,6 +29,7 @@ from sparsecert.solvers.perspective._fista import (
     RESTART_GAP,
     RESTART_NONE,
 )
+from sparsecert.solvers.perspective.cost import Iterations
 from sparsecert.solvers.perspective.node import Limits, NodeProblem, Start, fixing_mask
 from sparsecert.solvers.perspective.problem import RelaxationProblem
 from sparsecert.solvers.perspective.result import RelaxationResult
@@ -48,7 +49,8 @@ def solve_node(prob: RelaxationProblem, k: int, fixed_in=None, fixed_out=None, *
                rel_tol: float = 1e-6, max_iter: int = 20000, time_limit: float | None = None,
                cutoff: float | None = None, warm_start: Any = None,
                restart: str = DEFAULT_RESTART, working_set: bool | None = None,
-               solver: str = "auto") -> RelaxationResult:
+               solver: str = "auto", iterations: Iterations | None = None,
+               race: bool = False) -> RelaxationResult:
     """Solve the perspective relaxation of one branch-and-bound node.
 
     Parameters
@@ -81,9 +83,16 @@ def solve_node(prob: RelaxationProblem, k: int, fixed_in=None, fixed_out=None, *
     solver : {"auto", "fista", "zspace"}
         ``"zspace"``: accelerated projected gradient on the indicators z with n x n solves
         (least squares, no box, no shift, plain intercept only); ``"fista"``: FISTA on b;
-        ``"auto"``: z-space where it applies and the active columns are at least
-        ``ZSPACE_RATIO`` times n with ``n <= ZSPACE_MAX_N``, or ``n <= ZSPACE_SMALL_N``
-        (:func:`sparsecert.solvers.perspective.strategies.choose`), FISTA otherwise.
+        ``"auto"``: z-space where it applies and is expected to cost less than FISTA on this
+        node (:func:`sparsecert.solvers.perspective.strategies.choose`), FISTA otherwise.
+    iterations : cost.Iterations or None
+        For ``"auto"``: the iterations a node of this problem is expected to take with z-space
+        and with FISTA, as a race measured them (``None``: a prior, ``cost.PRIOR``).
+    race : bool
+        For ``"auto"``: solve the node with both z-space and FISTA where z-space applies and
+        keep the one that cost less in operation counts
+        (:func:`~sparsecert.solvers.perspective.strategies.race`); the result's ``race`` then
+        holds what it measured (its ``iterations`` are those of the problem's other nodes).
 
     Returns
     -------
@@ -93,7 +102,14 @@ def solve_node(prob: RelaxationProblem, k: int, fixed_in=None, fixed_out=None, *
     node, start, limits = _prepare(prob, k, fixed_in, fixed_out, rel_tol=rel_tol,
                                    max_iter=max_iter, time_limit=time_limit, cutoff=cutoff,
                                    warm_start=warm_start, restart=restart, solver=solver)
-    how = strategies.choose(node, start, solver, working_set)
+    if race and solver == "auto":
+        res, outcome = strategies.race(node, start, limits, working_set)
+        if outcome is not None:
+            res.strategy, res.race = outcome.winner, outcome
+            return res
+        res.strategy = strategies.choose(node, start, solver, working_set).name
+        return res
+    how = strategies.choose(node, start, solver, working_set, iterations)
     try:
         res = how.solve(node, start, limits)
     except ZSpaceFailed:
@@ -139,12 +155,13 @@ def _prepare(prob, k, fixed_in, fixed_out, **options) -> tuple[NodeProblem, Star
 
 
 def strategy(prob: RelaxationProblem, n_active: int, n_free: int, solver: str = "auto",
-             working_set: bool | None = None) -> str:
-    """The strategy :func:`solve_node` uses for a node with ``n_active`` columns not fixed out,
-    ``n_free`` of them free (and some budget): ``"zspace"``, ``"working_set"`` or ``"full"``.
+             working_set: bool | None = None, k: int | None = None) -> str:
+    """The strategy :func:`solve_node` takes, from zero and with the prior iterations, on a
+    node whose first ``n_active`` columns are not fixed out and ``n_free`` of them are free
+    (the others fixed in), with sparsity ``k`` (default: ``n_free``'s half, at least 1):
+    ``"exact"``, ``"zspace"``, ``"working_set"`` or ``"full"``.
 
-    (A node without free features and with the squared loss and no box is solved exactly
-    before this choice.) ``solver`` and ``working_set`` as in :func:`solve_node`.
+    (The search's root, every column free: ``strategy(prob, p, p)``.)
     """
     if solver not in strategies.SOLVERS:
         raise ValueError(f"solver must be 'auto', 'fista' or 'zspace', got {solver!r}")
@@ -154,7 +171,8 @@ def strategy(prob: RelaxationProblem, n_active: int, n_free: int, solver: str = 
     s1 = np.zeros(p, bool)
     s1[n_free:n_active] = True
     n_in = n_active - n_free
-    node = NodeProblem.build(prob, min(n_in + max(n_free // 2, 1), p), s1, s0)
+    k = max(n_in + max(n_free // 2, 1), 1) if k is None else k
+    node = NodeProblem.build(prob, min(k, p), s1, s0)
     return strategies.choose(node, Start(np.zeros(p)), solver, working_set).name
 
 

@@ -4,7 +4,7 @@ Applies to every loss, box, eigen shift and intercept; it is the fallback of the
 strategies. ``solve_node`` uses it when the working set does not apply or is not wanted (the
 active columns are fewer than ``WS_AUTO_RATIO`` times the samples: n >= p and moderately wide
 designs, whose relaxed solutions are dense; or an unpenalised intercept is carried by a
-non-squared loss), unless z-space applies and is taken. The
+non-squared loss), unless z-space is expected to be cheaper on the node (``cost``). The
 kernel's running-max bound is computed over all active columns, so it is the node's valid
 bound. Polishing (see ``polish``) is switched on from ``POLISH_MIN_COLUMNS`` active columns.
 When the active columns are at most ``RESTRICT_FRACTION`` of all and no intercept is carried,
@@ -26,6 +26,7 @@ from sparsecert.solvers.perspective._fista import (
     new_iterate,
 )
 from sparsecert.solvers.perspective._linalg import spectral_norm_sq, xb
+from sparsecert.solvers.perspective.cost import fista_cost
 from sparsecert.solvers.perspective.evaluate import finish, full_bound, objective
 from sparsecert.solvers.perspective.node import Iterated
 from sparsecert.solvers.perspective.polish import POLISH, POLISH_MIN_COLUMNS, Polisher
@@ -81,6 +82,13 @@ class FullFista:
     def applies(self, node) -> bool:
         """Always (every loss, box, shift and intercept)."""
         return True
+
+    def expected_cost(self, node, s: int, iterations) -> float:
+        """The node's expected cost with ``iterations`` (:class:`~.cost.Iterations`;
+        :func:`~.cost.fista_cost`; ``s`` is not used)."""
+        prob, m = node.prob, node.n_active
+        restricted = 0 < m <= RESTRICT_FRACTION * prob.n_features
+        return fista_cost(prob.n_samples, m, restricted, iterations.fista)
 
     def solve(self, node, start, limits, runner=None, done=None):
         """FISTA over all active columns from ``start``; see :func:`solve_full`."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -46,6 +47,8 @@ class RelaxationResult:
     strategy : str
         The node strategy that solved it (``"exact"``, ``"zspace"``, ``"working_set"`` or
         ``"full"``; see ``strategies``).
+    race : strategies.Race or None
+        With ``solve_node(race=True)``: the race of z-space and FISTA on the node.
     """
 
     coef: np.ndarray
@@ -62,3 +65,4 @@ class RelaxationResult:
     eig_shift: float
     gap: float
     strategy: str = ""
+    race: Any = None

@@ -3,7 +3,7 @@
 Applies when no intercept is carried as a variable (squared loss, or no intercept) and more
 than one column is active; ``solve_node`` takes it by default when the active columns are at
 least ``WS_AUTO_RATIO`` times the samples (p >> n, where the relaxed solution is sparse),
-unless z-space is taken; ``working_set=True`` forces it. The
+unless z-space is expected to be cheaper on the node; ``working_set=True`` forces it. The
 sub-problem on W is solved by the FISTA kernel to an inner tolerance; the bound is then
 evaluated over all active columns (so it is valid whatever W), and W is grown with the free
 columns whose ``H_M(a_j)`` would enter the top-k of ``g*_node`` (as skglm and celer do for the
@@ -20,6 +20,7 @@ import numpy as np
 from sparsecert.solvers.perspective._fista import fista_data, new_iterate
 from sparsecert.solvers.perspective._gfun import FREE, IN, OUT
 from sparsecert.solvers.perspective._linalg import spectral_norm_sq, xb, xtz
+from sparsecert.solvers.perspective.cost import working_set_columns, working_set_cost
 from sparsecert.solvers.perspective.evaluate import finish, full_bound, objective
 from sparsecert.solvers.perspective.full import initial_L, lift_best, run_fista, solve_full
 from sparsecert.solvers.perspective.node import Iterated, Start
@@ -46,6 +47,14 @@ class WorkingSet:
     def wanted(self, node) -> bool:
         """Taken by default: the active columns are at least ``WS_AUTO_RATIO`` times n."""
         return node.n_active >= WS_AUTO_RATIO * node.prob.n_samples
+
+    def expected_cost(self, node, s: int, iterations) -> float:
+        """The node's expected cost on the expected working set
+        (:func:`~.cost.working_set_columns`) with ``iterations`` (:class:`~.cost.Iterations`;
+        :func:`~.cost.working_set_cost`)."""
+        prob = node.prob
+        return working_set_cost(prob.n_samples, working_set_columns(node, s), prob.n_features,
+                                iterations.fista)
 
     def solve(self, node, start, limits):
         """The working-set outer loop; see :func:`solve_ws`."""

@@ -2,9 +2,9 @@ r"""Strategy: the relaxation in the space of the indicators z (least squares, p 
 
 Applies to the squared loss without a box, an eigen shift or an intercept carried as a variable
 (a centred intercept is fine), with free features; ``solve_node(solver="auto")`` uses it when
-the active columns are at least ``ZSPACE_RATIO`` times the samples and ``n <= ZSPACE_MAX_N``,
-or ``n <= ZSPACE_SMALL_N`` (an iteration costs at most an n x n factorisation),
-``solver="zspace"`` forces it. There FISTA on b is slow because its
+its expected cost on the node is below FISTA's (``cost``: an iteration costs a product with the
+active columns and a factorisation of the smaller of ``s x s`` and ``n x n``, ``s`` the
+positive entries of z), ``solver="zspace"`` forces it. There FISTA on b is slow because its
 step is ``1 / ||X||^2`` (riboflavin: ``||X||^2 = 1.8e7``), while the conditioning of X enters
 z-space only through small solves.
 
@@ -47,6 +47,7 @@ from sparsecert.solvers.perspective._zspace import (
     project_capped,
     zspace_chunk,
 )
+from sparsecert.solvers.perspective.cost import zspace_cost
 from sparsecert.solvers.perspective.evaluate import finish
 from sparsecert.solvers.perspective.node import Iterated
 from sparsecert.solvers.perspective.runner import Runner
@@ -76,6 +77,12 @@ class ZSpace:
     def applies(self, node) -> bool:
         """Squared loss, no box, no eigen shift, no carried intercept, some free feature."""
         return applies(node.prob, node.n_free)
+
+    def expected_cost(self, node, s: int, iterations) -> float:
+        """The node's expected cost with ``s`` positive indicators and ``iterations``
+        (:class:`~.cost.Iterations`) (:func:`~.cost.zspace_cost`)."""
+        prob = node.prob
+        return zspace_cost(prob.n_samples, node.n_active, prob.n_features, s, iterations.zspace)
 
     def solve(self, node, start, limits):
         """Accelerated projected gradient on z from the relaxed indicators of ``start.x`` (or,
