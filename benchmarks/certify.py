@@ -18,6 +18,13 @@ reported relative gap ``(UB - LB) / max(1, |UB|)`` is <= 1e-4. sparsecert's time
 instance it certifies in under a second is the median of 5 runs (a single sub-second time
 is mostly noise; ``--compare`` needs the instance's time).
 
+The node-strategy rows (after the frontier; ``--strategies only`` runs just them): square
+least-squares designs, n = p in {50, 100, 200}, k = 10, lambda2 = 0.01 (no eigen shift, so
+both z-space and FISTA apply), each searched for a fixed time with the engine's automatic node
+strategy, with FISTA only and with z-space only, alternating in this process; nodes per second
+and the gap at the limit, and the automatic choice's nodes per second over the better single
+strategy's.
+
 The frontier section (after the comparison; ``--frontier only`` runs just it): riboflavin (least
 squares) and leukemia (logistic) at k in {5, 10}, lambda2 in {0.1, 1} with 600 s each
 (``--quick``: riboflavin k = 5, lambda2 = 1), every certificate re-checked by the standalone
@@ -33,6 +40,7 @@ Usage::
 
     python benchmarks/certify.py --quick --json benchmarks/results/certify.json
     python benchmarks/certify.py --quick --frontier only
+    python benchmarks/certify.py --quick --strategies only    # the node-strategy rows alone
     python benchmarks/certify.py --quick --compare old.json   # largest slowdown against old code
 """
 
@@ -628,6 +636,72 @@ def run_frontier(quick: bool) -> tuple[list[dict], list[dict], list[dict], dict]
     return rows, par, claims, fix
 
 
+# ----------------------------------------------------------------------------------------------
+# node strategies: square least-squares designs with a small ridge weight
+# ----------------------------------------------------------------------------------------------
+#: the node-strategy rows: n = p, k = 10, lambda2 = 0.01 (Toeplitz rho = 0.5, SNR 3, columns
+#: centred and unit-norm, no intercept: no eigen shift, so z-space applies), searched for a
+#: fixed time with each setting of the engine's ``node_strategy``
+NODE_STRATEGY_ROWS = dict(sizes=(50, 100, 200), k=10, lambda2=0.01, snr=3.0)
+#: seconds per search, and the searches per setting (n = 100 gets the more, its claim)
+NODE_STRATEGY_LIMIT = {True: 5.0, False: 30.0}
+NODE_STRATEGY_REPEATS = {True: (1, 3, 1), False: (3, 5, 3)}
+
+
+def square_instance(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The node-strategy rows' data at ``n = p``."""
+    c = NODE_STRATEGY_ROWS
+    X, y, _ = make_synthetic(n, n, c["k"], rho=0.5, snr=c["snr"], seed=0)
+    return _standardise(X, y, "squared")
+
+
+def node_strategy_rows(quick: bool) -> tuple[list[dict], list[dict], list[dict]]:
+    """Nodes per second and the gap at a fixed time limit of the search with the automatic
+    node strategy, with FISTA only and with z-space only, in this process, the order of the
+    three alternating between repeats; returns the rows, the claims and the reported figures
+    (the medians of the repeats)."""
+    from sparsecert.bnb import BnBSettings, BranchAndBound
+    from sparsecert.solvers.perspective import RelaxationProblem
+
+    c = NODE_STRATEGY_ROWS
+    limit = NODE_STRATEGY_LIMIT[quick]
+    settings = ("auto", "fista", "zspace")
+    rows, claims, reported = [], [], []
+    for n, repeats in zip(c["sizes"], NODE_STRATEGY_REPEATS[quick], strict=True):
+        X, y = square_instance(n)
+        prob = RelaxationProblem.from_data(X, y, c["lambda2"], eig_shift="auto")
+        name = f"square n=p={n} k={c['k']} l2={c['lambda2']:g}"
+        runs: dict[str, list[dict]] = {s: [] for s in settings}
+        for rep in range(repeats):
+            for setting in (settings if rep % 2 == 0 else settings[::-1]):
+                res = BranchAndBound(prob, c["k"], BnBSettings(
+                    rel_gap=REL_GAP, time_limit=limit, node_strategy=setting, verbose=0)).run()
+                runs[setting].append(dict(
+                    nodes_per_s=res.n_evaluated / res.time, evaluated=res.n_evaluated,
+                    gap=res.relative_gap, status=res.status, time=res.time,
+                    node_strategies=res.node_strategies, root_race=res.root_race))
+        med = {s: float(np.median([r["nodes_per_s"] for r in runs[s]])) for s in settings}
+        gap = {s: float(np.median([r["gap"] for r in runs[s]])) for s in settings}
+        best = max(med["fista"], med["zspace"])
+        row = dict(instance=name, time_limit=limit, runs=runs, nodes_per_s=med, gap=gap,
+                   auto_over_best=med["auto"] / best)
+        rows.append(row)
+        print(f"   {name:28s} [{limit:.0f}s] nodes/s auto {med['auto']:7.1f} (gap "
+              f"{gap['auto']:.2%}), FISTA {med['fista']:7.1f} ({gap['fista']:.2%}), z-space "
+              f"{med['zspace']:7.1f} ({gap['zspace']:.2%}); auto / best "
+              f"{row['auto_over_best']:.2f}; auto's nodes "
+              f"{runs['auto'][0]['node_strategies']}", flush=True)
+        figure = dict(name=f"{name}: nodes/s of the automatic node strategy / the best single "
+                           f"strategy, median of {repeats} alternating {limit:.0f} s searches",
+                      measured=row["auto_over_best"], target=0.9, unit="x", better="higher")
+        if n == 100:
+            claims.append(figure)
+        else:  # (the target is the n = p = 100 row's)
+            reported.append(dict(name=figure["name"], measured=figure["measured"], unit="x",
+                                 better="higher", note="a row beside the n=p=100 claim"))
+    return rows, claims, reported
+
+
 def compare_times(rows: list[dict], baseline_path: str) -> dict | None:
     """The largest slowdown of an instance against the same instance in a JSON written by this
     script on other code (e.g. the previous version): the "no instance slower" check."""
@@ -666,6 +740,10 @@ def main(argv=None) -> int:
     ap.add_argument("--frontier", choices=("yes", "no", "only"), default="yes",
                     help="the frontier section (p >> n instances, the parallel figure): run it "
                          "after the comparison (default), skip it, or run only it")
+    ap.add_argument("--strategies", choices=("yes", "no", "only"), default="yes",
+                    help="the node-strategy rows (square designs, small lambda2: nodes per "
+                         "second of the automatic choice against FISTA only and z-space only): "
+                         "run them after the comparison (default), skip them, or run only them")
     ap.add_argument("--compare", metavar="PATH",
                     help="a JSON written by this script on other code: claim the largest "
                          "slowdown of an instance against it")
@@ -682,8 +760,8 @@ def main(argv=None) -> int:
     print(f"JIT warm-up (not counted): {time.perf_counter() - t0:.1f} s")
 
     rows = []
-    for name, loss, X, y, k, lam, tl in (instances(args.quick) if args.frontier != "only"
-                                         else []):
+    only = args.frontier == "only" or args.strategies == "only"
+    for name, loss, X, y, k, lam, tl in (instances(args.quick) if not only else []):
         row = dict(instance=name, loss=loss, n=X.shape[0], p=X.shape[1], k=k, lambda2=lam)
         print(f"\n== {name}", flush=True)
         row["sparsecert"] = run_sparsecert(X, y, k, lam, loss, tl if tl else 600.0)
@@ -768,12 +846,19 @@ def main(argv=None) -> int:
                 reported.append(dict(gap, note="no peer ran: nothing to compare with"))
             if row["instance"] == "riboflavin squared k=5 l2=0.1":  # the frontier's aim
                 claims.append(dict(gap, name=gap["name"] + " (aim: below 5%)", target=0.05))
-    if args.frontier == "only":
+    if only:
         claims = []
     frontier_rows, parallel_rows, fixing = [], [], None
-    if args.frontier != "no":
+    if args.frontier != "no" and args.strategies != "only":
         frontier_rows, parallel_rows, more, fixing = run_frontier(args.quick)
         claims += more
+    strategy_rows = []
+    if args.strategies != "no" and args.frontier != "only":
+        print("\n== node strategies: nodes per second at a fixed time limit, the automatic "
+              "choice against FISTA only and z-space only (same process, alternating)")
+        strategy_rows, more, figures = node_strategy_rows(args.quick)
+        claims += more
+        reported += figures
     if args.compare:
         c = compare_times(rows, args.compare)
         if c is not None:
@@ -803,6 +888,7 @@ def main(argv=None) -> int:
 
         out.write_text(json.dumps(clean(dict(meta=meta, rows=rows, frontier=frontier_rows,
                                              fixing=fixing, parallel=parallel_rows,
+                                             node_strategies=strategy_rows,
                                              reported=reported, claims=claims)),
                                   indent=2))
         print(f"\nwrote {out}")

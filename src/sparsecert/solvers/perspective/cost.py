@@ -52,7 +52,8 @@ class Iterations:
 #: the iterations expected before the root has measured them
 PRIOR = Iterations(zspace=60.0, fista=200.0)
 
-# weights of the operations (set from benchmarks/node_cost.py's fits; about nanoseconds)
+# weights of the operations (about nanoseconds; chosen from benchmarks/node_cost.py's fits of
+# node times and checked by its replay of the choices, see its docstring)
 #: z-space, per node: fixed, a copy of the active columns (per n m, when some are fixed out),
 #: the evaluations of ``phi`` its first step's backtracking takes (the step starts at L = 1)
 ZSPACE_NODE, ZSPACE_COPY, ZSPACE_START = 20_000.0, 2.0, 15.0
