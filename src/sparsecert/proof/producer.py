@@ -54,14 +54,11 @@ class Proof:
 
 
 def user_model(search, relaxation) -> tuple[np.ndarray, float]:
-    """The engine's model in the user's coordinates: the intercept is the engine's (the one it
-    carries as a variable, else the target's mean it removed) less the columns' means it removed
-    times the coefficients."""
+    """The engine's model in the user's coordinates: the centring's inverse
+    (``relaxation.centring``) of the engine's coefficients and intercept (the one it carries
+    as a variable; 0 where the centring made the intercept exact)."""
     coef = search.coef.copy()
-    if not relaxation.fit_intercept:
-        return coef, float(search.intercept)
-    base = relaxation.y_mean if not relaxation.icpt else float(search.intercept)
-    return coef, float(base - relaxation.x_mean @ coef)
+    return coef, relaxation.centring.user_intercept(coef, float(search.intercept))
 
 
 def produce(search, relaxation, prepared, options, *,
