@@ -13,6 +13,7 @@ from sparsecert.distributed.compress import (
     RandK,
     RandomQuantizer,
     TopK,
+    TopKLevels,
     index_bits,
     pack_uints,
     topk_indices,
@@ -348,3 +349,71 @@ def test_enumerative_index_code_is_a_bijection_of_the_shortest_length():
     bad = SubsetCode(9, 3, "enumerative")
     with pytest.raises(ValueError, match="rank out of range"):
         bad.decode(b"\xff")
+
+
+def test_bfloat16_scale_is_nearest_and_refuses_overflow():
+    from sparsecert.distributed.compress import from_bfloat16, to_bfloat16
+
+    rng = np.random.default_rng(3)
+    for x in np.concatenate([10.0 ** rng.uniform(-37, 38, 500), [1.0, 3.0, 2.0 ** -126]]):
+        got = from_bfloat16(to_bfloat16(x))
+        # the nearest of the bfloat16 grid: 8 significant bits, so within half a unit
+        ulp = 2.0 ** (math.floor(math.log2(x)) - 7)
+        assert abs(got - x) <= ulp / 2 * (1 + 1e-6), (x, got)
+        assert abs(got - x) <= 2.0 ** -8 * x
+    with pytest.raises(ValueError, match="bfloat16"):
+        to_bfloat16(3.4e38)
+
+
+@pytest.mark.parametrize("d, k, bits", [(31, 5, 1), (31, 2, 3), (200, 10, 2), (7, 7, 6)])
+def test_topk_levels_bits_roundtrip_and_contraction(d, k, bits):
+    """Message size, decode(encode) = roundtrip, the levels against a direct computation,
+    and ||C(v) - v||^2 <= (1 - delta) ||v||^2 with delta = (1 - 2^-16) / d on random,
+    heavy-tailed, equal-magnitude and tiny or huge vectors."""
+    enc = TopKLevels(d, k, bits)
+    nidx = (math.comb(d, k) - 1).bit_length()
+    assert enc.message_bits == 16 + k * (1 + bits) + nidx
+    assert enc.delta == pytest.approx((1 - 2.0 ** -16) / d)
+    rng = np.random.default_rng(d + k + bits)
+    L = 2 ** bits - 1
+    worst = 0.0
+    for t in range(400):
+        kind = t % 4
+        if kind == 0:
+            v = rng.standard_normal(d)
+        elif kind == 1:
+            v = rng.standard_t(1.2, d)
+        elif kind == 2:
+            v = np.where(rng.random(d) < 0.5, -1.0, 1.0) * rng.uniform(0.1, 3)
+        else:
+            v = rng.standard_normal(d) * 10.0 ** rng.uniform(-30, 30)
+        msg, out = enc.roundtrip(v)
+        # each part (scale, signs and levels, indices) starts on a byte: padding not counted
+        assert msg.n_bits == enc.message_bits
+        assert len(msg.payload) == 2 + -(-k * (1 + bits) // 8) + -(-nidx // 8)
+        assert np.array_equal(enc.decode(msg), out)
+        assert np.array_equal(enc.encode(v).payload, msg.payload)
+        # independent reading: support = top-k set, values = sign * nearest level of the scale
+        idx = np.argsort(-np.abs(v), kind="stable")[:k]
+        assert set(np.flatnonzero(out)) <= set(idx.tolist())
+        s = float(np.abs(out).max())
+        assert abs(s - np.abs(v).max()) <= 2.0 ** -8 * np.abs(v).max()
+        for j in idx:
+            lev = min(L, round(abs(v[j]) * L / s))
+            assert out[j] == pytest.approx(np.sign(v[j]) * lev * s / L, rel=1e-12, abs=0)
+        ratio = float(np.sum((out - v) ** 2) / np.sum(v ** 2))
+        worst = max(worst, ratio)
+        assert ratio <= 1.0 - enc.delta
+    assert worst > 0.0
+
+
+def test_topk_levels_refuses_bad_parameters_and_messages():
+    with pytest.raises(ValueError, match="bits"):
+        TopKLevels(10, 2, 7)
+    with pytest.raises(ValueError, match="k must"):
+        TopKLevels(10, 0, 2)
+    enc = TopKLevels(10, 2, 2)
+    with pytest.raises(ValueError, match="carry"):
+        enc.decode(Message(b"\x00" * 3, 20))
+    with pytest.raises(ValueError):
+        enc.encode(np.array([np.nan] + [0.0] * 9))

@@ -28,7 +28,14 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from sparsecert.distributed.comm import Communicator, MPIComm, SimComm
-from sparsecert.distributed.compress import Compressor, Identity, RandK, RandomQuantizer, TopK
+from sparsecert.distributed.compress import (
+    Compressor,
+    Identity,
+    RandK,
+    RandomQuantizer,
+    TopK,
+    TopKLevels,
+)
 from sparsecert.distributed.safe_ef.algorithm import METHODS, RunOptions, SafeEFResult
 from sparsecert.distributed.safe_ef.problems import PROBLEMS, SafeEFProblem
 from sparsecert.distributed.safe_ef.shards import ShardLoader, read_meta, write_shards
@@ -37,9 +44,14 @@ __all__ = ["make_compressor", "build_problem", "run_method", "main"]
 
 
 def make_compressor(kind: str, dim: int, k: int | None = None, levels: int = 1,
-                    value_dtype: str = "float32", index_code: str = "fixed") -> Compressor:
-    """``"topk"``, ``"randk"`` (scaled), ``"randk_unscaled"``, ``"qsgd"`` or ``"identity"``
-    (``value_dtype`` applies to the sparse and dense encodings, ``index_code`` to top-k)."""
+                    value_dtype: str = "float32", index_code: str = "fixed",
+                    level_bits: int = 1) -> Compressor:
+    """``"topk"``, ``"levels"`` (top-k with ``level_bits``-bit levels of a per-message scale,
+    :class:`~sparsecert.distributed.compress.TopKLevels`), ``"randk"`` (scaled),
+    ``"randk_unscaled"``, ``"qsgd"`` or ``"identity"`` (``value_dtype`` applies to the sparse
+    and dense encodings, ``index_code`` to top-k)."""
+    if kind == "levels":
+        return TopKLevels(dim, dim if k is None else k, level_bits, index_code=index_code)
     if kind == "topk":
         return TopK(dim, dim if k is None else k, value_dtype=value_dtype,
                     index_code=index_code)
@@ -85,6 +97,8 @@ def run_method(
     dense_downlink: bool = False,
     scalar_dtype: str = "float32",
     index_code: str = "fixed",
+    level_bits: int = 1,
+    downlink_level_bits: int | None = None,
 ) -> SafeEFResult:
     """Run ``method`` (a key of :data:`~sparsecert.distributed.safe_ef.algorithm.METHODS`) on
     ``problem``.
@@ -97,7 +111,9 @@ def run_method(
     problem's own factory (e.g. a :class:`~sparsecert.distributed.safe_ef.shards.ShardLoader`:
     each process reads only its workers' files); ``dense_downlink`` sends the model change
     dense in ``value_dtype`` (EF21-P with the identity: the uncompressed baseline's downlink);
-    ``scalar_dtype`` encodes the constraint values.
+    ``scalar_dtype`` encodes the constraint values. ``compressor="levels"`` quantises the
+    uplink's kept values to ``level_bits`` bits; ``downlink_level_bits`` does the same for the
+    top-``downlink_k`` downlink.
     """
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}; choose from {sorted(METHODS)}")
@@ -113,13 +129,17 @@ def run_method(
                       scalar_dtype=scalar_dtype)
     if workers is None:
         workers = problem.worker  # a factory: each process builds only its own workers
-    down = (TopK(problem.dim, downlink_k, value_dtype=value_dtype, index_code=index_code)
-            if downlink_k is not None else downlink)
+    if downlink_k is not None and downlink_level_bits is not None:
+        down = TopKLevels(problem.dim, downlink_k, downlink_level_bits, index_code=index_code)
+    elif downlink_k is not None:
+        down = TopK(problem.dim, downlink_k, value_dtype=value_dtype, index_code=index_code)
+    else:
+        down = downlink
     common: dict = dict(downlink=down, constraint=problem.constraint, options=opts)
     if method == "switching_subgradient":
         return fn(workers, problem.x0, gamma, n_rounds, c, value_dtype=value_dtype, **common)
     comp = make_compressor(compressor, problem.dim, k, value_dtype=value_dtype,
-                           index_code=index_code)
+                           index_code=index_code, level_bits=level_bits)
     if method == "ef14_lagrangian":
         return fn(workers, problem.x0, comp, gamma, n_rounds, **common)
     if method == "safe_ef_stochastic":
@@ -133,7 +153,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--problem", default="P1", choices=sorted(PROBLEMS))
     p.add_argument("--method", default="safe_ef", choices=sorted(METHODS))
     p.add_argument("--compressor", default="topk",
-                   choices=["topk", "randk", "randk_unscaled", "qsgd", "identity"])
+                   choices=["topk", "levels", "randk", "randk_unscaled", "qsgd", "identity"])
+    p.add_argument("--level-bits", type=int, default=1,
+                   help="bits of each kept value's level (--compressor levels)")
+    p.add_argument("--downlink-level-bits", type=int, default=None,
+                   help="quantise the top-k downlink's values to this many bits (with a "
+                        "per-message scale) instead of --value-dtype")
     p.add_argument("--k", type=int, default=1)
     p.add_argument("--downlink-k", type=int, default=None,
                    help="top-k EF21-P downlink (default: the exact float64 model)")
@@ -183,6 +208,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if args.out is None:
         ap.error("--out is required (unless --write-shards)")
+    for name in ("level_bits", "downlink_level_bits"):
+        bits = getattr(args, name)
+        if bits is not None and not 1 <= bits <= 6:
+            ap.error(f"--{name.replace('_', '-')} must be in 1..6, got {bits}")
     if args.shards:
         problem, loader = _sharded_problem(args.shards)
     else:  # the shipped problem, generated on every process (public or seeded data)
@@ -202,7 +231,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                      batch_size=args.batch_size, store_iterates=True, monitor="reduce",
                      value_dtype=args.value_dtype, workers=loader,
                      dense_downlink=args.dense_downlink, scalar_dtype=args.scalar_dtype,
-                     index_code=args.index_code,
+                     index_code=args.index_code, level_bits=args.level_bits,
+                     downlink_level_bits=args.downlink_level_bits,
                      record_every=args.record_every, stop=stop)
     procs = comm.process_traffic() if isinstance(comm, MPIComm) else np.zeros((1, 2), int)
     if comm.is_root:
