@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import sys
-import time
 import traceback
 from collections.abc import Mapping
 from typing import Any
@@ -19,10 +18,33 @@ __all__ = ["MPIComm", "mpi_available", "install_abort_hook"]
 _HOOKED: list[bool] = []
 
 
+def _finish_output(line: str) -> None:
+    """Write ``line`` to file descriptor 2 unbuffered, after flushing what Python buffered,
+    then close descriptors 1 and 2: everything this rank printed is in the launcher's pipes,
+    followed by their end, before the abort is sent (no sleep, no buffer left behind)."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    data = line.encode("utf-8", "replace")
+    try:
+        while data:
+            data = data[os.write(2, data):]
+    except OSError:
+        pass
+    for fd in (1, 2):
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+
+
 def install_abort_hook() -> None:
     """Make an uncaught exception on this rank end the whole MPI job: print one line
     (``sparsecert: error on MPI rank r of n: Type: message``; the traceback too when
-    ``SPARSECERT_MPI_TRACEBACK=1``) and call ``MPI.COMM_WORLD.Abort(1)``. Without it the other
+    ``SPARSECERT_MPI_TRACEBACK=1``), written unbuffered and followed by the end of this rank's
+    output streams, then call ``MPI.COMM_WORLD.Abort(1)``. Without it the other
     ranks wait forever in their next collective. Installed once per process (the previous
     hook is not called: the process is ending anyway)."""
     if _HOOKED:
@@ -35,9 +57,8 @@ def install_abort_hook() -> None:
             traceback.print_exception(kind, value, tb)
         text = str(value).strip().splitlines()
         line = f"{kind.__name__}: {text[0]}" if text else kind.__name__
-        print(f"sparsecert: error on MPI rank {world.Get_rank()} of {world.Get_size()}: {line}",
-              file=sys.stderr, flush=True)
-        time.sleep(0.5)  # let the launcher forward the line before the abort tears it down
+        msg = f"sparsecert: error on MPI rank {world.Get_rank()} of {world.Get_size()}: {line}\n"
+        _finish_output(msg)
         world.Abort(1)
 
     sys.excepthook = hook
