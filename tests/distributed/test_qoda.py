@@ -381,3 +381,35 @@ def test_the_log_has_a_row_per_record(tmp_path):
     assert [int(float(r["iteration"])) for r in rows] == [10, 20, 30]
     assert np.array_equal([float(r["residual"]) for r in rows], res.history["residual"])
     assert np.array_equal([float(r["bits_up"]) for r in rows], res.history["bits_up"])
+
+
+@pytest.mark.parametrize("method", ["qoda", "oda", "qeg"])
+def test_a_resumed_run_equals_the_uninterrupted_one(tmp_path, method):
+    """Checkpoint at 20 of a 30-iteration run, resume to 50: the same iterates, history and
+    bits as one 50-iteration run (adaptive levels refit every 10 iterations, Huffman code:
+    the decoders' levels and the workers' generators travel through the checkpoint)."""
+    prob = QuadraticGame(**SMALL)
+
+    def go(n_iter, record_every=5, **kw):
+        opts = RunOptions(monitor=prob.monitor, record_every=record_every, **kw)
+        comm = SimComm(3, seed=4)
+        if method == "oda":
+            return oda(prob.operators(), prob.x0, comm, n_iter, options=opts)
+        fn = qoda if method == "qoda" else quantized_extragradient
+        return fn(prob.operators(), prob.x0, comm, n_iter, layers=prob.layers, s=2,
+                  code="huffman", level_update_every=10, options=opts)
+
+    full = go(50)
+    ck = tmp_path / "run.ckpt"
+    go(30, checkpoint=ck, checkpoint_every=20)  # saved at 20 and at 30
+    res = go(50, resume=ck)
+    assert np.array_equal(res.x_bar, full.x_bar) and np.array_equal(res.x_last, full.x_last)
+    for key, val in full.history.items():
+        if key != "compute_s":  # measured seconds
+            assert np.array_equal(res.history[key], val), key
+    for key, val in full.bits_per_worker.items():
+        assert np.array_equal(res.bits_per_worker[key], val), key
+    with pytest.raises(ValueError, match="ask for more"):
+        go(30, resume=ck)
+    with pytest.raises(ValueError, match="record_every"):
+        go(50, record_every=7, resume=ck)

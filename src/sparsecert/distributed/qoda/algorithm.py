@@ -38,6 +38,7 @@ from sparsecert.distributed.comm import Communicator, Traffic, build_local
 from sparsecert.distributed.compress import Identity
 from sparsecert.distributed.encoder import Encoder
 from sparsecert.distributed.options import RunOptions
+from sparsecert.distributed.qoda.checkpoint import VECTORS, restore_state, run_config, save_state
 from sparsecert.distributed.quantize import (
     CODES,
     LayerMap,
@@ -339,8 +340,7 @@ def _options(options: RunOptions | None, comm: Communicator, method: str) -> Run
         raise TypeError("options must be a sparsecert.distributed.options.RunOptions")
     if opts.comm is not None and opts.comm is not comm:
         raise ValueError(f"{method}: RunOptions.comm differs from the communicator given")
-    opts.refuse(method, "store_iterates", "callback", "scalar_dtype", "server_seed",
-                "checkpoint", "resume")
+    opts.refuse(method, "store_iterates", "callback", "scalar_dtype", "server_seed")
     return opts
 
 
@@ -382,8 +382,16 @@ def _run(method: str, operators, x0, comm: Communicator, n_iter: int, q: Encoder
     step_gamma = gamma(1, 0.0)
     tmp = np.empty(d)  # scratch of the updates (no temporaries per iteration)
     log = None  # RunLog of opts.log, made at the first record
+    config = run_config(method, comm, x1, q, record_every, level_update_every)
+    first, wall0 = 1, 0.0
+    if opts.resume is not None:  # the state after iteration first - 1 of the saved run
+        done, vec, sum_sq, wall0 = restore_state(opts.resume, config, n_iter, ex, clock, hist)
+        y, x, v_prev, x_sum, x_half = (vec[k] for k in VECTORS)
+        first = done + 1
+        step_eta, step_gamma = eta(first, sum_sq), gamma(first, sum_sq)
     t_start = time.perf_counter()
-    for t in range(1, n_iter + 1):
+    t = first - 1
+    for t in range(first, n_iter + 1):
         adapt = (t - 1) % level_update_every == 0
         if method == "qeg":
             v_lead = ex(x, adapt)
@@ -422,11 +430,17 @@ def _run(method: str, operators, x0, comm: Communicator, n_iter: int, q: Encoder
             if opts.log is not None:
                 if log is None:  # the columns are known at the first record
                     log = RunLog(opts.log, ["iteration", "compute_s", "bits_up",
-                                            "bits_received", *metrics], comm.is_root)
+                                            "bits_received", *metrics], comm.is_root,
+                                 append=opts.resume is not None)
                 log.write({k: v[-1] for k, v in hist.items()})
             if stop is not None and stop(t, x_bar, metrics):
                 break
-    wall_s = time.perf_counter() - t_start
+        if opts.checkpoint is not None and (t % opts.checkpoint_every == 0 or t == n_iter):
+            save_state(opts.checkpoint, config, t, dict(zip(VECTORS, (y, x, v_prev, x_sum,
+                                                                      x_half), strict=True)),
+                       sum_sq, ex, clock, hist, wall0 + time.perf_counter() - t_start,
+                       comm.traffic - traffic0)
+    wall_s = wall0 + time.perf_counter() - t_start
     if log is not None:
         log.close()
     n_done = t
@@ -482,8 +496,12 @@ _DOC_PARAMS = """
         iteration; True stops the run there, and ``n_iter`` of the result is then the
         iterations done) and ``log`` (a CSV path or a callable: one row per record,
         iteration, compute seconds of one node, bits sent and received per worker, the
-        monitor's metrics; written by the root). ``comm`` may repeat the communicator; the
-        other fields are refused.
+        monitor's metrics; written by the root; a resumed run appends to its own),
+        ``checkpoint`` / ``checkpoint_every`` (each process saves its state to
+        ``<checkpoint>.<rank>.npz`` every this many iterations and at the end) and ``resume``
+        (continue a saved run: same configuration, start point and number of processes;
+        ``n_iter`` counts from the original start; the result equals the uninterrupted
+        run's). ``comm`` may repeat the communicator; the other fields are refused.
 
     Returns
     -------
