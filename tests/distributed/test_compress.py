@@ -417,3 +417,22 @@ def test_topk_levels_refuses_bad_parameters_and_messages():
         enc.decode(Message(b"\x00" * 3, 20))
     with pytest.raises(ValueError):
         enc.encode(np.array([np.nan] + [0.0] * 9))
+
+
+def test_enumerative_code_compiled_int64_path_equals_the_big_integer_path():
+    """Where every binomial fits in int64 the rank goes through a compiled kernel: the same
+    bytes and indices as the Python big-integer code (forced by dropping its table)."""
+    from sparsecert.distributed.subsets import SubsetCode
+
+    rng = np.random.default_rng(7)
+    for d, k in ((31, 5), (200, 10), (64, 30)):
+        fast, slow = SubsetCode(d, k, "enumerative"), SubsetCode(d, k, "enumerative")
+        assert fast._table is not None
+        slow._table = None
+        for _ in range(200):
+            idx = np.sort(rng.choice(d, k, replace=False))
+            data = fast.encode(idx)
+            assert data == slow.encode(idx)
+            assert np.array_equal(fast.decode(data), idx)
+            assert np.array_equal(slow.decode(data), idx)
+    assert SubsetCode(200, 40, "enumerative")._table is None  # C(200, 40) > 2^62

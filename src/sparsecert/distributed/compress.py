@@ -31,6 +31,7 @@ from numba import njit
 
 from sparsecert.distributed.bitstream import pack_uints, unpack_uints
 from sparsecert.distributed.encoder import Encoder, check_vector
+from sparsecert.distributed.levels_kernels import levels_decode, levels_encode
 from sparsecert.distributed.message import Message
 from sparsecert.distributed.quantize import RandomQuantizer
 from sparsecert.distributed.subsets import SubsetCode
@@ -332,46 +333,33 @@ class TopKLevels(Encoder):
     def message_bits(self) -> int:
         return 16 + self.k * (1 + self.bits) + self._subsets.bits
 
-    def _parts(self, v: np.ndarray):
+    def _encode(self, v: np.ndarray) -> tuple[Message, np.ndarray]:
         v = check_vector(v, self.dim)
-        idx = topk_indices(v, self.k)
-        vals = v[idx]
-        mag = np.abs(vals)
-        code = to_bfloat16(float(mag.max()))
-        s = from_bfloat16(code)
-        lev = (np.minimum(np.rint(mag * (self.levels / s)), self.levels).astype(np.int64)
-               if s > 0 else np.zeros(self.k, dtype=np.int64))
-        neg = (vals < 0).astype(np.int64)
-        return idx, code, s, neg, lev
-
-    def _values(self, s: float, neg: np.ndarray, lev: np.ndarray) -> np.ndarray:
-        return np.where(neg == 1, -1.0, 1.0) * (lev * (s / self.levels))
-
-    def _message(self, idx, code, neg, lev) -> Message:
-        payload = (int(code).to_bytes(2, "little") + pack_uints((neg << self.bits) | lev,
-                                                                 1 + self.bits)
-                   + self._subsets.encode(idx))
-        return Message(payload, self.message_bits)
+        idx = np.empty(self.k, dtype=np.int64)
+        buf = np.empty(self._ncode, dtype=np.uint8)
+        out = np.empty(self.dim)
+        code = levels_encode(v, self.k, self.bits, idx, buf, out)
+        if code < 0:
+            raise ValueError(f"the scale {np.abs(v).max():.3g} does not fit in a bfloat16")
+        payload = int(code).to_bytes(2, "little") + buf.tobytes() + self._subsets.encode(idx)
+        return Message(payload, self.message_bits), out
 
     def encode(self, v: np.ndarray, rng: np.random.Generator | None = None) -> Message:
-        idx, code, _, neg, lev = self._parts(v)
-        return self._message(idx, code, neg, lev)
+        return self._encode(v)[0]
 
     def roundtrip(self, v: np.ndarray, rng: np.random.Generator | None = None
                   ) -> tuple[Message, np.ndarray]:
-        idx, code, s, neg, lev = self._parts(v)
-        out = np.zeros(self.dim)
-        out[idx] = self._values(s, neg, lev)
-        return self._message(idx, code, neg, lev), out
+        return self._encode(v)
 
     def decode(self, msg: Message) -> np.ndarray:
         if not isinstance(msg, Message) or msg.n_bits != self.message_bits:
             raise ValueError(f"TopKLevels message must carry {self.message_bits} bits")
-        s = from_bfloat16(int.from_bytes(msg.payload[:2], "little"))
-        codes = unpack_uints(msg.payload[2:2 + self._ncode], self.k, 1 + self.bits)
-        idx = self._subsets.decode(msg.payload[2 + self._ncode:])
+        data = msg.payload
+        idx = self._subsets.decode(data[2 + self._ncode:])
         out = np.zeros(self.dim)
-        out[idx] = self._values(s, codes >> self.bits, codes & self.levels)
+        levels_decode(np.frombuffer(data, dtype=np.uint8, count=self._ncode, offset=2),
+                      self.k, self.bits, int.from_bytes(data[:2], "little"), idx, out,
+                      False, 1.0)
         return out
 
     def __repr__(self) -> str:

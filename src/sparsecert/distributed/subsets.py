@@ -16,6 +16,7 @@ import math
 from functools import lru_cache
 
 import numpy as np
+from numba import njit
 
 from sparsecert.distributed.bitstream import pack_uints, unpack_uints
 
@@ -28,6 +29,36 @@ INDEX_CODES = ("fixed", "enumerative")
 def _binomials(d: int, k: int) -> tuple[tuple[int, ...], ...]:
     """``table[j][n] = C(n, j)`` for ``j <= k``, ``n <= d`` (Python integers)."""
     return tuple(tuple(math.comb(n, j) for n in range(d + 1)) for j in range(k + 1))
+
+
+_SMALL = 1 << 62  # ranks below this go through the compiled int64 path
+
+
+@njit(cache=True, nogil=True)
+def _rank64(idx, table):  # pragma: no cover - compiled
+    """``sum_j C(idx[j], j + 1)`` with ``table[j, n] = C(n, j)`` (int64, no overflow below
+    ``2**62``)."""
+    r = np.int64(0)
+    for j in range(idx.size):
+        r += table[j + 1, idx[j]]
+    return r
+
+
+@njit(cache=True, nogil=True)
+def _unrank64(rank, k, d, table, out):  # pragma: no cover - compiled
+    """The increasing indices of ``rank`` (the inverse of :func:`_rank64`)."""
+    hi = d
+    for j in range(k, 0, -1):  # the largest c < hi with C(c, j) <= rank
+        lo, top = j - 1, hi - 1
+        while lo < top:
+            mid = (lo + top + 1) // 2
+            if table[j, mid] <= rank:
+                lo = mid
+            else:
+                top = mid - 1
+        out[j - 1] = lo
+        rank -= table[j, lo]
+        hi = lo
 
 
 class SubsetCode:
@@ -47,6 +78,11 @@ class SubsetCode:
         self.width = (self.d - 1).bit_length()
         self.bits = (self.k * self.width if kind == "fixed"
                      else (math.comb(self.d, self.k) - 1).bit_length())
+        self._table = None  # int64 binomials when every rank fits (the compiled path)
+        if kind == "enumerative":
+            rows = _binomials(self.d, self.k)
+            if max(max(r) for r in rows) < _SMALL:
+                self._table = np.array(rows, dtype=np.int64)
 
     @property
     def nbytes(self) -> int:
@@ -56,7 +92,10 @@ class SubsetCode:
         """The bytes of an increasing index array of length ``k``."""
         if self.kind == "fixed":
             return pack_uints(idx, self.width)
-        rank = sum(math.comb(int(c), j + 1) for j, c in enumerate(idx))
+        if self._table is not None:
+            rank = int(_rank64(np.asarray(idx, dtype=np.int64), self._table))
+        else:
+            rank = sum(math.comb(int(c), j + 1) for j, c in enumerate(idx))
         # MSB first, left-aligned in the last byte (as every part of a message)
         return (rank << (8 * self.nbytes - self.bits)).to_bytes(self.nbytes, "big")
 
@@ -74,6 +113,9 @@ class SubsetCode:
         if rank >= table[self.k][self.d]:
             raise ValueError("corrupt sparse message: subset rank out of range")
         out = np.empty(self.k, dtype=np.int64)
+        if self._table is not None:
+            _unrank64(np.int64(rank), self.k, self.d, self._table, out)
+            return out
         hi = self.d
         for j in range(self.k, 0, -1):  # the largest c < hi with C(c, j) <= rank
             row = table[j]
