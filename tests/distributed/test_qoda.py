@@ -413,3 +413,36 @@ def test_a_resumed_run_equals_the_uninterrupted_one(tmp_path, method):
         go(30, resume=ck)
     with pytest.raises(ValueError, match="record_every"):
         go(50, record_every=7, resume=ck)
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.mpi
+def test_sharded_entry_point_reads_own_workers_only_and_matches_the_full_problem(
+        tmp_path, mpiexec):
+    """--write-shards then --shards under mpiexec -n 3: rank 0 opened worker 0's file only,
+    and the iterates equal those of the problem built whole in one process."""
+    argv = ["--n-iter", "30", "--sizes", "24", "8", "4", "--level-update-every", "10",
+            "--record-every", "10"]
+    shards = tmp_path / "shards"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path), OPENBLAS_NUM_THREADS="1")
+    mod = [sys.executable, "-m", "sparsecert.distributed.qoda.mpi"]
+    proc = subprocess.run([*mod, "--write-shards", str(shards), "--n-workers", "3", *argv],
+                          capture_output=True, text=True, timeout=120, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(p.name for p in shards.iterdir()) == [
+        "problem.json", "worker_0.npz", "worker_1.npz", "worker_2.npz"]
+    out = tmp_path / "mpi.npz"
+    proc = subprocess.run([mpiexec, "-n", "3", *mod, "--shards", str(shards), "--out",
+                           str(out), *argv], capture_output=True, text=True, timeout=120,
+                          env=env)
+    assert proc.returncode == 0, proc.stderr
+    got = np.load(out)
+    assert list(got["loaded"]) == [0]
+    ref = result_arrays(run(build_parser().parse_args(
+        ["--out", "unused", "--sim", "--n-workers", "3", *argv])))
+    assert np.array_equal(got["x_bar"], ref["x_bar"])
+    assert np.array_equal(got["h_residual"], ref["h_residual"])
+    assert np.array_equal(got["bits_up"], ref["bits_up"])
+    proc = subprocess.run([*mod, "--shards", str(tmp_path / "none"), "--out", str(out)],
+                          capture_output=True, text=True, timeout=120, env=env)
+    assert proc.returncode == 2 and "problem.json" in proc.stderr.splitlines()[-1]
