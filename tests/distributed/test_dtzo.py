@@ -437,6 +437,29 @@ def test_mpi_run_matches_simcomm(tmp_path, mpiexec):
 
 @pytest.mark.timeout(300)
 @pytest.mark.mpi
+def test_sharded_entry_point_reads_own_workers_only_and_matches_the_whole_problem(
+        tmp_path, mpiexec):
+    """--write-shards, then --shards under mpiexec -n 3: rank 0 read worker 0's file only and
+    the final point equals the run on the problem built whole in one process."""
+    env = dict(os.environ, PYTHONPATH=str(SRC) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    mod = [sys.executable, "-m", "sparsecert.distributed.dtzo.mpi"]
+    shards, out_mpi, out_sim = tmp_path / "shards", tmp_path / "mpi.npz", tmp_path / "sim.npz"
+    for cmd in ([*mod, "--write-shards", str(shards), "--dims", "1", "3", "3"],
+                [mpiexec, "-n", "3", *mod, "--shards", str(shards), "--n-iter", "15",
+                 "--out", str(out_mpi)],
+                [*mod, "--comm", "sim", "--dims", "1", "3", "3", "--n-iter", "15",
+                 "--out", str(out_sim)]):
+        proc = subprocess.run(cmd, env=env, timeout=120, capture_output=True, text=True)
+        assert proc.returncode == 0, f"{' '.join(cmd)} failed:\n{proc.stderr[-2000:]}"
+    a, b = np.load(out_mpi), np.load(out_sim)
+    assert list(a["loaded"]) == [0] and list(b["loaded"]) == []
+    np.testing.assert_array_equal(a["z"], b["z"])
+    np.testing.assert_array_equal(a["h_err_x1"], b["h_err_x1"])
+    np.testing.assert_array_equal(a["up"], b["up"])
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.mpi
 def test_example_keeps_each_shard_on_its_rank_and_matches_simcomm(tmp_path, mpiexec):
     """The federated tuning example under mpiexec -n 3: rank j opens site_j.npz and nothing else
     (each rank prints what it opened), and the iterates equal SimComm's in one process."""

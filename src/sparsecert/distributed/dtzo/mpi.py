@@ -10,6 +10,13 @@ process sent and received, and writes the final consensus point, the history and
 to ``--out``. ``--comm sim`` runs the
 identical configuration in one process with :class:`~sparsecert.distributed.comm.SimComm` (used by
 the tests to check that both communicators give the same iterates).
+
+``--write-shards DIR`` writes the problem's workers one file each (and ``problem.json`` with
+the shape, the start point and the reference solution); ``--shards DIR`` makes each rank read
+only its own workers' files (the monitor then reports the errors against the reference)::
+
+    python -m sparsecert.distributed.dtzo.mpi --write-shards shards/
+    mpiexec -n 3 python -m sparsecert.distributed.dtzo.mpi --shards shards/ --out result.npz
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ import numpy as np
 from sparsecert.distributed.comm import Communicator, MPIComm, SimComm
 from sparsecert.distributed.dtzo.algorithm import DTZOConfig, DTZOResult, dtzo
 from sparsecert.distributed.dtzo.problems import make_p1
+from sparsecert.distributed.dtzo.shards import ShardedProblem, write_shards
 from sparsecert.distributed.dtzo.zeroth_order import ZOConfig
 
 __all__ = ["config_from_args", "run", "main"]
@@ -29,7 +37,12 @@ __all__ = ["config_from_args", "run", "main"]
 
 def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", required=True, help="output .npz path (written by the root)")
+    ap.add_argument("--out", default=None, help="output .npz path (written by the root)")
+    ap.add_argument("--write-shards", default=None,
+                    help="write the problem's workers one file each into this folder and exit")
+    ap.add_argument("--shards", default=None,
+                    help="folder written by --write-shards: each rank reads only its workers")
+    ap.add_argument("--dims", type=int, nargs=3, default=[2, 2, 2])
     ap.add_argument("--comm", choices=("mpi", "sim"), default="mpi")
     ap.add_argument("--n-workers", type=int, default=3)
     ap.add_argument("--n-iter", type=int, default=40)
@@ -50,12 +63,30 @@ def config_from_args(args: argparse.Namespace) -> DTZOConfig:
 
 def run(comm: Communicator, args: argparse.Namespace) -> DTZOResult:
     """Run P1 with the entry point's configuration on ``comm``."""
-    problem = make_p1(n_workers=args.n_workers, seed=args.problem_seed)
-    return dtzo(problem, comm, config_from_args(args), monitor=problem.metrics)
+    if getattr(args, "shards", None):
+        problem = ShardedProblem(args.shards)
+    else:
+        problem = make_p1(n_workers=args.n_workers, dims=tuple(getattr(args, "dims", (2, 2, 2))),
+                          seed=args.problem_seed)
+    res = dtzo(problem, comm, config_from_args(args), monitor=problem.metrics)
+    res.loaded = list(getattr(problem, "opened", []))
+    return res
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    ap = _parser()
+    args = ap.parse_args(argv)
+    if args.write_shards:
+        write_shards(make_p1(n_workers=args.n_workers, dims=tuple(args.dims),
+                             seed=args.problem_seed), args.write_shards)
+        return 0
+    if args.out is None:
+        ap.error("--out is required (unless --write-shards)")
+    if args.shards:
+        try:
+            args.n_workers = ShardedProblem(args.shards).n_workers
+        except (OSError, ValueError) as exc:
+            ap.error(str(exc))
     if args.comm == "mpi":
         comm: Communicator = MPIComm(n_workers=args.n_workers, seed=args.seed)
     else:
@@ -73,6 +104,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             args.out, z=res.z, bits_up=res.bits_up, bits_down=res.bits_down, rounds=res.rounds,
             n_queries=res.n_queries, up=comm.traffic.up_sent,
             down=comm.traffic.down_received, per_process=per_process,
+            loaded=np.asarray(res.loaded, dtype=np.int64),
             **{f"h_{k}": v for k, v in res.history.items()},
         )
     return 0
