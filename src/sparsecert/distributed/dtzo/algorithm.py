@@ -267,6 +267,7 @@ class _DTZO:
                 f"participation={cfg.participation} exceeds n_workers={comm.n_workers}"
             )
         self.ledger = _Ledger(comm)
+        self.n_dropped = 0  # cuts removed as inactive (history: "cuts_dropped")
         self.oracle = _Oracle(local_workers(problem, comm), comm, self.ledger, cfg.exact_levels)
         # the master's generator: cut frames and participation; the same seed on every process,
         # so the directions are known everywhere without being sent
@@ -388,6 +389,7 @@ class _DTZO:
             if c is newest[c.level] or not (cfg.drop_inactive and c.inactive >= cfg.drop_after):
                 keep.append(c)
         if len(keep) != len(self.cuts):
+            self.n_dropped += len(self.cuts) - len(keep)
             self.cuts = keep
             self._update_map()
 
@@ -472,6 +474,7 @@ class _DTZO:
         row = {"iter": t, **self.ledger.reduce(f1, cons), **traffic_row(self.comm),
                "n_cuts3": sum(c.level == 3 for c in self.cuts),
                "n_cuts2": sum(c.level == 2 for c in self.cuts),
+               "cuts_dropped": self.n_dropped,
                "full_frames": self.jac.stats.full}
         if self.monitor is not None:
             row.update(self.monitor(self.z.copy()))

@@ -109,8 +109,8 @@ class DTZOResult:
         over workers of what each sent to the server, received from it, and both), ``rounds``,
         ``consensus_error`` (``max_j ||z_j - z||``), ``f1`` (the level-1 objective at the
         consensus point, a reduction of the workers' values; not counted in ``queries``), the
-        method's own counters (``cut_queries``, ``n_cuts3``, ``n_cuts2``, ...) and the
-        monitor's entries.
+        method's own counters (``cut_queries``, ``n_cuts3``, ``n_cuts2``, ``cuts_dropped``,
+        ...) and the monitor's entries.
     method : str
     n_queries, n_grad_calls : int
     bits_up, bits_down : float
