@@ -4,7 +4,10 @@ Problems (``sparsecert.distributed.dtzo.problems`` and ``.nonquadratic``): P1, a
 trilevel problem with a closed-form solution (5 random instances); P2, robust ridge
 hyperparameter tuning on scikit-learn's diabetes data (5 algorithm seeds); P3, a trilevel problem
 with non-quadratic levels (so the zeroth-order inner estimates are not exact) and a closed-form
-solution, ``dims = (2, 5, 5)`` (5 random instances). Methods: DTZO-style (zeroth order), the same
+solution, ``dims = (2, 5, 5)`` (5 random instances); P4 (``.simulated``), every level a
+black-box simulator of a linear system (values only: the first-order reference cannot run),
+``dims = (20, 50, 50)``, judged against the closed-form solution of the equivalent quadratic
+problem (1 instance with --quick, 3 in the full run). Methods: DTZO-style (zeroth order), the same
 algorithm with exact gradients (first-order reference), nested zeroth-order loops (P1; P2 in the
 full run), single-level zeroth-order FedAvg; ablations: linear cuts, single-level
 (non-cascaded) level-2 residual, no inactive-cut removal; on P3 also the cheaper update cut with
