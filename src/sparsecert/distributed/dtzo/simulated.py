@@ -29,8 +29,8 @@ __all__ = ["SimulatorSite", "SimulatedTrilevel", "make_p4"]
 
 
 class SimulatorSite:
-    """One worker's three level simulators (a :class:`~sparsecert.distributed.dtzo.trilevel.
-    TrilevelWorker` with values only).
+    """One worker's three level simulators (a
+    :class:`~sparsecert.distributed.dtzo.trilevel.TrilevelWorker` with values only).
 
     Parameters
     ----------
