@@ -21,6 +21,8 @@ __all__ = [
     "check_fit_intercept", "check_eig_shift", "check_shift_value", "check_rel_gap",
     "check_abs_gap", "check_time_limit", "check_positive_int", "check_node_limit",
     "check_n_jobs", "check_verbose", "check_choice", "check_executor", "check_log",
+    "check_sample_weight", "check_offset", "check_coef_bounds", "check_positive",
+    "check_feature_indices", "check_always_select", "check_exclude",
 ]
 
 
@@ -264,3 +266,178 @@ def check_log(log):
         raise TypeError(f"log must be callable (it receives each progress line) or None, got "
                         f"{type(log).__name__}")
     return log
+
+
+# ----------------------------------------------------------------------------------------------
+# per-sample and per-feature parameters (their lengths are checked against the data by the
+# prepare step, sparsecert._validation.prepare)
+# ----------------------------------------------------------------------------------------------
+def _frozen(arr: np.ndarray) -> np.ndarray:
+    """A read-only float64 copy (a record's array cannot be changed behind its back)."""
+    out = np.array(arr, dtype=np.float64, copy=True)
+    out.setflags(write=False)
+    return out
+
+
+def _real_vector(value, name: str) -> np.ndarray:
+    """``value`` as a 1-D float64 array that is exactly the numbers given (the data's own
+    checks: numeric, real, one-dimensional, no rounding in the conversion)."""
+    from sparsecert._validation import check_exact_source, check_exactly_float64
+
+    if hasattr(value, "toarray") and not isinstance(value, np.ndarray):
+        raise TypeError(f"{name} must be a dense 1-D array, got a sparse matrix")
+    arr = np.asarray(value)
+    if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number)
+                                   or arr.dtype == np.bool_):
+        raise TypeError(f"{name} must be a numeric array, got dtype {arr.dtype}")
+    if np.iscomplexobj(arr):
+        raise TypeError(f"{name} must be real, got a complex array")
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be 1-dimensional, got shape {arr.shape}")
+    conv = np.asarray(arr, dtype=np.float64)
+    check_exactly_float64(arr, conv, name)
+    check_exact_source(value, conv, name)
+    return conv
+
+
+def check_sample_weight(sample_weight) -> np.ndarray | None:
+    """Per-sample weights ``w_i >= 0`` (finite, not all zero), or None for unit weights.
+
+    The objective is ``sum_i w_i f(x_i^T b + c, y_i) + lambda2 ||b||^2``; a zero weight drops
+    its sample, an integer weight counts it that many times. Returns a read-only float64 copy.
+    """
+    if sample_weight is None:
+        return None
+    w = _real_vector(sample_weight, "sample_weight")
+    if w.size == 0:
+        raise ValueError("sample_weight is empty")
+    bad = np.flatnonzero(~np.isfinite(w))
+    if bad.size:
+        raise ValueError(f"sample_weight[{int(bad[0])}] = {float(w[bad[0]])!r} is not finite")
+    neg = np.flatnonzero(w < 0)
+    if neg.size:
+        raise ValueError(f"sample_weight[{int(neg[0])}] = {float(w[neg[0]])!r} is negative "
+                         f"(weights must be >= 0; {neg.size} negative)")
+    if not (w > 0).any():
+        raise ValueError("sample_weight is zero everywhere: no sample is left to fit")
+    return _frozen(w)
+
+
+def check_offset(offset) -> np.ndarray | None:
+    """A fixed per-sample offset ``o_i`` in the linear predictor ``x_i^T b + c + o_i`` (finite),
+    or None. Returns a read-only float64 copy."""
+    if offset is None:
+        return None
+    o = _real_vector(offset, "offset")
+    if o.size == 0:
+        raise ValueError("offset is empty")
+    bad = np.flatnonzero(~np.isfinite(o))
+    if bad.size:
+        raise ValueError(f"offset[{int(bad[0])}] = {float(o[bad[0]])!r} is not finite")
+    return _frozen(o)
+
+
+def _bound_side(value, name: str, inf: float) -> float | np.ndarray:
+    """One side of ``coef_bounds``: None (no bound: ``inf`` with its sign), a number, or a 1-D
+    array (one bound per feature, infinities allowed)."""
+    if value is None:
+        return inf
+    if _is_real(value) or (isinstance(value, np.ndarray) and value.ndim == 0):
+        v = _exact_float(value if not isinstance(value, np.ndarray) else value[()], name)
+        if math.isnan(v):
+            raise ValueError(f"{name} is NaN")
+        return v
+    if isinstance(value, (str, bytes)) or not isinstance(value, Iterable | np.ndarray):
+        raise TypeError(f"{name} must be None, a number or a 1-D array of numbers, got "
+                        f"{type(value).__name__}")
+    arr = np.asarray([inf if v is None else v for v in value], dtype=object) \
+        if not isinstance(value, np.ndarray) else value
+    if arr.dtype == object:
+        arr = np.asarray(arr.tolist())
+    vec = _real_vector(arr, name)
+    nan = np.flatnonzero(np.isnan(vec))
+    if nan.size:
+        raise ValueError(f"{name}[{int(nan[0])}] is NaN")
+    return _frozen(vec)
+
+
+def check_coef_bounds(coef_bounds) -> tuple | None:
+    """Per-coefficient bounds ``lower_j <= b_j <= upper_j`` as a pair ``(lower, upper)``, each
+    None (no bound), a number (every coefficient) or one number per feature (``-inf`` / ``inf``
+    for none); or None for no bounds.
+
+    ``b_j = 0`` must be feasible (the cardinality constraint sets coefficients to zero), so
+    ``lower_j <= 0 <= upper_j``. Returns ``(lower, upper)`` with floats or read-only arrays.
+    """
+    if coef_bounds is None:
+        return None
+    if isinstance(coef_bounds, (str, bytes)) or not isinstance(coef_bounds, Iterable):
+        raise TypeError(f"coef_bounds must be a pair (lower, upper), got "
+                        f"{type(coef_bounds).__name__}")
+    pair = list(coef_bounds)
+    if len(pair) != 2:
+        raise ValueError(f"coef_bounds must be a pair (lower, upper), got {len(pair)} items")
+    lower = _bound_side(pair[0], "coef_bounds lower", -math.inf)
+    upper = _bound_side(pair[1], "coef_bounds upper", math.inf)
+    lo, hi = np.broadcast_arrays(np.asarray(lower), np.asarray(upper)) \
+        if np.ndim(lower) == 0 or np.ndim(upper) == 0 or np.size(lower) == np.size(upper) \
+        else (None, None)
+    if lo is None:
+        raise ValueError(f"coef_bounds: lower has {np.size(lower)} entries and upper "
+                         f"{np.size(upper)}; give one per feature for both")
+    lo, hi = np.atleast_1d(lo), np.atleast_1d(hi)
+    crossed = np.flatnonzero(lo > hi)
+    if crossed.size:
+        j = int(crossed[0])
+        where = f"[{j}]" if np.ndim(lower) or np.ndim(upper) else ""
+        raise ValueError(f"coef_bounds: lower{where} = {float(lo[j])!r} > upper{where} = "
+                         f"{float(hi[j])!r}")
+    for side, arr, wrong in (("lower", lo, lo > 0), ("upper", hi, hi < 0)):
+        bad = np.flatnonzero(wrong)
+        if bad.size:
+            j = int(bad[0])
+            where = f"[{j}]" if np.ndim(lower if side == "lower" else upper) else ""
+            raise ValueError(
+                f"coef_bounds: {side}{where} = {float(arr[j])!r} excludes b = 0; every bound must "
+                f"allow a zero coefficient (lower <= 0 <= upper), since a coefficient outside "
+                f"the support is zero (use always_select to keep a feature in the model)")
+    return (lower, upper)
+
+
+def check_positive(positive) -> bool:
+    """The sign constraint ``b_j >= 0`` for every coefficient (a bool)."""
+    return check_bool(positive, "positive")
+
+
+def check_feature_indices(indices, name: str) -> tuple[int, ...]:
+    """Feature indices (integers >= 0, none repeated) as a sorted tuple; None or an empty
+    collection: none. Their range is checked against the data by the prepare step."""
+    if indices is None:
+        return ()
+    if isinstance(indices, (str, bytes)) or not isinstance(indices, Iterable | np.ndarray):
+        raise TypeError(f"{name} must be a collection of feature indices (integers), got "
+                        f"{type(indices).__name__}")
+    vals = list(np.asarray(indices).ravel().tolist()) if isinstance(indices, np.ndarray) \
+        else list(indices)
+    out = []
+    for v in vals:
+        if not _is_int(v):
+            raise TypeError(f"{name} must hold integer feature indices, got "
+                            f"{type(v).__name__} {v!r}")
+        if v < 0:
+            raise ValueError(f"{name} holds the negative index {v}")
+        out.append(int(v))
+    if len(set(out)) != len(out):
+        dup = sorted({v for v in out if out.count(v) > 1})
+        raise ValueError(f"{name} holds repeated indices: {dup[:5]}")
+    return tuple(sorted(out))
+
+
+def check_always_select(indices) -> tuple[int, ...]:
+    """Features forced into the model (counted in ``k``)."""
+    return check_feature_indices(indices, "always_select")
+
+
+def check_exclude(indices) -> tuple[int, ...]:
+    """Features kept out of the model."""
+    return check_feature_indices(indices, "exclude")

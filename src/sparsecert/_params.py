@@ -29,10 +29,15 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from sparsecert._checks import (
     check_abs_gap,
+    check_always_select,
     check_bool,
     check_choice,
+    check_coef_bounds,
+    check_exclude,
     check_executor,
     check_fit_intercept,
     check_k,
@@ -41,8 +46,11 @@ from sparsecert._checks import (
     check_max_abs_coef,
     check_n_jobs,
     check_node_limit,
+    check_offset,
+    check_positive,
     check_positive_int,
     check_rel_gap,
+    check_sample_weight,
     check_shift_value,
     check_time_limit,
     check_verbose,
@@ -169,6 +177,40 @@ def _names(names: Iterable[str]) -> str:
     return "{" + ", ".join(f'"{n}"' for n in names) + "}"
 
 
+def _cli_indices(text: str) -> tuple[int, ...]:
+    """``--always-select 0,3,7``: comma-separated integers."""
+    parts = [t.strip() for t in text.split(",") if t.strip()]
+    try:
+        return tuple(int(t) for t in parts)
+    except ValueError:
+        raise ValueError(f"expected comma-separated column indices, got {text!r}") from None
+
+
+def _cli_coef_bounds(text: str):
+    """``--coef-bounds L,U`` (``inf``, ``-inf`` or ``none`` for no bound) or an ``.npz`` file
+    with the arrays ``lower`` and ``upper``."""
+    if text.endswith(".npz"):
+        try:
+            with np.load(text, allow_pickle=False) as f:
+                if set(f.files) != {"lower", "upper"}:
+                    raise ValueError(f"{text} must hold exactly the arrays lower and upper, "
+                                     f"has {sorted(f.files)}")
+                return f["lower"], f["upper"]
+        except OSError as exc:
+            raise ValueError(f"cannot read {text}: {exc}") from None
+    parts = [t.strip() for t in text.split(",")]
+    if len(parts) != 2:
+        raise ValueError(f"expected LOWER,UPPER (or an .npz file), got {text!r}")
+
+    def side(t: str):
+        return None if t.lower() in ("none", "") else float(t)
+
+    try:
+        return side(parts[0]), side(parts[1])
+    except ValueError:
+        raise ValueError(f"expected two numbers LOWER,UPPER, got {text!r}") from None
+
+
 _TABLE = [
     # -- the problem ---------------------------------------------------------------------------
     Param("k", "int",
@@ -208,6 +250,42 @@ _TABLE = [
           "factorisation; None: no shift). The other losses have none (``\"auto\"`` means "
           "none; a number is refused).",
           check_shift_value, default="auto", record="problem"),
+    Param("sample_weight", "array-like of shape (n_samples,) or None",
+          "Per-sample weights ``w_i >= 0`` (finite, not all zero): the objective is ``sum_i w_i "
+          "loss_i + lambda2 ||b||^2``. A zero weight drops its sample, an integer weight counts "
+          "it that many times. Part of the certified problem (the certificate holds their "
+          "hash; the verifier takes them with the data).",
+          check_sample_weight, default=None, record="problem"),
+    Param("offset", "array-like of shape (n_samples,) or None",
+          "A fixed per-sample offset in the linear predictor ``x_i^T b + c + offset_i`` (a "
+          "Poisson exposure as ``log(exposure)``). Part of the certified problem, like the "
+          "weights.",
+          check_offset, default=None, record="problem"),
+    Param("coef_bounds", "(lower, upper) or None",
+          "Per-coefficient bounds ``lower_j <= b_j <= upper_j``: each side None (no bound), a "
+          "number (every coefficient) or one number per feature (``-inf`` / ``inf``: none), "
+          "with ``lower <= 0 <= upper`` (a coefficient outside the support is zero). Together "
+          "with ``max_abs_coef`` and ``positive`` (all hold).",
+          check_coef_bounds, default=None, record="problem",
+          cli=CliFlag("--coef-bounds", "bounds LOWER,UPPER on every coefficient (inf / -inf "
+                                       "for none), or an .npz file with arrays lower and "
+                                       "upper (one bound per feature)", "L,U|FILE",
+                      _cli_coef_bounds)),
+    Param("positive", "bool",
+          "Constrain every coefficient to ``b_j >= 0``.",
+          check_positive, default=False, record="problem",
+          cli=CliFlag("--positive", "coefficients >= 0 (default: off)")),
+    Param("always_select", "sequence of int",
+          "Features (column indices) forced into the model: they count in ``k`` and stay in "
+          "the support (a coefficient may still be zero).",
+          check_always_select, default=(), record="problem",
+          cli=CliFlag("--always-select", "column indices forced into the model, counted in k "
+                                         "(comma-separated)", "J,...", _cli_indices)),
+    Param("exclude", "sequence of int",
+          "Features (column indices) kept out of the model.",
+          check_exclude, default=(), record="problem",
+          cli=CliFlag("--exclude", "column indices kept out of the model (comma-separated)",
+                      "J,...", _cli_indices)),
     # -- the search ----------------------------------------------------------------------------
     Param("rel_gap", "float",
           "Stop when the relative gap ``(UB - LB) / max(1, |UB|)`` is at most ``rel_gap`` "

@@ -99,6 +99,14 @@ class PreparedProblem:
         ``[label coded -1, label coded +1]`` for a classification loss.
     spec : sparsecert.problem.ProblemSpec
         The problem (checked; ``spec.k``, when set, is at most the number of features).
+    sample_weight, offset : numpy.ndarray of shape (n_samples,) or None
+        The problem's weights and offsets, checked against the data's length (None: none).
+    coef_lower, coef_upper : numpy.ndarray of shape (n_features,) or None
+        Every coefficient's bounds (:meth:`sparsecert.problem.ProblemSpec.coef_limits`) when
+        the problem has bounds other than the symmetric box (``coef_bounds`` or ``positive``);
+        None otherwise (the box ``max_abs_coef`` alone).
+    forced_in, forced_out : numpy.ndarray of bool of shape (n_features,)
+        The features of ``always_select`` and of ``exclude`` (the root's fixings).
 
     The problem's fields are also read as attributes (``loss``, ``lambda2``, ``max_abs_coef``
     with ``inf`` for no box, ``fit_intercept``, ``eig_shift``: resolved for the loss).
@@ -109,6 +117,12 @@ class PreparedProblem:
     y_used: np.ndarray
     labels: list[float] | None
     spec: ProblemSpec
+    sample_weight: np.ndarray | None = None
+    offset: np.ndarray | None = None
+    coef_lower: np.ndarray | None = None
+    coef_upper: np.ndarray | None = None
+    forced_in: np.ndarray | None = None
+    forced_out: np.ndarray | None = None
 
     def __getattr__(self, name: str):
         if name in _SPEC_FIELDS:  # the problem's fields, read through the record
@@ -132,10 +146,43 @@ def prepare(X, y, spec: ProblemSpec) -> PreparedProblem:
         As the module's exception policy says.
     """
     X, y = check_X_y(X, y)
+    n, p = X.shape
     if spec.k is not None:
-        check_k_fits(spec.k, X.shape[1])
+        check_k_fits(spec.k, p)
+    for name in ("sample_weight", "offset"):
+        v = getattr(spec, name)
+        if v is not None and v.shape[0] != n:
+            raise ValueError(f"{name} has length {v.shape[0]}, X has {n} samples")
+    for name in ("always_select", "exclude"):
+        out = [j for j in getattr(spec, name) if j >= p]
+        if out:
+            raise ValueError(f"{name} holds indices outside [0, {p - 1}]: {out[:5]}")
+    lower = upper = None
+    if spec.has_coef_bounds:
+        lower, upper = spec.coef_limits(p)
+    forced_in = np.zeros(p, dtype=bool)
+    forced_in[list(spec.always_select)] = True
+    forced_out = np.zeros(p, dtype=bool)
+    forced_out[list(spec.exclude)] = True
     y_used, labels = get_loss(spec.loss).encode_target(y)
-    return PreparedProblem(X=X, y=y, y_used=y_used, labels=labels, spec=spec)
+    return PreparedProblem(X=X, y=y, y_used=y_used, labels=labels, spec=spec,
+                           sample_weight=spec.sample_weight, offset=spec.offset,
+                           coef_lower=lower, coef_upper=upper, forced_in=forced_in,
+                           forced_out=forced_out)
+
+
+#: the problem's fields the search does not solve yet (refused, never ignored)
+UNSUPPORTED_BY_SEARCH: tuple[str, ...] = ("sample_weight", "offset", "coef_bounds", "positive",
+                                          "always_select", "exclude")
+
+
+def check_supported(prepared: PreparedProblem) -> None:
+    """Refuse a problem field the search cannot honour yet (NotImplementedError naming it)."""
+    spec = prepared.spec
+    for name in UNSUPPORTED_BY_SEARCH:
+        value = getattr(spec, name)
+        if value is not None and value is not False and value != ():
+            raise NotImplementedError(f"{name} is not supported by the search yet")
 
 
 def prepare_problem(X, y, lambda2, loss="squared", max_abs_coef=None, fit_intercept=True,

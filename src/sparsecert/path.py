@@ -38,7 +38,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from sparsecert._checks import check_ks
 from sparsecert._params import check_param, defaults, document
-from sparsecert._validation import PreparedProblem, check_exact_input, prepare
+from sparsecert._validation import PreparedProblem, check_exact_input, check_supported, prepare
 from sparsecert.api import CertifyResult, assemble_result
 from sparsecert.bnb import BnBSettings, BranchAndBound
 from sparsecert.bnb.interrupts import deferred_interrupt
@@ -141,7 +141,9 @@ def certify_path(X, y, ks, lambda2: float, *, loss: str = _D.loss,
                  loss_params: dict | None = _D.loss_params,
                  fit_intercept: bool = _D.fit_intercept,
                  max_abs_coef: float | None = _D.max_abs_coef,
-                 eig_shift: float | str | None = _D.eig_shift, rel_gap: float = _D.rel_gap,
+                 eig_shift: float | str | None = _D.eig_shift, sample_weight=_D.sample_weight,
+                 offset=_D.offset, coef_bounds=_D.coef_bounds, positive: bool = _D.positive,
+                 always_select=_D.always_select, exclude=_D.exclude, rel_gap: float = _D.rel_gap,
                  abs_gap: float = _D.abs_gap, time_limit: float | None = _D.time_limit,
                  node_limit: int | None = _D.node_limit, n_jobs: int = _D.n_jobs,
                  batch_size: int = _D.batch_size, backend: str = _D.backend,
@@ -164,7 +166,8 @@ def certify_path(X, y, ks, lambda2: float, *, loss: str = _D.loss,
         losses, coded by the label rule of the user guide; non-negative counts for Poisson).
     ks : iterable of int
         Distinct support sizes ``1 <= k <= n_features`` (any order; solved in increasing order).
-    lambda2, loss, loss_params, fit_intercept, max_abs_coef, eig_shift, rel_gap, abs_gap
+    lambda2, loss, loss_params, fit_intercept, max_abs_coef, eig_shift
+    sample_weight, offset, coef_bounds, positive, always_select, exclude, rel_gap, abs_gap
     time_limit
         The limit is *per point*.
     node_limit
@@ -193,6 +196,8 @@ def certify_path(X, y, ks, lambda2: float, *, loss: str = _D.loss,
     warm_start = check_param("warm_start", warm_start)
     prepared = prepare(X, y, spec)
     ks_arr = check_ks(ks, prepared.n_features)
+    for k in ks_arr:  # every point's problem is checked before the first is solved
+        spec.with_k(int(k))
     return solve_path(prepared, ks_arr, options, warm_start=warm_start, t0=t0)
 
 
@@ -206,6 +211,7 @@ def solve_path(prepared: PreparedProblem, ks: np.ndarray, options: SearchOptions
 
     t_path = time.perf_counter() if t0 is None else t0
     settings = BnBSettings.from_options(options)
+    check_supported(prepared)
     prob = RelaxationProblem.from_prepared(prepared)  # once for the path, after every check
     refitter = SupportRefitter.for_problem(prob)  # one cache of exact refits for the path
     results: list[CertifyResult] = []

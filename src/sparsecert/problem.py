@@ -23,9 +23,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
+import numpy as np
+
 from sparsecert._checks import check_eig_shift
 from sparsecert._params import PARAMS, defaults
-from sparsecert.solvers.losses import check_loss_params
+from sparsecert.solvers.losses import check_loss_params, get_loss
 
 __all__ = ["ProblemSpec", "SearchOptions", "EXECUTION_FIELDS", "build_records", "NO_BOUND"]
 
@@ -45,10 +47,13 @@ def _check_fields(record, names) -> None:
         object.__setattr__(record, name, PARAMS[name].validate(value))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class ProblemSpec:
-    """The problem: ``min sum_i loss(y_i, x_i^T b + c) + lambda2 ||b||^2`` subject to
-    ``||b||_0 <= k`` and ``|b_j| <= max_abs_coef`` (``c = 0`` unless ``fit_intercept``).
+    """The problem: ``min sum_i w_i loss(y_i, x_i^T b + c + o_i) + lambda2 ||b||^2`` subject to
+    ``||b||_0 <= k``, ``|b_j| <= max_abs_coef``, ``lower_j <= b_j <= upper_j`` (and ``b_j >= 0``
+    with ``positive``), the features of ``always_select`` in the support (counted in ``k``) and
+    those of ``exclude`` out of it (``c = 0`` unless ``fit_intercept``; ``w_i = 1`` and ``o_i =
+    0`` unless given).
 
     Parameters
     ----------
@@ -67,11 +72,17 @@ class ProblemSpec:
     loss_params : dict or None
         The loss's parameters; in the record, every parameter of the loss, the defaults filled
         in (an empty dict for a loss without any).
-    sample_weight, coef_bounds, forced_in, excluded, offset
-        Room for per-sample weights, per-coefficient bounds ``(lower, upper)``, features forced
-        into or excluded from the support, and a fixed offset in the linear predictor. Not
-        supported yet: anything but their neutral defaults (None, None, (), (), None) raises
-        ``NotImplementedError``.
+    sample_weight, offset : numpy.ndarray or None
+        Per-sample weights (``>= 0``, not all zero) and offsets, read-only float64 copies; their
+        length is checked against the data by the prepare step.
+    coef_bounds : tuple or None
+        ``(lower, upper)``, each a float (``-inf`` / ``inf`` for none) or a read-only array of
+        one bound per feature, ``lower <= 0 <= upper``.
+    positive : bool
+        ``b_j >= 0`` for every coefficient (the lower bounds become ``max(lower, 0)``).
+    always_select, exclude : tuple of int
+        Sorted feature indices forced into (``z_j = 1``, counted in ``k``) and kept out of
+        (``z_j = 0``) the support; disjoint, at most ``k`` forced in.
 
     Raises
     ------
@@ -85,42 +96,93 @@ class ProblemSpec:
     fit_intercept: bool = _D.fit_intercept
     max_abs_coef: float | None = _D.max_abs_coef
     eig_shift: float | str | None = _D.eig_shift
-    loss_params: Any = field(default=_D.loss_params, hash=False)
-    # what comes next (per-sample weights, per-coefficient bounds, forced-in and excluded
-    # features, offsets): the fields exist with their neutral values
-    sample_weight: Any = None
-    coef_bounds: Any = None
-    forced_in: tuple[int, ...] = ()
-    excluded: tuple[int, ...] = ()
-    offset: Any = None
+    loss_params: Any = field(default=_D.loss_params)
+    sample_weight: Any = _D.sample_weight
+    offset: Any = _D.offset
+    coef_bounds: Any = _D.coef_bounds
+    positive: bool = _D.positive
+    always_select: tuple[int, ...] = _D.always_select
+    exclude: tuple[int, ...] = _D.exclude
 
     def __post_init__(self) -> None:
         _check_fields(self, ("k", "lambda2", "loss", "loss_params", "fit_intercept",
-                             "max_abs_coef", "eig_shift"))
+                             "max_abs_coef", "eig_shift", "sample_weight", "offset",
+                             "coef_bounds", "positive", "always_select", "exclude"))
         object.__setattr__(self, "eig_shift", check_eig_shift(self.eig_shift, self.loss))
         object.__setattr__(self, "loss_params", check_loss_params(self.loss, self.loss_params))
-        for name, neutral in (("sample_weight", None), ("coef_bounds", None),
-                              ("forced_in", ()), ("excluded", ()), ("offset", None)):
-            value = getattr(self, name)
-            if not (value is neutral or (neutral == () and _is_empty(value))):
-                raise NotImplementedError(f"{name} is not supported yet (leave it at its "
-                                          f"default, {neutral!r})")
+        loss = get_loss(self.loss)
+        if self.offset is not None and not loss.takes_offset:
+            raise ValueError(f"offset: the {self.loss} loss does not take an offset")
+        both = sorted(set(self.always_select) & set(self.exclude))
+        if both:
+            raise ValueError(f"always_select and exclude overlap on feature(s) {both[:5]}")
+        if self.k is not None and len(self.always_select) > self.k:
+            raise ValueError(f"always_select holds {len(self.always_select)} features, more "
+                             f"than k = {self.k} (they count in k)")
 
+    # -- equality: the arrays by value ---------------------------------------------------------
+    def _key(self) -> tuple:
+        def norm(v):
+            if isinstance(v, np.ndarray):
+                return ("array", v.shape, v.tobytes())
+            if isinstance(v, tuple):
+                return tuple(norm(x) for x in v)
+            if isinstance(v, dict):
+                return tuple(sorted(v.items()))
+            return v
+        return tuple(norm(getattr(self, f.name)) for f in fields(self))
+
+    def __eq__(self, other) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    # -- derived -------------------------------------------------------------------------------
     @property
     def has_box(self) -> bool:
         """Whether the coefficients are boxed (``max_abs_coef`` finite)."""
         return self.max_abs_coef < math.inf
 
+    @property
+    def has_coef_bounds(self) -> bool:
+        """Whether the coefficients have bounds other than the symmetric box (``coef_bounds``
+        or ``positive``)."""
+        return self.coef_bounds is not None or self.positive
+
+    @property
+    def is_weighted(self) -> bool:
+        """Whether per-sample weights are given."""
+        return self.sample_weight is not None
+
+    def coef_limits(self, n_features: int) -> tuple[np.ndarray, np.ndarray]:
+        """``(lower, upper)``: every coefficient's bounds, of length ``n_features``: the box,
+        ``coef_bounds`` and ``positive`` together (``-inf`` / ``inf`` where there is none).
+
+        Raises
+        ------
+        ValueError
+            A per-feature bound of ``coef_bounds`` does not have ``n_features`` entries.
+        """
+        p = int(n_features)
+        lo = np.full(p, -self.max_abs_coef)
+        hi = np.full(p, self.max_abs_coef)
+        if self.coef_bounds is not None:
+            for side, v in zip(("lower", "upper"), self.coef_bounds, strict=True):
+                if np.ndim(v) and np.size(v) != p:
+                    raise ValueError(f"coef_bounds: {side} has {np.size(v)} entries, the data "
+                                     f"have {p} features")
+            lo = np.maximum(lo, self.coef_bounds[0])
+            hi = np.minimum(hi, self.coef_bounds[1])
+        if self.positive:
+            lo = np.maximum(lo, 0.0)
+        return lo, hi
+
     def with_k(self, k: int) -> ProblemSpec:
         """The same problem with the sparsity level ``k``."""
         return replace(self, k=k)
-
-
-def _is_empty(value) -> bool:
-    try:
-        return len(value) == 0
-    except TypeError:
-        return False
 
 
 #: The options that say where and how loudly the search runs: they do not change the tree, so

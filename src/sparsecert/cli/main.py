@@ -42,8 +42,9 @@ def _arg(convert, check=None):
     def parse(text: str):
         try:
             value = convert(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not {what}") from None
+        except ValueError as exc:  # a converter of its own says what it expected
+            raise argparse.ArgumentTypeError(f"{text!r} is not {what}" if convert in (int, float)
+                                             else str(exc)) from None
         if check is not None:
             try:
                 check(value)

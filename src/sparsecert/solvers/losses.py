@@ -181,6 +181,10 @@ class Loss:
         (``{positive}``: the label coded +1).
     neg_log_likelihood : bool
         The loss is a negative log-likelihood (its fit is reported as a deviance).
+    takes_offset : bool
+        The loss accepts a fixed per-sample offset in its linear predictor, ``f(x_i^T b + c +
+        o_i; y_i)`` (every loss here: ``f(. + o)`` is convex with the conjugate ``f*(z) - z
+        o``).
     dual_zero_sum : str
         How a dual point is made zero-sum (an unpenalised intercept) inside the conjugate's
         domain: ``"signs"`` (the domain of every ``f*(.; y_i)`` is an interval containing 0:
@@ -197,6 +201,7 @@ class Loss:
     has_closed_form_refit: ClassVar[bool] = False
     takes_shift: ClassVar[bool] = False
     residual_form: ClassVar[bool] = False
+    takes_offset: ClassVar[bool] = True
     dual_zero_sum: ClassVar[str] = "signs"
     predictor: ClassVar[str] = "y"
     neg_log_likelihood: ClassVar[bool] = False

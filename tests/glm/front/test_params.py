@@ -8,6 +8,7 @@ import inspect
 import math
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -71,10 +72,22 @@ def test_records_convert_at_the_edge_and_refuse_what_is_not_supported():
         PARAMS["batch_size"].default, PARAMS["node_selection"].default,
         PARAMS["branching"].default)
     assert opts.time_limit == 3.0 and type(opts.time_limit) is float
-    for name, value in (("sample_weight", np.ones(3)), ("coef_bounds", (0.0, 1.0)),
-                        ("forced_in", (1,)), ("excluded", [2]), ("offset", np.zeros(3))):
-        with pytest.raises(NotImplementedError, match=f"{name} is not supported yet"):
-            ProblemSpec(2, 1.0, **{name: value})
+    # per-sample and per-feature fields: converted, read-only, compared by value
+    w = [1, 2, 0]
+    spec = ProblemSpec(2, 1.0, sample_weight=w, offset=np.zeros(3), coef_bounds=(None, [1, 2, 3]),
+                       positive=True, always_select=[2], exclude=np.array([0]))
+    assert spec.sample_weight.dtype == np.float64 and not spec.sample_weight.flags.writeable
+    assert spec.always_select == (2,) and spec.exclude == (0,)
+    assert spec == ProblemSpec(2, 1.0, sample_weight=np.array(w, float), offset=[0, 0, 0],
+                               coef_bounds=(-np.inf, np.array([1.0, 2, 3])), positive=True,
+                               always_select=(2,), exclude=[0])
+    assert spec != replace(spec, sample_weight=[1, 2, 1]) and spec != spec.with_k(3)
+    lo, hi = replace(spec, max_abs_coef=1.5).coef_limits(3)
+    assert lo.tolist() == [0, 0, 0] and hi.tolist() == [1, 1.5, 1.5]
+    with pytest.raises(ValueError, match="always_select holds 3 features, more than k = 2"):
+        ProblemSpec(2, 1.0, always_select=[0, 1, 2])
+    with pytest.raises(ValueError, match="overlap on feature"):
+        ProblemSpec(2, 1.0, always_select=[1], exclude=[1, 4])
     with pytest.raises(ValueError, match="eig_shift is only defined for the squared loss"):
         ProblemSpec(2, 1.0, loss="poisson", eig_shift=0.5)
 
@@ -275,8 +288,10 @@ def test_certify_options_are_the_tables_rows_with_a_flag():
             assert tuple(action.choices) == tuple(p.choices())
     # the options the command has always had
     assert [p.cli.flag for p in rows] == ["--k", "--lambda2", "--loss", "--fit-intercept",
-                                          "--max-abs-coef", "--rel-gap", "--time-limit",
-                                          "--node-limit", "--jobs", "--batch-size"]
+                                          "--max-abs-coef", "--coef-bounds", "--positive",
+                                          "--always-select", "--exclude", "--rel-gap",
+                                          "--time-limit", "--node-limit", "--jobs",
+                                          "--batch-size"]
 
 
 @pytest.mark.parametrize("flag, value, needle", [
@@ -288,6 +303,11 @@ def test_certify_options_are_the_tables_rows_with_a_flag():
     ("--batch-size", "0", "batch_size must be >= 1, got 0"),
     ("--lambda2", "0", "lambda2 must be > 0"),
     ("--max-abs-coef", "-1", "max_abs_coef must be > 0"),
+    ("--coef-bounds", "1,2", "coef_bounds: lower = 1.0 excludes b = 0"),
+    ("--coef-bounds", "-1", "expected LOWER,UPPER"),
+    ("--coef-bounds", "0,-1", "coef_bounds: lower = 0.0 > upper = -1.0"),
+    ("--always-select", "1,x", "expected comma-separated column indices"),
+    ("--exclude", "-1", "exclude holds the negative index -1"),
 ])
 def test_a_bad_option_is_its_usage_error(capsys, flag, value, needle):
     assert main(["certify", flag, value]) == 2
