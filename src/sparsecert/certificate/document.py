@@ -23,6 +23,7 @@ import numpy as np
 
 from sparsecert._version import __version__
 from sparsecert.certificate.schema import (
+    EXTENSION_FIELDS,
     FORMAT_NAME,
     FORMAT_VERSION,
     HASH_DEFINITION,
@@ -149,11 +150,12 @@ def _is_sidecar(path: str) -> bool:
 #: The fields of a certificate's ``problem`` that say which problem it certifies (a loss's
 #: parameters are written only for a loss that has them).
 PROBLEM_KEYS = ("loss", "k", "lambda2", "max_abs_coef", "fit_intercept", "n_samples",
-                "n_features", "X_sha256", "y_sha256", *LOSS_PARAMETERS)
+                "n_features", "X_sha256", "y_sha256", *LOSS_PARAMETERS, *EXTENSION_FIELDS)
 
 
 def problem_key(X, y, *, loss: str, k: int, lambda2: float, max_abs_coef: float | None,
-                fit_intercept: bool, loss_params: Mapping[str, Any] | None = None) -> dict:
+                fit_intercept: bool, loss_params: Mapping[str, Any] | None = None,
+                extensions: Mapping[str, Any] | None = None) -> dict:
     """The :data:`PROBLEM_KEYS` fields of the certificate that :meth:`Certificate.build` would
     write for this problem and data (what :func:`check_save_path` compares)."""
     X = np.asarray(X)
@@ -162,7 +164,42 @@ def problem_key(X, y, *, loss: str, k: int, lambda2: float, max_abs_coef: float 
     return dict(loss=loss, k=int(k), lambda2=float(lambda2), max_abs_coef=M,
                 fit_intercept=bool(fit_intercept), n_samples=int(X.shape[0]),
                 n_features=int(X.shape[1]), X_sha256=array_sha256(X), y_sha256=array_sha256(y),
-                **check_loss_params(loss, loss_params))
+                **check_loss_params(loss, loss_params),
+                **encode_extensions(extensions, X.shape[0], X.shape[1]))
+
+
+def encode_extensions(extensions: Mapping[str, Any] | None, n: int, p: int) -> dict:
+    """The problem's optional fields as the certificate writes them (section 2.2 of the
+    format): only those that are not neutral, so a certificate of the plain problem is the
+    same as before they existed.
+
+    ``extensions`` may hold ``sample_weight`` and ``offset`` (arrays of length n: their
+    hashes), ``coef_lower`` and ``coef_upper`` (arrays of length p, every coefficient's bounds
+    with the box: lists with null for an infinite bound), ``always_select`` and ``exclude``
+    (feature indices: sorted lists).
+    """
+    ext = dict(extensions or {})
+    out: dict[str, Any] = {}
+    for name, length in (("sample_weight", n), ("offset", n)):
+        v = ext.get(name)
+        if v is not None:
+            arr = np.asarray(v, dtype=np.float64)
+            if arr.shape != (length,) or not np.isfinite(arr).all():
+                raise ValueError(f"{name} must be {length} finite numbers, got {arr.shape}")
+            out[name + "_sha256"] = array_sha256(arr)
+    if ext.get("coef_lower") is not None:
+        for name, sign in (("coef_lower", -1.0), ("coef_upper", 1.0)):
+            arr = np.asarray(ext[name], dtype=np.float64)
+            if arr.shape != (p,) or np.isnan(arr).any() or (sign * arr < 0).any():
+                raise ValueError(f"{name} must be {p} bounds with lower <= 0 <= upper")
+            out[name] = [None if math.isinf(v) else float(v) for v in arr.tolist()]
+    for name in ("always_select", "exclude"):
+        idx = sorted(int(j) for j in (ext.get(name) or ()))
+        if any(not 0 <= j < p for j in idx) or len(set(idx)) != len(idx):
+            raise ValueError(f"{name} must hold distinct feature indices in [0, {p})")
+        if idx:
+            out[name] = idx
+    return out
 
 
 def _other_problem(path: str, problem: Mapping[str, Any]) -> str:
@@ -262,6 +299,7 @@ class Certificate:
         nodes: Sequence[Mapping[str, Any]],
         producer: Mapping[str, Any] | None = None,
         feature_names: Sequence[str] | None = None,
+        extensions: Mapping[str, Any] | None = None,
     ) -> Certificate:
         """Assemble a certificate from a finished (or interrupted) search.
 
@@ -289,6 +327,10 @@ class Certificate:
             ``settings``, ``elapsed``, ``n_jobs``, ``executor`` (metadata, not verified).
         feature_names : list of str, optional
             Names of the columns of X (informational; not part of the proof).
+        extensions : dict, optional
+            The problem's optional parts (:func:`encode_extensions`): sample weights and
+            offsets (bound by their hashes), every coefficient's bounds, the features forced in
+            and kept out.
 
         Returns
         -------
@@ -349,6 +391,11 @@ class Certificate:
         abs_gap = max(0.0, ub - lb)
         rel_gap = abs_gap / max(1.0, abs(ub))
 
+        ext_fields = encode_extensions(extensions, n, p)
+        if len(ext_fields.get("always_select", ())) > k:
+            raise ValueError(f"always_select holds more than k = {k} features")
+        if set(ext_fields.get("always_select", ())) & set(ext_fields.get("exclude", ())):
+            raise ValueError("always_select and exclude overlap")
         node_docs, arrays = cls._encode_tree(nodes, n, p)
         side = npz_bytes(arrays)
         data = {
@@ -366,6 +413,7 @@ class Certificate:
                 "n_features": p,
                 "X_sha256": array_sha256(X),
                 "y_sha256": array_sha256(y),
+                **ext_fields,
                 "hash_definition": HASH_DEFINITION,
                 "label_rule": LABEL_RULE,
                 "objective_definition": OBJECTIVE_DEFINITION,

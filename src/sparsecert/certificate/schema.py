@@ -45,6 +45,12 @@ HASH_DEFINITION = (
     "little-endian float64 bytes of the array"
 )
 
+#: The problem's optional fields (written only when not neutral; section 2.2 of the format):
+#: the hashes of the sample weights and offsets, every coefficient's bounds, the features forced
+#: in and kept out.
+EXTENSION_FIELDS = ("sample_weight_sha256", "offset_sha256", "coef_lower", "coef_upper",
+                    "always_select", "exclude")
+
 #: Arrays of the sidecar (.npz) and their dtypes.
 SIDECAR_ARRAYS = {
     "dual_values": "<f8",

@@ -559,22 +559,37 @@ class _Design:
     """
 
     def __init__(self, X: np.ndarray, y: np.ndarray, loss: str, fit_intercept: bool,
-                 huber_delta: float | None = None):
+                 huber_delta: float | None = None, extra: _Extras | None = None):
         self.X = X
         self.n, self.p = X.shape
         self.loss = loss
         self.delta = huber_delta
         self.centred = bool(fit_intercept)
-        if self.centred:
-            self.Xd = X - X.mean(axis=0)
+        ex = extra if extra is not None else _Extras()
+        self.w, self.lo, self.hi = ex.w, ex.lo, ex.hi
+        if self.centred:  # any centre is exact (zero-sum witnesses; P or Q annihilates 1)
+            self.Xd = X - (X.mean(axis=0) if ex.w is None else (ex.w @ X) / ex.w.sum())
             self.e = _CENTRE_ERR
         else:
             self.Xd = X
             self.e = 0.0
         self.y = y
+        # an offset o: f(u + o; y) has the conjugate f*(z; y) - z o. For the losses whose
+        # conjugate is z^2/4 + y z (in its domain) it goes into the linear coefficient y - o;
+        # for the others it is a term of its own (``self.o``)
+        self.o = ex.o
+        y_lin, y_rad = y, None
+        if ex.o is not None and loss in _QUADRATIC_CONJUGATES:
+            y_lin = y - ex.o
+            y_rad = _up(U * np.abs(y_lin))
+            self.o = None
         if loss == "squared" and self.centred:  # y enters linearly: centre it too
-            self.yd = y - y.mean()
+            self.yd = y_lin - (y_lin.mean() if ex.w is None else (ex.w @ y_lin) / ex.w.sum())
             self.yr = _up(self.e * np.abs(self.yd))
+            if y_rad is not None:  # (any centre works: only the rounding of y - o adds)
+                self.yr = _up(self.yr + y_rad)
+        elif y_rad is not None:
+            self.yd, self.yr = y_lin, y_rad
         else:
             self.yd, self.yr = y, np.zeros(self.n)
         self._coln = None
@@ -701,15 +716,176 @@ def _xlogx_minus_x_up(x: np.ndarray) -> np.ndarray:
     return np.where(x > 0, v, 0.0)
 
 
+# ----------------------------------------------------------------------------------------------
+# The problem's extensions: sample weights, offsets, per-coefficient bounds, fixed features
+# ----------------------------------------------------------------------------------------------
+
+#: the losses whose conjugate is z^2/4 + y z on its domain (an offset joins the linear part)
+_QUADRATIC_CONJUGATES = ("squared", "squared_hinge", "huber")
+
+
+@dataclass
+class _Extras:
+    """What the problem adds to the plain one: per-sample weights w (None: all 1) and offsets o
+    (None: all 0), every coefficient's bounds lo <= b <= hi (None: the symmetric box only), and
+    the features forced in (z_j = 1, counted in k) and out (z_j = 0)."""
+
+    w: np.ndarray | None = None
+    o: np.ndarray | None = None
+    lo: np.ndarray | None = None
+    hi: np.ndarray | None = None
+    forced_in: tuple[int, ...] = ()
+    forced_out: tuple[int, ...] = ()
+
+
+def _product_is_exact(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(fl(a b), whether it equals the exact product a b): Dekker's error term is 0, the
+    product is not below the range where that term is itself exact (or a factor is 0), and the
+    splitting cannot overflow."""
+    with np.errstate(all="ignore"):
+        p, e = _two_prod(a, b)
+    zero = (a == 0) | (b == 0)
+    fine = (np.abs(a) < _SPLIT_MAX) & (np.abs(b) < _SPLIT_MAX) & (np.abs(p) >= _TINY)
+    return p, zero | (fine & (e == 0) & np.isfinite(p))
+
+
+def _weighted_dual_problem(loss: str, z: np.ndarray, y: np.ndarray, w: np.ndarray,
+                           zero_sum: bool, huber_delta: float | None = None) -> str | None:
+    """None if zeta is in the domain of sum_i w_i f*(zeta_i / w_i; y_i) (the conjugate of
+    w f is w f*(. / w) for w > 0 and the indicator of {0} for w = 0), checked exactly or by a
+    sufficient condition, and, when required, sums to exactly 0."""
+    if not np.isfinite(z).all():
+        return "is not finite"
+    zero = w == 0
+    bad = np.flatnonzero(zero & (z != 0))
+    if bad.size:
+        i = int(bad[0])
+        return (f"has zeta[{i}] = {z[i]!r} where sample_weight[{i}] = 0 (the conjugate of a "
+                "zero-weight term is 0 at 0 only)")
+    if loss == "squared":
+        ok = np.ones(z.shape, dtype=bool)
+    elif loss == "logistic":  # t = -y zeta / w in [0, 1]: 0 <= -y zeta <= w (exact)
+        t = -y * z
+        ok = (t >= 0) & (t <= w)
+    elif loss == "squared_hinge":  # y zeta <= 0 (exact)
+        ok = y * z <= 0
+    elif loss == "huber":  # |zeta| <= 2 delta w: exactly, or below fl(2 delta w) rounded down
+        p, exact = _product_is_exact(np.full(w.shape, 2.0 * _huber_delta(huber_delta)), w)
+        ok = np.abs(z) <= np.where(exact, p, _dn(p))
+    elif loss == "poisson":  # zeta + w y >= 0: exactly, or above -fl(w y) rounded up
+        p, exact = _product_is_exact(w, y)
+        ok = z >= np.where(exact, -p, _up(-p))
+    else:
+        raise ValueError(f"unknown loss {loss!r}")
+    bad = np.flatnonzero(~(ok | zero))
+    if bad.size:
+        i = int(bad[0])
+        return (f"has zeta[{i}] = {z[i]!r} outside the domain of the weighted {loss} conjugate "
+                f"(sample_weight[{i}] = {w[i]!r})")
+    if zero_sum and not _sums_to_zero(z):
+        return ("does not sum to exactly 0 (math.fsum, exact), as the unpenalised intercept "
+                "requires")
+    return None
+
+
+def _entropy_up(t: np.ndarray) -> np.ndarray:
+    """Upper bound of t log t + (1 - t) log(1 - t) at exact floats t in [0, 1]."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lt = np.log(t)
+        l1 = np.log1p(-t)
+    a = np.where(t > 0, _up(t * _up(lt + _elem_radius(lt))), 0.0)
+    w = 1.0 - t
+    w_lo, w_hi = np.maximum(_dn(w), 0.0), _up(w)
+    l1_hi = _up(l1 + _elem_radius(l1))
+    b = np.where(t < 1, np.maximum(_up(w_lo * l1_hi), _up(w_hi * l1_hi)), 0.0)
+    return _up(a + b)
+
+
+def _conjugate_sum_up_weighted(loss: str, Z: np.ndarray, des: _Design) -> np.ndarray:
+    """Upper bound of sum_i w_i f*(zeta_i / w_i; y_i) for each row zeta of Z (inside the
+    domain, zeta_i = 0 where w_i = 0, whose term is 0)."""
+    n = Z.shape[1]
+    w = des.w
+    pos = w > 0
+    ws = np.where(pos, w, 1.0)  # (no division by 0: those terms are 0)
+    y = des.yd
+    if loss in _QUADRATIC_CONJUGATES:  # zeta^2 / (4 w) + y zeta
+        q = np.where(pos[None, :], _up(_up(0.25 * _sq_up(Z)) / ws[None, :]), 0.0)
+        q4 = _sum_up(q, axis=1)
+        lin_c = _rows_dot(Z, y)
+        lin_c = np.where(np.isfinite(lin_c), lin_c, np.inf)
+        s_abs = _sum_up(_up(np.abs(Z) * np.abs(y)[None, :]), axis=1)
+        lin_r = _up(_up(_up(_gamma(n) * s_abs) + n * ETA)
+                    + _sum_up(_up(np.abs(Z) * des.yr[None, :]), axis=1))
+        return _up(q4 + _up(lin_c + lin_r))
+    out = np.empty(Z.shape[0])
+    for r in range(Z.shape[0]):
+        z = Z[r]
+        if loss == "logistic":  # w phi(t), t = -y zeta / w in [0, 1], phi convex and <= 0
+            t = (-y * z) / ws
+            ends = (np.clip(_dn(t), 0.0, 1.0), np.clip(_up(t), 0.0, 1.0))
+            v = np.maximum(_entropy_up(ends[0]), _entropy_up(ends[1]))
+        else:  # poisson: w psi(x), x = zeta / w + y >= 0, psi(x) = x log x - x convex
+            q = z / ws
+            ends = (np.maximum(_dn(_dn(q) + y), 0.0), np.maximum(_up(_up(q) + y), 0.0))
+            v = np.maximum(_xlogx_minus_x_up(ends[0]), _xlogx_minus_x_up(ends[1]))
+        out[r] = _signed_sum_up(np.where(pos, _up(w * v), 0.0))
+    return out
+
+
+def _offset_dot_dn(Z: np.ndarray, o: np.ndarray) -> np.ndarray:
+    """Lower bound of o^T zeta for each row zeta of Z (-inf where the sum is not finite)."""
+    n = Z.shape[1]
+    s = _rows_dot(Z, o)
+    err = _up(_up(_gamma(n) * _sum_up(_up(np.abs(Z) * np.abs(o)[None, :]), axis=1)) + n * ETA)
+    lo = _dn(s - err)
+    return np.where(np.isfinite(lo), lo, -np.inf)
+
+
+def _huber_up_vec(t: np.ndarray, B: np.ndarray) -> np.ndarray:
+    """Upper bound of the one-sided Huber term (t^2/2 if t <= B, else B t - B^2/2) for exact
+    floats t >= 0 and bounds B >= 0 (inf allowed): nondecreasing in t. NaN gives +inf."""
+    t = np.where(np.isnan(t), np.inf, t)
+    with np.errstate(all="ignore"):
+        quad = _up(0.5 * _sq_up(t))
+        half_b2 = np.maximum(_dn(0.5 * _dn(B * B)), 0.0)
+        lin = _up(_up(B * t) - half_b2)
+        return np.where(t <= B, quad, np.where(np.isnan(lin), np.inf, lin))
+
+
+def _bounded_terms_up(gc: np.ndarray, gr: np.ndarray, lam: float, lo: np.ndarray,
+                      hi: np.ndarray) -> np.ndarray:
+    """Upper bounds of H_j(a_j) = sup_{b in [lo_j, hi_j]} (a_j b - b^2/2) with a = -g / (2 lam)
+    for g in the ball (gc, gr): H_j is convex with its minimum 0 at 0 (lo_j <= 0 <= hi_j), so
+    its maximum over a's interval is at an end, t^2/2 up to the bound on that side, linear
+    beyond."""
+    with np.errstate(all="ignore"):
+        a_hi = _up(_up(-gc + gr) / (2.0 * lam))
+        a_lo = _dn(_dn(-gc - gr) / (2.0 * lam))
+        up_side = _huber_up_vec(np.where(np.isnan(a_hi), np.nan, np.maximum(a_hi, 0.0)), hi)
+        dn_side = _huber_up_vec(np.where(np.isnan(a_lo), np.nan, np.maximum(-a_lo, 0.0)), -lo)
+    return np.maximum(up_side, dn_side)
+
+
 def _dual_terms(des: _Design, Z: np.ndarray, lam: float, M: float | None) -> list[_Terms]:
     """Terms of dual witnesses (rows of Z; domain and zero sum already checked)."""
-    C = _conjugate_sum_up(des.loss, Z, des)
+    if des.w is None:
+        C = _conjugate_sum_up(des.loss, Z, des)
+    else:
+        C = _conjugate_sum_up_weighted(des.loss, Z, des)
+    K = -C
+    if des.o is not None:  # + o^T zeta (the offset's part of the conjugate), from below
+        K = _dn(K + _offset_dot_dn(Z, des.o))
     G = des.times_xd(Z)  # fl(Xd^T zeta), one row per witness (NaN: the product failed its check)
     R = des.xt_ball_radius(_norm_up(Z, axis=1), np.zeros(Z.shape[0]))
     out = []
     for r in range(Z.shape[0]):
-        h = _huber_up(_abs_a_up(G[r], R[r], lam), M)
-        out.append(_Terms(k_low=float(-C[r]), lam=lam, h_up=h))
+        if des.lo is None:
+            h = _huber_up(_abs_a_up(G[r], R[r], lam), M)
+        else:
+            h = _bounded_terms_up(G[r], R[r], lam, des.lo, des.hi)
+        k_low = float(K[r]) if not np.isnan(K[r]) else -math.inf
+        out.append(_Terms(k_low=k_low, lam=lam, h_up=h))
     return out
 
 
@@ -722,6 +898,8 @@ def _shifted_terms(des: _Design, B: np.ndarray, lam2: float, mu: float,
     s = 2 X^T P (X b~ - y) - 2 mu b~; the bound uses the weight lambda' = lambda2 + mu rounded
     down (a smaller weight only weakens the bound).
     """
+    if des.w is not None:
+        return _shifted_terms_weighted(des, B, lam2, mu, M)
     n, p = des.n, des.p
     lamp = float(_dn(lam2 + mu))
     out = []
@@ -769,10 +947,97 @@ def _shifted_terms(des: _Design, B: np.ndarray, lam2: float, mu: float,
         t2 = (2.0 * mu) * b
         sc = 2.0 * Gc[r] - t2
         sr = _up(_up(2.0 * Gr[r]) + _up(_up(_up(U * np.abs(t2)) + ETA) + _up(U * np.abs(sc))))
-        h = _huber_up(_abs_a_up(sc, sr, lamp), M)
+        h = (_huber_up(_abs_a_up(sc, sr, lamp), M) if des.lo is None else
+             _bounded_terms_up(sc, sr, lamp, des.lo, des.hi))
         mb_low = float(np.maximum(_dn(mu * _sum_dn(_sq_dn(b))), 0.0))
         k_low = float(_dn(_dn(py2_low - pv2_up[r]) + mb_low))
         out.append(_Terms(k_low=k_low, lam=lamp, h_up=h))
+    return out
+
+
+def _shifted_terms_weighted(des: _Design, B: np.ndarray, lam2: float, mu: float,
+                            M: float | None) -> list[_Terms]:
+    """Terms of shifted witnesses b~ (rows of B) of the weighted squared loss, with Q = W (no
+    intercept) or W - w w^T / sum(w) (Q 1 = 0), X^T Q X - mu I PSD (proven): for all b,
+    (y - Xb)^T Q (y - Xb) - mu ||b||^2 >= y^T Q y - v^T Q v + mu ||b~||^2 + s.b with v = X b~
+    and s = 2 X^T Q (v - y) - 2 mu b~, where Q d = w * (d - (w^T d / sum(w)) 1). (y is y - o
+    with an offset; every vector may be taken centred, Q annihilating 1.)"""
+    n, p = des.n, des.p
+    w = des.w
+    lamp = float(_dn(lam2 + mu))
+    V = des.times_xdt(B)  # fl(Xd b~), one row per witness (NaN: failed its check)
+    bn = _norm_up(B, axis=1)
+    gpe = _up(_gamma(p) + des.e)
+    yc, yr = des.yd, des.yr
+    w_hi, w_lo = float(_sum_up(w)), float(_sum_dn(w))
+    cen = des.centred
+    if cen and not w_lo > 0:
+        return [_Terms(k_low=-math.inf, lam=lamp, h_up=np.full(p, np.inf))
+                for _ in range(B.shape[0])]
+
+    def wsum_ball(c: np.ndarray, r: np.ndarray) -> tuple[float, float]:
+        """(fl(w^T c), radius) of w^T x for x in the ball (c, r)."""
+        t = w * c
+        s_c = float(t.sum())
+        s_r = float(_up(_up(_up(_gamma(n) * _sum_up(_up(np.abs(t)))) + n * ETA)
+                        + _sum_up(_up(w * r))))
+        return s_c, s_r
+
+    def quad_hi(c: np.ndarray, r: np.ndarray) -> float:
+        """Upper bound of x^T Q x over the ball (c, r)."""
+        ww = float(_sum_up(_up(w * _sq_up(_up(np.abs(c) + r)))))
+        if not cen:
+            return ww
+        s_c, s_r = wsum_ball(c, r)
+        s_lo = max(float(_dn(abs(s_c) - s_r)), 0.0)
+        return float(_up(ww - max(float(_dn(_sq_dn(s_lo) / w_hi)), 0.0)))
+
+    def quad_lo(c: np.ndarray, r: np.ndarray) -> float:
+        """Lower bound of x^T Q x over the ball (c, r)."""
+        ww = float(_sum_dn(_dn(w * _sq_dn(np.maximum(_dn(np.abs(c) - r), 0.0)))))
+        ww = max(ww, 0.0)
+        if not cen:
+            return ww
+        s_c, s_r = wsum_ball(c, r)
+        s_hi = float(_up(abs(s_c) + s_r))
+        return float(_dn(ww - float(_up(_sq_up(s_hi) / w_lo))))
+
+    py2_low = quad_lo(yc, yr)
+    out_k, Ec, Er = [], np.empty((B.shape[0], n)), np.empty((B.shape[0], n))
+    for r in range(B.shape[0]):
+        vc = V[r]
+        vr = _up(_up(des.rown * _up(gpe * bn[r])) + p * ETA)
+        pv2_up = quad_hi(vc, vr)
+        dc = vc - yc
+        dr = _up(_up(vr + yr) + _up(U * np.abs(dc)))
+        if cen:  # md = w^T d / sum(w), as a ball (numerator and denominator enclosed)
+            s_c, s_r = wsum_ball(dc, dr)
+            w_c = float(w.sum())
+            mdc = s_c / w_c
+            mdr = float(_up(_up(_up(s_r / w_lo) + _up(abs(s_c) * _up(_up(w_hi - w_lo) / _dn(
+                w_lo * w_lo)))) + _up(_up(U * abs(mdc)) + ETA)))
+            gc = dc - mdc
+            gr = _up(_up(dr + mdr) + _up(U * np.abs(gc)))
+        else:
+            gc, gr = dc, dr
+        ec = w * gc
+        er = _up(_up(w * gr) + _up(_up(U * np.abs(ec)) + ETA))
+        Ec[r], Er[r] = ec, er
+        out_k.append(pv2_up)
+    Gc = des.times_xd(Ec)  # fl(Xd^T Q d)
+    Gr = des.xt_ball_radius(_norm_up(Ec, axis=1), _norm_up(Er, axis=1))
+    out = []
+    for r in range(B.shape[0]):
+        b = B[r]
+        t2 = (2.0 * mu) * b
+        sc = 2.0 * Gc[r] - t2
+        sr = _up(_up(2.0 * Gr[r]) + _up(_up(_up(U * np.abs(t2)) + ETA) + _up(U * np.abs(sc))))
+        h = (_huber_up(_abs_a_up(sc, sr, lamp), M) if des.lo is None else
+             _bounded_terms_up(sc, sr, lamp, des.lo, des.hi))
+        mb_low = float(np.maximum(_dn(mu * _sum_dn(_sq_dn(b))), 0.0))
+        k_low = float(_dn(_dn(py2_low - out_k[r]) + mb_low))
+        out.append(_Terms(k_low=k_low if not math.isnan(k_low) else -math.inf, lam=lamp,
+                          h_up=h))
     return out
 
 
@@ -890,7 +1155,8 @@ def node_lower_bound(X: np.ndarray, y: np.ndarray, loss: str, k: int, lambda2: f
                      max_abs_coef: float | None, fixed_in: Iterable[int],
                      fixed_out: Iterable[int], witness: tuple[str, np.ndarray],
                      eig_shift: float = 0.0, fit_intercept: bool = False,
-                     huber_delta: float | None = None) -> float:
+                     huber_delta: float | None = None, *, sample_weight=None, offset=None,
+                     coef_lower=None, coef_upper=None) -> float:
     """Rigorous lower bound of a node's optimum from one witness (the verifier's formula).
 
     Parameters
@@ -899,6 +1165,8 @@ def node_lower_bound(X: np.ndarray, y: np.ndarray, loss: str, k: int, lambda2: f
     witness : ("dual", zeta) with zeta of length n, or ("shifted", b) with b of length p.
     eig_shift : mu (shifted witnesses only; the caller must have proven X^T P X - mu I PSD).
     huber_delta : the Huber loss's threshold (that loss only).
+    sample_weight, offset : per-sample weights and offsets (None: all 1, all 0).
+    coef_lower, coef_upper : every coefficient's bounds (None: the box ``max_abs_coef``).
 
     Returns
     -------
@@ -908,16 +1176,28 @@ def node_lower_bound(X: np.ndarray, y: np.ndarray, loss: str, k: int, lambda2: f
     """
     X = np.asarray(X, dtype=np.float64)
     y = np.asarray(y, dtype=np.float64)
-    des = _Design(X, y, loss, fit_intercept, huber_delta)
+    M = None if max_abs_coef is None or math.isinf(max_abs_coef) else float(max_abs_coef)
+    extra = _Extras()
+    if sample_weight is not None:
+        extra.w = np.asarray(sample_weight, dtype=np.float64)
+    if offset is not None:
+        extra.o = np.asarray(offset, dtype=np.float64)
+    if coef_lower is not None:
+        box = math.inf if M is None else M
+        extra.lo = np.maximum(np.asarray(coef_lower, dtype=np.float64), -box)
+        extra.hi = np.minimum(np.asarray(coef_upper, dtype=np.float64), box)
+    des = _Design(X, y, loss, fit_intercept, huber_delta, extra)
     state = np.zeros(des.p, dtype=np.int8)
     state[list(fixed_out)] = 2
     state[list(fixed_in)] = 1
     kind, vec = witness
     vec = np.asarray(vec, dtype=np.float64)[None, :]
-    M = None if max_abs_coef is None or math.isinf(max_abs_coef) else float(max_abs_coef)
     with np.errstate(all="ignore"):
         if kind == "dual":
-            problem = _dual_problem(loss, vec[0], y, fit_intercept, huber_delta)
+            problem = (_dual_problem(loss, vec[0], y, fit_intercept, huber_delta)
+                       if extra.w is None else
+                       _weighted_dual_problem(loss, vec[0], y, extra.w, fit_intercept,
+                                              huber_delta))
             if problem is not None:
                 return -math.inf
             terms = _dual_terms(des, vec, float(lambda2), M)[0]
@@ -1085,6 +1365,14 @@ def proves_eig_shift(X: np.ndarray, mu: float, fit_intercept: bool) -> tuple[boo
         if not (math.isfinite(fro2) and math.isfinite(tau)):
             return False, "the rounding bound of the Gram matrix overflows"
         G = _checked_product(Xd.T, Xd)  # rows that fail the product check are NaN
+        return _rump_positive_definite(G, tau, mu)
+
+
+def _rump_positive_definite(G: np.ndarray, tau: float, mu: float) -> tuple[bool, str]:
+    """Rump's test (section 5) that G - tau I is positive definite, G a computed Gram matrix
+    (rows that failed their product check are NaN); the message names the shift mu."""
+    p = G.shape[0]
+    with np.errstate(all="ignore"):
         if not all(np.isfinite(G[b]).all() for b in _row_blocks(p, p)):
             return False, "the Gram matrix overflows (or failed its check as a product)"
         _symmetrise_from_upper(G)  # exactly symmetric; entrywise bound unchanged
@@ -1121,6 +1409,66 @@ def proves_eig_shift(X: np.ndarray, mu: float, fit_intercept: bool) -> tuple[boo
                            f"Cholesky factor (shift {total:.3e}) {problem}")
     return True, (f"X^T P X - {mu:.6g} I proven positive definite (Rump's Cholesky test, total "
                   f"shift {total:.3e}; factor finite, pivots > 0, residual checked)")
+
+
+def proves_eig_shift_weighted(X: np.ndarray, mu: float, fit_intercept: bool,
+                              w: np.ndarray) -> tuple[bool, str]:
+    """Prove that X^T Q X - mu I is positive definite for the weighted least-squares loss
+    sum_i w_i (y_i - x_i^T b - c)^2: Q = W (no intercept) or W - w w^T / sum(w) (the intercept
+    minimised out; Q annihilates 1), W = diag(w).
+
+    With Xd = fl(X - 1 m^T) (m: the weighted column means, any centre is exact since Q 1 = 0)
+    and Y = fl(w * Xd) row by row, G = fl(Xd^T Y) and Fro_w >= sum_i w_i ||Xd_i||^2:
+    X^T Q X - mu I >= G - tau I with tau = mu + (gamma_n + u)(1 + u) Fro_w + u sqrt(p)
+    ||col abs sums|| ETA-terms (Gram and weighting rounding) + (2e + e^2) Fro_w (centring) +
+    sum_j s_j^2 / sum(w) (the rank-one term, s_j >= |w^T (X - 1m^T)_j|), then Rump's test."""
+    n, p = X.shape
+    w = np.asarray(w, dtype=np.float64)
+    n_eff = int(np.count_nonzero(w > 0))
+    reason = shift_refusal(n_eff, p, mu, fit_intercept)
+    if reason is not None:
+        return False, reason.replace("(n", "(the samples of positive weight")
+    with np.errstate(all="ignore"):
+        if fit_intercept:
+            Xd = X - (w @ X) / w.sum()
+            e = _CENTRE_ERR
+        else:
+            Xd, e = X, 0.0
+        if not all(np.isfinite(Xd[b]).all() for b in _row_blocks(n, p)):
+            return False, "the centred design X - 1 m^T overflows"
+        Y = w[:, None] * Xd
+        if not all(np.isfinite(Y[b]).all() for b in _row_blocks(n, p)):
+            return False, "the weighted design overflows"
+        # colw_j >= sum_i w_i Xd_ij^2 (w |Xd| <= (|Y| + ETA) / (1 - u)); Fro_w = sum_j colw_j
+        colabs = _sum_up(np.abs(Xd), axis=0)
+        colw = _sum_up(_up(np.abs(Y) * np.abs(Xd)), axis=0)
+        colw = _up(_up(colw + _up(ETA * colabs)) * _float_up(1 / (1 - Fraction(U))))
+        diag_up = _up(colw * float(_up(_up(1.0 + e) * _up(1.0 + e))))
+        if (diag_up <= mu).any():
+            j = int(np.flatnonzero(diag_up <= mu)[0])
+            return False, (f"eig_shift = {mu!r} is at least the weighted squared norm of column "
+                           f"{j} (<= {float(diag_up[j]):.6g}), a diagonal entry of X^T Q X: it "
+                           "exceeds the smallest eigenvalue")
+        fro_w = float(_sum_up(colw))
+        eta_w = _up(_up(float(np.sqrt(float(p))) + 1.0) * _up(
+            float(_norm_up(colabs)) * ETA))  # the underflow of w_i Xd_ij: ETA |Xd|^T 1 1^T
+        gram_err = _up(_up(_up(_gamma(n) + U) * _up(fro_w * _up(1.0 + U)))
+                       + _up(float(n) * float(p) * ETA + float(_up(2.0 * eta_w))))
+        cen_err = _up(_up(2.0 * e + e * e) * fro_w)
+        tau = _up(_up(mu + gram_err) + cen_err)
+        if fit_intercept:
+            yabs = _sum_up(np.abs(Y), axis=0)
+            s_ = _up(_up(np.abs(Y.sum(axis=0)) + _up(_up(_gamma(n - 1) + _up(2.0 * U + 2.0 * e))
+                                                     * yabs)) + 2.0 * n * ETA)
+            w_lo = float(_sum_dn(w))
+            if not w_lo > 0:
+                return False, "the sum of the weights is not proven positive"
+            tau = _up(tau + _up(_sum_up(_sq_up(s_)) / w_lo))
+        tau = float(tau)
+        if not (math.isfinite(fro_w) and math.isfinite(tau)):
+            return False, "the rounding bound of the Gram matrix overflows"
+        G = _checked_product(Xd.T, Y)  # rows that fail the product check are NaN
+        return _rump_positive_definite(G, tau, mu)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -1185,11 +1533,13 @@ def _accurate_rows(cols: np.ndarray, coefs: np.ndarray, extra: list[np.ndarray]
 
 def objective_upper_bound(X: np.ndarray, y: np.ndarray, loss: str, lambda2: float,
                           coef: np.ndarray, intercept: float,
-                          huber_delta: float | None = None) -> tuple[float, float]:
-    """(value, upper bound) of F(coef, intercept) = sum_i f(x_i^T coef + c, y_i) + lambda2
-    ||coef||^2 on the raw data (classification labels already -1/+1; ``huber_delta``: the
-    Huber loss's threshold); the bound is valid in exact arithmetic (inf when it cannot be
-    established)."""
+                          huber_delta: float | None = None, *,
+                          sample_weight: np.ndarray | None = None,
+                          offset: np.ndarray | None = None) -> tuple[float, float]:
+    """(value, upper bound) of F(coef, intercept) = sum_i w_i f(x_i^T coef + c + o_i, y_i) +
+    lambda2 ||coef||^2 on the raw data (classification labels already -1/+1; ``huber_delta``:
+    the Huber loss's threshold; w = ``sample_weight``, all 1 if None; o = ``offset``, all 0 if
+    None); the bound is valid in exact arithmetic (inf when it cannot be established)."""
     X = np.asarray(X, dtype=np.float64)
     y = np.asarray(y, dtype=np.float64)
     coef = np.asarray(coef, dtype=np.float64)
@@ -1201,20 +1551,27 @@ def objective_upper_bound(X: np.ndarray, y: np.ndarray, loss: str, lambda2: floa
                 cs.size and np.abs(cs).max() >= _SPLIT_MAX):
             return math.nan, math.inf
         c = np.full(n, float(intercept))
-        if loss == "squared":  # the residual y - Xb - c in one error-free sum
-            r, rr = _accurate_rows(cols, -cs, [y, -c])
+        offs = [] if offset is None else [np.asarray(offset, dtype=np.float64)]
+        if loss == "squared":  # the residual y - Xb - c - o in one error-free sum
+            r, rr = _accurate_rows(cols, -cs, [y, -c] + [-o for o in offs])
             per = _sq_up(_up(np.abs(r) + rr))
             nominal = r * r
-            up_loss = float(_sum_up(per))
+            signed = False
         elif loss == "huber":  # likewise; h(r) is nondecreasing in |r|
-            r, rr = _accurate_rows(cols, -cs, [y, -c])
+            r, rr = _accurate_rows(cols, -cs, [y, -c] + [-o for o in offs])
             d = _huber_delta(huber_delta)
             nominal = _robust(r, d)
-            up_loss = float(_sum_up(_robust_up(_up(np.abs(r) + rr), d)))
+            per = _robust_up(_up(np.abs(r) + rr), d)
+            signed = False
         else:
-            u, ur = _accurate_rows(cols, cs, [c])
+            u, ur = _accurate_rows(cols, cs, [c] + offs)
             nominal = _loss_nominal(loss, u, y)
-            up_loss = _loss_sum_up(loss, u, ur, y)
+            per, signed = _loss_terms_up(loss, u, ur, y)
+        if sample_weight is not None:  # w_i times each term (a zero weight's term is 0)
+            w = np.asarray(sample_weight, dtype=np.float64)
+            per = np.where(w > 0, _up(w * per), 0.0)
+            nominal = np.where(w > 0, w * nominal, 0.0)
+        up_loss = _signed_sum_up(per) if signed else float(_sum_up(per))
         ridge = float(_up(lambda2 * float(_sum_up(_sq_up(coef)))))
         total = float(_up(up_loss + ridge))
         value = float(nominal.sum() + lambda2 * float(coef @ coef))
@@ -1285,24 +1642,31 @@ def _loss_nominal(loss: str, u: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 def _loss_sum_up(loss: str, uc: np.ndarray, ur: np.ndarray, y: np.ndarray) -> float:
     """Upper bound of sum_i f(u_i, y_i) for u_i in [uc - ur, uc + ur]."""
+    per, signed = _loss_terms_up(loss, uc, ur, y)
+    return _signed_sum_up(per) if signed else float(_sum_up(per))
+
+
+def _loss_terms_up(loss: str, uc: np.ndarray, ur: np.ndarray, y: np.ndarray
+                   ) -> tuple[np.ndarray, bool]:
+    """Upper bounds of each f(u_i, y_i) for u_i in [uc - ur, uc + ur], and whether they may be
+    negative (then they are summed with :func:`_signed_sum_up`)."""
     if loss == "logistic":  # softplus(-y u), nondecreasing in -y u
         zh = _up(-y * uc + ur)
         e = np.exp(-np.abs(zh))
         e_up = _up(e + _elem_radius(e))
         lg = np.log1p(e_up)
-        v = _up(np.maximum(zh, 0.0) + _up(lg + _elem_radius(lg)))
-        return float(_sum_up(v))
+        return _up(np.maximum(zh, 0.0) + _up(lg + _elem_radius(lg))), False
     if loss == "squared_hinge":  # max(0, 1 - y u)^2, nondecreasing in 1 - y u
         mc = 1.0 - y * uc
         mh = np.maximum(_up(_up(mc + ur) + _up(U * np.abs(mc))), 0.0)
-        return float(_sum_up(_sq_up(mh)))
+        return _sq_up(mh), False
     # poisson: exp(u) - y u is convex in u: its maximum over the interval is at an end
     ends = (_dn(uc - ur), _up(uc + ur))
     vals = []
     for v in ends:
         ex = np.exp(v)
         vals.append(_up(_up(ex + _elem_radius(ex)) + _up(-y * v)))
-    return _signed_sum_up(np.maximum(vals[0], vals[1]))
+    return np.maximum(vals[0], vals[1]), True
 
 
 # ----------------------------------------------------------------------------------------------
@@ -1530,6 +1894,7 @@ class _Parsed:
     nodes: list[_Node]
     sidecar_sha256: str
     loss_params: dict = field(default_factory=dict)  # the loss's parameters
+    extensions: dict = field(default_factory=dict)  # the problem's optional fields (2.2)
 
     @property
     def huber_delta(self) -> float | None:
@@ -1648,7 +2013,59 @@ def _parse(doc: Any) -> _Parsed:
     arr = _field(doc, "arrays", "certificate")
     ssha = _as_str(_field(arr, "sha256", "arrays"), "arrays.sha256")
     return _Parsed(loss, k, lambda2, M, fit_intercept, n, p, xh, yh, coef, intercept, support,
-                   objective, lb, ub, rel_tol, abs_tol, status, mu, nodes, ssha, loss_params)
+                   objective, lb, ub, rel_tol, abs_tol, status, mu, nodes, ssha, loss_params,
+                   _parse_extensions(pr, n, p, k))
+
+
+#: The user's arguments of the problem's optional parts.
+_USER_EXTENSIONS = ("sample_weight", "offset", "coef_bounds", "positive", "always_select",
+                    "exclude")
+#: The problem's optional fields (absent: the plain problem) and their neutral values.
+EXTENSION_FIELDS = {"sample_weight_sha256": None, "offset_sha256": None, "coef_lower": None,
+                    "coef_upper": None, "always_select": (), "exclude": ()}
+
+
+def _parse_extensions(pr: dict, n: int, p: int, k: int) -> dict[str, Any]:
+    """The problem's optional fields (section 2.2): the hashes of the sample weights and of
+    the offsets, every coefficient's bounds (lists of p numbers, null for none) and the
+    features forced in and out (sorted lists of distinct indices)."""
+    out: dict[str, Any] = dict(EXTENSION_FIELDS)
+    for name in ("sample_weight_sha256", "offset_sha256"):
+        if name in pr:
+            out[name] = _as_str(pr[name], f"problem.{name}")
+    for name, inf, sign in (("coef_lower", -math.inf, -1), ("coef_upper", math.inf, 1)):
+        if name not in pr:
+            continue
+        raw = pr[name]
+        if not isinstance(raw, list) or len(raw) != p:
+            raise _Malformed(f"problem.{name} must be a list of n_features = {p} numbers or "
+                             "nulls")
+        vals = np.array([inf if v is None else _as_num(v, f"problem.{name}[{j}]")
+                         for j, v in enumerate(raw)], dtype=np.float64)
+        bad = np.flatnonzero(sign * vals < 0)
+        if bad.size:
+            j = int(bad[0])
+            raise _Malformed(f"problem.{name}[{j}] = {vals[j]!r} excludes b_j = 0 (lower <= 0 "
+                             "<= upper)")
+        out[name] = vals
+    if (out["coef_lower"] is None) != (out["coef_upper"] is None):
+        raise _Malformed("problem.coef_lower and problem.coef_upper go together")
+    for name in ("always_select", "exclude"):
+        if name not in pr:
+            continue
+        raw = pr[name]
+        if not isinstance(raw, list):
+            raise _Malformed(f"problem.{name} must be a list of feature indices")
+        idx = [_as_int(v, f"problem.{name}[{i}]") for i, v in enumerate(raw)]
+        if any(not 0 <= j < p for j in idx) or idx != sorted(set(idx)):
+            raise _Malformed(f"problem.{name} must hold distinct increasing indices in [0, "
+                             f"{p})")
+        out[name] = tuple(idx)
+    if set(out["always_select"]) & set(out["exclude"]):
+        raise _Malformed("problem.always_select and problem.exclude overlap")
+    if len(out["always_select"]) > k:
+        raise _Malformed(f"problem.always_select holds more than k = {k} features")
+    return out
 
 
 #: The largest ``.npy`` header the sidecar reader accepts (numpy writes 128 bytes for these).
@@ -2104,6 +2521,167 @@ def _user_params(loss, k, lambda2, max_abs_coef, fit_intercept, rel_gap,
     return out
 
 
+def _user_vector(v: Any, name: str) -> np.ndarray:
+    """A per-sample vector the user gives with the data (weights, offsets): finite, 1-D,
+    exactly float64."""
+    arr = np.asarray(v)
+    if arr.dtype.kind not in "biuf":
+        raise TypeError(f"{name} must be a numeric array, got dtype {arr.dtype}")
+    conv = np.ascontiguousarray(arr, dtype=np.float64)
+    if conv.ndim != 1:
+        raise ValueError(f"{name} must be 1-D, got shape {conv.shape}")
+    if not np.isfinite(conv).all():
+        raise ValueError(f"{name} must not contain NaN or infinity")
+    bad = _inexact_entry(arr, conv)
+    if bad is None and not isinstance(v, np.ndarray):
+        bad, _ = _inexact_given(v, conv)
+    if bad is not None:
+        raise ValueError(f"{name}[{bad[0]}] is not exactly a float64: give it as float64")
+    return conv
+
+
+def _user_side(v: Any, name: str, inf: float) -> float | np.ndarray:
+    if v is None:
+        return inf
+    arr = np.asarray([inf if x is None else x for x in v], dtype=object).tolist() \
+        if isinstance(v, (list, tuple)) else v
+    if np.ndim(arr) == 0:
+        f = _user_float(arr, name)
+        if math.isnan(f):
+            raise ValueError(f"{name} is NaN")
+        return f
+    conv = np.asarray(arr, dtype=np.float64)
+    if conv.ndim != 1 or np.isnan(conv).any():
+        raise ValueError(f"{name} must be a number or a 1-D array of numbers (no NaN)")
+    return conv
+
+
+def _user_extensions(sample_weight, offset, coef_bounds, positive, always_select,
+                     exclude) -> dict[str, Any]:
+    """The problem's optional parts as the user gives them (validated; one clear line)."""
+    out: dict[str, Any] = {}
+    if sample_weight is not None:
+        w = _user_vector(sample_weight, "sample_weight")
+        if (w < 0).any():
+            raise ValueError("sample_weight must be >= 0")
+        out["sample_weight"] = w
+    if offset is not None:
+        out["offset"] = _user_vector(offset, "offset")
+    if coef_bounds is not _NOT_GIVEN:
+        if coef_bounds is None:
+            out["coef_bounds"] = (-math.inf, math.inf)
+        else:
+            pair = list(coef_bounds)
+            if len(pair) != 2:
+                raise ValueError("coef_bounds must be a pair (lower, upper)")
+            out["coef_bounds"] = (_user_side(pair[0], "coef_bounds lower", -math.inf),
+                                  _user_side(pair[1], "coef_bounds upper", math.inf))
+    if positive is not None:
+        if not isinstance(positive, (bool, np.bool_)):
+            raise TypeError(f"positive must be a bool, got {positive!r}")
+        out["positive"] = bool(positive)
+    for name, v in (("always_select", always_select), ("exclude", exclude)):
+        if v is None:
+            continue
+        idx = []
+        for j in (v.tolist() if isinstance(v, np.ndarray) else list(v)):
+            if isinstance(j, bool) or not isinstance(j, (int, np.integer)) or j < 0:
+                raise ValueError(f"{name} must hold feature indices (integers >= 0), got {j!r}")
+            idx.append(int(j))
+        if len(set(idx)) != len(idx):
+            raise ValueError(f"{name} holds repeated indices")
+        out[name] = tuple(sorted(idx))
+    return out
+
+
+def _problem_bounds(c: _Parsed) -> tuple[np.ndarray, np.ndarray] | None:
+    """The certificate's per-coefficient bounds with its box (None: the box alone)."""
+    ext = c.extensions
+    if ext["coef_lower"] is None:
+        return None
+    box = math.inf if c.M is None else c.M
+    return np.maximum(ext["coef_lower"], -box), np.minimum(ext["coef_upper"], box)
+
+
+def _user_bounds(user: dict, c: _Parsed) -> tuple[np.ndarray, np.ndarray] | str:
+    """Every coefficient's bounds as the user poses them (the user's box, or the
+    certificate's), or why they cannot be formed."""
+    box = user.get("max_abs_coef", c.M)
+    box = math.inf if box is None else box
+    lo, hi = np.full(c.p, -box), np.full(c.p, box)
+    side_l, side_u = user.get("coef_bounds", (-math.inf, math.inf))
+    for name, side in (("lower", side_l), ("upper", side_u)):
+        if np.ndim(side) and np.size(side) != c.p:
+            return (f"coef_bounds {name} has {np.size(side)} entries, the certificate has "
+                    f"n_features = {c.p}")
+    lo, hi = np.maximum(lo, side_l), np.minimum(hi, side_u)
+    if user.get("positive", False):
+        lo = np.maximum(lo, 0.0)
+    return lo, hi
+
+
+def _compare_extensions(rep: VerificationReport, c: _Parsed, user: dict) -> list[str]:
+    """The problem's optional parts, the user's against the certificate's (reported like the
+    other parameters); the differences, one line each."""
+    ext, diffs = c.extensions, []
+    for name in ("always_select", "exclude"):
+        if name in user:
+            rep.parameters[name] = (list(user[name]), "user")
+            if user[name] != ext[name]:
+                diffs.append(f"{name} = {list(user[name])} (user) but {list(ext[name])} in "
+                             "the certificate")
+        elif ext[name]:
+            rep.parameters[name] = (list(ext[name]), "certificate")
+    cert_b = _problem_bounds(c)
+    if "coef_bounds" in user or "positive" in user:
+        mine = _user_bounds(user, c)
+        if isinstance(mine, str):
+            diffs.append(mine)
+            return diffs
+        box = user.get("max_abs_coef", c.M)
+        box = math.inf if box is None else box
+        theirs = cert_b if cert_b is not None else (np.full(c.p, -box), np.full(c.p, box))
+        rep.parameters["coef_bounds"] = ("per coefficient", "user")
+        for side, a, b in (("lower", mine[0], theirs[0]), ("upper", mine[1], theirs[1])):
+            diff = np.flatnonzero(a != b)
+            if diff.size:
+                j = int(diff[0])
+                diffs.append(f"the {side} bound of coefficient {j} is {a[j]!r} (user) but "
+                             f"{b[j]!r} in the certificate")
+                break
+    elif cert_b is not None:
+        rep.parameters["coef_bounds"] = ("per coefficient", "certificate")
+    return diffs
+
+
+def _data_extensions(rep: VerificationReport, c: _Parsed, user: dict
+                     ) -> tuple[_Extras | None, str | None]:
+    """The weights and offsets the user gives, checked against the certificate's hashes
+    (absent: all 1 and all 0), and the problem's other parts: the extras of the bounds, or why
+    the data is not the certificate's."""
+    ext = c.extensions
+    arrays = {}
+    for name, neutral in (("sample_weight", 1.0), ("offset", 0.0)):
+        given = user.get(name)
+        if given is not None and given.shape != (c.n,):
+            return None, f"{name} has shape {given.shape}, the certificate has n = {c.n}"
+        mine = given if given is not None else np.full(c.n, neutral)
+        theirs = ext[name + "_sha256"] or array_sha256(np.full(c.n, neutral))
+        if array_sha256(mine) != theirs:
+            what = ("is not given, but the certificate is about " + ("weighted" if name ==
+                    "sample_weight" else "offset") + " data" if given is None else
+                    "differs from the certificate's")
+            return None, f"{name} {what}: the data is not the data that was certified"
+        arrays[name] = mine if ext[name + "_sha256"] is not None else None
+    w = arrays["sample_weight"]
+    if w is not None and not (w > 0).any():
+        return None, "sample_weight is zero everywhere"
+    bounds = _problem_bounds(c)
+    lo, hi = (None, None) if bounds is None else bounds
+    return _Extras(w=w, o=arrays["offset"], lo=lo, hi=hi, forced_in=ext["always_select"],
+                   forced_out=ext["exclude"]), None
+
+
 # ----------------------------------------------------------------------------------------------
 # The verifier
 # ----------------------------------------------------------------------------------------------
@@ -2122,6 +2700,12 @@ def verify_certificate(
     rel_gap: float = DEFAULT_REL_GAP,
     sidecar: Any = None,
     huber_delta: float | None = None,
+    sample_weight: Any = None,
+    offset: Any = None,
+    coef_bounds: Any = _NOT_GIVEN,
+    positive: bool | None = None,
+    always_select: Any = None,
+    exclude: Any = None,
 ) -> VerificationReport:
     """Verify a certificate against the data, recomputing every bound rigorously.
 
@@ -2146,6 +2730,16 @@ def verify_certificate(
     huber_delta : float, optional
         The Huber loss's threshold as the user poses it (checked like the parameters above; a
         value given for a certificate of another loss fails the check ``parameters``).
+    sample_weight, offset : array_like of shape (n_samples,), optional
+        The per-sample weights and offsets, data like X and y: their hashes must be the
+        certificate's (not given: all 1 and all 0, which a certificate of weighted or offset
+        data fails).
+    coef_bounds, positive : optional
+        The coefficients' bounds as the user poses them: ``(lower, upper)``, each None, a number
+        or one number per feature, and ``b >= 0`` with ``positive``; together with the box
+        they must give the certificate's bounds (not given: the certificate's).
+    always_select, exclude : sequence of int, optional
+        The features forced into and kept out of the model (not given: the certificate's).
 
     Returns
     -------
@@ -2159,6 +2753,8 @@ def verify_certificate(
         X or y is not a finite numeric matrix / vector, or a parameter is invalid.
     """
     user = _user_params(loss, k, lambda2, max_abs_coef, fit_intercept, rel_gap, huber_delta)
+    user.update(_user_extensions(sample_weight, offset, coef_bounds, positive, always_select,
+                                 exclude))
     X, y = _check_data(X, y)
     with np.errstate(all="ignore"):  # overflow etc. become inf/nan and fail the checks
         return _verify(certificate, X, y, user, float(rel_gap), sidecar)
@@ -2220,7 +2816,8 @@ def _verify(certificate, X, y, user, rel_gap, sidecar) -> VerificationReport:
     cert_vals = {"loss": c.loss, "k": c.k, "lambda2": c.lambda2, "max_abs_coef": c.M,
                  "fit_intercept": c.fit_intercept, **c.loss_params}
     diffs = [f"{name} = {_fmt_param(user[name])} (user) but the certificate's {c.loss} loss has "
-             f"no such parameter" for name in sorted(set(user) - set(cert_vals))]
+             f"no such parameter" for name in sorted(set(user) - set(cert_vals)
+                                                     - set(_USER_EXTENSIONS))]
     for name, cv in cert_vals.items():
         if name in user:
             rep.parameters[name] = (user[name], "user")
@@ -2229,6 +2826,7 @@ def _verify(certificate, X, y, user, rel_gap, sidecar) -> VerificationReport:
                              f"{_fmt_param(cv)} in the certificate")
         else:
             rep.parameters[name] = (cv, "certificate")
+    diffs += _compare_extensions(rep, c, user)
     rep.parameters["rel_gap"] = (rel_gap, "user")
     if diffs:
         rep.add("parameters", False, "; ".join(diffs))
@@ -2249,7 +2847,13 @@ def _verify(certificate, X, y, user, rel_gap, sidecar) -> VerificationReport:
                                     f"{'s' if len(bad) == 1 else ''} from the certificate: the "
                                     "data is not the data that was certified")
         return rep
-    rep.add("data_hash", True, "SHA-256 of X and y match")
+    extra, problem = _data_extensions(rep, c, user)
+    if problem is not None:
+        rep.add("data_hash", False, problem)
+        return rep
+    rep.add("data_hash", True, "SHA-256 of X and y match" + "".join(
+        f", and of {name}" for name in ("sample_weight", "offset")
+        if c.extensions[name + "_sha256"] is not None))
     try:
         if c.loss in CLASSIFICATION_LOSSES:
             ym = binary_labels(y)
@@ -2277,12 +2881,28 @@ def _verify(certificate, X, y, user, rel_gap, sidecar) -> VerificationReport:
         over = np.flatnonzero(np.abs(c.coef) > c.M).tolist()
         rep.add("incumbent_box", not over, f"|coef_j| <= {c.M:g}" if not over else
                 f"|coef_j| > max_abs_coef = {c.M:g} for j = {_list(over)}")
+    if extra.lo is not None:
+        out_b = np.flatnonzero(~((extra.lo <= c.coef) & (c.coef <= extra.hi))).tolist()
+        rep.add("incumbent_bounds", not out_b,
+                "every coefficient within its bounds" if not out_b else
+                f"coef_j outside [lower_j, upper_j] for j = {_list(out_b)}")
+    if extra.forced_in or extra.forced_out:
+        on = [j for j in extra.forced_out if c.coef[j] != 0]
+        chosen = len(set(nz) | set(extra.forced_in))
+        fine = not on and chosen <= c.k
+        rep.add("incumbent_selection", fine,
+                f"the excluded features are zero and the forced-in ones with the support make "
+                f"{chosen} <= k = {c.k} features" if fine else
+                (f"excluded features with nonzero coefficients: {_list(on)}" if on else
+                 f"the support with the forced-in features makes {chosen} > k = {c.k} "
+                 "features"))
     rep.add("incumbent_intercept", c.fit_intercept or c.intercept == 0.0,
             "intercept allowed (fit_intercept)" if c.fit_intercept else
             "intercept is 0 (fit_intercept is false)" if c.intercept == 0.0 else
             f"intercept is {c.intercept!r} but fit_intercept is false")
     value, upper = objective_upper_bound(X, ym, c.loss, c.lambda2, c.coef,
-                                         c.intercept if c.fit_intercept else 0.0, c.huber_delta)
+                                         c.intercept if c.fit_intercept else 0.0, c.huber_delta,
+                                         sample_weight=extra.w, offset=extra.o)
     rep.objective_upper = upper
     rep.add("incumbent_objective", upper <= c.ub,
             f"objective {value:.15g}, proven <= {upper:.15g} <= claimed upper bound "
@@ -2297,7 +2917,8 @@ def _verify(certificate, X, y, user, rel_gap, sidecar) -> VerificationReport:
             shift_ok = rep.add("eig_shift", False, f"eig_shift = {c.mu!r} > 0 is only defined "
                                                    f"for the squared loss, not {c.loss}")
         else:
-            ok, msg = proves_eig_shift(X, c.mu, c.fit_intercept)
+            ok, msg = (proves_eig_shift(X, c.mu, c.fit_intercept) if extra.w is None else
+                       proves_eig_shift_weighted(X, c.mu, c.fit_intercept, extra.w))
             shift_ok = rep.add("eig_shift", ok, msg)
     else:
         rep.add("eig_shift", True, "no eigenvalue shift (mu = 0)")
@@ -2305,7 +2926,7 @@ def _verify(certificate, X, y, user, rel_gap, sidecar) -> VerificationReport:
     # 8. tree, 9. witnesses and region bounds
     tree = _check_tree(rep, c)
     if tree is not None:
-        _check_regions(rep, c, arrays, X, ym, tree, shift_ok)
+        _check_regions(rep, c, arrays, X, ym, tree, shift_ok, extra)
 
     # 10. the claims
     order_ok = c.lb <= c.ub
@@ -2403,12 +3024,14 @@ def _check_tree(rep: VerificationReport, c: _Parsed):
 
 
 def _check_regions(rep: VerificationReport, c: _Parsed, arrays, X, ym, tree,
-                   shift_ok: bool) -> None:
+                   shift_ok: bool, extra: _Extras | None = None) -> None:
     """Walk the tree once (fixings derived from the parent chain), check every fixing, and bound
     every region of the partition from its witness: the leaves (with their own fixings) and the
-    regions cut off by bound fixings."""
+    regions cut off by bound fixings. The root starts from the problem's fixed features
+    (``extra``: forced in and out)."""
     root, children, by_id, order = tree
-    des = _Design(X, ym, c.loss, c.fit_intercept, c.huber_delta)
+    extra = extra if extra is not None else _Extras()
+    des = _Design(X, ym, c.loss, c.fit_intercept, c.huber_delta, extra)
     p, k = c.p, c.k
     dual = arrays["dual_values"]
     off, idx, val = (arrays[k] for k in ("shifted_offsets", "shifted_indices", "shifted_values"))
@@ -2421,8 +3044,10 @@ def _check_regions(rep: VerificationReport, c: _Parsed, arrays, X, ym, tree,
             continue
         kind, slot = w
         if kind == "dual":
-            wit_problem[w] = _dual_problem(c.loss, dual[slot], ym, c.fit_intercept,
-                                           c.huber_delta)
+            wit_problem[w] = (_dual_problem(c.loss, dual[slot], ym, c.fit_intercept,
+                                            c.huber_delta) if extra.w is None else
+                              _weighted_dual_problem(c.loss, dual[slot], ym, extra.w,
+                                                     c.fit_intercept, c.huber_delta))
         elif c.loss != "squared" or c.mu <= 0:
             wit_problem[w] = ("a shifted witness needs the squared loss and a proven eigenvalue "
                               "shift mu > 0 (use a dual witness)")
@@ -2460,7 +3085,9 @@ def _check_regions(rep: VerificationReport, c: _Parsed, arrays, X, ym, tree,
         return cache[w]
 
     state = np.zeros(p, dtype=np.int8)  # 0 free, 1 in, 2 out
-    n_in = 0
+    state[list(extra.forced_out)] = 2  # the root's fixings: the problem's (allowed supports)
+    state[list(extra.forced_in)] = 1
+    n_in = len(extra.forced_in)
     pinned: set = set()
     results: list[tuple[float, str]] = []  # (bound, description) of every region
     fix_problems: list[str] = []
@@ -2528,9 +3155,12 @@ def _check_regions(rep: VerificationReport, c: _Parsed, arrays, X, ym, tree,
     if fix_problems:
         rep.add("tree_fixings", False, "; ".join(fix_problems[:_MAX_LISTED]))
         return
+    fixed = (" with the problem's forced-in and excluded features fixed at the root"
+             if extra.forced_in or extra.forced_out else "")
     rep.add("tree_fixings", True, "every branching and bound fixing is on a variable free at its "
                                   "node, at most k variables fixed to 1: the leaves and the "
-                                  "fixed-off regions partition {z in {0,1}^p : sum z <= k}")
+                                  "fixed-off regions partition {z in {0,1}^p : sum z <= k}"
+                                  + fixed)
     rep.add("leaf_witnesses", not problems,
             f"every region has a usable witness ({inherited} leaves use an ancestor's)"
             if not problems else "; ".join(problems[:_MAX_LISTED]))
@@ -2557,7 +3187,8 @@ def _main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m sparsecert.certificate.verify",
                                  description="Standalone numpy-only certificate verifier.")
     ap.add_argument("certificate")
-    ap.add_argument("data", help=".npz file with arrays X and y")
+    ap.add_argument("data", help=".npz file with arrays X and y (and sample_weight, offset "
+                                 "when the problem has them)")
     ap.add_argument("--loss", choices=LOSSES)
     ap.add_argument("--k", type=int)
     ap.add_argument("--lambda2", type=float)
@@ -2569,6 +3200,8 @@ def _main(argv: list[str] | None = None) -> int:
     try:
         with np.load(args.data, allow_pickle=False) as z:
             X, y = z["X"], z["y"]
+            data_extra = {name: z[name] for name in ("sample_weight", "offset")
+                          if name in z.files}
     except Exception as exc:  # noqa: BLE001 - any unreadable data file is one line, exit 2
         print(f"error: {args.data}: not a readable .npz file with arrays X and y "
               f"({_short(str(exc))})", file=sys.stderr)
@@ -2577,7 +3210,8 @@ def _main(argv: list[str] | None = None) -> int:
         report = verify_certificate(
             args.certificate, X, y, loss=args.loss, k=args.k, lambda2=args.lambda2,
             max_abs_coef=_NOT_GIVEN if args.max_abs_coef is None else args.max_abs_coef,
-            fit_intercept=args.fit_intercept, rel_gap=args.rel_gap, huber_delta=args.huber_delta)
+            fit_intercept=args.fit_intercept, rel_gap=args.rel_gap, huber_delta=args.huber_delta,
+            **data_extra)
     except (OSError, ValueError, KeyError, TypeError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -97,6 +97,34 @@ def box_terms_hi(t, M):
     return np.where(t <= M, quad, up(up(M * t) - m2))
 
 
+def bounded_terms(a, lower, upper):
+    """H_j(a_j) = sup_{b in [lower_j, upper_j]} (a_j b - b^2 / 2) (plain floating point):
+    a^2/2 between the bounds, linear beyond (``lower <= 0 <= upper``, infinite ends allowed)."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        quad = 0.5 * a * a
+        above = upper * a - 0.5 * upper * upper
+        below = lower * a - 0.5 * lower * lower
+        return np.where(a > upper, above, np.where(a < lower, below, quad))
+
+
+def _side_hi(t, B):
+    """Upper bound of the one-sided term (t^2/2 up to B, linear beyond) at exact floats t >= 0,
+    bounds B >= 0 (inf allowed); nondecreasing in t."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        quad = up(0.5 * up(t * t))
+        b2 = np.maximum(dn(0.5 * dn(B * B)), 0.0)
+        lin = up(up(B * t) - b2)
+        return np.where(t <= B, quad, np.where(np.isnan(lin), np.inf, lin))
+
+
+def bounded_terms_hi(a_lo, a_hi, lower, upper):
+    """Upper bound of H_j(a) over a in [a_lo, a_hi]: H_j is convex with its minimum 0 at 0, so
+    the maximum is at an end (each side bounded like the symmetric box's term)."""
+    pos = np.where(np.isnan(a_hi), np.inf, np.maximum(a_hi, 0.0))
+    neg = np.where(np.isnan(a_lo), np.inf, np.maximum(-a_lo, 0.0))
+    return np.maximum(_side_hi(pos, upper), _side_hi(neg, -lower))
+
+
 class SafeEvaluator:
     """Rigorous bounds of one problem, on the user's raw data.
 
@@ -116,7 +144,8 @@ class SafeEvaluator:
     """
 
     def __init__(self, X, y, loss: Loss | str, lambda2: float, max_abs_coef,
-                 fit_intercept: bool, eig_shift: float = 0.0):
+                 fit_intercept: bool, eig_shift: float = 0.0, *, sample_weight=None,
+                 offset=None, coef_lower=None, coef_upper=None):
         self.X = np.ascontiguousarray(X, dtype=np.float64)
         self.y = np.asarray(y, dtype=np.float64)
         self.n, self.p = self.X.shape
@@ -126,21 +155,42 @@ class SafeEvaluator:
                   else float(max_abs_coef))
         self.fit_intercept = bool(fit_intercept)
         self.mu = float(eig_shift)
+        self.w = None if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
+        self.o = None if offset is None else np.asarray(offset, dtype=np.float64)
+        # every coefficient's bounds with the box (None: the symmetric box alone)
+        self.lower = self.upper = None
+        if coef_lower is not None:
+            box = math.inf if self.M is None else self.M
+            self.lower = np.maximum(np.asarray(coef_lower, dtype=np.float64), -box)
+            self.upper = np.minimum(np.asarray(coef_upper, dtype=np.float64), box)
         if self.fit_intercept:
             # any centre m works (a dual witness sums to zero, P annihilates 1): the rounding
             # of X - 1 m^T is at most e |Xd| entrywise
-            self.Xd = self.X - self.X.mean(axis=0)
+            centre = self.X.mean(axis=0) if self.w is None else (self.w @ self.X) / self.w.sum()
+            self.Xd = self.X - centre
             self.e = CENTRE_ERR
         else:
             self.Xd, self.e = self.X, 0.0
+        # an offset o: the conjugate of f(. + o) is f*(z) - z o. For a loss whose conjugate
+        # is quadratic (z^2/4 + y z) it joins the linear coefficient y - o; else its own term
+        quadratic = self.loss.quadratic_conjugate
+        self.o_term = None if (self.o is None or quadratic) else self.o
+        ylin, yrad = self.y, np.zeros(self.n)
+        if self.o is not None and quadratic:
+            ylin = self.y - self.o
+            yrad = up(U * np.abs(ylin))
         if self.loss.has_closed_form_refit and self.fit_intercept:
             # the targets are centred as the engine centres them (smaller linear terms)
-            yc = self.y - self.y.mean()
-            self.yb = Ball(yc, up(self.e * np.abs(yc)))
+            yc = ylin - (ylin.mean() if self.w is None else (self.w @ ylin) / self.w.sum())
+            self.yb = Ball(yc, up(up(self.e * np.abs(yc)) + yrad))
         else:
-            self.yb = Ball(self.y, np.zeros(self.n))
+            self.yb = Ball(ylin, yrad)
         self._col = None
         self._row = None
+
+    @property
+    def weighted(self) -> bool:
+        return self.w is not None
 
     # -- norms ----------------------------------------------------------------------------
     @property
@@ -175,8 +225,25 @@ class SafeEvaluator:
 
     # -- witnesses ------------------------------------------------------------------------
     def dual_domain(self) -> tuple[np.ndarray, np.ndarray]:
-        """dom f*(.; y_i) per sample, as [lower, upper]."""
+        """dom f*(.; y_i) per sample, as [lower, upper] (weighted: an interval inside the
+        domain of z -> w_i f*(z / w_i; y_i) that the verifier accepts, {0} where w_i = 0)."""
+        if self.w is not None:
+            return self.loss.weighted_dual_domain(self.y, self.w)
         return self.loss.dual_domain(self.y)
+
+    def _terms(self, g: Ball, lam: float, cols: np.ndarray | None = None
+               ) -> tuple[np.ndarray, np.ndarray]:
+        """(computed, safe upper) terms H_j(a_j), a = -g / (2 lam), g a ball."""
+        if self.lower is None:
+            a_mid = np.abs(g.mid) / (2.0 * lam)
+            a_hi = up(g.mag / (2.0 * lam))
+            return box_terms(a_mid, self.M), box_terms_hi(a_hi, self.M)
+        lo, hi = (self.lower, self.upper) if cols is None else (self.lower[cols],
+                                                                 self.upper[cols])
+        a_mid = -g.mid / (2.0 * lam)
+        a_up = up(up(-g.mid + g.rad) / (2.0 * lam))
+        a_dn = dn(dn(-g.mid - g.rad) / (2.0 * lam))
+        return bounded_terms(a_mid, lo, hi), bounded_terms_hi(a_dn, a_up, lo, hi)
 
     def dual(self, zeta: np.ndarray, cols: np.ndarray | None = None) -> WitnessBound | None:
         """Terms of a dual witness (None when outside the domain or not zero-sum).
@@ -189,18 +256,30 @@ class SafeEvaluator:
         lo, hi = self.dual_domain()
         if not (np.isfinite(z).all() and (z >= lo).all() and (z <= hi).all()):
             return None
+        if self.w is not None and (z[self.w == 0] != 0).any():
+            return None
         if self.fit_intercept and not sums_to_zero(z):
             return None
         with np.errstate(all="ignore"):
-            c_mid, c_hi = self.loss.conjugate_sum_upper(z, self.yb)
+            if self.w is None:
+                c_mid, c_hi = self.loss.conjugate_sum_upper(z, self.yb)
+            else:
+                c_mid, c_hi = self.loss.weighted_conjugate_sum_upper(z, self.yb, self.w)
+            k_mid, k_lo = -c_mid, -c_hi
+            if self.o_term is not None:  # + o^T zeta, from below
+                od = float(z @ self.o_term)
+                err = up(up(gamma(self.n) * float(pos_sum_hi(up(np.abs(z) *
+                                                              np.abs(self.o_term)))))
+                         + self.n * ETA)
+                k_mid, k_lo = k_mid + od, float(dn(k_lo + float(dn(od - err))))
+                if not math.isfinite(k_lo):
+                    k_lo = -math.inf
             g = self._xt(Ball(z, np.zeros(self.n)), cols)
             lam = self.lambda2
-            a_mid = np.abs(g.mid) / (2.0 * lam)
-            a_hi = up(g.mag / (2.0 * lam))
-            h_mid, h_hi = box_terms(a_mid, self.M), box_terms_hi(a_hi, self.M)
+            h_mid, h_hi = self._terms(g, lam, cols)
             if cols is not None:
                 h_mid, h_hi = _on_columns(h_mid, cols, self.p), _on_columns(h_hi, cols, self.p)
-            return WitnessBound(k_mid=-c_mid, k_lo=-c_hi, lam=lam, h_mid=h_mid, h_hi=h_hi)
+            return WitnessBound(k_mid=k_mid, k_lo=k_lo, lam=lam, h_mid=h_mid, h_hi=h_hi)
 
     def shifted(self, b: np.ndarray) -> WitnessBound | None:
         """Terms of a shifted witness b~ (a loss that takes the shift, mu > 0 proven by the
@@ -210,6 +289,8 @@ class SafeEvaluator:
         b = np.asarray(b, dtype=np.float64)
         if not np.isfinite(b).all():
             return None
+        if self.w is not None:
+            return self._shifted_weighted(b)
         n, p, mu = self.n, self.p, self.mu
         with np.errstate(all="ignore"):
             vmid = self.Xd @ b
@@ -240,13 +321,73 @@ class SafeEvaluator:
             srad = up(up(2.0 * g.rad) + up(up(up(U * np.abs(t2)) + ETA)
                                            + up(U * np.abs(smid))))
             lam = float(dn(self.lambda2 + mu))
-            a_mid = np.abs(smid) / (2.0 * lam)
-            a_hi = up(up(np.abs(smid) + srad) / (2.0 * lam))
+            h_mid, h_hi = self._terms(Ball(smid, srad), lam)
             mb_lo = max(float(dn(mu * float(pos_sum_lo(np.maximum(dn(b * b), 0.0))))), 0.0)
             k_lo = float(dn(dn(py2_lo - pv2_hi) + mb_lo))
             k_mid = py2_mid - pv2_mid + mu * float(b @ b)
-            return WitnessBound(k_mid=k_mid, k_lo=k_lo, lam=lam, h_mid=box_terms(a_mid, self.M),
-                                h_hi=box_terms_hi(a_hi, self.M))
+            return WitnessBound(k_mid=k_mid, k_lo=k_lo, lam=lam, h_mid=h_mid, h_hi=h_hi)
+
+    def _shifted_weighted(self, b: np.ndarray) -> WitnessBound | None:
+        """A shifted witness of the weighted least squares (``docs/certificate-format.md``,
+        4.2): with Q = W, or W - w w^T / sum(w) with an intercept (Q 1 = 0) and X^T Q X - mu I
+        PSD, the bound is y^T Q y - v^T Q v + mu ||b~||^2 - 2 lam' g*(-s / (2 lam')) with
+        v = X b~, s = 2 X^T Q (v - y) - 2 mu b~ (y: the targets less the offsets)."""
+        n, p, mu, w = self.n, self.p, self.mu, self.w
+        cen = self.fit_intercept
+        w_hi, w_lo = float(pos_sum_hi(w)), float(pos_sum_lo(w))
+        if cen and not w_lo > 0:
+            return None
+        with np.errstate(all="ignore"):
+            vmid = self.Xd @ b
+            f = up(up(gamma(p) + self.e) * float(norm_hi(b)))
+            v = Ball(vmid, up(up(self.row_norm * f) + p * ETA))
+            y = self.yb
+
+            def wsum(x: Ball) -> Ball:
+                t = w * x.mid
+                r = up(up(up(gamma(n) * float(pos_sum_hi(up(np.abs(t))))) + n * ETA)
+                       + float(pos_sum_hi(up(w * x.rad))))
+                return Ball(float(t.sum()), r)
+
+            def quad(x: Ball) -> tuple[float, float, float]:
+                """(computed, lower, upper) of x^T Q x over the ball."""
+                mid = float(w @ (x.mid * x.mid))
+                hi = float(pos_sum_hi(up(w * up(x.mag * x.mag))))
+                lo = float(pos_sum_lo(np.maximum(dn(w * np.maximum(dn(x.mig * x.mig), 0.0)),
+                                                 0.0)))
+                if not cen:
+                    return mid, lo, hi
+                sx = wsum(x)
+                mid -= float(sx.mid) ** 2 / float(w.sum())
+                hi = float(up(hi - max(float(dn(float(dn(sx.mig * sx.mig)) / w_hi)), 0.0)))
+                lo = float(dn(lo - float(up(float(up(sx.mag * sx.mag)) / w_lo))))
+                return mid, lo, hi
+
+            pv2_mid, _, pv2_hi = quad(v)
+            py2_mid, py2_lo, _ = quad(y)
+            d = v - y
+            if cen:
+                sd = wsum(d)
+                wc = float(w.sum())
+                mdc = float(sd.mid) / wc
+                mdr = float(up(up(up(sd.rad / w_lo) + up(abs(float(sd.mid)) * up(
+                    up(w_hi - w_lo) / dn(w_lo * w_lo)))) + up(up(U * abs(mdc)) + ETA)))
+                d = d - Ball(np.full(n, mdc), np.full(n, mdr))
+            ec = w * d.mid
+            e = Ball(ec, up(up(w * d.rad) + up(up(U * np.abs(ec)) + ETA)))
+            g = self._xt(e)
+            t2 = (2.0 * mu) * b
+            smid = 2.0 * g.mid - t2
+            srad = up(up(2.0 * g.rad) + up(up(up(U * np.abs(t2)) + ETA)
+                                           + up(U * np.abs(smid))))
+            lam = float(dn(self.lambda2 + mu))
+            h_mid, h_hi = self._terms(Ball(smid, srad), lam)
+            mb_lo = max(float(dn(mu * float(pos_sum_lo(np.maximum(dn(b * b), 0.0))))), 0.0)
+            k_lo = float(dn(dn(py2_lo - pv2_hi) + mb_lo))
+            k_mid = py2_mid - pv2_mid + mu * float(b @ b)
+            if not math.isfinite(k_lo):
+                k_lo = -math.inf
+            return WitnessBound(k_mid=k_mid, k_lo=k_lo, lam=lam, h_mid=h_mid, h_hi=h_hi)
 
     def witness(self, kind: str, vec: np.ndarray, cols: np.ndarray | None = None
                 ) -> WitnessBound | None:
@@ -272,10 +413,12 @@ class SafeEvaluator:
                                                               np.abs(cb).max() >= 2.0 ** 995):
                 return math.nan, math.inf
             y = self.y
+            offs = [] if self.o is None else [self.o]
             if self.loss.residual_form:
-                mid, hi = self.loss.loss_sum_upper(lin_ball(A, -cb, [y, -c]), y)
+                mid, hi = self.loss.loss_sum_upper(
+                    lin_ball(A, -cb, [y, -c] + [-o for o in offs]), y, self.w)
             else:
-                mid, hi = self.loss.loss_sum_upper(lin_ball(A, cb, [c]), y)
+                mid, hi = self.loss.loss_sum_upper(lin_ball(A, cb, [c] + offs), y, self.w)
             ridge = float(up(self.lambda2 * float(pos_sum_hi(up(coef * coef)))))
             value = mid + self.lambda2 * float(coef @ coef)
             upper = float(up(hi + ridge))

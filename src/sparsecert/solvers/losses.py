@@ -181,6 +181,9 @@ class Loss:
         (``{positive}``: the label coded +1).
     neg_log_likelihood : bool
         The loss is a negative log-likelihood (its fit is reported as a deviance).
+    quadratic_conjugate : bool
+        The conjugate is ``z^2/4 + y z`` on its domain (an offset ``o`` then joins the linear
+        coefficient, ``y - o``).
     takes_offset : bool
         The loss accepts a fixed per-sample offset in its linear predictor, ``f(x_i^T b + c +
         o_i; y_i)`` (every loss here: ``f(. + o)`` is convex with the conjugate ``f*(z) - z
@@ -202,6 +205,7 @@ class Loss:
     takes_shift: ClassVar[bool] = False
     residual_form: ClassVar[bool] = False
     takes_offset: ClassVar[bool] = True
+    quadratic_conjugate: ClassVar[bool] = False
     dual_zero_sum: ClassVar[str] = "signs"
     predictor: ClassVar[str] = "y"
     neg_log_likelihood: ClassVar[bool] = False
@@ -286,9 +290,39 @@ class Loss:
         the domain, with ``y`` a ball around the targets (a centred ``y`` carries a radius)."""
         raise NotImplementedError  # pragma: no cover - interface
 
-    def loss_sum_upper(self, u: Ball, y: np.ndarray) -> tuple[float, float]:
-        """``(computed, upper bound)`` of ``sum_i f(u_i; y_i)`` for ``u`` in the ball (for a
-        :attr:`residual_form` loss, ``u`` is the ball of the residual ``y - u``)."""
+    def loss_terms_upper(self, u: Ball, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, bool]:
+        """``(computed terms, upper bounds of the terms, signed)`` of ``f(u_i; y_i)`` for ``u``
+        in the ball (for a :attr:`residual_form` loss, ``u`` is the ball of the residual
+        ``y - u``); ``signed``: the terms may be negative."""
+        raise NotImplementedError  # pragma: no cover - interface
+
+    def loss_sum_upper(self, u: Ball, y: np.ndarray,
+                       weights: np.ndarray | None = None) -> tuple[float, float]:
+        """``(computed, upper bound)`` of ``sum_i w_i f(u_i; y_i)`` for ``u`` in the ball (see
+        :meth:`loss_terms_upper`; ``weights`` None: all 1, a zero weight's term is 0)."""
+        mid, hi, signed = self.loss_terms_upper(u, y)
+        if weights is not None:
+            pos = weights > 0
+            mid = np.where(pos, weights * mid, 0.0)
+            hi = np.where(pos, _up(weights * hi), 0.0)
+        return float(mid.sum()), float(sum_hi(hi) if signed else pos_sum_hi(hi))
+
+    def weighted_dual_domain(self, y: np.ndarray, w: np.ndarray) -> tuple[np.ndarray,
+                                                                       np.ndarray]:
+        """An interval inside the domain of ``z -> w_i f*(z / w_i; y_i)`` per sample (``{0}``
+        for ``w_i = 0``), with ends the verifier accepts: ``w_i`` times the domain's ends,
+        rounded inward where the product is not exact."""
+        lo, hi = self.dual_domain(y)
+        with np.errstate(all="ignore"):
+            lo_w = np.where(np.isfinite(lo), _inward(w, lo, up=True), -np.inf)
+            hi_w = np.where(np.isfinite(hi), _inward(w, hi, up=False), np.inf)
+        zero = w == 0
+        return np.where(zero, 0.0, lo_w), np.where(zero, 0.0, hi_w)
+
+    def weighted_conjugate_sum_upper(self, z: np.ndarray, y: Ball, w: np.ndarray
+                                     ) -> tuple[float, float]:
+        """``(computed, upper bound)`` of ``sum_i w_i f*(z_i / w_i; y_i)`` at exact floats ``z``
+        inside the weighted domain (``z_i = 0`` where ``w_i = 0``, a term of 0)."""
         raise NotImplementedError  # pragma: no cover - interface
 
     # -- derived quantities ---------------------------------------------------------------------
@@ -331,10 +365,54 @@ def _quadratic_conjugate_upper(z: np.ndarray, y: Ball) -> tuple[float, float]:
     return 0.25 * zz + lin, float(_up(quad_hi + float(_up(lin + lin_err))))
 
 
+def _inward(w: np.ndarray, e: np.ndarray, up: bool) -> np.ndarray:
+    """``w e`` (``w >= 0``, ``e`` a finite end of a domain), moved one float inward when the
+    product is not exact (Dekker's error term), so that ``w e`` rounded this way is inside."""
+    p = w * e
+    sa = 134217729.0 * w
+    ah = sa - (sa - w)
+    al = w - ah
+    sb = 134217729.0 * e
+    bh = sb - (sb - e)
+    bl = e - bh
+    err = al * bl - (((p - ah * bh) - al * bh) - ah * bl)
+    exact = (w == 0) | (e == 0) | ((err == 0) & (np.abs(p) >= 2.0 ** -968)
+                                   & (np.abs(w) < 2.0 ** 995) & (np.abs(e) < 2.0 ** 995))
+    return np.where(exact, p, _up(p) if up else _dn(p))
+
+
+def _quadratic_conjugate_upper_weighted(z: np.ndarray, y: Ball, w: np.ndarray
+                                        ) -> tuple[float, float]:
+    """``(computed, upper bound)`` of ``sum_i z_i^2 / (4 w_i) + y_i z_i`` (terms with ``w_i =
+    0`` have ``z_i = 0``)."""
+    n = z.size
+    pos = w > 0
+    ws = np.where(pos, w, 1.0)
+    q_mid = np.where(pos, 0.25 * z * z / ws, 0.0)
+    q_hi = np.where(pos, _up(_up(0.25 * _up(z * z)) / ws), 0.0)
+    lin = float(z @ y.mid)
+    absdot = float(pos_sum_hi(_up(np.abs(z) * np.abs(y.mid))))
+    lin_err = _up(_up(_up(gamma(n) * absdot) + n * ETA) + pos_sum_hi(_up(np.abs(z) * y.rad)))
+    return float(q_mid.sum()) + lin, float(_up(float(pos_sum_hi(q_hi))
+                                              + float(_up(lin + lin_err))))
+
+
+def _entropy_hi(t: np.ndarray) -> np.ndarray:
+    """Upper bound of ``t log t + (1 - t) log(1 - t)`` at exact floats ``t`` in [0, 1]."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lt, l1 = np.log(t), np.log1p(-t)
+    w = 1.0 - t
+    l1_hi = _up(l1 + elem_err(l1))
+    p1 = np.where(t > 0, _up(t * _up(lt + elem_err(lt))), 0.0)
+    p2 = np.where(t < 1, np.maximum(_up(np.maximum(_dn(w), 0.0) * l1_hi), _up(_up(w) * l1_hi)),
+                  0.0)
+    return _up(p1 + p2)
+
+
 class SquaredLoss(Loss):
     name, loss_id, curvature, target = "squared", SQUARED, 2.0, "real"
     definition = "f(u, y) = (y - u)^2"
-    has_closed_form_refit = takes_shift = residual_form = True
+    has_closed_form_refit = takes_shift = residual_form = quadratic_conjugate = True
 
     def _value(self, u, y):
         r = u - y
@@ -360,8 +438,11 @@ class SquaredLoss(Loss):
     def conjugate_sum_upper(self, z, y):
         return _quadratic_conjugate_upper(z, y)
 
-    def loss_sum_upper(self, r, y):
-        return float((r.mid * r.mid).sum()), float(pos_sum_hi(_up(r.mag * r.mag)))
+    def weighted_conjugate_sum_upper(self, z, y, w):
+        return _quadratic_conjugate_upper_weighted(z, y, w)
+
+    def loss_terms_upper(self, r, y):
+        return r.mid * r.mid, _up(r.mag * r.mag), False
 
 
 class _BinaryLoss(Loss):
@@ -416,18 +497,32 @@ class LogisticLoss(_BinaryLoss):
                                         _up(_up(w) * l1_hi)), 0.0)
         return float(mid.sum()), sum_hi(_up(p1 + p2))
 
-    def loss_sum_upper(self, u, y):
-        mid = float(np.logaddexp(0.0, -y * u.mid).sum())
+    def weighted_conjugate_sum_upper(self, z, y, w):
+        # w phi(t), t = -y z / w in [0, 1] (phi convex: its maximum at an end of t's interval)
+        pos = w > 0
+        ws = np.where(pos, w, 1.0)
+        t = np.clip((-y.mid * z) / ws, 0.0, 1.0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            mid = np.where(t > 0, t * np.log(t), 0.0) + np.where(t < 1, (1 - t) * np.log1p(-t),
+                                                                  0.0)
+        ends = (np.clip(_dn(t), 0.0, 1.0), np.clip(_up(t), 0.0, 1.0))
+        hi = np.maximum(_entropy_hi(ends[0]), _entropy_hi(ends[1]))
+        return (float(np.where(pos, w * mid, 0.0).sum()),
+                sum_hi(np.where(pos, _up(w * hi), 0.0)))
+
+    def loss_terms_upper(self, u, y):
+        mid = np.logaddexp(0.0, -y * u.mid)
         z = _up(-y * u.mid + u.rad)  # softplus is nondecreasing
         e = np.exp(-np.abs(z))
         lg = np.log1p(_up(e + elem_err(e)))
-        return mid, float(pos_sum_hi(_up(np.maximum(z, 0.0) + _up(lg + elem_err(lg)))))
+        return mid, _up(np.maximum(z, 0.0) + _up(lg + elem_err(lg))), False
 
 
 class SquaredHingeLoss(_BinaryLoss):
     name, loss_id, curvature = "squared_hinge", SQUARED_HINGE, 2.0
     definition = "f(u, y) = max(0, 1 - y u)^2, y in {-1, +1}"
     predictor = "score (> 0: y = {positive})"
+    quadratic_conjugate = True
 
     def _value(self, u, y):
         r = np.maximum(0.0, 1.0 - y * u)
@@ -449,11 +544,14 @@ class SquaredHingeLoss(_BinaryLoss):
     def conjugate_sum_upper(self, z, y):
         return _quadratic_conjugate_upper(z, y)
 
-    def loss_sum_upper(self, u, y):
+    def weighted_conjugate_sum_upper(self, z, y, w):
+        return _quadratic_conjugate_upper_weighted(z, y, w)
+
+    def loss_terms_upper(self, u, y):
         m = 1.0 - y * u.mid
-        mid = float((np.maximum(m, 0.0) ** 2).sum())
+        mid = np.maximum(m, 0.0) ** 2
         mh = np.maximum(_up(_up(m + u.rad) + _up(U * np.abs(m))), 0.0)
-        return mid, float(pos_sum_hi(_up(mh * mh)))
+        return mid, _up(mh * mh), False
 
 
 def _xlogx_minus_x_hi(x: np.ndarray) -> np.ndarray:
@@ -506,14 +604,28 @@ class PoissonLoss(Loss):
         hi = np.maximum(_xlogx_minus_x_hi(np.maximum(_dn(w), 0.0)), _xlogx_minus_x_hi(_up(w)))
         return float(mid.sum()), sum_hi(hi)
 
-    def loss_sum_upper(self, u, y):
-        mid = float((np.exp(u.mid) - y * u.mid).sum())
+    def weighted_conjugate_sum_upper(self, z, y, w):
+        # w psi(x), x = z / w + y >= 0, psi(x) = x log x - x convex: at an end of x's interval
+        pos = w > 0
+        ws = np.where(pos, w, 1.0)
+        q = z / ws
+        x = np.maximum(q + y.mid, 0.0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            mid = np.where(x > 0, x * np.log(x) - x, 0.0)
+        lo_end = np.maximum(_dn(_dn(q) + y.mid), 0.0)
+        hi_end = np.maximum(_up(_up(q) + y.mid), 0.0)
+        hi = np.maximum(_xlogx_minus_x_hi(lo_end), _xlogx_minus_x_hi(hi_end))
+        return (float(np.where(pos, w * mid, 0.0).sum()),
+                sum_hi(np.where(pos, _up(w * hi), 0.0)))
+
+    def loss_terms_upper(self, u, y):
+        mid = np.exp(u.mid) - y * u.mid
         hi = None
         for x in (u.lo, u.hi):  # convex: the maximum is at an end
             ex = np.exp(x)
             val = _up(_up(ex + elem_err(ex)) + _up(-y * x))
             hi = val if hi is None else np.maximum(hi, val)
-        return mid, sum_hi(hi)
+        return mid, hi, True
 
 
 class HuberLoss(Loss):
@@ -527,7 +639,7 @@ class HuberLoss(Loss):
                   "2 huber_delta |r| - huber_delta^2")
     parameters = (LossParameter("huber_delta", 1.0, "the Huber loss's threshold on |y - u| "
                                 "(> 0): quadratic below, linear above"),)
-    residual_form = True
+    residual_form = quadratic_conjugate = True
 
     @property
     def delta(self) -> float:
@@ -561,12 +673,15 @@ class HuberLoss(Loss):
     def conjugate_sum_upper(self, z, y):
         return _quadratic_conjugate_upper(z, y)
 
-    def loss_sum_upper(self, r, y):
+    def weighted_conjugate_sum_upper(self, z, y, w):
+        return _quadratic_conjugate_upper_weighted(z, y, w)
+
+    def loss_terms_upper(self, r, y):
         d = self.delta
         t = r.mag  # h is nondecreasing in |r|
         quad = _up(t * t)
         lin = _up(_up(2.0 * d * t) - max(float(_dn(d * d)), 0.0))
-        return float(self._h(r.mid).sum()), float(pos_sum_hi(np.where(t <= d, quad, lin)))
+        return self._h(r.mid), np.where(t <= d, quad, lin), False
 
 
 def _as_pair(a, y) -> tuple[np.ndarray, np.ndarray]:

@@ -197,3 +197,126 @@ def dual_value_upper(X, y, loss, lam, M, k, fixed_in, fixed_out, zeta,
     with localcontext() as ctx:
         ctx.prec, ctx.rounding = _PREC, ROUND_CEILING
         return Decimal(value.numerator) / Decimal(value.denominator)
+
+
+# ------------------------------------------------------- weights, offsets, coefficient bounds
+
+
+def bounded_h(a: Fraction, lower, upper) -> Fraction:
+    """H(a) = sup_{b in [lower, upper]} (a b - b^2/2) exactly (lower <= 0 <= upper, None or an
+    infinite float: no bound on that side)."""
+    lo = None if lower is None or np.isinf(lower) else F(lower)
+    hi = None if upper is None or np.isinf(upper) else F(upper)
+    if hi is not None and a > hi:
+        return hi * a - hi * hi / 2
+    if lo is not None and a < lo:
+        return lo * a - lo * lo / 2
+    return a * a / 2
+
+
+def _weighted_conj(loss: str, z: float, y: float, w: float, delta=None):
+    """w f*(z / w; y) as an exact Fraction (rational losses) or a lower enclosure (so that
+    the dual value built from it is an upper enclosure)."""
+    if w == 0:
+        assert z == 0
+        return Fraction(0)
+    zf, yf, wf = F(z), F(y), F(w)
+    if loss in ("squared", "squared_hinge", "huber"):
+        return zf * zf / (4 * wf) + yf * zf
+    with localcontext() as ctx:
+        ctx.prec = _PREC
+        q = Decimal(zf.numerator) / Decimal(zf.denominator) / Decimal(float(w))
+        ulp = Decimal(10) ** (-_PREC + 3)
+        v = _conj(loss, q, Decimal(float(y)), up=False)
+        return Fraction(Decimal(float(w)) * v - (abs(v) + 1) * Decimal(float(w)) * ulp)
+
+
+def general_dual_value(X, y, loss, lam, k, fixed_in, fixed_out, zeta, *, w=None, o=None,
+                       lower=None, upper=None, M=None) -> Fraction:
+    """D(zeta) = -sum_i w_i f*(zeta_i / w_i; y_i) + o^T zeta - 2 lam g*_node(-X^T zeta / 2 lam)
+    with H_j the term of the bounds [lower_j, upper_j] (and the box M): exact for the rational
+    losses, an upper enclosure for logistic and Poisson (labels -1/+1)."""
+    n, p = X.shape
+    w = np.ones(n) if w is None else w
+    lam = F(lam)
+    grad = [sum(F(X[i, j]) * F(zeta[i]) for i in range(n)) for j in range(p)]
+    lo = [-np.inf if lower is None else lower[j] for j in range(p)]
+    hi = [np.inf if upper is None else upper[j] for j in range(p)]
+    if M is not None:
+        lo = [max(v, -M) for v in lo]
+        hi = [min(v, M) for v in hi]
+    h = [bounded_h(-g / (2 * lam), lo[j], hi[j]) for j, g in enumerate(grad)]
+    free = [j for j in range(p) if j not in fixed_in and j not in fixed_out]
+    budget = k - len(fixed_in)
+    top = sorted((h[j] for j in free), reverse=True)[:max(budget, 0)]
+    g_star = sum((h[j] for j in fixed_in), Fraction(0)) + sum(top, Fraction(0))
+    conj = sum((_weighted_conj(loss, zeta[i], y[i], w[i]) for i in range(n)), Fraction(0))
+    lin = Fraction(0) if o is None else sum((F(o[i]) * F(zeta[i]) for i in range(n)),
+                                            Fraction(0))
+    return -conj + lin - 2 * lam * g_star
+
+
+def general_objective(X, y, loss, lam, coef, intercept, *, w=None, o=None, delta=None):
+    """F(b, c) = sum_i w_i f(x_i^T b + c + o_i; y_i) + lam ||b||^2: exact (rational losses) or
+    an upper enclosure (logistic, Poisson)."""
+    n = X.shape[0]
+    w = np.ones(n) if w is None else w
+    o = np.zeros(n) if o is None else o
+    S = np.flatnonzero(coef)
+    total = Fraction(0)
+    for i in range(n):
+        u = F(intercept) + F(o[i]) + sum((F(X[i, j]) * F(coef[j]) for j in S), Fraction(0))
+        yi = F(y[i])
+        if loss == "squared":
+            t = (yi - u) ** 2
+        elif loss == "huber":
+            r, d = abs(yi - u), F(delta)
+            t = r * r if r <= d else 2 * d * r - d * d
+        elif loss == "squared_hinge":
+            t = max(Fraction(0), 1 - yi * u) ** 2
+        else:
+            ul, uh = _decimal(u, ROUND_FLOOR), _decimal(u, ROUND_CEILING)
+            yd = Decimal(float(y[i]))
+            if loss == "poisson":
+                t = _poisson_end(uh, yd, ul, up=True)
+            else:
+                t = Fraction(_interval_loss(loss, ul if yd > 0 else uh, yd, up=True))
+        total += F(w[i]) * t
+    return total + F(lam) * sum((F(coef[j]) ** 2 for j in S), Fraction(0))
+
+
+def weighted_shifted_value(X, y, lam, mu, k, fixed_in, fixed_out, b, fit_intercept, *, w,
+                           o=None, lower=None, upper=None, M=None) -> Fraction:
+    """The weighted shifted witness's bound exactly: y'^T Q y' - v^T Q v + mu ||b~||^2 -
+    2 lam' g*(-s / 2 lam'), v = X b~, s = 2 X^T Q (v - y') - 2 mu b~, y' = y - o, Q = W (- w
+    w^T / sum w with an intercept), lam' = fl_down(lam + mu)."""
+    n, p = X.shape
+    Xf = [[F(X[i, j]) for j in range(p)] for i in range(n)]
+    wf = [F(v) for v in w]
+    yf = [F(y[i]) - (F(o[i]) if o is not None else 0) for i in range(n)]
+    bf = [F(v) for v in b]
+    v = [sum(Xf[i][j] * bf[j] for j in range(p)) for i in range(n)]
+    W = sum(wf, Fraction(0))
+
+    def Q(x):
+        m = sum((wf[i] * x[i] for i in range(n)), Fraction(0)) / W if fit_intercept else 0
+        return [wf[i] * (x[i] - m) for i in range(n)]
+
+    def quad(x):
+        return sum((a * c for a, c in zip(x, Q(x), strict=True)), Fraction(0))
+
+    d = Q([a - c for a, c in zip(v, yf, strict=True)])
+    muf = F(mu)
+    s = [2 * sum(Xf[i][j] * d[i] for i in range(n)) - 2 * muf * bf[j] for j in range(p)]
+    lam2 = F(np.nextafter(lam + mu, -np.inf))
+    lo = [-np.inf if lower is None else lower[j] for j in range(p)]
+    hi = [np.inf if upper is None else upper[j] for j in range(p)]
+    if M is not None:
+        lo = [max(t, -M) for t in lo]
+        hi = [min(t, M) for t in hi]
+    h = [bounded_h(-t / (2 * lam2), lo[j], hi[j]) for j, t in enumerate(s)]
+    free = [j for j in range(p) if j not in fixed_in and j not in fixed_out]
+    top = sorted((h[j] for j in free), reverse=True)[:max(k - len(fixed_in), 0)]
+    g_star = sum((h[j] for j in fixed_in), Fraction(0)) + sum(top, Fraction(0))
+    K = quad(yf) - quad(v) + muf * sum(t * t for t in bf)
+    return K - 2 * lam2 * g_star
