@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sparsecert.proof.bounds import SafeEvaluator, box_terms
+from sparsecert.proof.bounds import SafeEvaluator, bounded_terms, box_terms
 from sparsecert.proof.claims import CLAIM_FACTOR, claim_lower_array
 from sparsecert.proof.regions import TermBound, region_bounds
 
@@ -149,17 +149,38 @@ class WitnessTerms:
         self.problem = problem
         self._ev = None
         self._loss = problem.loss_fn
+        spec = problem.loss_spec
+        # the engine's data may carry weights and offsets (in the loss's compiled form) and
+        # every coefficient's bounds
+        self._samples = spec.w.shape[0] > 0 or spec.o.shape[0] > 0
+        self._lower = getattr(problem, "coef_lower", None)
+        self._upper = getattr(problem, "coef_upper", None)
         # the squared residual (a closed-form refit): its gradient and conjugate inline
-        self._squared = self._loss.has_closed_form_refit
+        self._squared = self._loss.has_closed_form_refit and not self._samples
         # least squares without a box: the screen's terms from the residual (below)
-        self._plain_ls = self._squared and not np.isfinite(problem.M)
+        self._plain_ls = (self._squared and not np.isfinite(problem.M)
+                          and self._lower is None)
         self._two_y = 2.0 * problem.y
+
+    def _terms(self, g: np.ndarray, lam: float) -> np.ndarray:
+        """The terms of the gradient part ``g`` (``X^T zeta``, or ``s``): ``H_j(-g_j / 2 lam)``
+        (the box's Huber terms, or the per-coefficient bounds')."""
+        if self._lower is None:
+            return _box_terms(np.abs(g) / (2.0 * lam), self.problem.M)
+        return bounded_terms(-g / (2.0 * lam), self._lower, self._upper)
 
     def _gradient(self, u: np.ndarray) -> np.ndarray:
         """``f'(u)``: least squares ``2 (u - y)`` (the loss's own operations, without its
-        checks), else the loss's gradient."""
+        checks), else the loss's gradient (with the weights and offsets: the compiled
+        kernel's)."""
         if self._squared:
             return 2.0 * (u - self.problem.y)
+        if self._samples:
+            from sparsecert.solvers.loss_kernels import loss_value_grad
+
+            g = np.empty(u.shape[0])
+            loss_value_grad(self.problem.loss_spec, np.ascontiguousarray(u), self.problem.y, g)
+            return g
         return self._loss.gradient(u, self.problem.y)
 
     def _zeta(self, witness) -> np.ndarray:
@@ -173,6 +194,10 @@ class WitnessTerms:
         y = self.problem.y
         if self._squared:
             return float(np.sum(0.25 * zeta * zeta + y * zeta))
+        if self._samples:
+            from sparsecert.solvers.loss_kernels import conjugate_sum
+
+            return float(conjugate_sum(self.problem.loss_spec, np.ascontiguousarray(zeta), y))
         return self._loss.conjugate_sum(zeta, y)
 
     def plain(self, witness, cols: np.ndarray | None = None) -> tuple[float, float, np.ndarray]:
@@ -194,7 +219,7 @@ class WitnessTerms:
             s = 2.0 * (prob.X.T @ (u - prob.y)) - 2.0 * prob.mu * vec
             lam = prob.lambda2 + prob.mu
             K = float(prob.y @ prob.y - u @ u + prob.mu * (vec @ vec))
-            return K, lam, _box_terms(np.abs(s) / (2.0 * lam), prob.M)
+            return K, lam, self._terms(s, lam)
         vec = np.ascontiguousarray(vec, dtype=np.float64)
         lam = prob.lambda2
         whole = cols is None or 2 * cols.size >= prob.n_features
@@ -211,9 +236,11 @@ class WitnessTerms:
         # X_cols^T zeta: all of X^T zeta when most columns are active (a gather of X's columns
         # costs more than the whole product), else from the contiguous rows of X^T
         if whole:
-            return float(K), lam, _box_terms(np.abs(xtz(prob.X, zeta)) / (2.0 * lam), prob.M)
+            return float(K), lam, self._terms(xtz(prob.X, zeta), lam)
         h = np.full(prob.n_features, np.inf)
-        h[cols] = _box_terms(np.abs(prob.XT[cols] @ zeta) / (2.0 * lam), prob.M)
+        g = prob.XT[cols] @ zeta
+        h[cols] = (_box_terms(np.abs(g) / (2.0 * lam), prob.M) if self._lower is None else
+                   bounded_terms(-g / (2.0 * lam), self._lower[cols], self._upper[cols]))
         return float(K), lam, h
 
     def safe(self, witness, cols: np.ndarray | None = None) -> TermBound | None:
@@ -228,8 +255,12 @@ class WitnessTerms:
         prob = self.problem
         if self._ev is None:
             M = None if not np.isfinite(prob.M) else float(prob.M)
+            spec = prob.loss_spec
             self._ev = SafeEvaluator(prob.X, prob.y, prob.loss_fn, prob.lambda2, M,
-                                     prob.fit_intercept, prob.mu)
+                                     prob.fit_intercept, prob.mu,
+                                     sample_weight=spec.w if spec.w.shape[0] else None,
+                                     offset=spec.o if spec.o.shape[0] else None,
+                                     coef_lower=self._lower, coef_upper=self._upper)
         if witness.kind == "point" and prob.mu > 0.0:
             return self._ev.witness("shifted", np.asarray(witness.vector, dtype=float))
         if cols is not None and cols.size == prob.n_features:

@@ -215,11 +215,24 @@ class BranchAndBound:
         #: first run, see sparsecert.firstrun); the result reports it apart from the search
         self.compile_time = 0.0
 
+    def _root_fixings(self) -> tuple[np.ndarray, np.ndarray]:
+        """The problem's features forced in and kept out (the root's fixings: the tree covers
+        exactly the supports the problem allows)."""
+        p = self.problem.n_features
+        fi = getattr(self.problem, "forced_in", None)
+        fo = getattr(self.problem, "forced_out", None)
+        return (np.zeros(p, bool) if fi is None else np.asarray(fi, dtype=bool).copy(),
+                np.zeros(p, bool) if fo is None else np.asarray(fo, dtype=bool).copy())
+
     def _check_support(self, support: Sequence[int]) -> tuple[int, ...]:
         mask = check_index_set(support, self.problem.n_features, "start_supports entry")
-        if mask.sum() > self.k:
-            raise ValueError(f"a start support has {int(mask.sum())} features, more than "
-                             f"k = {self.k}")
+        forced, excluded = self._root_fixings()
+        if (mask & excluded).any():
+            raise ValueError(f"a start support holds the excluded feature(s) "
+                             f"{np.flatnonzero(mask & excluded)[:5].tolist()}")
+        if (mask | forced).sum() > self.k:
+            raise ValueError(f"a start support has {int((mask | forced).sum())} features (with "
+                             f"the forced-in ones), more than k = {self.k}")
         return tuple(int(j) for j in np.flatnonzero(mask))
 
     # ------------------------------------------------------------------------------------------
@@ -246,11 +259,16 @@ class BranchAndBound:
     def _start_incumbents(self) -> None:
         """Beam search, then swap search from its model and from each start support."""
         s = self.settings
+        forced, excluded = self._root_fixings()
+        fixed = np.flatnonzero(forced).tolist()
         starts = [beam_search(self.refitter, self.k, beam_width=s.beam_width,
-                              n_candidates=s.n_candidates)]
-        starts += [self.refitter.fit(support) for support in self.start_supports]
+                              n_candidates=s.n_candidates, fixed_in=fixed,
+                              allowed=~(excluded | forced))]
+        starts += [self.refitter.fit(tuple(sorted(set(support) | set(fixed))))
+                   for support in self.start_supports]
         for model in starts:  # swap search never returns a worse model than its start
-            self._offer(swap_search(self.refitter, model, self.k, n_candidates=s.n_candidates))
+            self._offer(swap_search(self.refitter, model, self.k, n_candidates=s.n_candidates,
+                                    fixed_in=fixed, allowed=~(excluded | forced)))
 
     # ------------------------------------------------------------------------------------------
     # node processing: one small step per method
@@ -397,7 +415,6 @@ class BranchAndBound:
 
     def _reset(self) -> None:
         """A fresh tree holding the root (warm-started from ``root_warm_start``)."""
-        p = self.problem.n_features
         self._t0 = time.perf_counter()
         self.incumbent = None
         self.history: list[HistoryRecord] = []
@@ -413,7 +430,7 @@ class BranchAndBound:
         self._strategies: dict[str, int] = {}
         self._context = NodeContext(self.problem, self.k, self.refitter)
         self.queue = make_queue(self.settings.node_selection)
-        root = Node(0, None, 0, np.zeros(p, bool), np.zeros(p, bool))
+        root = Node(0, None, 0, *self._root_fixings())
         if self.root_warm_start is not None:
             root.warm_start = self.root_warm_start.copy()
         self.nodes = [root]

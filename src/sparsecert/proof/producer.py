@@ -31,7 +31,7 @@ from sparsecert.proof.tree import columns_read, reconstruct
 from sparsecert.proof.witnesses import WitnessTranslator, ZeroWitness
 from sparsecert.statuses import BRANCHED
 
-__all__ = ["Proof", "produce"]
+__all__ = ["Proof", "produce", "extensions"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -59,6 +59,17 @@ def user_model(search, relaxation) -> tuple[np.ndarray, float]:
     as a variable; 0 where the centring made the intercept exact)."""
     coef = search.coef.copy()
     return coef, relaxation.centring.user_intercept(coef, float(search.intercept))
+
+
+def extensions(prepared) -> dict:
+    """The problem's optional parts as the certificate writes them
+    (:func:`sparsecert.certificate.document.encode_extensions`): the sample weights and offsets
+    (their hashes), every coefficient's bounds (with the box), the features forced in and
+    kept out; empty for the plain problem."""
+    spec = prepared.spec
+    return dict(sample_weight=prepared.sample_weight, offset=prepared.offset,
+                coef_lower=prepared.coef_lower, coef_upper=prepared.coef_upper,
+                always_select=spec.always_select, exclude=spec.exclude)
 
 
 def produce(search, relaxation, prepared, options, *,
@@ -98,8 +109,10 @@ def produce(search, relaxation, prepared, options, *,
         intercept = 0.0
     mu = float(relaxation.mu)  # proven when the relaxation was built (Rump's test)
     loss = relaxation.loss_fn  # the registry's loss with its parameters
+    ext = extensions(prepared)
     ev = SafeEvaluator(prepared.X, prepared.y_used, loss, spec.lambda2, box, spec.fit_intercept,
-                       mu)
+                       mu, sample_weight=prepared.sample_weight, offset=prepared.offset,
+                       coef_lower=prepared.coef_lower, coef_upper=prepared.coef_upper)
     value, upper = ev.objective(coef, intercept)
     ub = claim_upper(value, upper)
 
@@ -145,7 +158,7 @@ def produce(search, relaxation, prepared, options, *,
         incumbent=dict(coef=coef, intercept=intercept, objective=value),
         bounds=dict(lower_bound=lower, upper_bound=ub, status=status,
                     rel_gap_tol=float(options.rel_gap), abs_gap_tol=float(options.abs_gap)),
-        eig_shift=mu, nodes=docs, feature_names=feature_names,
+        eig_shift=mu, nodes=docs, feature_names=feature_names, extensions=ext,
         producer=dict(settings=search.settings, elapsed=search.time, **(producer or {})))
     return Proof(coef=coef, intercept=intercept, objective=value, upper_bound=ub,
                  lower_bound=lower, gap=rel_gap, absolute_gap=abs_gap, status=status,

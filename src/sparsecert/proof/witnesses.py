@@ -24,7 +24,8 @@ import numpy as np
 from sparsecert.proof.bounds import SafeEvaluator, WitnessBound
 from sparsecert.proof.rounding import sums_to_zero
 
-__all__ = ["ZERO_ID", "ZeroWitness", "WitnessTranslator", "dual_witness", "exact_zero_sum"]
+__all__ = ["ZERO_ID", "ZeroWitness", "WitnessTranslator", "dual_witness", "exact_zero_sum",
+           "point_dual", "raw_dual"]
 
 #: the id of the producer's zero witness (the engine numbers its witnesses from 0)
 ZERO_ID = -1
@@ -95,6 +96,22 @@ def dual_witness(ev: SafeEvaluator, zeta: np.ndarray) -> np.ndarray:
     return z
 
 
+def point_dual(relaxation, b: np.ndarray) -> np.ndarray:
+    """The dual point of the relaxation at ``b``, on the user's samples: the gradient of the
+    (weighted) loss at ``X b`` (the engine's data), mapped back by :func:`raw_dual`."""
+    fn = getattr(relaxation, "dual_of_point", None)
+    if fn is not None:
+        return fn(b)
+    return relaxation.loss_fn.gradient(relaxation.X @ b, relaxation.y)
+
+
+def raw_dual(relaxation, zeta: np.ndarray) -> np.ndarray:
+    """An engine's dual point on the user's samples (the engine may keep only the samples of
+    positive weight, and fold the weights of least squares into its data)."""
+    fn = getattr(relaxation, "raw_dual", None)
+    return np.asarray(zeta, dtype=np.float64) if fn is None else fn(zeta)
+
+
 class WitnessTranslator:
     """The certificate's witness of every engine witness, and its safe terms, each computed once.
 
@@ -125,9 +142,11 @@ class WitnessTranslator:
             if witness.kind == "point" and rx.mu > 0:
                 cert_w = ("shifted", vec)
             elif witness.kind == "point":  # the dual point of the unshifted relaxation at b~
-                cert_w = ("dual", dual_witness(self.ev, self.ev.loss.gradient(rx.X @ vec, rx.y)))
-            else:
+                cert_w = ("dual", dual_witness(self.ev, point_dual(rx, vec)))
+            elif witness.id == ZERO_ID:  # the producer's own, on the user's samples already
                 cert_w = ("dual", dual_witness(self.ev, vec))
+            else:
+                cert_w = ("dual", dual_witness(self.ev, raw_dual(rx, vec)))
             cols = np.flatnonzero(self.columns[key]) if key in self.columns else None
             if cols is not None and cols.size == self.ev.p:
                 cols = None

@@ -79,23 +79,38 @@ class SupportRefitter:
     XT : numpy.ndarray of shape (p, n), optional
         ``X.T`` C-contiguous, if the caller has it: least-squares refits run in a GIL-free
         kernel over its rows (built on first use otherwise).
+    sample_weight, offset : numpy.ndarray of shape (n,), optional
+        The loss is ``sum_i w_i f(x_i^T b + c + o_i; y_i)`` (weights > 0, as the solver keeps
+        only the samples of positive weight; for least squares the solver folds them into its
+        data instead, see :class:`~sparsecert.solvers.perspective.RelaxationProblem`).
+    coef_lower, coef_upper : numpy.ndarray of shape (p,), optional
+        Every coefficient's bounds (``lower_j <= 0 <= upper_j``), with the box.
     """
 
     def __init__(self, X: np.ndarray, y: np.ndarray, loss: Loss | str, lambda2: float,
                  max_abs_coef: float = np.inf, fit_intercept: bool = False,
-                 XT: np.ndarray | None = None) -> None:
+                 XT: np.ndarray | None = None, *, sample_weight: np.ndarray | None = None,
+                 offset: np.ndarray | None = None, coef_lower: np.ndarray | None = None,
+                 coef_upper: np.ndarray | None = None) -> None:
         self.X = X
         self._XT = XT
         self.y = y
         self._loss = get_loss(loss) if isinstance(loss, str) else loss
         self.loss = self._loss.name
+        self.w = None if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
+        self.o = None if offset is None else np.asarray(offset, dtype=np.float64)
         # least squares: ridge refits in closed form, in a compiled kernel
-        self._ridge = self._loss.has_closed_form_refit
+        self._ridge = self._loss.has_closed_form_refit and self.w is None and self.o is None
         self.lambda2 = float(lambda2)
         self.M = float(max_abs_coef)
-        self._boxed = math.isfinite(self.M)
-        self.fit_intercept = bool(fit_intercept)
         self.n, self.p = X.shape
+        self.lower = np.full(self.p, -self.M)
+        self.upper = np.full(self.p, self.M)
+        if coef_lower is not None:
+            self.lower = np.maximum(self.lower, coef_lower)
+            self.upper = np.minimum(self.upper, coef_upper)
+        self._boxed = bool(np.isfinite(self.lower).any() or np.isfinite(self.upper).any())
+        self.fit_intercept = bool(fit_intercept)
         self._cache: dict[tuple[int, ...], SubsetModel] = {}
         self._col_sq = np.einsum("ij,ij->j", X, X)
         self.n_fits = 0
@@ -106,7 +121,42 @@ class SupportRefitter:
         (its data as used internally; an intercept variable for a loss without a closed-form
         refit, least squares being centred instead)."""
         return cls(problem.X, problem.y, problem.loss_fn, problem.lambda2, problem.M,
-                   fit_intercept=problem.icpt, XT=problem.XT)
+                   fit_intercept=problem.icpt, XT=problem.XT,
+                   sample_weight=getattr(problem, "sample_weight", None),
+                   offset=getattr(problem, "offset", None),
+                   coef_lower=getattr(problem, "coef_lower", None),
+                   coef_upper=getattr(problem, "coef_upper", None))
+
+    # -- the loss with the weights and offsets -----------------------------------------------
+    def _derivatives(self, u: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
+        """``(sum_i w_i f(u_i + o_i), w f'(u + o), w f''(u + o))``."""
+        if self.o is not None:
+            u = u + self.o
+        val, g1, g2 = self._loss.derivatives(u, self.y)
+        if self.w is None:
+            return val, g1, g2
+        w = self.w
+        val = float(np.sum(w * self._terms(u)))
+        return val, w * g1, w * g2
+
+    def _terms(self, u: np.ndarray) -> np.ndarray:
+        """The per-sample losses ``f(u_i; y_i)``."""
+        return self._loss.terms(u, self.y)
+
+    def _value(self, u: np.ndarray) -> float:
+        """``sum_i w_i f(u_i + o_i; y_i)``."""
+        if self.o is not None:
+            u = u + self.o
+        if self.w is None:
+            return self._loss.value(u, self.y)
+        return float(np.sum(self.w * self._terms(u)))
+
+    def _outside(self, key: tuple[int, ...], coef: np.ndarray) -> bool:
+        """Whether the coefficients on ``key`` leave their bounds."""
+        if not self._boxed or not coef.size:
+            return False
+        idx = list(key)
+        return bool(((coef < self.lower[idx]) | (coef > self.upper[idx])).any())
 
     # -- objective ---------------------------------------------------------------------------
     def objective(self, support: tuple[int, ...], coef: np.ndarray, intercept: float) -> float:
@@ -115,7 +165,7 @@ class SupportRefitter:
             return float(ridge_objective(self._xt(), self.y, np.asarray(support, dtype=np.int64),
                                          self.lambda2, np.asarray(coef, dtype=np.float64)))
         u = self.X[:, list(support)] @ coef + intercept if support else np.full(self.n, intercept)
-        val = self._loss.value(u, self.y)
+        val = self._value(u)
         return val + self.lambda2 * float(coef @ coef)
 
     # -- refits ------------------------------------------------------------------------------
@@ -128,8 +178,7 @@ class SupportRefitter:
         self.n_fits += 1
         if self._ridge and not self.fit_intercept:
             coef, obj = self._fit_ridge_kernel(key)
-            if obj is not None and not (self._boxed and coef.size
-                                        and np.max(np.abs(coef)) > self.M):
+            if obj is not None and not self._outside(key, coef):
                 model = SubsetModel(key, coef, 0.0, obj)
                 self._cache[key] = model
                 return model
@@ -138,8 +187,8 @@ class SupportRefitter:
             coef, c = self._fit_ridge(XS), 0.0
         else:
             coef, c = self._fit_newton(XS)
-        if np.isfinite(self.M) and (coef.size and np.max(np.abs(coef)) > self.M):
-            coef, c = self._fit_box(XS, coef, c)
+        if self._outside(key, coef):
+            coef, c = self._fit_box(XS, coef, c, key)
         model = SubsetModel(key, coef, float(c), self.objective(key, coef, c))
         self._cache[key] = model
         return model
@@ -177,7 +226,7 @@ class SupportRefitter:
         w = np.zeros(d)
 
         def full(w):
-            val, g1, g2 = self._loss.derivatives(Z @ w, self.y)
+            val, g1, g2 = self._derivatives(Z @ w)
             return val + 0.5 * float(reg @ (w * w)), Z.T @ g1 + reg * w, g2
 
         f, grad, h = full(w)
@@ -197,42 +246,49 @@ class SupportRefitter:
             w, f, grad, h = w - t * step, f_new, grad_new, h_new
         return (w[:s], float(w[s])) if self.fit_intercept else (w, 0.0)
 
-    def _fit_box(self, XS: np.ndarray, coef0: np.ndarray, c0: float) -> tuple[np.ndarray, float]:
+    def _fit_box(self, XS: np.ndarray, coef0: np.ndarray, c0: float,
+                 key: tuple[int, ...]) -> tuple[np.ndarray, float]:
         s = XS.shape[1]
         fi = self.fit_intercept
+        lo, hi = self.lower[list(key)], self.upper[list(key)]
 
         def fun(w):
             b = w[:s]
             c = w[s] if fi else 0.0
-            val, g1, _ = self._loss.derivatives(XS @ b + c, self.y)
+            val, g1, _ = self._derivatives(XS @ b + c)
             g = np.empty_like(w)
             g[:s] = XS.T @ g1 + 2.0 * self.lambda2 * b
             if fi:
                 g[s] = g1.sum()
             return val + self.lambda2 * float(b @ b), g
 
-        w0 = np.clip(np.append(coef0, c0) if fi else coef0, -self.M, self.M)
-        if fi:
-            w0[-1] = c0
-        bounds = [(-self.M, self.M)] * s + ([(None, None)] if fi else [])
+        w0 = np.append(np.clip(coef0, lo, hi), c0) if fi else np.clip(coef0, lo, hi)
+        bounds = [(None if not np.isfinite(a) else float(a),
+                   None if not np.isfinite(b) else float(b)) for a, b in zip(lo, hi, strict=True)]
+        bounds += [(None, None)] if fi else []
         import scipy.optimize  # only boxed refits: a third of the search's import time
 
         res = scipy.optimize.minimize(fun, w0, jac=True, method="L-BFGS-B", bounds=bounds,
                                       options={"ftol": 1e-15, "gtol": 1e-10, "maxiter": 5000})
-        w = np.clip(res.x[:s], -self.M, self.M)
+        w = np.clip(res.x[:s], lo, hi)
         return w, (float(res.x[s]) if fi else 0.0)
 
     # -- screening ---------------------------------------------------------------------------
     def screening_scores(self, model: SubsetModel) -> np.ndarray:
         """Second-order estimate of the decrease from adding each coordinate to ``model``."""
         u = self.X[:, list(model.support)] @ model.coef + model.intercept
-        _, g1, g2 = self._loss.derivatives(u, self.y)
+        _, g1, g2 = self._derivatives(u)
         grad = self.X.T @ g1
         if self._ridge:  # f'' = 2
             curv = 2.0 * self._col_sq
         else:
             curv = (self.X * self.X).T @ g2
-        scores = grad * grad / (2.0 * (curv + 2.0 * self.lambda2))
+        if self._boxed:  # the step -grad / curv, clipped into the bounds: its decrease
+            h = curv + 2.0 * self.lambda2
+            step = np.clip(-grad / h, self.lower, self.upper)
+            scores = -(grad * step + 0.5 * h * step * step)
+        else:
+            scores = grad * grad / (2.0 * (curv + 2.0 * self.lambda2))
         scores[list(model.support)] = -np.inf
         return scores
 

@@ -63,12 +63,30 @@ __all__ = [
 SQUARED, LOGISTIC, SQUARED_HINGE, POISSON, HUBER = 0, 1, 2, 3, 4
 
 
+#: the kernels' "none" of the per-sample arrays (no weights, no offsets)
+_NONE = np.zeros(0)
+_NONE.setflags(write=False)
+
+
 class LossSpec(NamedTuple):
-    """The loss as the compiled kernels see it: its integer id and its one numeric parameter
-    (0.0 for a loss without one)."""
+    """The loss as the compiled kernels see it: its integer id, its one numeric parameter
+    (0.0 for a loss without one), and the problem's per-sample weights ``w`` and offsets ``o``
+    (empty arrays when there are none: the loss is then ``sum_i f(u_i; y_i)`` exactly as
+    without them; see :mod:`sparsecert.solvers.loss_kernels`)."""
 
     id: int
     param: float
+    w: np.ndarray = _NONE
+    o: np.ndarray = _NONE
+
+    def with_samples(self, weights: np.ndarray | None = None,
+                     offsets: np.ndarray | None = None) -> LossSpec:
+        """The same loss with per-sample weights and offsets (float64, C-contiguous)."""
+        return self._replace(w=_as_samples(weights), o=_as_samples(offsets))
+
+
+def _as_samples(v: np.ndarray | None) -> np.ndarray:
+    return _NONE if v is None else np.ascontiguousarray(v, dtype=np.float64)
 
 
 @dataclass(frozen=True)
@@ -330,6 +348,13 @@ class Loss:
         """``sum_i f(u_i; y_i)``."""
         return self._value(*_as_pair(u, y))
 
+    def terms(self, u, y) -> np.ndarray:
+        """The per-sample losses ``f(u_i; y_i)``."""
+        return self._terms(*_as_pair(u, y))
+
+    def _terms(self, u: np.ndarray, y: np.ndarray) -> np.ndarray:
+        raise NotImplementedError  # pragma: no cover - interface
+
     def gradient(self, u, y) -> np.ndarray:
         """Per-sample derivatives ``f'(u_i; y_i)`` (the gradient of the sum w.r.t. ``u``)."""
         return self.derivatives(*_as_pair(u, y))[1]
@@ -418,6 +443,9 @@ class SquaredLoss(Loss):
         r = u - y
         return float(r @ r)
 
+    def _terms(self, u, y):
+        return (u - y) ** 2
+
     def _hessian(self, u, y):
         return np.full_like(u, 2.0)
 
@@ -463,6 +491,9 @@ class LogisticLoss(_BinaryLoss):
 
     def _value(self, u, y):
         return float(np.sum(np.logaddexp(0.0, -y * u)))
+
+    def _terms(self, u, y):
+        return np.logaddexp(0.0, -y * u)
 
     def initial_intercept(self, y):  # the log-odds: the intercept-only optimum
         n_pos = int(np.sum(y > 0))
@@ -528,6 +559,9 @@ class SquaredHingeLoss(_BinaryLoss):
         r = np.maximum(0.0, 1.0 - y * u)
         return float(r @ r)
 
+    def _terms(self, u, y):
+        return np.maximum(0.0, 1.0 - y * u) ** 2
+
     def _hessian(self, u, y):
         return 2.0 * (1.0 - y * u > 0.0)
 
@@ -569,6 +603,9 @@ class PoissonLoss(Loss):
 
     def _value(self, u, y):
         return float(np.sum(np.exp(u) - y * u))
+
+    def _terms(self, u, y):
+        return np.exp(u) - y * u
 
     def _hessian(self, u, y):
         # f'' = exp(u), capped where exp overflows (the value is +inf there anyway)
@@ -651,6 +688,9 @@ class HuberLoss(Loss):
 
     def _value(self, u, y):
         return float(np.sum(self._h(y - u)))
+
+    def _terms(self, u, y):
+        return self._h(y - u)
 
     def _hessian(self, u, y):
         return 2.0 * (np.abs(y - u) <= self.delta)
