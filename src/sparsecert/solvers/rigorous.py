@@ -14,7 +14,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from sparsecert.proof.rounding import ETA, U, gamma, pos_sum_hi
+from sparsecert.proof.rounding import ETA, U, gamma, pos_sum_hi, pos_sum_lo
 from sparsecert.proof.rounding import dn as _dn
 from sparsecert.proof.rounding import inv_one_minus as _inv_one_minus
 from sparsecert.proof.rounding import rat_up as _rat_up
@@ -110,7 +110,7 @@ def _factor_ok(A: np.ndarray, L, under: float) -> bool:
 
 
 def proves_eig_shift(Xd: np.ndarray, mu: float, centred: bool,
-                     gram: np.ndarray | None = None) -> bool:
+                     gram: np.ndarray | None = None, weights: np.ndarray | None = None) -> bool:
     """True if X^T P X - mu I is proven positive definite from the (centred) design ``Xd``.
 
     ``Xd`` is X itself, or (``centred``) fl(X - 1 m^T) for some column centre m, exactly as
@@ -123,6 +123,10 @@ def proves_eig_shift(Xd: np.ndarray, mu: float, centred: bool,
     shifted one (N = p + 1: one extra rounding per entry for a library that divides through
     reciprocals), the shifted matrix is positive definite.
 
+    With ``weights`` (the weighted least squares ``sum_i w_i (y_i - x_i^T b - c)^2``, ``Xd``
+    centred by the weighted means): X^T Q X - mu I with Q = W, or W - w w^T / sum(w)
+    (:func:`_proves_weighted`; ``gram`` is not used).
+
     As in the verifier, no library result is taken on trust: a shift is refused from the sizes
     first (p > n - centred: rank-deficient; p above :data:`SHIFT_MAX_FEATURES`); the design,
     G (also checked as a product), the shift and the trace must be finite; and the factor the
@@ -134,6 +138,8 @@ def proves_eig_shift(Xd: np.ndarray, mu: float, centred: bool,
         return False
     if p > n - int(bool(centred)) or p > SHIFT_MAX_FEATURES:
         return False
+    if weights is not None:
+        return _proves_weighted(Xd, mu, centred, np.asarray(weights, dtype=np.float64))
     with np.errstate(all="ignore"):
         if not all(np.isfinite(Xd[b]).all() for b in _chunks(n, p)):
             return False
@@ -156,6 +162,64 @@ def proves_eig_shift(Xd: np.ndarray, mu: float, centred: bool,
         if (d < 0).any():
             return False
         N = p + 1  # as the verifier: covers a factorisation dividing through reciprocals
+        under = float(_up(4.0 * ETA * N * float(_up(2.0 * (N + 1) + float(d.max())))))
+        c = float(_up(_up(0.5 * float(_up(gamma(2 * (N + 1)) * float(pos_sum_hi(d)))))
+                      + under))
+        a_diag = _dn(d - c)
+        if not (math.isfinite(c) and np.isfinite(a_diag).all()) or (a_diag <= 0).any():
+            return False
+        G[np.diag_indices_from(G)] = a_diag
+        try:
+            L = np.linalg.cholesky(G)
+        except np.linalg.LinAlgError:
+            return False
+        return _factor_ok(G, L, under)
+
+
+def _proves_weighted(Xd: np.ndarray, mu: float, centred: bool, w: np.ndarray) -> bool:
+    """The weighted shift: with Y = fl(w * Xd) (row scaling) and G = fl(Xd^T Y), X^T Q X - mu I
+    >= G - tau I, tau = mu + (gamma_n + u)(1 + u) Fro_w + 2 (sqrt(p) + 1) ||col abs sums|| ETA
+    + n p ETA (the products and the weighting) + (2e + e^2) Fro_w (the centring) + sum_j s_j^2 /
+    sum(w) (the rank-one term, s_j >= |w^T (X - 1 m^T)_j|), Fro_w >= sum_i w_i ||Xd_i||^2; then
+    Rump's test as for the plain shift (the verifier's section 5, restated)."""
+    n, p = Xd.shape
+    if int(np.count_nonzero(w > 0)) - int(bool(centred)) < p:
+        return False
+    with np.errstate(all="ignore"):
+        if not all(np.isfinite(Xd[b]).all() for b in _chunks(n, p)):
+            return False
+        Y = w[:, None] * Xd
+        if not all(np.isfinite(Y[b]).all() for b in _chunks(n, p)):
+            return False
+        e = _rat_up(Fraction(1, 2 ** 53) / (1 - Fraction(1, 2 ** 53))) if centred else 0.0
+        colabs = pos_sum_hi(np.abs(Xd), axis=0)
+        colw = pos_sum_hi(_up(np.abs(Y) * np.abs(Xd)), axis=0)
+        colw = _up(_up(colw + _up(ETA * colabs)) * _rat_up(1 / (1 - Fraction(U))))
+        fro = float(pos_sum_hi(colw))
+        cn = float(_up(np.sqrt(float(pos_sum_hi(_up(colabs * colabs))))))
+        eta_w = float(_up(_up(float(np.sqrt(float(p))) + 1.0) * float(_up(cn * ETA))))
+        shift = float(_up(mu + float(_up(float(_up(gamma(n) + U))
+                                           * float(_up(fro * float(_up(1.0 + U))))))))
+        shift = float(_up(shift + float(_up(float(n) * float(p) * ETA + 2.0 * eta_w))))
+        shift = float(_up(shift + float(_up(float(_up(2.0 * e + e * e)) * fro))))
+        if centred:
+            w_lo = float(pos_sum_lo(w))
+            if not w_lo > 0:
+                return False
+            yabs = pos_sum_hi(np.abs(Y), axis=0)
+            s = _up(_up(np.abs(Y.sum(axis=0)) + _up(float(_up(gamma(n - 1) + _up(
+                2.0 * U + 2.0 * e))) * yabs)) + 2.0 * n * ETA)
+            shift = float(_up(shift + float(_up(float(pos_sum_hi(_up(s * s))) / w_lo))))
+        if not (math.isfinite(fro) and math.isfinite(shift)):
+            return False
+        G = np.matmul(Xd.T, Y)
+        if G.shape != (p, p) or not _product_consistent(Xd.T, Y, G):
+            return False
+        G = np.triu(G) + np.triu(G, 1).T
+        d = _dn(np.diag(G) - shift)
+        if (d < 0).any():
+            return False
+        N = p + 1
         under = float(_up(4.0 * ETA * N * float(_up(2.0 * (N + 1) + float(d.max())))))
         c = float(_up(_up(0.5 * float(_up(gamma(2 * (N + 1)) * float(pos_sum_hi(d)))))
                       + under))

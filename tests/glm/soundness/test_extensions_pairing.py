@@ -253,3 +253,24 @@ def test_the_bounded_term_is_the_conjugate_of_the_bounded_quadratic():
             assert float(bounded_h(F(a), lo, hi)) == pytest.approx(sup, abs=1e-6)
     # the symmetric box M is H_M(|a|)
     assert bounded_h(F(-3.0), -1.0, 1.0) == bounded_h(F(3.0), -1.0, 1.0) == Fraction(5, 2)
+
+
+@pytest.mark.parametrize("fit_intercept", [False, True])
+def test_the_producer_proves_a_weighted_shift_only_where_the_verifier_does(fit_intercept):
+    from sparsecert.solvers.rigorous import proves_eig_shift
+
+    X, y, w, o = _problem("squared", seed=12, n=16, p=4)
+    Xd = X - (w @ X) / w.sum() if fit_intercept else X
+    lam_min = float(np.linalg.eigvalsh(Xd.T @ (w[:, None] * Xd))[0])
+    for frac, expected in ((0.5, True), (0.99, True), (1.01, False), (3.0, False)):
+        mu = frac * lam_min
+        producer = proves_eig_shift(Xd, mu, fit_intercept, weights=w)
+        verifier = V.proves_eig_shift_weighted(X, mu, fit_intercept, w)[0]
+        assert producer == expected and verifier == expected, frac
+        if producer:  # what the producer proves with room, the verifier proves
+            assert V.proves_eig_shift_weighted(X, mu * (1 + 2.0 ** -20), fit_intercept, w)[0]
+    # the plain proof of the weighted problem's shift: another matrix
+    plain = X - X.mean(axis=0) if fit_intercept else X
+    lam_plain = float(np.linalg.eigvalsh(plain.T @ plain)[0])
+    assert not V.proves_eig_shift_weighted(X, 1.01 * lam_min, fit_intercept, w)[0]
+    assert lam_plain != pytest.approx(lam_min, rel=1e-2)
