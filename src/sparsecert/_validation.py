@@ -171,20 +171,6 @@ def prepare(X, y, spec: ProblemSpec) -> PreparedProblem:
                            forced_out=forced_out)
 
 
-#: the problem's fields the search does not solve yet (refused, never ignored)
-UNSUPPORTED_BY_SEARCH: tuple[str, ...] = ("sample_weight", "offset", "coef_bounds", "positive",
-                                          "always_select", "exclude")
-
-
-def check_supported(prepared: PreparedProblem) -> None:
-    """Refuse a problem field the search cannot honour yet (NotImplementedError naming it)."""
-    spec = prepared.spec
-    for name in UNSUPPORTED_BY_SEARCH:
-        value = getattr(spec, name)
-        if value is not None and value is not False and value != ():
-            raise NotImplementedError(f"{name} is not supported by the search yet")
-
-
 def prepare_problem(X, y, lambda2, loss="squared", max_abs_coef=None, fit_intercept=True,
                     eig_shift="auto", strict_shift: bool = False) -> PreparedProblem:
     """:func:`prepare` of the problem given by its parameters, without ``k`` (the relaxation

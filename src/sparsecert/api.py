@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from sparsecert._params import defaults, document
-from sparsecert._validation import PreparedProblem, check_supported, prepare
+from sparsecert._validation import PreparedProblem, prepare
 from sparsecert._version import __version__
 from sparsecert.problem import SearchOptions, build_records
 
@@ -200,7 +200,6 @@ def certify_prepared(prepared: PreparedProblem, options: SearchOptions, *, featu
     spec = prepared.spec
     if spec.k is None:
         raise ValueError("the prepared problem has no k")
-    check_supported(prepared)
     prob = RelaxationProblem.from_prepared(prepared)  # the expensive setup, after every check
     engine = BranchAndBound(prob, spec.k, options)
     engine.announce()

@@ -38,7 +38,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from sparsecert._checks import check_ks
 from sparsecert._params import check_param, defaults, document
-from sparsecert._validation import PreparedProblem, check_exact_input, check_supported, prepare
+from sparsecert._validation import PreparedProblem, check_exact_input, prepare
 from sparsecert.api import CertifyResult, assemble_result
 from sparsecert.bnb import BnBSettings, BranchAndBound
 from sparsecert.bnb.interrupts import deferred_interrupt
@@ -211,7 +211,6 @@ def solve_path(prepared: PreparedProblem, ks: np.ndarray, options: SearchOptions
 
     t_path = time.perf_counter() if t0 is None else t0
     settings = BnBSettings.from_options(options)
-    check_supported(prepared)
     prob = RelaxationProblem.from_prepared(prepared)  # once for the path, after every check
     refitter = SupportRefitter.for_problem(prob)  # one cache of exact refits for the path
     results: list[CertifyResult] = []

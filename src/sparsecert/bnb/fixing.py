@@ -153,8 +153,9 @@ class WitnessTerms:
         # the engine's data may carry weights and offsets (in the loss's compiled form) and
         # every coefficient's bounds
         self._samples = spec.w.shape[0] > 0 or spec.o.shape[0] > 0
-        self._lower = getattr(problem, "coef_lower", None)
-        self._upper = getattr(problem, "coef_upper", None)
+        bounds = getattr(problem, "coef_bounds", None)
+        self._lower = None if bounds is None else bounds.lower
+        self._upper = None if bounds is None else bounds.upper
         # the squared residual (a closed-form refit): its gradient and conjugate inline
         self._squared = self._loss.has_closed_form_refit and not self._samples
         # least squares without a box: the screen's terms from the residual (below)

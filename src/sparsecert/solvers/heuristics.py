@@ -120,12 +120,13 @@ class SupportRefitter:
         """The refitter of a prepared :class:`~sparsecert.solvers.perspective.RelaxationProblem`
         (its data as used internally; an intercept variable for a loss without a closed-form
         refit, least squares being centred instead)."""
+        bounds = getattr(problem, "coef_bounds", None)
         return cls(problem.X, problem.y, problem.loss_fn, problem.lambda2, problem.M,
                    fit_intercept=problem.icpt, XT=problem.XT,
                    sample_weight=getattr(problem, "sample_weight", None),
                    offset=getattr(problem, "offset", None),
-                   coef_lower=getattr(problem, "coef_lower", None),
-                   coef_upper=getattr(problem, "coef_upper", None))
+                   coef_lower=None if bounds is None else bounds.lower,
+                   coef_upper=None if bounds is None else bounds.upper)
 
     # -- the loss with the weights and offsets -----------------------------------------------
     def _derivatives(self, u: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:

@@ -297,9 +297,10 @@ class Loss:
         """
         return np.array(y, dtype=np.float64, copy=True), None
 
-    def initial_intercept(self, y: np.ndarray) -> float:
+    def initial_intercept(self, y: np.ndarray, weights: np.ndarray | None = None,
+                          offset: np.ndarray | None = None) -> float:
         """A good first value of an intercept carried as a variable (about the intercept-only
-        optimum)."""
+        optimum, with the per-sample weights and offsets if given)."""
         return 0.0
 
     # -- rigorous upper enclosures (the proof producer's; labels already coded) -----------------
@@ -460,8 +461,9 @@ class SquaredLoss(Loss):
         n = np.shape(y)
         return np.full(n, -np.inf), np.full(n, np.inf)
 
-    def initial_intercept(self, y):
-        return float(np.mean(y))
+    def initial_intercept(self, y, weights=None, offset=None):
+        r = y if offset is None else y - offset
+        return float(np.average(r, weights=weights))
 
     def conjugate_sum_upper(self, z, y):
         return _quadratic_conjugate_upper(z, y)
@@ -495,10 +497,13 @@ class LogisticLoss(_BinaryLoss):
     def _terms(self, u, y):
         return np.logaddexp(0.0, -y * u)
 
-    def initial_intercept(self, y):  # the log-odds: the intercept-only optimum
-        n_pos = int(np.sum(y > 0))
-        n_neg = y.size - n_pos
-        return float(np.log(n_pos / n_neg)) if n_pos and n_neg else 0.0
+    def initial_intercept(self, y, weights=None, offset=None):
+        # the log-odds: the intercept-only optimum (less the mean offset, roughly)
+        w = np.ones_like(y) if weights is None else weights
+        n_pos = float(np.sum(w[y > 0]))
+        n_neg = float(np.sum(w[y <= 0]))
+        c = float(np.log(n_pos / n_neg)) if n_pos > 0 and n_neg > 0 else 0.0
+        return c if offset is None else c - float(np.average(offset, weights=weights))
 
     def _hessian(self, u, y):
         s = _sigmoid(-y * u)
@@ -630,8 +635,12 @@ class PoissonLoss(Loss):
                              f"{int(np.sum(y < 0))} negative value(s) (min {y.min():g})")
         return y, None
 
-    def initial_intercept(self, y):
-        return float(np.log(max(y.mean(), 1e-3)))
+    def initial_intercept(self, y, weights=None, offset=None):
+        if offset is None:
+            return float(np.log(max(np.average(y, weights=weights), 1e-3)))
+        # the intercept-only optimum: log(sum w y / sum w exp(o))
+        e = np.average(np.exp(np.minimum(offset, 700.0)), weights=weights)
+        return float(np.log(max(np.average(y, weights=weights), 1e-3)) - np.log(e))
 
     def conjugate_sum_upper(self, z, y):
         # w log w - w at w = z + y (convex: its maximum on an interval is at an end)
@@ -707,8 +716,8 @@ class HuberLoss(Loss):
         n = np.shape(y)
         return np.full(n, -2.0 * self.delta), np.full(n, 2.0 * self.delta)
 
-    def initial_intercept(self, y):
-        return float(np.median(y))
+    def initial_intercept(self, y, weights=None, offset=None):
+        return float(np.median(y if offset is None else y - offset))
 
     def conjugate_sum_upper(self, z, y):
         return _quadratic_conjugate_upper(z, y)

@@ -18,7 +18,7 @@ import numpy as np
 from numba import njit
 
 from sparsecert.solvers.loss_kernels import conjugate_sum, loss_value_grad, zero_sum_parts
-from sparsecert.solvers.perspective._gfun import g_node, gstar_node
+from sparsecert.solvers.perspective._coef_bounds import g_node_any, gstar_node_any
 from sparsecert.solvers.perspective._linalg import xt_dot
 
 __all__ = ["sq_norm", "point_values", "icpt_grad_dual", "dual_value"]
@@ -48,7 +48,7 @@ def point_values(data, state, budget, b, ub, zeta, bound):
     F = loss_value_grad(data.loss, ub, data.y, zeta)
     if mu != 0.0:
         F -= mu * sq_norm(b)
-    P = F + 2.0 * lam * g_node(b, state, budget, data.M)
+    P = F + 2.0 * lam * g_node_any(b, state, budget, data.M, data.bounds)
     lb = -np.inf
     if bound:
         X = data.X
@@ -65,7 +65,7 @@ def point_values(data, state, budget, b, ub, zeta, bound):
                 gb += gj * b[j]
             else:
                 a[j] = 0.0
-        lb = F - gb - twolam * gstar_node(a, state, budget, data.M)
+        lb = F - gb - twolam * gstar_node_any(a, state, budget, data.M, data.bounds)
     return P, lb
 
 
@@ -90,9 +90,9 @@ def icpt_grad_dual(X, y, loss, zeta, Xty, grad, zproj, gproj):
     a1, a2, shifted = zero_sum_parts(loss, y, zeta, v1, v2)
     g1 = np.empty(p)
     xt_dot(X, v1, g1)
-    if shifted:  # zeta = v1 - y
+    if shifted:  # zeta = v1 - v2 (v2 = y, times the weights)
         for i in range(n):
-            zproj[i] = a1 * v1[i] - y[i]
+            zproj[i] = a1 * v1[i] - v2[i]
         for j in range(p):
             grad[j] = g1[j] - Xty[j]
             gproj[j] = a1 * g1[j] - Xty[j]
@@ -108,12 +108,14 @@ def icpt_grad_dual(X, y, loss, zeta, Xty, grad, zproj, gproj):
 
 
 @njit(cache=True, nogil=True)
-def dual_value(X, y, loss, lam, M, state, budget, zeta):
-    """Fenchel dual ``D(zeta) = -sum f*(zeta_i) - 2 lam g*_node(-X^T zeta / (2 lam))``."""
+def dual_value(X, y, loss, lam, M, state, budget, zeta, bounds):
+    """Fenchel dual ``D(zeta) = -sum f*(zeta_i) - 2 lam g*_node(-X^T zeta / (2 lam))`` (the
+    box ``M``, or the per-coefficient ``bounds`` when not None)."""
     p = X.shape[1]
     g = np.empty(p)
     xt_dot(X, zeta, g)
     a = np.empty(p)
     for j in range(p):
         a[j] = -g[j] / (2.0 * lam) if state[j] != 0 else 0.0
-    return -conjugate_sum(loss, zeta, y) - 2.0 * lam * gstar_node(a, state, budget, M)
+    return -conjugate_sum(loss, zeta, y) - 2.0 * lam * gstar_node_any(a, state, budget, M,
+                                                                       bounds)

@@ -57,14 +57,23 @@ import math
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit
+from numba import njit, types
+from numba.extending import overload
 
-from sparsecert.solvers.perspective._gfun import FREE, IN, OUT
+from sparsecert.solvers.perspective._gfun import (
+    FREE,
+    IN,
+    OUT,
+    g_node,
+    gstar_node,
+    relaxed_z_into,
+)
 from sparsecert.solvers.perspective._order import argsort_desc, topk_sum
-from sparsecert.solvers.perspective._prox import prox_gstar_sorted
+from sparsecert.solvers.perspective._prox import prox_gstar_sorted, prox_node
 
 __all__ = ["CoefBounds", "coef_bounds", "h_bounded", "gstar_node_b", "g_node_b",
-           "relaxed_z_b", "prox_node_b", "prox_gstar_b"]
+           "relaxed_z_b", "prox_node_b", "prox_gstar_b", "g_node_any", "gstar_node_any",
+           "prox_node_any", "relaxed_z_any_into"]
 
 #: relative tolerance on the bounds of b in g (as ``_gfun.DOMAIN_RTOL``)
 DOMAIN_RTOL = 1e-9
@@ -540,3 +549,70 @@ def prox_node_b(v, state, budget, tau, bounds):
             x = B[i]
         out[j] = x if v[j] >= 0.0 else -x
     return out
+
+
+# ---------------------------------------------------------------------------------------------
+# one call for both: the symmetric box (``bounds`` None) or the per-coefficient bounds. Resolved
+# when the caller is typed (numba overloads): a kernel compiled for ``bounds=None`` calls the
+# box's kernel directly and contains none of this module's code.
+# ---------------------------------------------------------------------------------------------
+def g_node_any(b, state, budget, M, bounds):
+    """``g_node`` with the box ``M`` (``bounds`` None) or with the per-coefficient bounds."""
+    if bounds is None:
+        return g_node(b, state, budget, M)
+    return g_node_b(b, state, budget, bounds)
+
+
+def gstar_node_any(a, state, budget, M, bounds):
+    """``g*_node`` with the box ``M`` (``bounds`` None) or with the per-coefficient bounds."""
+    if bounds is None:
+        return gstar_node(a, state, budget, M)
+    return gstar_node_b(a, state, budget, bounds)
+
+
+def prox_node_any(v, state, budget, tau, M, bounds):
+    """``prox_{tau g_node}`` with the box ``M`` (``bounds`` None) or with the bounds."""
+    if bounds is None:
+        return prox_node(v, state, budget, tau, M)
+    return prox_node_b(v, state, budget, tau, bounds)
+
+
+def relaxed_z_any_into(b, state, budget, z, bounds):
+    """The minimising ``z`` of ``g_node`` at ``b`` into ``z`` (the box's, or the bounds')."""
+    if bounds is None:
+        relaxed_z_into(b, state, budget, z)
+    else:
+        z[:] = relaxed_z_b(b, state, budget, bounds)
+
+
+@overload(g_node_any)
+def _ol_g_node_any(b, state, budget, M, bounds):
+    if isinstance(bounds, types.NoneType):
+        def impl(b, state, budget, M, bounds):
+            return g_node(b, state, budget, M)
+    else:
+        def impl(b, state, budget, M, bounds):
+            return g_node_b(b, state, budget, bounds)
+    return impl
+
+
+@overload(gstar_node_any)
+def _ol_gstar_node_any(a, state, budget, M, bounds):
+    if isinstance(bounds, types.NoneType):
+        def impl(a, state, budget, M, bounds):
+            return gstar_node(a, state, budget, M)
+    else:
+        def impl(a, state, budget, M, bounds):
+            return gstar_node_b(a, state, budget, bounds)
+    return impl
+
+
+@overload(prox_node_any)
+def _ol_prox_node_any(v, state, budget, tau, M, bounds):
+    if isinstance(bounds, types.NoneType):
+        def impl(v, state, budget, tau, M, bounds):
+            return prox_node(v, state, budget, tau, M)
+    else:
+        def impl(v, state, budget, tau, M, bounds):
+            return prox_node_b(v, state, budget, tau, bounds)
+    return impl

@@ -35,9 +35,13 @@ from numba import njit
 from sparsecert.solvers.loss_kernels import conjugate_sum, loss_value, loss_value_grad
 from sparsecert.solvers.losses import LossSpec
 from sparsecert.solvers.perspective._bound import icpt_grad_dual, sq_norm
-from sparsecert.solvers.perspective._gfun import g_node, gstar_node
+from sparsecert.solvers.perspective._coef_bounds import (
+    CoefBounds,
+    g_node_any,
+    gstar_node_any,
+    prox_node_any,
+)
 from sparsecert.solvers.perspective._linalg import copy_into, x_dot, xt_dot
-from sparsecert.solvers.perspective._prox import prox_node
 
 __all__ = ["FistaData", "Intercept", "intercept", "FistaIterate", "SCALARS", "fista_data",
            "new_iterate", "fista_chunk", "prox_grad_step", "ST_RUNNING", "ST_CONVERGED",
@@ -81,7 +85,9 @@ SCALARS = np.dtype([
 class FistaData(NamedTuple):
     """What the kernel reads: the (possibly working-set) design and the problem's scalars.
 
-    ``X`` (n, p) and ``XT = X^T`` (p, n) are both C-contiguous (see ``_linalg``).
+    ``X`` (n, p) and ``XT = X^T`` (p, n) are both C-contiguous (see ``_linalg``). ``bounds``:
+    the columns' per-coefficient bounds (``_coef_bounds.CoefBounds``), or None for the box
+    ``M`` alone (the bounds' code is then not compiled).
     """
 
     X: np.ndarray
@@ -91,6 +97,7 @@ class FistaData(NamedTuple):
     lam: float
     mu: float
     M: float
+    bounds: CoefBounds | None = None
 
 
 class Intercept(NamedTuple):
@@ -133,13 +140,20 @@ class FistaIterate(NamedTuple):
         self.sc[0][name] = value
 
 
-def fista_data(prob, X: np.ndarray | None = None, XT: np.ndarray | None = None) -> FistaData:
-    """The kernel's data for ``prob`` (a ``RelaxationProblem``), on its own columns or on ``X``.
+def fista_data(prob, X: np.ndarray | None = None, XT: np.ndarray | None = None,
+               cols: np.ndarray | None = None) -> FistaData:
+    """The kernel's data for ``prob`` (a ``RelaxationProblem``), on its own columns or on ``X``
+    (the columns ``cols`` of the problem's: their bounds).
 
     Every scalar is converted to one fixed type, so the kernel is compiled once.
     """
+    bounds = getattr(prob, "coef_bounds", None)
+    if bounds is not None and cols is not None:
+        bounds = CoefBounds(np.ascontiguousarray(bounds.lower[cols]),
+                            np.ascontiguousarray(bounds.upper[cols]))
     return FistaData(prob.X if X is None else X, prob.XT if XT is None else XT, prob.y,
-                     prob.loss_spec, float(prob.lam_eff), float(prob.mu), float(prob.M))
+                     prob.loss_spec, float(prob.lam_eff), float(prob.mu), float(prob.M),
+                     bounds)
 
 
 def intercept(prob) -> Intercept | None:
@@ -238,6 +252,7 @@ def fista_chunk(data, icpt, state, budget, it, rel_tol, max_iter, cutoff):
     lam = data.lam
     mu = data.mu
     M = data.M
+    bounds = data.bounds
     x = it.x
     x_prev = it.x_prev
     ux = it.ux
@@ -286,7 +301,8 @@ def fista_chunk(data, icpt, state, budget, it, rel_tol, max_iter, cutoff):
             gc = icpt_grad_dual(X, y, loss, zeta, icpt.Xty, grad, zproj, gproj)
             for j in range(p):
                 a[j] = -gproj[j] / twolam if state[j] != 0 else 0.0
-            lb = -conjugate_sum(loss, zproj, y) - twolam * gstar_node(a, state, budget, M)
+            lb = -conjugate_sum(loss, zproj, y) - twolam * gstar_node_any(a, state, budget, M,
+                                                                          bounds)
             if lb > best:
                 best = lb
                 copy_into(bound_point, yv)
@@ -306,7 +322,7 @@ def fista_chunk(data, icpt, state, budget, it, rel_tol, max_iter, cutoff):
                     gy += grad[j] * yv[j]
                 else:
                     a[j] = 0.0
-            lb = Fy - gy - twolam * gstar_node(a, state, budget, M)
+            lb = Fy - gy - twolam * gstar_node_any(a, state, budget, M, bounds)
             if lb > best:
                 best = lb
                 copy_into(bound_point, yv)
@@ -321,7 +337,7 @@ def fista_chunk(data, icpt, state, budget, it, rel_tol, max_iter, cutoff):
             inv = 1.0 / L
             for j in range(p):
                 v[j] = yv[j] - inv * grad[j]
-            xn = prox_node(v, state, budget, twolam * inv, M)
+            xn = prox_node_any(v, state, budget, twolam * inv, M, bounds)
             x_dot(XT, xn, uxn)
             cn = cy - inv * gc
             if icpt is not None:
@@ -346,7 +362,7 @@ def fista_chunk(data, icpt, state, budget, it, rel_tol, max_iter, cutoff):
                 break
             L *= 2.0
             nback += 1
-        Pn = Fn + twolam * g_node(xn, state, budget, M)
+        Pn = Fn + twolam * g_node_any(xn, state, budget, M, bounds)
         copy_into(x_prev, x)
         copy_into(x, xn)
         copy_into(ux_prev, ux)
@@ -414,10 +430,10 @@ def prox_grad_step(data, state, budget, b, L):
     v = np.empty(p)
     for j in range(p):
         v[j] = b[j] - (grad[j] - 2.0 * data.mu * b[j]) / L
-    xn = prox_node(v, state, budget, 2.0 * data.lam / L, data.M)
+    xn = prox_node_any(v, state, budget, 2.0 * data.lam / L, data.M, data.bounds)
     un = np.empty(n)
     x_dot(data.XT, xn, un)
     F = loss_value(data.loss, un, data.y)
     if data.mu != 0.0:
         F -= data.mu * sq_norm(xn)
-    return xn, un, F + 2.0 * data.lam * g_node(xn, state, budget, data.M)
+    return xn, un, F + 2.0 * data.lam * g_node_any(xn, state, budget, data.M, data.bounds)

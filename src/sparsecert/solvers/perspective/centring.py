@@ -27,21 +27,25 @@ class Centring:
     y_mean: float = 0.0
 
     @classmethod
-    def apply(cls, X: np.ndarray, y: np.ndarray, fit_intercept: bool, centre_y: bool
-              ) -> tuple[Centring, np.ndarray, np.ndarray]:
+    def apply(cls, X: np.ndarray, y: np.ndarray, fit_intercept: bool, centre_y: bool,
+              weights: np.ndarray | None = None) -> tuple[Centring, np.ndarray, np.ndarray]:
         """The forward reduction: ``(centring, X used, y used)``.
 
         ``centre_y``: the response is centred too (least squares, whose intercept is then
-        exact). ``X`` used is C-contiguous.
+        exact; with ``weights``, by the weighted means, which makes the weighted least
+        squares' intercept exact). ``X`` used is C-contiguous.
         """
         p = X.shape[1]
         if not fit_intercept:
             return cls(np.zeros(p)), X, y
-        x_mean = X.mean(axis=0)
+        if weights is not None and centre_y:
+            x_mean = (weights @ X) / weights.sum()
+        else:
+            x_mean = X.mean(axis=0)
         Xc = np.ascontiguousarray(X - x_mean)
         if not centre_y:
             return cls(x_mean), Xc, y
-        y_mean = float(y.mean())
+        y_mean = float(y.mean() if weights is None else (weights @ y) / weights.sum())
         return cls(x_mean, y_mean), Xc, y - y_mean
 
     def user_intercept(self, coef: np.ndarray, c: float = 0.0) -> float:

@@ -15,8 +15,8 @@ import time
 import numpy as np
 
 from sparsecert.solvers.perspective._bound import dual_value, point_values
+from sparsecert.solvers.perspective._coef_bounds import relaxed_z_any_into
 from sparsecert.solvers.perspective._fista import fista_data
-from sparsecert.solvers.perspective._gfun import relaxed_z_into
 from sparsecert.solvers.perspective._linalg import xb
 from sparsecert.solvers.perspective.result import RelaxationResult
 from sparsecert.solvers.perspective.zero_sum import dyadic_zero_sum, icpt_bound
@@ -60,7 +60,7 @@ def finish(node, limits, run, data=None) -> RelaxationResult:
     obj, lb_end = point_values(fista_data(prob) if data is None else data, state, budget, coef,
                                ux, zeta_end, not prob.icpt)
     z = np.empty(prob.n_features)
-    relaxed_z_into(coef, state, budget, z)
+    relaxed_z_any_into(coef, state, budget, z, prob.coef_bounds)
     obj = float(obj)
     if prob.icpt:
         lb_end, zeta_end = icpt_bound(prob, state, budget, ux)
@@ -71,9 +71,9 @@ def finish(node, limits, run, data=None) -> RelaxationResult:
         bp = np.where(out, 0.0, bp)
     if prob.icpt:
         # certify with a dual whose entries are dyadic and whose sum is exactly zero
-        dual = dyadic_zero_sum(dual, prob.y, prob.loss_fn)
+        dual = dyadic_zero_sum(dual, prob.y, prob.loss_fn, prob.sample_weight)
         best = float(dual_value(prob.X, prob.y, prob.loss_spec, prob.lambda2, prob.M, state,
-                                budget, dual))
+                                budget, dual, prob.coef_bounds))
     gap = (obj - best) / max(1.0, abs(obj)) if math.isfinite(obj) else math.inf
     status = run.status
     if status in ("max_iter", "time_limit"):

@@ -27,9 +27,11 @@ class ExactLeaf:
     name = "exact"
 
     def applies(self, node) -> bool:
-        """No free feature, a loss with a closed-form refit (least squares) and no box."""
+        """No free feature, a loss with a closed-form refit (least squares) and no box (nor
+        other coefficient bounds)."""
         prob = node.prob
-        return node.n_free == 0 and prob.loss_fn.has_closed_form_refit and prob.M == math.inf
+        return (node.n_free == 0 and prob.loss_fn.has_closed_form_refit and prob.M == math.inf
+                and prob.coef_bounds is None)
 
     def solve(self, node, start, limits):
         """One linear solve; the bound is evaluated at the solution (it meets the objective)."""

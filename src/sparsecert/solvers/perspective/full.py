@@ -177,7 +177,8 @@ def _solve_restricted(node, start, limits, runner, done: Iterated):
         ns += XA.shape[0]  # the intercept is an extra smooth variable: ||[X_A, 1]||^2
     it = new_iterate(xA, uxA, initial_L(prob, ns, uxA),
                      objective(prob, stA, node.budget, xA, uxA), c0=c0)
-    status, n_it = run_fista(runner, (fista_data(prob, XA, XAT), icpt, stA, node.budget), it,
+    status, n_it = run_fista(runner, (fista_data(prob, XA, XAT, active), icpt, stA,
+                                      node.budget), it,
                              limits, limits.max_iter - done.n_iter)
     x = np.zeros(p)
     x[active] = it.x

@@ -119,7 +119,9 @@ class Start:
         if not np.isfinite(w).all():
             raise ValueError("warm_start contains NaN or infinite values")
         x0 = np.where(node.out, 0.0, w)
-        if prob.M < np.inf:
+        if prob.coef_bounds is not None:
+            x0 = np.clip(x0, prob.coef_bounds.lower, prob.coef_bounds.upper)
+        elif prob.M < np.inf:
             x0 = np.clip(x0, -prob.M, prob.M)
         return cls(x0, c0)
 

@@ -13,12 +13,14 @@ import numpy as np
 
 from sparsecert._validation import PreparedProblem, prepare_problem
 from sparsecert.solvers.losses import Loss, LossSpec, get_loss
+from sparsecert.solvers.perspective._coef_bounds import CoefBounds, coef_bounds
 from sparsecert.solvers.perspective._linalg import (
     c_transpose,
     lanczos_norm_sq,
     spectral_norm_sq,
 )
 from sparsecert.solvers.perspective.centring import Centring
+from sparsecert.solvers.perspective.samples import Samples
 from sparsecert.solvers.rigorous import proves_eig_shift
 
 __all__ = ["RelaxationProblem", "safe_eig_shift", "check_eig_shift"]
@@ -67,8 +69,9 @@ def _extreme_eigenvalues(G: np.ndarray, dense_max: int = 2000) -> tuple[float, f
     return (1.0 / top_inv if top_inv > 0 else 0.0), lam_max
 
 
-def safe_eig_shift(X: np.ndarray, centred: bool = False) -> float:
-    """A shift slightly below ``lambda_min(X^T P X)``, proven by :func:`check_eig_shift`.
+def safe_eig_shift(X: np.ndarray, centred: bool = False, prove=None) -> float:
+    """A shift slightly below ``lambda_min(X^T P X)``, proven by :func:`check_eig_shift` (or
+    by ``prove(mu)``, the weighted least squares' proof on the user's data).
 
     Returns 0.0 when ``p > n`` or when ``X^T X`` is (numerically) singular.
     """
@@ -79,7 +82,9 @@ def safe_eig_shift(X: np.ndarray, centred: bool = False) -> float:
     lam_min, lam_max = _extreme_eigenvalues(G)
     mu = 0.999 * lam_min - 1e-12 * p * lam_max
     while mu > 1e-12 * lam_max:
-        if proves_eig_shift(X, mu * (1.0 + 2.0 ** -20), centred, gram=G):
+        ok = (proves_eig_shift(X, mu * (1.0 + 2.0 ** -20), centred, gram=G) if prove is None
+              else prove(mu))
+        if ok:
             return float(mu)
         mu *= 0.5
     return 0.0
@@ -124,6 +129,17 @@ class RelaxationProblem:
         the reduction that made ``X`` and ``y`` and its inverse to the user's intercept.
     XT : ndarray (p, n)
         ``X.T`` as a C-contiguous copy (used by the kernels).
+    samples : Samples
+        How the relaxation's samples relate to the user's (the samples of positive weight;
+        least squares: the weights folded into the data), and the map of a dual back.
+    sample_weight, offset : ndarray (n,) or None
+        The weights and offsets of the losses' kernels (in ``loss_spec``): a loss without a
+        closed-form refit; None for least squares, which folds them into ``X`` and ``y``.
+    coef_bounds : CoefBounds or None
+        Every coefficient's bounds (with the box) when the problem has bounds other than the
+        symmetric box ``M``; the kernels take the box alone when None.
+    forced_in, forced_out : ndarray of bool (p,) or None
+        The problem's features forced into and kept out of the support (the search's root).
     """
 
     X: np.ndarray
@@ -138,6 +154,12 @@ class RelaxationProblem:
     centring: Centring
     XT: np.ndarray | None = field(default=None, repr=False)
     loss_params: dict = field(default_factory=dict)
+    samples: Samples | None = field(default=None, repr=False)
+    sample_weight: np.ndarray | None = field(default=None, repr=False)
+    offset: np.ndarray | None = field(default=None, repr=False)
+    coef_bounds: CoefBounds | None = field(default=None, repr=False)
+    forced_in: np.ndarray | None = field(default=None, repr=False)
+    forced_out: np.ndarray | None = field(default=None, repr=False)
     loss_fn: Loss = field(init=False, repr=False)
     loss_id: int = field(init=False)
     loss_spec: LossSpec = field(init=False, repr=False)
@@ -147,11 +169,14 @@ class RelaxationProblem:
     def __post_init__(self) -> None:
         self.loss_fn = get_loss(self.loss, self.loss_params)
         self.loss_id = self.loss_fn.loss_id
-        self.loss_spec = self.loss_fn.spec
+        self.loss_spec = self.loss_fn.spec.with_samples(self.sample_weight, self.offset)
+        if self.samples is None:
+            self.samples = Samples(int(self.X.shape[0]))
         # an intercept that FISTA carries as an extra variable (no closed form by centring)
         self.icpt = bool(self.fit_intercept and not self.loss_fn.has_closed_form_refit)
-        # X^T y, for a zero-sum dual of the form zeta = e - y (see loss_kernels.zero_sum_parts)
-        self.Xty = (self.X.T @ self.y if self.loss_fn.dual_zero_sum == "shifted"
+        # X^T (w y), for a zero-sum dual of the form zeta = e - w y (loss_kernels.zero_sum_parts)
+        wy = self.y if self.sample_weight is None else self.sample_weight * self.y
+        self.Xty = (self.X.T @ wy if self.loss_fn.dual_zero_sum == "shifted"
                     else np.zeros(self.X.shape[1]))
         # X^T stored C-contiguous for the single-threaded X @ b kernel (see _linalg)
         if self.XT is None:
@@ -170,6 +195,20 @@ class RelaxationProblem:
     @property
     def n_samples(self) -> int:
         return int(self.X.shape[0])
+
+    def raw_dual(self, zeta: np.ndarray) -> np.ndarray:
+        """A dual point of the relaxation on the user's samples (:meth:`Samples.raw_dual`)."""
+        return self.samples.raw_dual(zeta)
+
+    def dual_of_point(self, b: np.ndarray) -> np.ndarray:
+        """The dual point at ``b`` (the weighted loss's gradient at ``X b``, on the relaxation's
+        data), on the user's samples."""
+        from sparsecert.solvers.loss_kernels import loss_value_grad
+
+        u = np.ascontiguousarray(self.X @ np.asarray(b, dtype=np.float64))
+        g = np.empty(u.shape[0])
+        loss_value_grad(self.loss_spec, u, self.y, g)
+        return self.raw_dual(g)
 
     @property
     def n_features(self) -> int:
@@ -217,41 +256,77 @@ class RelaxationProblem:
     @classmethod
     def from_prepared(cls, prepared: PreparedProblem) -> RelaxationProblem:
         """Precompute what the node solver needs from checked data (see :meth:`from_data`;
-        :func:`sparsecert._validation.prepare_problem` makes ``prepared``)."""
+        :func:`sparsecert._validation.prepare_problem` makes ``prepared``).
+
+        With sample weights only the samples of positive weight are kept (a zero weight drops
+        its sample). Least squares folds its weights and offsets into the data: with the
+        weighted means (an intercept) ``X <- sqrt(w) (X - 1 m_w^T)``, ``y <- sqrt(w) (y - o -
+        m_y)``, an unweighted least-squares problem whose intercept is exact; the other losses
+        keep them in their kernels' ``LossSpec``."""
         Xc, yc, loss = prepared.X, prepared.y_used, prepared.loss
         lam, fit_intercept, eig_shift = prepared.lambda2, prepared.fit_intercept, prepared.eig_shift
         params = dict(getattr(prepared, "loss_params", None) or {})
         closed_form = get_loss(loss, params).has_closed_form_refit
         M = np.inf if prepared.max_abs_coef is None else prepared.max_abs_coef
+        w = getattr(prepared, "sample_weight", None)
+        o = getattr(prepared, "offset", None)
+        samples, Xc, yc, w, o = Samples.reduce(Xc, yc, w, o, fold=closed_form)
         # (with a carried intercept a zero-sum dual gives the same X^T zeta on centred columns;
         # a loss with a closed-form refit has its intercept exact by centring the targets too)
-        centring, Xc, yc = Centring.apply(Xc, yc, fit_intercept, centre_y=closed_form)
-        mu = _resolve_shift(Xc, loss, eig_shift, fit_intercept)
+        centring, Xc, yc = Centring.apply(Xc, yc, fit_intercept, centre_y=closed_form,
+                                          weights=samples.weights)
+        if samples.scale is not None:  # least squares: the weights folded into the data
+            Xc = np.ascontiguousarray(samples.scale[:, None] * Xc)
+            yc = samples.scale * yc
+        mu = _resolve_shift(Xc, loss, eig_shift, fit_intercept,
+                            weighted=_weighted_prover(prepared, fit_intercept)
+                            if samples.scale is not None else None)
         XT = c_transpose(Xc)
-        if min(Xc.shape) <= 64:
-            norm_sq = spectral_norm_sq(Xc) * LIPSCHITZ_SAFETY
+        Xn = Xc if w is None else np.ascontiguousarray(np.sqrt(w)[:, None] * Xc)
+        XnT = XT if w is None else c_transpose(Xn)
+        if min(Xn.shape) <= 64:
+            norm_sq = spectral_norm_sq(Xn) * LIPSCHITZ_SAFETY
         else:
-            norm_sq = lanczos_norm_sq(Xc, XT) * LIPSCHITZ_SAFETY
+            norm_sq = lanczos_norm_sq(Xn, XnT) * LIPSCHITZ_SAFETY
         if fit_intercept and not closed_form:
-            # the intercept is an extra smooth variable: ||[X, 1]||^2 <= ||X||^2 + n
-            norm_sq = norm_sq + Xc.shape[0]
+            # the intercept is an extra smooth variable: ||[X, 1]||_W^2 <= ||X||_W^2 + sum w
+            norm_sq = norm_sq + (Xc.shape[0] if w is None else float(w.sum()))
         curv = get_loss(loss, params).curvature
         lip = None if curv is None else curv * norm_sq
+        lower = getattr(prepared, "coef_lower", None)
+        bounds = None if lower is None else coef_bounds(lower, prepared.coef_upper)
         out = cls(X=Xc, y=yc, loss=loss, lambda2=lam, M=M, mu=mu, fit_intercept=fit_intercept,
                   norm_sq=norm_sq, lipschitz=lip, centring=centring, XT=XT,
-                  loss_params=params)
+                  loss_params=params, samples=samples, sample_weight=w, offset=o,
+                  coef_bounds=bounds, forced_in=getattr(prepared, "forced_in", None),
+                  forced_out=getattr(prepared, "forced_out", None))
         return out
 
 
-def _resolve_shift(X: np.ndarray, loss: str, eig_shift, centred: bool = False) -> float:
+def _resolve_shift(X: np.ndarray, loss: str, eig_shift, centred: bool = False,
+                   weighted=None) -> float:
     """The shift of an option checked by :func:`sparsecert._validation.check_eig_shift`
-    (``centred``: ``X`` is the centred design of a model with an intercept)."""
+    (``centred``: ``X`` is the centred design of a model with an intercept; ``weighted``: the
+    proof of a shift of the weighted least squares, whose ``X`` has the weights folded in)."""
     if eig_shift is None:
         return 0.0
     if eig_shift == "auto":
-        return safe_eig_shift(X, centred)
+        return safe_eig_shift(X, centred, prove=weighted)
     mu = float(eig_shift)
-    if mu > 0.0 and not check_eig_shift(X, mu, centred):
+    proven = check_eig_shift(X, mu, centred) if weighted is None else weighted(mu)
+    if mu > 0.0 and not proven:
         raise ValueError(f"eig_shift = {mu} is not a valid shift: X^T X - eig_shift * I is not "
                          f"positive definite (use eig_shift='auto' for a safe value)")
     return mu
+
+
+def _weighted_prover(prepared, fit_intercept: bool):
+    """The proof of a shift of the weighted least squares on the user's data (the verifier's:
+    X centred by the weighted means over every sample, with their weights), with room."""
+    X, w = prepared.X, prepared.sample_weight
+    Xd = X - (w @ X) / w.sum() if fit_intercept else X
+
+    def prove(mu: float) -> bool:
+        return proves_eig_shift(Xd, mu * (1.0 + 2.0 ** -20), fit_intercept, weights=w)
+
+    return prove

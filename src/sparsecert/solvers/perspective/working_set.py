@@ -66,8 +66,14 @@ WORKING_SET = WorkingSet()
 
 
 def ws_scores(prob, grad: np.ndarray) -> np.ndarray:
-    """``H_M(-grad_j / (2 lam'))`` (the terms of g*_node)."""
+    """``H_M(-grad_j / (2 lam'))`` (the terms of g*_node; the per-coefficient bounds' terms
+    when the problem has them)."""
     a = -grad / (2.0 * prob.lam_eff)
+    if prob.coef_bounds is not None:
+        lo, hi = prob.coef_bounds
+        with np.errstate(invalid="ignore", over="ignore"):
+            return np.where(a > hi, hi * a - 0.5 * hi * hi,
+                            np.where(a < lo, lo * a - 0.5 * lo * lo, 0.5 * a * a))
     if prob.M == np.inf:
         return 0.5 * a * a
     aa = np.abs(a)
@@ -106,7 +112,7 @@ def solve_ws(node, start, limits):
         nsW = spectral_norm_sq(XW, tol=1e-6, XT=XWT) * LIPSCHITZ_SAFETY
         it = new_iterate(xW, uxW, initial_L(prob, nsW, uxW),
                          objective(prob, stW, budget, xW, uxW))
-        _, n_sub = run_fista(runner, (fista_data(prob, XW, XWT), None, stW, budget), it,
+        _, n_sub = run_fista(runner, (fista_data(prob, XW, XWT, W), None, stW, budget), it,
                              replace(limits, rel_tol=inner_tol, cutoff=np.inf),
                              limits.max_iter - done.n_iter)
         done = replace(done, n_iter=done.n_iter + n_sub,

@@ -24,8 +24,9 @@ DYADIC_BITS = 40
 
 
 def initial_intercept(prob) -> float:
-    """About the intercept-only optimum, a good starting value (the loss's own)."""
-    return prob.loss_fn.initial_intercept(prob.y)
+    """About the intercept-only optimum, a good starting value (the loss's own, with the
+    weights and offsets)."""
+    return prob.loss_fn.initial_intercept(prob.y, prob.sample_weight, prob.offset)
 
 
 def icpt_bound(prob, state: np.ndarray, budget: int, ub: np.ndarray) -> tuple[float, np.ndarray]:
@@ -36,18 +37,21 @@ def icpt_bound(prob, state: np.ndarray, budget: int, ub: np.ndarray) -> tuple[fl
     grad, zproj, gproj = np.empty(p), np.empty(n), np.empty(p)
     icpt_grad_dual(prob.X, prob.y, prob.loss_spec, zeta, prob.Xty, grad, zproj, gproj)
     lb = float(dual_value(prob.X, prob.y, prob.loss_spec, prob.lambda2, prob.M, state, budget,
-                          zproj))
+                          zproj, prob.coef_bounds))
     return lb, zproj
 
 
-def dyadic_zero_sum(zeta: np.ndarray, y: np.ndarray, loss) -> np.ndarray:
+def dyadic_zero_sum(zeta: np.ndarray, y: np.ndarray, loss,
+                    weights: np.ndarray | None = None) -> np.ndarray:
     """Round ``zeta`` to multiples of ``2**-40`` inside the conjugate's domain (``loss``: a
-    :class:`~sparsecert.solvers.losses.Loss`), with an exactly zero sum (``math.fsum(out) ==
-    0.0``): the dual certificate of an unpenalised intercept."""
+    :class:`~sparsecert.solvers.losses.Loss`; with ``weights``, the weighted one's), with an
+    exactly zero sum (``math.fsum(out) == 0.0``): the dual certificate of an unpenalised
+    intercept."""
     scale = float(2 ** DYADIC_BITS)
     Z = np.rint(zeta * scale)
     big = 2.0 ** 52
-    lo, hi = loss.dual_domain(y)  # in grid units, inside the domain
+    # in grid units, inside the domain
+    lo, hi = loss.dual_domain(y) if weights is None else loss.weighted_dual_domain(y, weights)
     with np.errstate(invalid="ignore"):
         lo = np.clip(np.ceil(lo * scale), -big, big)
         hi = np.clip(np.floor(hi * scale), -big, big)

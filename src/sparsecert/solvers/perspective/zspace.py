@@ -60,9 +60,9 @@ CHUNK = 100
 
 def applies(prob, n_free: int) -> bool:
     """Can the node be solved in z-space (a loss with a closed-form refit, least squares; no
-    box, no shift, no carried intercept, some free feature)?"""
+    box nor other coefficient bounds, no shift, no carried intercept, some free feature)?"""
     return (prob.loss_fn.has_closed_form_refit and prob.M == np.inf and prob.mu == 0.0
-            and not prob.icpt and n_free > 0)
+            and prob.coef_bounds is None and not prob.icpt and n_free > 0)
 
 
 class ZSpaceFailed(ArithmeticError):
@@ -109,7 +109,7 @@ class ZSpace:
             zf = np.zeros(free.size)
             zf[np.argsort(-c0)[:budget]] = 1.0
         zf = project_capped(np.ascontiguousarray(zf, dtype=np.float64), float(budget))
-        data = fista_data(prob, XA, XTA)
+        data = fista_data(prob, XA, XTA, act)
         cols = ZColumns(freeA, np.einsum("ij,ij->i", XTA, XTA))
         it = new_ziterate(zf, prob.n_samples, act.size)
         runner = Runner(limits.deadline, max_chunk=CHUNK)
