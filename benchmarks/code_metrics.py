@@ -11,11 +11,18 @@ For a source tree (default: this repository) it measures, on ``src/``:
 * the validation sites: functions that raise ``TypeError`` / ``ValueError`` about one of the
   problem's parameters (``k``, ``lambda2``, ``loss``, ``max_abs_coef``, ``fit_intercept``,
   ``rel_gap``, ...), outside the standalone verifier, and the modules they live in;
-* the duplicated blocks of 6+ lines (the ``duplicates`` command, when it is installed).
+* the duplicated blocks of 6+ lines (the ``duplicates`` command, when it is installed);
+* the files over 600 lines (the standalone verifier apart);
+* the import circles between modules of the package: strongly connected components of the graph
+  of imports made when a module is loaded (module level, ``if TYPE_CHECKING`` blocks apart), and
+  apart from them those that also follow imports written inside functions;
+* the functions of the certified-GLM wing with more than 8 parameters, the public entry points
+  apart (the names ``sparsecert`` exports and their methods).
 
 With ``--baseline TREE`` the same numbers are taken on another tree (for example the code before
 a clean-up) and the claims compare the two; without it, the claims use fixed targets (a loss name
-written once on the solver side, one validation module).
+written once on the solver side, one validation module, no file over 600 lines, at most 8
+duplicated blocks, no import circle, no GLM function over 8 parameters).
 
 Usage::
 
@@ -98,6 +105,105 @@ def _n_params(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
     return len([n for n in names if n not in ("self", "cls")])
 
 
+#: the public entry points (names exported by ``sparsecert``), exempt from the parameter limit
+ENTRY_POINT = re.compile(r"^sparsecert/(api\.py:(certify|verify)|path\.py:(certify_path|"
+                         r"KSparse\w*\.\w+)|estimators\.py:KSparse\w*\.\w+|"
+                         r"solvers/perspective/api\.py:perspective_relaxation|"
+                         r"certified_gap\.py:certified_gap)$")
+MAX_LINES = 600
+MAX_PARAMS = 8
+
+
+def _module_name(rel: str) -> str:
+    parts = rel[:-3].split("/")
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+def _imported_modules(tree: ast.AST, module: str, is_package: bool, known: set[str],
+                      load_time: bool) -> set[str]:
+    """Package modules a module imports (at load time only, or everywhere)."""
+    out: set[str] = set()
+
+    def visit(node, in_function: bool, in_type_checking: bool):
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+                visit(child, True, in_type_checking)
+                continue
+            if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
+                visit(child, in_function, True)
+                continue
+            skip = in_type_checking or (load_time and in_function)
+            if not skip and isinstance(child, ast.Import):
+                for a in child.names:
+                    if a.name in known:
+                        out.add(a.name)
+            elif not skip and isinstance(child, ast.ImportFrom):
+                base = child.module or ""
+                if child.level:
+                    anchor = module.split(".")
+                    anchor = anchor if is_package else anchor[:-1]
+                    anchor = anchor[: len(anchor) - (child.level - 1)]
+                    base = ".".join(anchor + ([base] if base else []))
+                for a in child.names:
+                    full = f"{base}.{a.name}"
+                    if full in known:
+                        out.add(full)
+                    elif base in known:
+                        out.add(base)
+            visit(child, in_function, in_type_checking)
+
+    visit(tree, False, False)
+    out.discard(module)
+    return out
+
+
+def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    out: list[list[str]] = []
+    counter = 0
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, it = work[-1]
+            nxt = next(it, None)
+            if nxt is not None:
+                if nxt not in index:
+                    index[nxt] = low[nxt] = counter
+                    counter += 1
+                    stack.append(nxt)
+                    on_stack.add(nxt)
+                    work.append((nxt, iter(sorted(graph.get(nxt, ())))))
+                elif nxt in on_stack:
+                    low[node] = min(low[node], index[nxt])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                comp = []
+                while True:
+                    w = stack.pop()
+                    on_stack.discard(w)
+                    comp.append(w)
+                    if w == node:
+                        break
+                if len(comp) > 1:
+                    out.append(sorted(comp))
+    return sorted(out)
+
+
 def measure(tree_root: Path, seconds: int = 120, top: int = 5) -> dict:
     """Every metric of one tree (its ``src/`` folder)."""
     src = tree_root / "src"
@@ -108,6 +214,7 @@ def measure(tree_root: Path, seconds: int = 120, top: int = 5) -> dict:
     params: list[tuple[str, int]] = []
     names = {n: {"glm": 0, "verifier": 0, "places": [], "files": []} for n in LOSS_NAMES}
     sites: list[str] = []
+    parsed: dict[str, ast.AST] = {}
     for path in files:
         rel = path.relative_to(src).as_posix()
         text = path.read_text(encoding="utf-8")
@@ -116,6 +223,7 @@ def measure(tree_root: Path, seconds: int = 120, top: int = 5) -> dict:
             largest_file = (rel, n_lines)
         file_sizes.append((rel, n_lines))
         tree = ast.parse(text, filename=str(path))
+        parsed[rel] = tree
         for qual, fn in _functions(tree):
             params.append((f"{rel}:{qual}", _n_params(fn)))
             length = fn.end_lineno - fn.lineno + 1
@@ -143,6 +251,18 @@ def measure(tree_root: Path, seconds: int = 120, top: int = 5) -> dict:
                     sites.append(f"{rel}:{qual}")
                     break
     modules = sorted({s.split(":")[0] for s in sites})
+    names_of = {_module_name(rel): rel for rel in parsed}
+    known = set(names_of)
+    circles = {}
+    for load_time in (True, False):
+        graph = {m: _imported_modules(parsed[r], m, r.endswith("__init__.py"), known, load_time)
+                 for m, r in names_of.items()}
+        circles["load_time" if load_time else "with_function_imports"] = _circles(graph)
+    long_files = [{"path": f, "lines": n} for f, n in sorted(file_sizes, key=lambda t: -t[1])
+                  if n > MAX_LINES and not _is_verifier(f)]
+    many_params = [{"name": f, "parameters": n} for f, n in sorted(params, key=lambda t: -t[1])
+                   if n > MAX_PARAMS and not DISTRIBUTED.search(f.split(":")[0])
+                   and not ENTRY_POINT.match(f)]
     return {
         "tree": str(tree_root),
         "n_files": len(files),
@@ -154,6 +274,9 @@ def measure(tree_root: Path, seconds: int = 120, top: int = 5) -> dict:
                             for f, n in sorted(params, key=lambda t: -t[1])[:top]],
         "loss_name_literals": names,
         "validation_sites": sites,
+        "files_over_600_lines": long_files,
+        "import_circles": circles,
+        "glm_functions_over_8_parameters": many_params,
         "validation_modules": modules,
         "duplicated_blocks": _duplicates(src, seconds),
     }
@@ -209,7 +332,29 @@ def claims(after: dict, before: dict | None) -> list[dict]:
          "measured": len(after["validation_sites"]),
          "target": target(lambda m: len(m["validation_sites"]), 1), "unit": "functions",
          "better": "lower"},
+        {"name": f"files over {MAX_LINES} lines in src/ (the standalone verifier apart)",
+         "measured": len(after["files_over_600_lines"]),
+         "target": target(lambda m: len(m.get("files_over_600_lines", [])), 0),
+         "unit": "files", "better": "lower"},
+        {"name": "import circles between package modules (at load time)",
+         "measured": len(after["import_circles"]["load_time"]),
+         "target": target(lambda m: len(m.get("import_circles", {}).get("load_time", [])), 0),
+         "unit": "circles", "better": "lower"},
+        {"name": "import circles between package modules (function-level imports included)",
+         "measured": len(after["import_circles"]["with_function_imports"]),
+         "target": target(lambda m: len(m.get("import_circles", {})
+                                        .get("with_function_imports", [])), 0),
+         "unit": "circles", "better": "lower"},
+        {"name": f"functions of the GLM wing with more than {MAX_PARAMS} parameters "
+                 "(public entry points apart)",
+         "measured": len(after["glm_functions_over_8_parameters"]),
+         "target": target(lambda m: len(m.get("glm_functions_over_8_parameters", [])), 0),
+         "unit": "functions", "better": "lower"},
     ]
+    if after["duplicated_blocks"] is not None and before is None:
+        out.append({"name": "duplicated blocks of 6+ lines in src/ (pairs of places)",
+                    "measured": after["duplicated_blocks"]["all"], "target": 8,
+                    "unit": "pairs", "better": "lower"})
     if before is not None:
         out += [
             {"name": "most parameters of a function in src/",
@@ -260,6 +405,14 @@ def _print_table(results: dict[str, dict], cl: list[dict]) -> None:
             f"{f['path']} {f['lines']}" for f in results[c]["largest_files"]))
         print(f"most parameters ({c}): " + ", ".join(
             f"{f['name']} {f['parameters']}" for f in results[c]["most_parameters"]))
+        print(f"files over {MAX_LINES} lines ({c}): " + (", ".join(
+            f"{f['path']} {f['lines']}" for f in results[c]["files_over_600_lines"]) or "none"))
+        print(f"GLM functions over {MAX_PARAMS} parameters ({c}): " + (", ".join(
+            f"{f['name']} {f['parameters']}"
+            for f in results[c]["glm_functions_over_8_parameters"]) or "none"))
+        for kind, found in results[c]["import_circles"].items():
+            print(f"import circles, {kind.replace('_', ' ')} ({c}): "
+                  + ("; ".join(" <-> ".join(cc) for cc in found) or "none"))
     print("\nclaims:")
     for c in cl:
         ok = (c["measured"] is not None and
