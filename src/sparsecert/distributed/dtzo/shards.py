@@ -12,12 +12,12 @@ reference solution. ``python -m sparsecert.distributed.dtzo.mpi --shards DIR`` r
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
 
 from sparsecert.distributed.dtzo.problems import QuadraticTrilevel
+from sparsecert.distributed.shard_folder import WorkerFiles, new_folder, read_meta, write_meta
 
 __all__ = ["write_shards", "ShardedProblem", "QuadraticSite"]
 
@@ -43,17 +43,15 @@ class QuadraticSite:
 def write_shards(problem: QuadraticTrilevel, folder: str | Path) -> Path:
     """Write ``problem``'s workers, one file each, and ``problem.json`` into ``folder`` (which
     must not hold shards already)."""
-    folder = Path(folder)
-    if (folder / "problem.json").exists():
-        raise FileExistsError(f"{folder} already holds shards")
-    folder.mkdir(parents=True, exist_ok=True)
+    folder = new_folder(folder)
+    files = WorkerFiles(folder)
     for j in range(problem.n_workers):
-        np.savez(folder / f"worker_{j}.npz", S=np.stack([S[j] for S in problem.S]),
-                 a=np.stack([a[j] for a in problem.a]))
-    meta = {"kind": "QuadraticTrilevel", "dims": list(problem.dims),
-            "n_workers": problem.n_workers, "z0": problem.initial_point().tolist(),
-            "x1_star": problem.x1_star.tolist(), "z_star": problem.z_star.tolist()}
-    (folder / "problem.json").write_text(json.dumps(meta))
+        files.write(j, S=np.stack([S[j] for S in problem.S]),
+                    a=np.stack([a[j] for a in problem.a]))
+    write_meta(folder, "QuadraticTrilevel",
+               {"dims": list(problem.dims), "n_workers": problem.n_workers,
+                "z0": problem.initial_point().tolist(), "x1_star": problem.x1_star.tolist(),
+                "z_star": problem.z_star.tolist()})
     return folder
 
 
@@ -67,29 +65,20 @@ class ShardedProblem:
     """
 
     def __init__(self, folder: str | Path) -> None:
-        self.folder = Path(folder)
-        path = self.folder / "problem.json"
-        if not path.exists():
-            raise FileNotFoundError(f"{folder} holds no problem.json (write it with "
-                                    "--write-shards)")
-        meta = json.loads(path.read_text())
-        if meta.get("kind") != "QuadraticTrilevel":
-            raise ValueError(f"{folder} does not hold DTZO shards")
+        meta = read_meta(folder, "QuadraticTrilevel", "DTZO", arrays=("z0", "x1_star", "z_star"))
+        self._files = WorkerFiles(folder)
+        self.folder = self._files.folder
         self.dims = tuple(int(v) for v in meta["dims"])
         self.n_workers = int(meta["n_workers"])
-        self._z0 = np.asarray(meta["z0"], dtype=np.float64)
-        self.x1_star = np.asarray(meta["x1_star"], dtype=np.float64)
-        self.z_star = np.asarray(meta["z_star"], dtype=np.float64)
-        self.opened: list[int] = []  # the workers whose files this process read (audits)
+        self._z0, self.x1_star, self.z_star = meta["z0"], meta["x1_star"], meta["z_star"]
+        self.opened = self._files.opened  # the workers whose files this process read (audits)
 
     def initial_point(self) -> np.ndarray:
         return self._z0.copy()
 
     def worker(self, j: int) -> QuadraticSite:
-        with np.load(self.folder / f"worker_{int(j)}.npz", allow_pickle=False) as z:
-            site = QuadraticSite(z["S"], z["a"])
-        self.opened.append(int(j))
-        return site
+        z = self._files.read(j, ("S", "a"))
+        return QuadraticSite(z["S"], z["a"])
 
     def metrics(self, z: np.ndarray) -> dict[str, float]:
         """Relative errors of ``x1`` and ``z`` against the reference solution."""

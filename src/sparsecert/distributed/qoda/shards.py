@@ -12,12 +12,13 @@ distance to ``x*`` without any process holding another's data.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
 
 from sparsecert.distributed.qoda.problems import GameOracle, QuadraticGame
+from sparsecert.distributed.shard_folder import WorkerFiles, new_folder, write_meta
+from sparsecert.distributed.shard_folder import read_meta as _read_meta
 
 __all__ = ["write_shards", "read_meta", "ShardLoader", "shard_monitor"]
 
@@ -27,32 +28,22 @@ _FIELDS = ("mu", "u", "c", "b", "sigma", "relative", "x0")
 def write_shards(problem: QuadraticGame, folder: str | Path) -> Path:
     """Write ``problem``'s workers, one file each, and ``problem.json`` into ``folder`` (which
     must not hold shards already)."""
-    folder = Path(folder)
-    if (folder / "problem.json").exists():
-        raise FileExistsError(f"{folder} already holds shards")
-    folder.mkdir(parents=True, exist_ok=True)
+    folder = new_folder(folder)
+    files = WorkerFiles(folder)
     for k in range(problem.n_workers):
         op = problem.worker(k)
-        np.savez(folder / f"worker_{k}.npz", mu=np.float64(op.mu), u=op.u, c=op.c, b=op.b,
-                 sigma=op.sigma, relative=np.bool_(op.relative), x0=problem.x0)
-    meta = {"kind": "QuadraticGame", "n_workers": problem.n_workers,
-            "sizes": list(problem.sizes), "noise": problem.noise,
-            "x0": problem.x0.tolist(), "x_star": problem.x_star.tolist()}
-    (folder / "problem.json").write_text(json.dumps(meta))
+        files.write(k, mu=np.float64(op.mu), u=op.u, c=op.c, b=op.b, sigma=op.sigma,
+                    relative=np.bool_(op.relative), x0=problem.x0)
+    write_meta(folder, "QuadraticGame",
+               {"n_workers": problem.n_workers, "sizes": list(problem.sizes),
+                "noise": problem.noise, "x0": problem.x0.tolist(),
+                "x_star": problem.x_star.tolist()})
     return folder
 
 
 def read_meta(folder: str | Path) -> dict:
     """``problem.json`` of a shard folder, with ``x0`` and ``x_star`` as arrays."""
-    path = Path(folder) / "problem.json"
-    if not path.exists():
-        raise FileNotFoundError(f"{folder} holds no problem.json (write it with --write-shards)")
-    meta = json.loads(path.read_text())
-    if meta.get("kind") != "QuadraticGame":
-        raise ValueError(f"{folder} does not hold QODA shards")
-    meta["x0"] = np.asarray(meta["x0"], dtype=np.float64)
-    meta["x_star"] = np.asarray(meta["x_star"], dtype=np.float64)
-    return meta
+    return _read_meta(folder, "QuadraticGame", "QODA", arrays=("x0", "x_star"))
 
 
 class ShardLoader:
@@ -65,18 +56,14 @@ class ShardLoader:
     """
 
     def __init__(self, folder: str | Path) -> None:
-        self.folder = Path(folder)
-        self.opened: list[int] = []  # the ids this process loaded (for audits)
+        self._files = WorkerFiles(folder)
+        self.folder = self._files.folder
+        self.opened = self._files.opened  # the ids this process loaded (for audits)
 
     def __call__(self, k: int) -> GameOracle:
-        with np.load(self.folder / f"worker_{int(k)}.npz", allow_pickle=False) as z:
-            missing = [f for f in _FIELDS if f not in z.files]
-            if missing:
-                raise ValueError(f"worker_{k}.npz lacks {missing}")
-            op = GameOracle(float(z["mu"]), z["u"], z["c"], z["b"], z["sigma"],
-                            bool(z["relative"]), z["x0"])
-        self.opened.append(int(k))
-        return op
+        z = self._files.read(k, _FIELDS)
+        return GameOracle(float(z["mu"]), z["u"], z["c"], z["b"], z["sigma"],
+                          bool(z["relative"]), z["x0"])
 
 
 def shard_monitor(meta: dict):

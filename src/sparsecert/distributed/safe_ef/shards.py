@@ -9,7 +9,6 @@ one worker's file when called with its id. ``python -m sparsecert.distributed.sa
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
@@ -20,6 +19,8 @@ from sparsecert.distributed.safe_ef.problems import (
     IsotropicL1Worker,
     L1RegressionWorker,
 )
+from sparsecert.distributed.shard_folder import WorkerFiles, new_folder, write_meta
+from sparsecert.distributed.shard_folder import read_meta as _read_meta
 
 __all__ = ["write_shards", "ShardLoader", "read_meta"]
 
@@ -34,31 +35,28 @@ _KINDS = {
 def write_shards(problem: SafeEFProblem, folder: str | Path) -> Path:
     """Write ``problem``'s workers, one file each, and ``problem.json`` into ``folder`` (which
     must not hold shards already). Only problems with a mean constraint (P1, P2, P3)."""
-    folder = Path(folder)
     if problem.constraint is not None:
         raise ValueError("only problems with a mean constraint (P1, P2, P3) are sharded")
-    if (folder / "problem.json").exists():
-        raise FileExistsError(f"{folder} already holds shards")
-    folder.mkdir(parents=True, exist_ok=True)
+    folder = new_folder(folder)
+    files = WorkerFiles(folder)
     for i, w in enumerate(problem.workers):
         kind = type(w).__name__
         if kind not in _KINDS:
             raise TypeError(f"no shard format for {kind}")
-        np.savez(folder / f"worker_{i}.npz", kind=np.array(kind),
-                 **{k: np.asarray(getattr(w, k)) for k in _KINDS[kind][1]})
-    meta = {"name": problem.name, "n_workers": problem.n_workers, "x0": problem.x0.tolist(),
-            "f_star": float(problem.f_star), "scale": float(problem.scale),
-            "info": {k: v for k, v in problem.info.items()
-                     if isinstance(v, int | float | str)}}
-    (folder / "problem.json").write_text(json.dumps(meta))
+        files.write(i, kind=np.array(kind),
+                    **{k: np.asarray(getattr(w, k)) for k in _KINDS[kind][1]})
+    write_meta(folder, "SafeEFProblem",
+               {"name": problem.name, "n_workers": problem.n_workers,
+                "x0": problem.x0.tolist(), "f_star": float(problem.f_star),
+                "scale": float(problem.scale),
+                "info": {k: v for k, v in problem.info.items()
+                         if isinstance(v, int | float | str)}})
     return folder
 
 
 def read_meta(folder: str | Path) -> dict:
     """``problem.json`` of a shard folder (start point, reference optimum, sizes)."""
-    meta = json.loads((Path(folder) / "problem.json").read_text())
-    meta["x0"] = np.asarray(meta["x0"], dtype=np.float64)
-    return meta
+    return _read_meta(folder, "SafeEFProblem", "Safe-EF", arrays=("x0",))
 
 
 class ShardLoader:
@@ -71,15 +69,17 @@ class ShardLoader:
     """
 
     def __init__(self, folder: str | Path) -> None:
-        self.folder = Path(folder)
-        self.opened: list[int] = []  # the ids this process loaded (for audits)
+        self._files = WorkerFiles(folder)
+        self.folder = self._files.folder
+        self.opened = self._files.opened  # the ids this process loaded (for audits)
 
     def __call__(self, i: int):
-        with np.load(self.folder / f"worker_{int(i)}.npz", allow_pickle=False) as z:
-            kind = str(z["kind"])
-            if kind not in _KINDS:
-                raise ValueError(f"worker_{i}.npz holds an unknown worker kind {kind!r}")
-            cls, names = _KINDS[kind]
-            args = [z[k] if z[k].ndim else float(z[k]) for k in names]
-        self.opened.append(int(i))
-        return cls(*args)
+        z = self._files.read(i)
+        kind = str(z.get("kind"))
+        if kind not in _KINDS:
+            raise ValueError(f"worker_{i}.npz holds an unknown worker kind {kind!r}")
+        cls, names = _KINDS[kind]
+        missing = [k for k in names if k not in z]
+        if missing:
+            raise ValueError(f"worker_{i}.npz lacks {missing}")
+        return cls(*[z[k] if z[k].ndim else float(z[k]) for k in names])
