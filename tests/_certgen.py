@@ -7,6 +7,10 @@ bounded least squares, or a damped Newton method) and its witness is the loss gr
 eigenvalue shift, the leaf's exact solution (``"shifted"``). The incumbent is the best leaf; the
 claims leave a relative slack (default 1e-9) for the verifier's rigorous rounding bounds.
 
+The certificate (format version 3: a JSON document and a binary proof file) is written by this
+file's own code (``encode_proof``, ``document``), independent of the package's writer; a
+forger edits certificates through ``forge`` / ``reforge`` (the decoded tree) or raw bytes.
+
 The brute-force reference (``brute_force_optimum``) is the tests' one enumerator
 (``_bruteforce.brute_force``), which uses other solvers (``numpy.linalg.lstsq`` on the augmented
 system, scipy's L-BFGS-B).
@@ -14,7 +18,11 @@ system, scipy's L-BFGS-B).
 
 from __future__ import annotations
 
+import copy
+import hashlib
 import math
+import struct
+from dataclasses import dataclass, field
 
 import numpy as np
 from _bruteforce import brute_force
@@ -181,6 +189,212 @@ def solve_restricted(X, y, loss, lam, A, M=None, fit_intercept=False):
     return b, c, _df(loss, X @ b + c, y)
 
 
+# ------------------------------------------------------------------------------ v3 writer
+# The format's proof file and JSON document written by this file's own code (not the package's
+# writer, sparsecert.certificate.document / proof_file): docs/certificate-format.md, section 2.
+
+
+_MAGIC = b"SCPROOF\0"
+_STATUS = {"branched": 0, "pruned": 1, "solved": 2, "open": 3}
+_KIND = {"dual": 1, "shifted": 2}
+
+
+@dataclass
+class TNode:
+    """A node of a tree to encode: ``status`` (a leaf's, or ``branched``), ``var`` (the variable
+    a branched node's children fix), ``kids`` ([child z_var = 0, child z_var = 1]), ``witness``
+    (("dual", zeta) / ("shifted", b) / None: the nearest ancestor's), ``derive`` (the verifier
+    derives the node's bound fixings). ``raw`` overrides fields of the encoded record (head,
+    var, slot, size0) for hostile tests."""
+
+    status: str = "open"
+    var: int | None = None
+    kids: list | None = None
+    witness: tuple | None = None
+    derive: bool = False
+    raw: dict = field(default_factory=dict)
+
+    def preorder(self) -> list:
+        out, stack = [], [self]
+        while stack:
+            nd = stack.pop()
+            out.append(nd)
+            if nd.kids:
+                stack.extend(reversed(nd.kids))
+        return out
+
+
+def branch(var: int, zero: TNode, one: TNode, **kw) -> TNode:
+    return TNode(status="branched", var=var, kids=[zero, one], **kw)
+
+
+def _sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def data_sha256(a) -> str:
+    """The format's data hash (section 3), by this file's own code."""
+    a = np.ascontiguousarray(np.asarray(a, dtype=np.float64), dtype="<f8")
+    head = ("<f8 " + "x".join(str(d) for d in a.shape) + "\n").encode("ascii")
+    return _sha(head + a.tobytes())
+
+
+def encode_proof(root: TNode, n: int, p: int) -> bytes:
+    """The proof file of a tree: records in preorder, each witness its own slot (preorder)."""
+    nodes = root.preorder()
+    size = {}
+    for nd in reversed(nodes):
+        size[id(nd)] = 1 + (sum(size[id(c)] for c in nd.kids) if nd.kids else 0)
+    duals, shifted, recs = [], [], []
+    for nd in nodes:
+        kind, slot = 0, 0
+        if nd.witness is not None:
+            wk, vec = nd.witness
+            kind = _KIND[wk]
+            vec = np.asarray(vec, dtype=np.float64)
+            if wk == "dual":
+                slot = len(duals)
+                duals.append(vec)
+            else:
+                slot = len(shifted)
+                shifted.append(vec)
+        head = _STATUS[nd.status] | (4 if nd.derive else 0) | (kind << 3)
+        rec = dict(head=head, var=nd.var if nd.kids else 0, slot=slot,
+                   size0=size[id(nd.kids[0])] if nd.kids else 0)
+        rec.update(nd.raw)
+        recs.append(struct.pack("<IIII", rec["head"], rec["var"], rec["slot"], rec["size0"]))
+    nz = [np.flatnonzero(b) for b in shifted]
+    off = np.concatenate([[0], np.cumsum([z.size for z in nz])]).astype("<u8")
+    out = [struct.pack("<8sII6Q", _MAGIC, 3, 16, len(nodes), len(duals), len(shifted),
+                       int(off[-1]), n, p)]
+    out += recs
+    out += [np.asarray(d, dtype="<f8").tobytes() for d in duals]
+    out.append(off.tobytes())
+    out += [np.asarray(b[z], dtype="<f8").tobytes() for b, z in zip(shifted, nz, strict=True)]
+    out += [np.asarray(z, dtype="<u4").tobytes() for z in nz]
+    return b"".join(out)
+
+
+def decode_proof(data: bytes) -> tuple[TNode, int, int]:
+    """(root, n, p) of a proof file (witness vectors resolved), by this file's own code."""
+    magic, _, _, n_nodes, n_dual, n_shifted, nnz, n, p = struct.unpack_from("<8sII6Q", data)
+    assert magic == _MAGIC
+    recs = np.frombuffer(data, dtype="<u4", count=4 * n_nodes, offset=64).reshape(-1, 4)
+    at = 64 + 16 * n_nodes
+    dual = np.frombuffer(data, dtype="<f8", count=n * n_dual, offset=at).reshape(-1, n)
+    at += 8 * n * n_dual
+    off = np.frombuffer(data, dtype="<u8", count=n_shifted + 1, offset=at).astype(np.int64)
+    at += 8 * (n_shifted + 1)
+    val = np.frombuffer(data, dtype="<f8", count=nnz, offset=at)
+    idx = np.frombuffer(data, dtype="<u4", count=nnz, offset=at + 8 * nnz).astype(np.int64)
+    names = {v: k for k, v in _STATUS.items()}
+
+    def node(pos: int) -> tuple[TNode, int]:
+        head, var, slot, size0 = (int(v) for v in recs[pos])
+        wk = (head >> 3) & 3
+        wit = None
+        if wk == 1:
+            wit = ("dual", dual[slot].copy())
+        elif wk == 2:
+            b = np.zeros(p)
+            b[idx[off[slot]:off[slot + 1]]] = val[off[slot]:off[slot + 1]]
+            wit = ("shifted", b)
+        nd = TNode(status=names[head & 3], derive=bool(head & 4), witness=wit)
+        if head & 3:
+            return nd, pos + 1
+        c0, nxt = node(pos + 1)
+        c1, nxt = node(nxt)
+        nd.var, nd.kids = var, [c0, c1]
+        return nd, nxt
+
+    root, end = node(0)
+    assert end == n_nodes
+    return root, n, p
+
+
+def document(X, y, *, problem, incumbent, bounds, eig_shift=0.0, proof: bytes,
+             producer=None) -> dict:
+    """The JSON document (section 2) of a proof file, by this file's own code."""
+    X, y = np.asarray(X), np.asarray(y)
+    n, p = X.shape
+    coef = np.asarray(incumbent["coef"], dtype=float)
+    M = problem.get("max_abs_coef")
+    pr = dict(loss=problem["loss"], k=int(problem["k"]), lambda2=float(problem["lambda2"]),
+              max_abs_coef=None if M is None else float(M),
+              fit_intercept=bool(problem.get("fit_intercept", False)), n_samples=n,
+              n_features=p, X_sha256=data_sha256(X), y_sha256=data_sha256(y),
+              feature_names=None)
+    for key in ("huber_delta",):
+        if key in problem:
+            pr[key] = float(problem[key])
+    lb, ub = float(bounds["lower_bound"]), float(bounds["upper_bound"])
+    return {
+        "format": "sparsecert-certificate",
+        "format_version": 3,
+        "problem": pr,
+        "incumbent": dict(coef=[float(v) for v in coef],
+                          intercept=float(incumbent.get("intercept", 0.0)),
+                          support=np.flatnonzero(coef).tolist(),
+                          objective=float(incumbent.get("objective", ub))),
+        "bounds": dict(lower_bound=lb, upper_bound=ub, absolute_gap=max(0.0, ub - lb),
+                       relative_gap=max(0.0, ub - lb) / max(1.0, abs(ub)),
+                       relative_gap_definition="(UB - LB) / max(1, |UB|)",
+                       rel_gap_tolerance=float(bounds.get("rel_gap_tol", 1e-4)),
+                       abs_gap_tolerance=float(bounds.get("abs_gap_tol", 0.0)),
+                       status=bounds["status"]),
+        "relaxation": {"eig_shift": float(eig_shift)},
+        "tree": {"generator": "tests/_certgen.py"},
+        "proof": {"sha256": _sha(proof), "bytes": len(proof)},
+        "producer": dict(producer or {}),
+    }
+
+
+def make_certificate(X, y, root: TNode, *, problem, incumbent, bounds, eig_shift=0.0,
+                     producer=None) -> Certificate:
+    """A certificate of ``root``'s tree written by this file's own writer (the package's
+    Certificate only holds the document and the bytes)."""
+    X = np.asarray(X)
+    proof = encode_proof(root, X.shape[0], X.shape[1])
+    doc = document(X, y, problem=problem, incumbent=incumbent, bounds=bounds,
+                   eig_shift=eig_shift, proof=proof, producer=producer)
+    return Certificate(doc, proof)
+
+
+def forge(cert) -> tuple[dict, TNode]:
+    """A forger's editable copy of a certificate: its document and its decoded tree."""
+    root, _, _ = decode_proof(cert.proof_bytes())
+    return cert.to_dict(), root
+
+
+def reforge(doc: dict, root: TNode, *, rehash: bool = True) -> Certificate:
+    """A certificate of the edited document and tree (the proof re-encoded and, like a careful
+    forger, re-hashed in the document)."""
+    pr = doc["problem"]
+    proof = encode_proof(root, pr["n_samples"], pr["n_features"])
+    doc = copy.deepcopy(doc)
+    if rehash:
+        doc["proof"].update(sha256=_sha(proof), bytes=len(proof))
+    return Certificate(doc, proof)
+
+
+def rehashed(doc: dict, proof: bytes) -> Certificate:
+    """A certificate of a document and raw proof bytes, the document's hash and size made to
+    match the bytes."""
+    doc = copy.deepcopy(doc)
+    doc["proof"].update(sha256=_sha(proof), bytes=len(proof))
+    return Certificate(doc, proof)
+
+
+def write_files(tmp_path, cert, name="cert"):
+    """Write a certificate's two files as they are (no checks): the JSON path."""
+    import json
+
+    (tmp_path / (name + ".proof")).write_bytes(cert.proof_bytes())
+    path = tmp_path / (name + ".json")
+    path.write_text(json.dumps(cert.to_dict(), allow_nan=False))
+    return path
+
+
 # ------------------------------------------------------------------------------ certificate
 
 
@@ -188,7 +402,9 @@ def enumeration_certificate(
     X, y, loss, k, lambda2, *, M=None, fit_intercept=False, witness="dual", eig_shift=0.0,
     status="optimal", rel_gap_tol=1e-4, slack=1e-9,
 ):
-    """A genuine certificate from the full enumeration tree. Returns (Certificate, info).
+    """A genuine certificate from the full enumeration tree, written by this file's own v3
+    writer. Returns (Certificate, info); ``info["best_leaf"]`` is the best leaf's position in
+    preorder and ``info["best_witness"]`` its witness (kind, slot).
 
     ``y`` holds raw labels (mapped by the package's rule). ``witness``: "dual" or "shifted"
     (squared loss with ``eig_shift > 0``). The claimed bounds are the best leaf's objective and
@@ -196,13 +412,9 @@ def enumeration_certificate(
     """
     n, p = X.shape
     ym = map_labels(y, loss)
-    nodes, leaves = [], []
+    leaves = []
 
-    def visit(parent, bvar, bval, fin, fout, depth):
-        nid = len(nodes)
-        rec = dict(id=nid, parent=parent, branch_var=bvar, branch_value=bval, status="branched",
-                   bound=None, witness=None)
-        nodes.append(rec)
+    def visit(fin, fout, depth) -> TNode:
         free = [j for j in range(depth, p)]
         budget = k - len(fin)
         if len(free) <= budget or budget == 0:
@@ -210,24 +422,24 @@ def enumeration_certificate(
             b, c, zeta = solve_restricted(X, ym, loss, lambda2, A, M, fit_intercept)
             obj = objective(X, ym, loss, lambda2, b, c)
             if witness == "shifted":
-                rec["witness"] = ("shifted", b)
+                wit = ("shifted", b)
             else:
                 if fit_intercept:
                     lo, hi = dual_domain_bounds(loss, ym)
                     zeta = zero_sum(zeta, lo, hi)
-                rec["witness"] = ("dual", zeta)
-            rec.update(status="solved", bound=obj)
-            leaves.append((obj, nid, b, c))
-            return
-        visit(nid, depth, 0, fin, fout + [depth], depth + 1)
-        visit(nid, depth, 1, fin + [depth], fout, depth + 1)
+                wit = ("dual", zeta)
+            nd = TNode(status="solved", witness=wit)
+            leaves.append((obj, nd, b, c))
+            return nd
+        return branch(depth, visit(fin, fout + [depth], depth + 1),
+                      visit(fin + [depth], fout, depth + 1))
 
-    visit(None, None, None, [], [], 0)
+    root = visit([], [], 0)
     best = min(leaves, key=lambda t: t[0])
-    obj, _, b, c = best
+    obj, best_node, b, c = best
     lb = min(t[0] for t in leaves)
-    cert = Certificate.build(
-        X, y,
+    cert = make_certificate(
+        X, y, root,
         problem=dict(loss=loss, k=k, lambda2=lambda2, max_abs_coef=M,
                      fit_intercept=fit_intercept),
         incumbent=dict(coef=b, intercept=c, objective=obj),
@@ -235,11 +447,14 @@ def enumeration_certificate(
                     upper_bound=obj + slack * max(1.0, abs(obj)), status=status,
                     rel_gap_tol=rel_gap_tol, abs_gap_tol=0.0),
         eig_shift=eig_shift,
-        nodes=nodes,
         producer=dict(settings=dict(generator="tests/_certgen.py enumeration"), elapsed=0.0,
-                      n_jobs=1, executor="none"),
-    )
-    return cert, dict(optimum=obj, best_leaf=best[1], coef=b, intercept=c, n_leaves=len(leaves))
+                      n_jobs=1, executor="none"))
+    order = root.preorder()
+    pos = next(i for i, nd in enumerate(order) if nd is best_node)
+    slot = sum(1 for nd in order[:pos] if nd.witness is not None
+               and nd.witness[0] == best_node.witness[0])
+    return cert, dict(optimum=obj, best_leaf=pos, best_witness=(best_node.witness[0], slot),
+                      coef=b, intercept=c, n_leaves=len(leaves), tree=root)
 
 
 # ------------------------------------------------------------------------------ reference
@@ -251,3 +466,32 @@ def brute_force_optimum(X, y, loss, k, lambda2, *, M=None, fit_intercept=False):
     ym = map_labels(y, loss)
     return brute_force(X, ym, min(k, X.shape[1]), loss, lambda2, M=M,
                        fit_intercept=fit_intercept)[0]
+
+
+def raw_proof(n: int, p: int, records, duals=(), shifted=(), counts=None) -> bytes:
+    """Proof bytes from raw records ((head, var, slot, size0) each) and witness rows, for
+    hostile tests; ``counts`` overrides the header's (n_nodes, n_dual, n_shifted, nnz)."""
+    nz = [np.flatnonzero(b) for b in shifted]
+    off = np.concatenate([[0], np.cumsum([z.size for z in nz])]).astype("<u8")
+    c = counts or (len(records), len(duals), len(shifted), int(off[-1]))
+    out = [struct.pack("<8sII6Q", _MAGIC, 3, 16, *c, n, p)]
+    out += [struct.pack("<IIII", *r) for r in records]
+    out += [np.asarray(d, dtype="<f8").tobytes() for d in duals]
+    out.append(off.tobytes())
+    out += [np.asarray(b[z], dtype="<f8").tobytes() for b, z in zip(shifted, nz, strict=True)]
+    out += [np.asarray(z, dtype="<u4").tobytes() for z in nz]
+    return b"".join(out)
+
+
+def records_of(proof: bytes) -> np.ndarray:
+    """The records of proof bytes as an editable (n_nodes, 4) uint32 array."""
+    n_nodes = struct.unpack_from("<Q", proof, 16)[0]
+    return np.frombuffer(proof, dtype="<u4", count=4 * n_nodes, offset=64).reshape(-1, 4).copy()
+
+
+def with_records(proof: bytes, recs: np.ndarray) -> bytes:
+    """Proof bytes with their records replaced (same count)."""
+    n_nodes = struct.unpack_from("<Q", proof, 16)[0]
+    assert recs.shape == (n_nodes, 4)
+    return proof[:64] + np.ascontiguousarray(recs, dtype="<u4").tobytes() + \
+        proof[64 + 16 * n_nodes:]

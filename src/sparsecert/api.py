@@ -62,6 +62,20 @@ class CertifyResult:
         Wall time in seconds (heuristics, search and certificate).
     certificate : sparsecert.certificate.Certificate
         The independently checkable proof; :meth:`save` writes it.
+    certificate_bytes : int
+        Its size: the JSON document and the proof file.
+    assembly_time : float
+        Seconds spent on the certificate after the search (the open nodes' claims, the proof
+        file, the document); the closed nodes' claims were computed during the search
+        (``proof_stats.claim_seconds``).
+    peak_memory : int or None
+        The process's peak resident memory in bytes when the certificate was done (None where
+        the platform does not say).
+    verification_time : float or None
+        Seconds the standalone verifier took, once :meth:`verify` ran (or the command line's
+        check after it wrote the files).
+    proof_stats : sparsecert.proof.producer.ProofStats
+        All of the certificate's costs.
     search : sparsecert.bnb.SearchResult
         The engine's record (tree, progress history).
     feature_names : tuple of str or None
@@ -82,13 +96,26 @@ class CertifyResult:
     certificate: Any = field(repr=False)
     search: Any = field(repr=False)
     feature_names: tuple[str, ...] | None = None
+    certificate_bytes: int = 0
+    assembly_time: float = 0.0
+    peak_memory: int | None = None
+    verification_time: float | None = None
+    proof_stats: Any = field(default=None, repr=False)
 
     def save(self, path: str | PathLike, overwrite: bool = False) -> None:
-        """Write the certificate (``path`` ends in ``.json``; the ``.npz`` sidecar of the same
+        """Write the certificate (``path`` ends in ``.json``; the ``.proof`` file of the same
         name goes next to it). Only a certificate of the same problem on the same data is
         replaced; any other file (a certificate of another problem included) is kept
         (``FileExistsError``) unless ``overwrite=True``."""
         self.certificate.save(path, overwrite=overwrite)
+
+    def verify(self, X, y, **kwargs):
+        """Check the certificate with the standalone verifier on the data (:func:`verify`'s
+        keywords); records :attr:`verification_time`. Returns the
+        :class:`~sparsecert.certificate.VerificationReport`."""
+        report = verify(self, X, y, **kwargs)
+        self.verification_time = report.seconds
+        return report
 
     def summary(self) -> str:
         """A few human-readable lines."""
@@ -156,8 +183,10 @@ def certify(X, y, k: int, lambda2: float, *, loss: str = _D.loss,
     lambda2, loss, loss_params, fit_intercept, max_abs_coef, eig_shift
     sample_weight, offset, coef_bounds, positive, always_select, exclude, rel_gap, abs_gap
     time_limit
-        Building the certificate after the search adds its own time (rigorous bounds of the
-        leaves: about a millisecond per node on riboflavin's 4088 columns).
+        Bounds the whole call: heuristics, search, and the certificate (the nodes' rigorous
+        claims are computed as they close; the search keeps a reserve, estimated from the tree
+        as it grows, for the open nodes and the proof file). The first run's compilation is
+        not counted (``search.compile_time``).
     node_limit
     n_jobs
         With the default threads, this thread and ``n_jobs - 1`` more; give them a larger
@@ -200,16 +229,24 @@ def certify_prepared(prepared: PreparedProblem, options: SearchOptions, *, featu
     spec = prepared.spec
     if spec.k is None:
         raise ValueError("the prepared problem has no k")
+    from sparsecert.proof.producer import start
+
     prob = RelaxationProblem.from_prepared(prepared)  # the expensive setup, after every check
-    engine = BranchAndBound(prob, spec.k, options)
-    engine.announce()
-    # a first run says so and compiles, once
-    engine.compile_time = compile_first_run(prob, engine.progress)
-    res = engine.run()
+    recorder = start(prob, prepared)  # the proof, recorded as the nodes close
+    engine = BranchAndBound(prob, spec.k, options, proof=recorder)
+    try:
+        engine.announce()
+        # a first run says so and compiles, once
+        engine.compile_time = compile_first_run(prob, engine.progress)
+        res = engine.run(started=t0)
+    except BaseException:
+        recorder.discard()
+        raise
     # a second Ctrl-C here would lose the result (see interrupts); the log keeps ticking
     with deferred_interrupt(), engine.after_search("certificate") as note:
         result = assemble_result(res, prob, prepared, options, t0,
-                                 feature_names=feature_names, note=note)
+                                 feature_names=feature_names, note=note, recorder=recorder)
+    engine.progress.message(result.proof_stats.line())
     result.feature_names = feature_names
     return result
 
@@ -223,7 +260,8 @@ def run_info(options: SearchOptions, **extra) -> dict:
 
 
 def assemble_result(search, relaxation, prepared: PreparedProblem, options: SearchOptions,
-                    t0: float, *, feature_names=None, note=None, **extra) -> CertifyResult:
+                    t0: float, *, feature_names=None, note=None, recorder=None,
+                    **extra) -> CertifyResult:
     """The engine's record -> a :class:`CertifyResult` with its certificate.
 
     The proof producer (:func:`sparsecert.proof.producer.produce`) maps the engine's model back
@@ -232,18 +270,23 @@ def assemble_result(search, relaxation, prepared: PreparedProblem, options: Sear
     targets allow; ``extra`` are informational producer fields of the certificate (besides
     :func:`run_info`'s), ``t0`` the start of the whole call (the result's time). Shared by
     :func:`certify` and :func:`sparsecert.path.certify_path`. ``note``, if given, is called
-    with how far the assembly has got (the progress log's phase).
+    with how far the assembly has got (the progress log's phase); ``recorder`` is the proof
+    recorder the search streamed its closed nodes to.
     """
     from sparsecert.proof.producer import produce
 
-    proof = produce(search, relaxation, prepared, options, producer=run_info(options, **extra),
-                    feature_names=feature_names, note=note)
+    proof = produce(search, relaxation, prepared, options, recorder=recorder,
+                    producer=run_info(options, **extra), feature_names=feature_names,
+                    note=note)
     return CertifyResult(coef=proof.coef, intercept=proof.intercept,
                          support=tuple(search.support), objective=proof.objective,
                          lower_bound=proof.lower_bound, gap=proof.gap,
                          absolute_gap=proof.absolute_gap, status=proof.status,
                          n_nodes=search.n_nodes, time=time.perf_counter() - t0,
-                         certificate=proof.certificate, search=search)
+                         certificate=proof.certificate, search=search,
+                         certificate_bytes=proof.stats.total_bytes,
+                         assembly_time=proof.stats.assembly_seconds,
+                         peak_memory=proof.stats.peak_memory, proof_stats=proof.stats)
 
 
 def verify(path, X, y, *, loss: str | None = None, k: int | None = None,
@@ -255,7 +298,7 @@ def verify(path, X, y, *, loss: str | None = None, k: int | None = None,
     Parameters
     ----------
     path : str, path-like, Certificate, CertifyResult or dict
-        The certificate (JSON path; its ``.npz`` sidecar is the file of the same name next to
+        The certificate (JSON path; its ``.proof`` file is the file of the same name next to
         it), or the result of :func:`certify` (its ``certificate``).
     X, y : array-like
         The data the certificate claims to be about (raw labels: the verifier maps the smaller

@@ -206,6 +206,7 @@ def solve_path(prepared: PreparedProblem, ks: np.ndarray, options: SearchOptions
     """:func:`certify_path` of a problem already prepared (``prepared.spec.k`` unset) over
     checked support sizes ``ks`` (distinct, increasing, at most ``n_features``)."""
     from sparsecert.firstrun import compile_first_run
+    from sparsecert.proof.producer import start as start_proof
     from sparsecert.solvers.heuristics import SupportRefitter
     from sparsecert.solvers.perspective import RelaxationProblem
 
@@ -225,20 +226,25 @@ def solve_path(prepared: PreparedProblem, ks: np.ndarray, options: SearchOptions
         t_point = time.perf_counter()
         spec = prepared.spec.with_k(int(k))
         warm = warm_start and start is not None
+        point = replace(prepared, spec=spec)  # the problem of this point: its k
+        recorder = start_proof(prob, point)  # its proof, recorded as the nodes close
         engine = BranchAndBound(prob, spec.k, settings, refitter=refitter,
                                 start_supports=[start] if warm else (),
                                 root_warm_start=root_start.get("coef") if warm else None,
-                                node_callback=keep_root)
-        if not results:  # a first run says so and compiles, once for the path
-            engine.announce()
-            engine.compile_time = compile_first_run(prob, engine.progress)
-        res = engine.run()
+                                node_callback=keep_root, proof=recorder)
+        try:
+            if not results:  # a first run says so and compiles, once for the path
+                engine.announce()
+                engine.compile_time = compile_first_run(prob, engine.progress)
+            res = engine.run(started=t_point)
+        except BaseException:
+            recorder.discard()
+            raise
         start = tuple(res.support)
         # a second Ctrl-C here would lose the point's result; the log keeps ticking
         with deferred_interrupt(), engine.after_search("certificate") as note:
-            point = replace(prepared, spec=spec)  # the problem of this point: its k
             results.append(assemble_result(res, prob, point, options, t_point, note=note,
-                                           path=True))
+                                           recorder=recorder, path=True))
         if res.status == INTERRUPTED:  # Ctrl-C stops the path, not only this point
             break
     return PathResult(ks=np.asarray(ks)[:len(results)], results=results,

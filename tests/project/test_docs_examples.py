@@ -46,7 +46,7 @@ def test_python_examples_run_as_written(tmp_path, monkeypatch):
                 continue
             exec(compile(code, f"{page} (python block {i})", "exec"), namespace)
     # what the pages say they write
-    for name in ("cert.json", "cert.npz", "diabetes.json", "model.json", "k3.json"):
+    for name in ("cert.json", "cert.proof", "diabetes.json", "model.json", "k3.json"):
         assert (tmp_path / name).is_file(), name
 
 

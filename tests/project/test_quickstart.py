@@ -1,6 +1,6 @@
 """The README's Quickstart, its two commands in order, from the directory a user runs them in.
 
-The first command (``sparsecert certify``) writes ``sparsecert-certificate.json`` (+ ``.npz``)
+The first command (``sparsecert certify``) writes ``sparsecert-certificate.json`` (+ ``.proof``)
 into the working directory, the root of the clone; the second runs the test suite from that
 same directory. The tests must neither see nor touch that certificate: the command line's tests
 run here as the second command runs them, from a directory holding the first command's files.
@@ -49,7 +49,7 @@ def test_quickstart_commands_in_order(tmp_path):
                            capture_output=True, text=True, timeout=600)
     assert first.returncode == 0, first.stdout + first.stderr
     written = {name: (clone / name).read_bytes()
-               for name in ("sparsecert-certificate.json", "sparsecert-certificate.npz")}
+               for name in ("sparsecert-certificate.json", "sparsecert-certificate.proof")}
     # second command: the tests, from the same directory (those that run the command line)
     second = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",

@@ -11,19 +11,21 @@ from sparsecert.statuses import OPEN
 __all__ = ["Node", "Witness"]
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(eq=False)
 class Witness:
     """What proves a node's bound: a point ``b~`` of the relaxation (``kind`` ``"point"``,
     ``vector`` of length p) or a dual point ``zeta`` (``"dual"``, length n).
 
     ``id`` numbers the witnesses a search keeps, in the order it kept them (``-1`` for one it
     only looked at); a child inherits its parent's record, so the id says which nodes share a
-    witness (the certificate evaluates each once).
+    witness (the certificate evaluates each once). ``cert`` is where the proof recorder wrote
+    it in the certificate (its kind code and slot), set the first time a closing node needs it.
     """
 
     kind: str
     vector: np.ndarray
     id: int = -1
+    cert: tuple[int, int] | None = None
 
 
 @dataclass(eq=False)

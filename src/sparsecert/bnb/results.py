@@ -62,11 +62,15 @@ class SearchResult:
     time : float
         Wall time of the search in seconds.
     nodes : list of Node
-        The whole tree (for the certificate).
+        The whole tree; or, when the search streamed its closed nodes to a proof sink
+        (``streamed``), the nodes still open at the end (the certificate's recorder holds the
+        rest).
     history : list of HistoryRecord
         Progress samples ``(time, n_nodes, upper_bound, lower_bound)``.
     settings : dict
         The :class:`~sparsecert.bnb.BnBSettings` used, as a dict.
+    streamed : bool
+        Whether the closed nodes went to a proof sink (then ``nodes`` holds the open ones).
     n_relaxation_iters : int
         Relaxation iterations summed over the evaluated nodes.
     compile_time : float
@@ -95,6 +99,7 @@ class SearchResult:
     n_open: int
     time: float
     nodes: list[Node] = field(repr=False)
+    streamed: bool = False
     history: list[HistoryRecord] = field(repr=False, default_factory=list)
     settings: dict = field(default_factory=dict)
     n_relaxation_iters: int = 0

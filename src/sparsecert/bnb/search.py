@@ -52,6 +52,7 @@ from sparsecert.bnb.fixing import FixingPlan
 from sparsecert.bnb.interrupts import deferred_interrupt
 from sparsecert.bnb.node import Node, Witness
 from sparsecert.bnb.progress import ProgressLog
+from sparsecert.bnb.proof_sink import ProofSink, time_left
 from sparsecert.bnb.queues import make_queue
 from sparsecert.bnb.results import HistoryRecord, SearchResult
 from sparsecert.problem import EXECUTION_FIELDS, SearchOptions
@@ -72,7 +73,7 @@ from sparsecert.statuses import (
     relative_gap,
 )
 
-__all__ = ["BnBSettings", "BranchAndBound", "NodeCallback", "NODE_STRATEGIES"]
+__all__ = ["BnBSettings", "BranchAndBound", "NodeCallback", "NODE_STRATEGIES", "ProofSink"]
 
 #: the values of ``BnBSettings.node_strategy`` (those of ``solve_node``'s ``solver``)
 NODE_STRATEGIES = ("auto", "fista", "zspace")
@@ -183,6 +184,10 @@ class BranchAndBound:
     node_callback : callable, optional
         ``node_callback(node, result)`` after each evaluated node has been processed (see
         :data:`NodeCallback`).
+    proof : ProofSink, optional
+        Each node goes to ``proof.closed(node)`` when it closes and is then forgotten (the
+        engine holds the open frontier only; without it, the whole tree: ``SearchResult.nodes``);
+        the time limit keeps ``proof.reserve(n_open)`` seconds for the certificate.
     """
 
     def __init__(self, problem: RelaxationProblem, k: int,
@@ -190,7 +195,8 @@ class BranchAndBound:
                  refitter: SupportRefitter | None = None,
                  start_supports: Iterable[Sequence[int]] = (),
                  root_warm_start: np.ndarray | None = None,
-                 node_callback: NodeCallback | None = None) -> None:
+                 node_callback: NodeCallback | None = None,
+                 proof: ProofSink | None = None) -> None:
         self.problem = problem
         self.k = check_k(k, problem.n_features)
         self.settings = BnBSettings.from_options(settings if settings is not None
@@ -203,6 +209,7 @@ class BranchAndBound:
         if node_callback is not None and not callable(node_callback):
             raise TypeError(f"node_callback must be callable, got {type(node_callback).__name__}")
         self.node_callback = node_callback
+        self.proof = proof
         s = self.settings
         self.n_jobs = s.n_jobs
         self.user_executor = s.executor
@@ -302,6 +309,13 @@ class BranchAndBound:
         self._closed_lb = min(self._closed_lb, node.lower_bound)
         node.status = status
         node.warm_start = None
+        self._forget(node)
+
+    def _forget(self, node: Node) -> None:
+        """A closed node leaves the frontier, recorded first (a Ctrl-C between: counted once)."""
+        if self.proof is not None:
+            self.proof.closed(node)
+        self._live.pop(node.id, None)
 
     def _record_bound(self, node: Node, res: RelaxationResult) -> None:
         """Count the evaluation; keep the better of the node's own and inherited bounds."""
@@ -364,12 +378,16 @@ class BranchAndBound:
         # Every region stays counted between any two steps, should a Ctrl-C land there: the
         # children join the tree (open) before their parent is marked branched, and the
         # result's bound takes every open node of the tree, queued or not (see _result).
-        self.nodes.extend(kids)
+        self._live.update((c.id, c) for c in kids)
+        self._n_nodes += 2
+        if self.nodes is not None:
+            self.nodes.extend(kids)
         node.children = [c.id for c in kids]
         node.status = BRANCHED
         if not node.bound_fixings:  # the children hold it; leaves and fixings are certified
             node.witness = None
         node.warm_start = None
+        self._forget(node)
         for c in kids:  # z_j = 1 pushed last: a depth-first dive follows the relaxation
             self.queue.push(c)
 
@@ -409,7 +427,7 @@ class BranchAndBound:
         lb = self._global_lb()
         elapsed = self._elapsed()
         if not self.history or elapsed - self.history[-1].time >= 0.05 or force:
-            self.history.append(HistoryRecord(elapsed, len(self.nodes), ub, lb))
+            self.history.append(HistoryRecord(elapsed, self._n_nodes, ub, lb))
         self.progress.update(elapsed, self._n_evaluated, len(self.queue), ub, lb,
                              relative_gap(ub, lb), force=force)
 
@@ -433,7 +451,9 @@ class BranchAndBound:
         root = Node(0, None, 0, *self._root_fixings())
         if self.root_warm_start is not None:
             root.warm_start = self.root_warm_start.copy()
-        self.nodes = [root]
+        self._live: dict[int, Node] = {root.id: root}  # the open frontier
+        self._n_nodes = 1
+        self.nodes: list[Node] | None = [root] if self.proof is None else None  # the tree
         self.queue.push(root)
 
     def _limit_reached(self) -> str | None:
@@ -441,7 +461,8 @@ class BranchAndBound:
         s = self.settings
         if self._n_evaluated == 0:
             return None
-        if s.time_limit is not None and self._elapsed() >= s.time_limit:
+        left = time_left(self._deadline, self.proof, len(self._live))
+        if left is not None and left <= 0:
             return TIME_LIMIT
         if s.node_limit is not None and self._n_evaluated >= s.node_limit:
             return NODE_LIMIT
@@ -459,8 +480,8 @@ class BranchAndBound:
     def _evaluate(self, batch: list[Node], evaluator: BatchEvaluator, token: str | None) -> None:
         """Solve the batch's relaxations and process the nodes in order, each as soon as its
         outcome is in (the workers go on with the rest of the batch meanwhile)."""
-        s = self.settings
-        remaining = None if s.time_limit is None else max(1e-3, s.time_limit - self._elapsed())
+        left = time_left(self._deadline, self.proof, len(self._live))
+        remaining = None if left is None else max(1e-3, left)
         outcomes = None
         for i, node in enumerate(batch):
             try:
@@ -504,11 +525,16 @@ class BranchAndBound:
         if seconds >= self.settings.log_interval:
             self.progress.message(f"{phase}: {seconds:.1f} s after the search")
 
-    def run(self) -> SearchResult:
-        """Search until the gap closes or a limit is hit; Ctrl-C returns the best so far."""
+    def run(self, started: float | None = None) -> SearchResult:
+        """Search until the gap closes or a limit is hit; Ctrl-C returns the best so far. The
+        time limit counts from ``started`` (``time.perf_counter()``; default: now), the first
+        run's :attr:`compile_time` excepted, and keeps the ``proof`` sink's reserve."""
         self.announce()
         self._announced = False  # the next run says it again
         self._reset()
+        tl, t_start = self.settings.time_limit, self._t0 if started is None else (
+            started + self.compile_time)
+        self._deadline = None if tl is None else t_start + tl
         if self.user_executor is not None:
             executor, token, own = self.user_executor, None, False
         else:
@@ -553,7 +579,7 @@ class BranchAndBound:
         s = self.settings
         ub = self.incumbent.objective
         # every open node of the tree, also one that an interrupt kept out of the queue
-        open_nodes = [n for n in self.nodes if n.status == OPEN]
+        open_nodes = [n for n in self._live.values() if n.status == OPEN]
         lb = min(self._global_lb(open_nodes), ub)
         if gap_closed(ub, lb, s.rel_gap, s.abs_gap):
             status = OPTIMAL
@@ -564,8 +590,9 @@ class BranchAndBound:
             status=status, coef=self.incumbent.dense(self.problem.n_features),
             intercept=self.incumbent.intercept, support=self.incumbent.support, upper_bound=ub,
             lower_bound=lb, absolute_gap=max(0.0, ub - lb), relative_gap=relative_gap(ub, lb),
-            n_nodes=len(self.nodes), n_open=len(open_nodes), time=self._elapsed(),
-            nodes=self.nodes, history=self.history, settings=s.record(),
+            n_nodes=self._n_nodes, n_open=len(open_nodes), time=self._elapsed(),
+            nodes=self.nodes if self.nodes is not None else list(self._live.values()),
+            streamed=self.proof is not None, history=self.history, settings=s.record(),
             n_relaxation_iters=self._n_iter, compile_time=self.compile_time,
             n_evaluated=self._n_evaluated, node_strategies=dict(self._strategies),
             root_race=self._root_race)

@@ -1,27 +1,37 @@
-"""The certificate object: build from a solver run, serialise to JSON + .npz sidecar, load.
+"""The certificate object: a JSON document and its binary proof file; build, save, load.
 
 numpy and the standard library only (like the verifier). The format is specified in
-``docs/certificate-format.md``.
+``docs/certificate-format.md`` (version 3); the proof file is written by
+:mod:`sparsecert.certificate.proof_file`.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
-import itertools
+import io
 import json
 import math
 import os
 import platform
 import re
+import shutil
 import sys
 import uuid
-import zipfile
+import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from sparsecert._version import __version__
+from sparsecert.certificate.proof_file import (
+    ProofCounts,
+    decode_tree,
+    pack_records,
+    read_witness,
+    tree_order,
+    write_proof,
+)
 from sparsecert.certificate.schema import (
     EXTENSION_FIELDS,
     FORMAT_NAME,
@@ -33,37 +43,36 @@ from sparsecert.certificate.schema import (
     LOSSES,
     NODE_STATUSES,
     OBJECTIVE_DEFINITION,
+    PROOF_DESCRIPTION,
+    PROOF_MAGIC,
+    PROOF_SUFFIX,
+    RECORD_STATUS,
+    RECORD_WITNESS,
     RELATIVE_GAP_DEFINITION,
-    SIDECAR_ARRAYS,
-    SIDECAR_DESCRIPTION,
     STATUSES,
     SUPPORTED_FORMAT_VERSIONS,
     WITNESS_KINDS,
     array_sha256,
     check_loss_params,
-    npz_bytes,
-    sha256_bytes,
 )
 from sparsecert.statuses import what_it_means
 
-__all__ = ["Certificate", "sidecar_path", "check_save_path", "format_summary"]
+__all__ = ["Certificate", "sidecar_path", "proof_path", "check_save_path", "format_summary",
+           "tree_summary"]
 
-#: Member names of every sidecar this package has written (version 2, and version 1): an
-#: existing ``.npz`` with exactly these members may be replaced by ``save``.
-_SIDECAR_MEMBERS = (
-    frozenset(name + ".npy" for name in SIDECAR_ARRAYS),
-    frozenset({"point_offsets.npy", "point_indices.npy", "point_values.npy",
-               "dual_values.npy"}),
-)
 _CERT_PREFIX = re.compile(rb'\A\s*\{\s*"format"\s*:\s*"' + FORMAT_NAME.encode() + rb'"')
 
 
-def sidecar_path(json_path: str | os.PathLike) -> str:
-    """The sidecar of a certificate: next to it, same name, extension ``.npz``
-    (``cert.json`` -> ``cert.npz``)."""
+def proof_path(json_path: str | os.PathLike) -> str:
+    """The proof file of a certificate: next to it, same name, extension ``.proof``
+    (``cert.json`` -> ``cert.proof``)."""
     path = os.fspath(json_path)
     root, ext = os.path.splitext(path)
-    return (root if ext.lower() == ".json" else path) + ".npz"
+    return (root if ext.lower() == ".json" else path) + PROOF_SUFFIX
+
+
+#: the proof file is the certificate's sidecar (the name the rest of the package uses)
+sidecar_path = proof_path
 
 
 def _finite(v: Any, what: str) -> float:
@@ -82,30 +91,6 @@ def _int(v: Any, what: str) -> int:
     if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
         raise TypeError(f"{what} must be an integer, got {v!r}")
     return int(v)
-
-
-def _encode_fixings(fixings, nid: int, p: int) -> list[list[int]]:
-    """A node's fixings as ``[[j, v], ...]``, each checked: integers, ``0 <= j < p``, ``v`` in
-    {0, 1}. Pairs of plain ints (what the engine writes, often thousands per node) are checked
-    as one array; anything else pair by pair, with the message naming the first bad one."""
-    fixings = list(fixings)
-    if fixings and all(type(fx) in (tuple, list) and len(fx) == 2 for fx in fixings) and \
-            set(map(type, itertools.chain.from_iterable(fixings))) == {int}:
-        try:
-            arr = np.asarray(fixings, dtype=np.int64)
-        except OverflowError:  # beyond int64: the pair-by-pair check names it
-            arr = None
-        if arr is not None and ((arr[:, 0] >= 0) & (arr[:, 0] < p)
-                                & ((arr[:, 1] == 0) | (arr[:, 1] == 1))).all():
-            return arr.tolist()
-    out = []
-    for q, fx in enumerate(fixings):
-        j, v = (_int(x, f"node {nid} fixings[{q}]") for x in fx)
-        if not 0 <= j < p or v not in (0, 1):
-            raise ValueError(f"node {nid}: fixing ({j}, {v}) needs j in [0, {p}) and v "
-                             "in {0, 1}")
-        out.append([j, v])
-    return out
 
 
 def _jsonable(v: Any) -> Any:
@@ -138,12 +123,12 @@ def _is_certificate_json(path: str) -> bool:
     return bool(_CERT_PREFIX.match(head))
 
 
-def _is_sidecar(path: str) -> bool:
-    """The file is a zip whose members are exactly those of a sparsecert sidecar."""
+def _is_proof_file(path: str) -> bool:
+    """The file starts like a sparsecert proof file."""
     try:
-        with zipfile.ZipFile(path) as zf:
-            return frozenset(zf.namelist()) in _SIDECAR_MEMBERS
-    except (OSError, zipfile.BadZipFile, ValueError):
+        with open(path, "rb") as fh:
+            return fh.read(len(PROOF_MAGIC)) == PROOF_MAGIC
+    except OSError:
         return False
 
 
@@ -228,25 +213,25 @@ def check_save_path(path: str | os.PathLike, overwrite: bool = False,
 
     Returns
     -------
-    (json_path, sidecar_path)
+    (json_path, proof_path)
 
     Raises
     ------
     ValueError
         ``path`` does not end in ``.json``.
     IsADirectoryError
-        ``path`` or its sidecar path is a directory.
+        ``path`` or its proof path is a directory.
     FileNotFoundError
         The folder of ``path`` does not exist.
     FileExistsError
-        A file that is not a sparsecert certificate (or sidecar), or a certificate of another
+        A file that is not a sparsecert certificate (or proof file), or a certificate of another
         problem than ``problem``, would be replaced and ``overwrite`` is false.
     """
     path = os.fspath(path)
     if not path.lower().endswith(".json") or os.path.basename(path).lower() == ".json":
-        raise ValueError(f"a certificate path must end in .json (its sidecar is the .npz of "
-                         f"the same name), got {path!r}")
-    spath = sidecar_path(path)
+        raise ValueError(f"a certificate path must end in .json (its proof file is the .proof "
+                         f"of the same name), got {path!r}")
+    spath = proof_path(path)
     if os.path.isdir(path) or os.path.isdir(spath):
         raise IsADirectoryError(f"{path if os.path.isdir(path) else spath} is a directory")
     folder = os.path.dirname(path) or os.curdir
@@ -254,7 +239,7 @@ def check_save_path(path: str | os.PathLike, overwrite: bool = False,
         raise FileNotFoundError(f"folder {folder} does not exist (create it first)")
     if not overwrite:
         for f, ours, what in ((path, _is_certificate_json, "a sparsecert certificate"),
-                              (spath, _is_sidecar, "a sparsecert certificate sidecar")):
+                              (spath, _is_proof_file, "a sparsecert proof file")):
             if os.path.lexists(f) and not ours(f):
                 raise FileExistsError(f"{f} exists and is not {what}: refusing to replace "
                                       "it (choose another name, or overwrite=True / --force)")
@@ -267,81 +252,69 @@ def check_save_path(path: str | os.PathLike, overwrite: bool = False,
     return path, spath
 
 
+def tree_summary(records: np.ndarray, depth: int | None = None) -> dict:
+    """The ``tree`` section of a certificate (informational: what ``sparsecert show`` prints
+    without reading the proof file) from its records (:data:`RECORD_DTYPE`)."""
+    head = records["head"].astype(np.int64)
+    status = head & 3
+    names = {v: k for k, v in RECORD_STATUS.items()}
+    leaves = {names[s]: int(np.count_nonzero(status == s)) for s in (1, 2, 3)
+              if np.count_nonzero(status == s)}
+    kinds = (head >> 3) & 3
+    out = {"n_nodes": int(head.size), "n_leaves": int(np.count_nonzero(status != 0)),
+           "leaves": leaves, "n_derive": int(np.count_nonzero(head & 4)),
+           "witnesses": {"dual": int(np.count_nonzero(kinds == 1)),
+                         "shifted": int(np.count_nonzero(kinds == 2))}}
+    if depth is not None:
+        out["depth"] = int(depth)
+    return out
+
+
+def _remove(path: str) -> None:
+    try:
+        os.remove(path)
+    except OSError:
+        pass
+
+
 class Certificate:
-    """A branch-and-bound optimality certificate.
+    """A branch-and-bound optimality certificate: a JSON document and its proof file.
 
     Attributes
     ----------
     data : dict
         The JSON document (see ``docs/certificate-format.md``).
-    arrays : dict of str to ndarray
-        The sidecar arrays (``dual_values``, ``shifted_offsets``, ``shifted_indices``,
-        ``shifted_values``).
+
+    The proof file (the tree's records in preorder and the witnesses) is kept on disk (a
+    certificate made by :func:`sparsecert.certify` holds a temporary file, removed with the
+    object; :meth:`load` refers to the file next to the JSON) or in memory (:meth:`build`).
     """
 
-    def __init__(self, data: dict, arrays: dict[str, np.ndarray],
-                 sidecar: bytes | None = None):
+    def __init__(self, data: dict, proof: str | os.PathLike | bytes, *,
+                 temporary: bool = False) -> None:
         self.data = data
-        self.arrays = arrays
-        self._disk_sidecar = sidecar  # the exact bytes read by ``load`` (None if built)
+        if isinstance(proof, (bytes, bytearray)):
+            self._bytes: bytes | None = bytes(proof)
+            self._path: str | None = None
+        else:
+            self._bytes, self._path = None, os.fspath(proof)
+            if temporary:
+                weakref.finalize(self, _remove, self._path)
+        self._tree: list[dict] | None = None
 
     # ------------------------------------------------------------------ construction
-    @classmethod
-    def build(
-        cls,
-        X: np.ndarray,
-        y: np.ndarray,
-        *,
-        problem: Mapping[str, Any],
-        incumbent: Mapping[str, Any],
-        bounds: Mapping[str, Any],
-        eig_shift: float = 0.0,
-        nodes: Sequence[Mapping[str, Any]],
-        producer: Mapping[str, Any] | None = None,
-        feature_names: Sequence[str] | None = None,
-        extensions: Mapping[str, Any] | None = None,
-    ) -> Certificate:
-        """Assemble a certificate from a finished (or interrupted) search.
-
-        Parameters
-        ----------
-        X, y : ndarray
-            The data exactly as the user passed it (hashed as float64; raw labels).
-        problem : dict
-            ``loss``, ``k``, ``lambda2``, ``max_abs_coef`` (None = no box), ``fit_intercept``,
-            and the loss's parameters by name (its defaults when not given).
-        incumbent : dict
-            ``coef`` (length p), ``intercept``, ``objective`` (the computed value,
-            informational).
-        bounds : dict
-            ``lower_bound``, ``upper_bound`` (the claims, proven by the tree and the incumbent),
-            ``status``, ``rel_gap_tol``, ``abs_gap_tol``.
-        eig_shift : float
-            mu >= 0 used by shifted witnesses (squared loss; the verifier proves it).
-        nodes : list of dict
-            ``id``, ``parent``, ``branch_var``, ``branch_value``, ``status``, ``bound``
-            (informational), ``witness`` (None, ("dual", zeta of length n) or ("shifted", b of
-            length p)) and optionally ``fixings`` (a list of bound fixings (j, v)). The fixings
-            of a node are derived from its parent chain; they are not stored.
-        producer : dict, optional
-            ``settings``, ``elapsed``, ``n_jobs``, ``executor`` (metadata, not verified).
-        feature_names : list of str, optional
-            Names of the columns of X (informational; not part of the proof).
-        extensions : dict, optional
-            The problem's optional parts (:func:`encode_extensions`): sample weights and
-            offsets (bound by their hashes), every coefficient's bounds, the features forced in
-            and kept out.
-
-        Returns
-        -------
-        Certificate
-
-        Raises
-        ------
-        ValueError, TypeError
-            On inputs that cannot be encoded (shapes, non-finite values, unknown names, a
-            parent that does not exist, a cycle).
-        """
+    @staticmethod
+    def document(X: np.ndarray, y: np.ndarray, *, problem: Mapping[str, Any],
+                 incumbent: Mapping[str, Any], bounds: Mapping[str, Any], eig_shift: float,
+                 proof: Mapping[str, Any], tree: Mapping[str, Any],
+                 producer: Mapping[str, Any] | None = None,
+                 feature_names: Sequence[str] | None = None,
+                 extensions: Mapping[str, Any] | None = None) -> dict:
+        """The JSON document of a certificate whose proof file is written (``proof``: its
+        ``sha256`` and ``bytes``; ``tree``: its informational summary, :func:`tree_summary`).
+        The other arguments are :meth:`build`'s (``extensions``: the problem's optional parts,
+        :func:`encode_extensions`: sample weights and offsets, bound by their hashes, every
+        coefficient's bounds, the features forced in and kept out); every field is checked."""
         X = np.asarray(X)
         y = np.asarray(y)
         if X.ndim != 2 or y.ndim != 1 or X.shape[0] != y.shape[0]:
@@ -396,9 +369,7 @@ class Certificate:
             raise ValueError(f"always_select holds more than k = {k} features")
         if set(ext_fields.get("always_select", ())) & set(ext_fields.get("exclude", ())):
             raise ValueError("always_select and exclude overlap")
-        node_docs, arrays = cls._encode_tree(nodes, n, p)
-        side = npz_bytes(arrays)
-        data = {
+        return {
             "format": FORMAT_NAME,
             "format_version": FORMAT_VERSION,
             "problem": {
@@ -436,17 +407,93 @@ class Certificate:
                 "status": status,
             },
             "relaxation": {"eig_shift": mu},
-            "tree": {"n_nodes": len(node_docs), "nodes": node_docs},
-            "arrays": {"sha256": sha256_bytes(side), "description": SIDECAR_DESCRIPTION},
-            "producer": cls._producer(producer),
+            "tree": _jsonable(dict(tree)),
+            "proof": {"sha256": str(proof["sha256"]), "bytes": int(proof["bytes"]),
+                      "description": PROOF_DESCRIPTION},
+            "producer": Certificate._producer(producer),
         }
-        return cls(data, arrays)
+
+    @classmethod
+    def build(
+        cls,
+        X: np.ndarray,
+        y: np.ndarray,
+        *,
+        problem: Mapping[str, Any],
+        incumbent: Mapping[str, Any],
+        bounds: Mapping[str, Any],
+        eig_shift: float = 0.0,
+        nodes: Sequence[Mapping[str, Any]],
+        producer: Mapping[str, Any] | None = None,
+        feature_names: Sequence[str] | None = None,
+        extensions: Mapping[str, Any] | None = None,
+    ) -> Certificate:
+        """A certificate of a tree given node by node (its proof file kept in memory).
+
+        Parameters
+        ----------
+        X, y : ndarray
+            The data exactly as the user passed it (hashed as float64; raw labels).
+        problem : dict
+            ``loss``, ``k``, ``lambda2``, ``max_abs_coef`` (None = no box), ``fit_intercept``,
+            and the loss's parameters by name (its defaults when not given).
+        incumbent : dict
+            ``coef`` (length p), ``intercept``, ``objective`` (the computed value,
+            informational).
+        bounds : dict
+            ``lower_bound``, ``upper_bound`` (the claims, proven by the tree and the incumbent),
+            ``status``, ``rel_gap_tol``, ``abs_gap_tol``.
+        eig_shift : float
+            mu >= 0 used by shifted witnesses (squared loss; the verifier proves it).
+        nodes : list of dict
+            ``id``, ``parent``, ``branch_var``, ``branch_value``, ``status``, ``witness`` (None,
+            ("dual", zeta of length n) or ("shifted", b of length p)) and optionally
+            ``derive_fixings`` (True: the verifier derives the node's bound fixings from its
+            witness, section 2.6.1). Any order; a node with children must be ``branched``,
+            with exactly two, ``z_j = 0`` and ``z_j = 1`` on one variable. Each node's witness
+            gets its own slot.
+        producer : dict, optional
+            ``settings``, ``elapsed``, ``n_jobs``, ``executor`` (metadata, not verified).
+        feature_names : list of str, optional
+            Names of the columns of X (informational; not part of the proof).
+        extensions : dict, optional
+            The problem's optional parts (:func:`encode_extensions`): sample weights and
+            offsets (bound by their hashes), every coefficient's bounds, the features forced in
+            and kept out.
+
+        Returns
+        -------
+        Certificate
+
+        Raises
+        ------
+        ValueError, TypeError
+            On inputs that cannot be encoded (shapes, non-finite values, unknown names, a
+            parent that does not exist, a cycle, a node with one child).
+        """
+        X = np.asarray(X)
+        n, p = (X.shape if X.ndim == 2 else (0, 0))
+        data, counts, records, dual, shifted = cls._encode_tree(nodes, n, p)
+        buf = io.BytesIO()
+        off = np.zeros(len(shifted) + 1, dtype=np.int64)
+        off[1:] = np.cumsum([idx.size for idx, _ in shifted], dtype=np.int64)
+        sha, size = write_proof(buf, counts, [records], [dual],
+                                off, [v for _, v in shifted], [i for i, _ in shifted])
+        doc = cls.document(X, y, problem=problem, incumbent=incumbent, bounds=bounds,
+                           eig_shift=eig_shift, proof=dict(sha256=sha, bytes=size),
+                           tree=data, producer=producer, feature_names=feature_names,
+                           extensions=extensions)
+        return cls(doc, buf.getvalue())
 
     @staticmethod
-    def _encode_tree(nodes, n: int, p: int) -> tuple[list[dict], dict[str, np.ndarray]]:
-        recs = []
+    def _encode_tree(nodes, n: int, p: int):
+        ids, parents, bvars, bvals, status, derive, wits = [], [], [], [], [], [], []
         for i, nd in enumerate(nodes):
             nid = _int(nd["id"], f"nodes[{i}]['id']")
+            if nd.get("fixings"):
+                raise ValueError(f"node {nid}: a version-3 certificate does not list bound "
+                                 "fixings (the verifier derives them from the node's "
+                                 "witness): give derive_fixings=True")
             parent = nd.get("parent")
             parent = None if parent is None else _int(parent, f"node {nid} parent")
             bvar = nd.get("branch_var")
@@ -460,70 +507,55 @@ class Certificate:
                                  "given (or all None for the root)")
             if bvar is not None and not 0 <= bvar < p:
                 raise ValueError(f"node {nid}: branch_var {bvar} not in [0, {p})")
-            status = nd.get("status")
-            if status not in NODE_STATUSES:
+            st = nd.get("status")
+            if st not in NODE_STATUSES:
                 raise ValueError(f"node {nid}: status must be one of {NODE_STATUSES}")
-            bound = nd.get("bound")
-            if bound is not None:
-                bound = float(bound)
-                if not math.isfinite(bound):
-                    bound = None  # e.g. -inf for a node that was never evaluated
-            fixings = _encode_fixings(nd.get("fixings") or (), nid, p)
-            recs.append((nid, parent, bvar, bval, status, bound, nd.get("witness"), fixings))
-        recs.sort(key=lambda r: r[0])
-        by_id = {r[0]: r for r in recs}
-        if len(by_id) != len(recs):
-            raise ValueError("node ids must be unique")
-        reached: set[int] = set()
-        for r in recs:  # every parent chain ends at the root (no cycle, no missing parent)
-            chain, cur = [], r[0]
-            while cur is not None and cur not in reached:
-                if len(chain) > len(recs):
-                    raise ValueError(f"node {r[0]}: the parent chain has a cycle")
-                chain.append(cur)
-                parent = by_id[cur][1]
-                if parent is not None and parent not in by_id:
-                    raise ValueError(f"node {cur}: parent {parent} is not among the nodes")
-                cur = parent
-            reached.update(chain)
-
-        duals, shifted_idx, shifted_val, off = [], [], [], [0]
-        docs = []
-        for nid, parent, bvar, bval, status, bound, wit, fixings in recs:
-            ref = None
-            if wit is not None:
-                kind, vec = wit
-                if kind not in WITNESS_KINDS:
-                    raise ValueError(f"node {nid}: witness kind must be one of {WITNESS_KINDS}, "
-                                     f"got {kind!r}")
-                vec = np.asarray(vec, dtype=np.float64)
-                want = (n,) if kind == "dual" else (p,)
-                if vec.shape != want or not np.isfinite(vec).all():
-                    raise ValueError(f"node {nid}: {kind} witness must be {want[0]} finite "
-                                     f"numbers, got shape {vec.shape}")
-                if kind == "dual":
-                    ref = {"kind": "dual", "slot": len(duals)}
-                    duals.append(vec)
-                else:
-                    nzi = np.flatnonzero(vec)
-                    ref = {"kind": "shifted", "slot": len(off) - 1}
-                    shifted_idx.append(nzi)
-                    shifted_val.append(vec[nzi])
-                    off.append(off[-1] + nzi.size)
-            doc = {"id": nid, "parent": parent, "branch_var": bvar, "branch_value": bval,
-                   "status": status, "bound": bound, "witness": ref}
-            if fixings:
-                doc["fixings"] = fixings
-            docs.append(doc)
-        arrays = {
-            "dual_values": (np.stack(duals) if duals else np.zeros((0, n))).astype("<f8"),
-            "shifted_offsets": np.asarray(off, dtype="<i8"),
-            "shifted_indices": (np.concatenate(shifted_idx) if shifted_idx
-                                else np.zeros(0)).astype("<i8"),
-            "shifted_values": (np.concatenate(shifted_val) if shifted_val
-                               else np.zeros(0)).astype("<f8"),
-        }
-        return docs, arrays
+            ids.append(nid)
+            parents.append(-1 if parent is None else parent)
+            bvars.append(-1 if bvar is None else bvar)
+            bvals.append(0 if bval is None else bval)
+            status.append(st)
+            derive.append(bool(nd.get("derive_fixings", False)))
+            wits.append(nd.get("witness"))
+        tree = tree_order(ids, parents, bvars, bvals)
+        for i in range(len(ids)):
+            inner = tree.var[i] >= 0
+            if inner != (status[i] == "branched"):
+                raise ValueError(f"node {ids[i]}: status {status[i]!r} "
+                                 + ("but it has children" if inner else
+                                    "but it has no children (a leaf is missing)"))
+        wkind = np.zeros(len(ids), dtype=np.int64)
+        wslot = np.zeros(len(ids), dtype=np.int64)
+        dual_rows: list[np.ndarray] = []
+        shifted: list[tuple[np.ndarray, np.ndarray]] = []
+        for i in tree.order:  # slots in preorder
+            wit = wits[i]
+            if wit is None:
+                continue
+            kind, vec = wit
+            if kind not in WITNESS_KINDS:
+                raise ValueError(f"node {ids[i]}: witness kind must be one of {WITNESS_KINDS}, "
+                                 f"got {kind!r}")
+            vec = np.asarray(vec, dtype=np.float64)
+            want = (n,) if kind == "dual" else (p,)
+            if vec.shape != want or not np.isfinite(vec).all():
+                raise ValueError(f"node {ids[i]}: {kind} witness must be {want[0]} finite "
+                                 f"numbers, got shape {vec.shape}")
+            wkind[i] = RECORD_WITNESS[kind]
+            if kind == "dual":
+                wslot[i] = len(dual_rows)
+                dual_rows.append(vec)
+            else:
+                nz = np.flatnonzero(vec)
+                wslot[i] = len(shifted)
+                shifted.append((nz, vec[nz]))
+        codes = np.array([RECORD_STATUS[s] for s in status], dtype=np.int64)
+        records = pack_records(tree, codes, derive, wkind, wslot)
+        counts = ProofCounts(n_nodes=len(ids), n_dual=len(dual_rows), n_shifted=len(shifted),
+                             shifted_nnz=int(sum(i.size for i, _ in shifted)), n_samples=n,
+                             n_features=p)
+        dual = np.stack(dual_rows) if dual_rows else np.zeros((0, n))
+        return tree_summary(records, tree.depth), counts, records, dual, shifted
 
     @staticmethod
     def _producer(producer: Mapping[str, Any] | None) -> dict:
@@ -556,10 +588,6 @@ class Certificate:
         return self.data["incumbent"]
 
     @property
-    def nodes(self) -> list[dict]:
-        return self.data["tree"]["nodes"]
-
-    @property
     def lower_bound(self) -> float:
         return self.bounds["lower_bound"]
 
@@ -571,22 +599,44 @@ class Certificate:
     def status(self) -> str:
         return self.bounds["status"]
 
-    def witness(self, node_id: int) -> tuple[str, np.ndarray] | None:
-        """The witness of a node as ("dual", zeta) or ("shifted", dense b), or None."""
-        nd = next((x for x in self.nodes if x["id"] == node_id), None)
-        if nd is None:
-            raise KeyError(f"no node with id {node_id}")
-        ref = nd["witness"]
-        if ref is None:
-            return None
-        s = ref["slot"]
-        if ref["kind"] == "dual":
-            return "dual", self.arrays["dual_values"][s].copy()
-        off = self.arrays["shifted_offsets"]
-        b = np.zeros(self.problem["n_features"])
-        b[self.arrays["shifted_indices"][off[s]:off[s + 1]]] = (
-            self.arrays["shifted_values"][off[s]:off[s + 1]])
-        return "shifted", b
+    @property
+    def n_nodes(self) -> int:
+        """The number of nodes of the tree (as the document states it)."""
+        return int(self.data.get("tree", {}).get("n_nodes", 0))
+
+    @property
+    def nbytes(self) -> int:
+        """The size of the certificate in bytes: its JSON text and its proof file."""
+        return len(self.to_json().encode("utf-8")) + int(self.data["proof"]["bytes"])
+
+    def proof_source(self) -> str | bytes:
+        """The proof file: its path, or its bytes when it is held in memory."""
+        return self._bytes if self._bytes is not None else self._path
+
+    def _open(self):
+        return io.BytesIO(self._bytes) if self._bytes is not None else open(self._path, "rb")
+
+    def proof_bytes(self) -> bytes:
+        """The proof file's bytes (read whole: for small certificates)."""
+        if self._bytes is not None:
+            return self._bytes
+        with open(self._path, "rb") as fh:
+            return fh.read()
+
+    @property
+    def nodes(self) -> list[dict]:
+        """The tree's nodes in preorder, decoded from the proof file (see
+        :func:`sparsecert.certificate.proof_file.decode_tree`; for small certificates)."""
+        if self._tree is None:
+            with self._open() as fh:
+                self._tree = decode_tree(fh)
+        return self._tree
+
+    def witness(self, kind: str, slot: int) -> np.ndarray:
+        """Witness ``slot`` of ``kind``: ``"dual"`` (zeta, length n) or ``"shifted"`` (b~,
+        length p)."""
+        with self._open() as fh:
+            return read_witness(fh, kind, slot)
 
     # ------------------------------------------------------------------ serialisation
     def to_dict(self) -> dict:
@@ -594,80 +644,68 @@ class Certificate:
         return json.loads(json.dumps(self.data, allow_nan=False))
 
     def to_json(self) -> str:
-        """Deterministic JSON text: 2-space indentation, one tree node per line."""
-        body = dict(self.data)
-        tree = dict(body["tree"])
-        nodes = tree.pop("nodes")
-        tree["nodes"] = "@@NODES@@"
-        body["tree"] = tree
-        text = json.dumps(body, indent=2, allow_nan=False)
-        lines = ",\n".join("        " + json.dumps(nd, allow_nan=False, separators=(", ", ": "))
-                           for nd in nodes)
-        return text.replace('"@@NODES@@"', "[\n" + lines + "\n      ]") + "\n"
-
-    def sidecar_bytes(self) -> bytes:
-        """The sidecar bytes: as read from disk by ``load``, else the deterministic ``.npz``
-        encoding of ``arrays`` (whose SHA-256 ``build`` recorded in ``data["arrays"]``)."""
-        if self._disk_sidecar is not None:
-            return self._disk_sidecar
-        return npz_bytes(self.arrays)
+        """Deterministic JSON text (2-space indentation)."""
+        return json.dumps(self.data, indent=2, allow_nan=False) + "\n"
 
     def save(self, path: str | os.PathLike, overwrite: bool = False) -> tuple[str, str]:
-        """Write the certificate to ``path`` (must end in ``.json``) and its sidecar next to it
-        (``cert.json`` -> ``cert.npz``).
+        """Write the certificate to ``path`` (must end in ``.json``) and its proof file next to
+        it (``cert.json`` -> ``cert.proof``).
 
         An existing certificate pair of the same problem on the same data is replaced (the
         same job re-run); a certificate of another problem, and any other existing file at
         either path, is left untouched (``FileExistsError``) unless ``overwrite=True``. Both
-        files are written to temporary names first and renamed into place, sidecar first, so
-        an interrupted save never leaves a half-written JSON under the certificate's name.
+        files are written to temporary names first and renamed into place, proof file first,
+        so an interrupted save never leaves a half-written JSON under the certificate's name.
 
         Returns
         -------
-        (json_path, sidecar_path)
+        (json_path, proof_path)
 
         Raises
         ------
         ValueError
             ``path`` does not end in ``.json``.
         FileExistsError
-            A file that is not a sparsecert certificate (or sidecar), or a certificate of
+            A file that is not a sparsecert certificate (or proof file), or a certificate of
             another problem, would be replaced.
         OSError
             The files cannot be written.
         """
-        path, spath = check_save_path(path, overwrite, problem=self.data.get("problem"))
+        path, ppath = check_save_path(path, overwrite, problem=self.data.get("problem"))
         folder = os.path.dirname(os.path.abspath(path))
         tag = f"{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp"
-        tmp_side = os.path.join(folder, f".{os.path.basename(spath)}.{tag}")
+        tmp_proof = os.path.join(folder, f".{os.path.basename(ppath)}.{tag}")
         tmp_json = os.path.join(folder, f".{os.path.basename(path)}.{tag}")
         try:
-            with open(tmp_side, "xb") as fh:
-                fh.write(self.sidecar_bytes())
+            if self._bytes is not None:
+                with open(tmp_proof, "xb") as fh:
+                    fh.write(self._bytes)
+            else:
+                shutil.copyfile(self._path, tmp_proof)
             with open(tmp_json, "x", encoding="utf-8") as fh:
                 fh.write(self.to_json())
-            os.replace(tmp_side, spath)
+            os.replace(tmp_proof, ppath)
             os.replace(tmp_json, path)
         finally:
-            for tmp in (tmp_side, tmp_json):
+            for tmp in (tmp_proof, tmp_json):
                 if os.path.exists(tmp):
                     os.remove(tmp)
-        return path, spath
+        return path, ppath
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> Certificate:
-        """Read a certificate and its sidecar (no verification: use ``verify_certificate``).
-
-        The sidecar is the file next to ``path`` with the same name and extension ``.npz``
-        (its SHA-256, recorded in the JSON, binds it: a pair renamed together stays valid).
+        """Read a certificate (no verification: use ``verify_certificate``); its proof file is
+        the file next to ``path`` with the same name and extension ``.proof`` (its SHA-256,
+        recorded in the JSON, binds it: a pair renamed together stays valid). The proof file
+        is read when needed, from its path.
 
         Raises
         ------
         OSError
             A file cannot be read.
         ValueError
-            The JSON is invalid, not a version-2 sparsecert certificate, or the sidecar is
-            unreadable.
+            The JSON is invalid, not a version-3 sparsecert certificate, or the proof file's
+            header is malformed.
         """
         from sparsecert.certificate import verify as _verify
 
@@ -676,17 +714,18 @@ class Certificate:
         if not isinstance(data, dict) or data.get("format") != FORMAT_NAME:
             raise ValueError(f"{path} is not a {FORMAT_NAME} file")
         version = data.get("format_version")
-        if version == 1:
-            raise ValueError(f"{path}: format version 1 is not supported (its bounds were not "
-                             "rigorous): re-run sparsecert certify")
+        if version in (1, 2) and not isinstance(version, bool):
+            raise ValueError(f"{path}: format version {version} is not supported (this "
+                             f"sparsecert reads version {FORMAT_VERSION}): re-run sparsecert "
+                             "certify")
         if version not in SUPPORTED_FORMAT_VERSIONS:
             raise ValueError(f"{path}: unsupported format_version {version!r}")
-        spath = sidecar_path(path)
-        try:  # the verifier's bounded reader: exactly the format's arrays, sizes from the tree
-            arrays, side = _verify.read_sidecar(data, spath)
+        ppath = proof_path(path)
+        try:  # the verifier's reader: the header's counts against the file's size
+            _verify.read_proof_header(data, ppath)
         except ValueError as exc:
-            raise ValueError(f"{spath}: {exc}") from None
-        return cls(data, arrays, sidecar=side)  # the verifier checks the bytes on disk
+            raise ValueError(f"{ppath}: {exc}") from None
+        return cls(data, ppath)
 
     def verify(self, X: np.ndarray, y: np.ndarray, **kwargs):
         """Verify this certificate against the data (see ``verify_certificate``; the keyword
@@ -703,22 +742,7 @@ class Certificate:
         pr, bd = self.problem, self.bounds
         return (f"Certificate(loss={pr['loss']!r}, n={pr['n_samples']}, p={pr['n_features']}, "
                 f"k={pr['k']}, status={bd['status']!r}, objective={bd['upper_bound']:.6g}, "
-                f"lower_bound={bd['lower_bound']:.6g}, nodes={len(self.nodes)})")
-
-
-def _depths(nodes: list[dict]) -> dict:
-    """Depth of every node from the parent chain (cycles and orphans get depth 0)."""
-    parent = {nd.get("id"): nd.get("parent") for nd in nodes}
-    depth: dict = {}
-    for nid in parent:
-        chain, cur = [], nid
-        while cur in parent and cur not in depth and len(chain) <= len(parent):
-            chain.append(cur)
-            cur = parent[cur]
-        base = depth.get(cur, -1) if cur in parent else -1
-        for i, c in enumerate(reversed(chain)):
-            depth[c] = base + 1 + i
-    return depth
+                f"lower_bound={bd['lower_bound']:.6g}, nodes={self.n_nodes})")
 
 
 def _number(v: Any) -> float | None:
@@ -775,30 +799,23 @@ def claims_problems(bounds: Mapping[str, Any]) -> list[str]:
     return out
 
 
-def format_summary(data: dict, audit: bool = False) -> str:
+def format_summary(data: dict, audit: bool = False, nodes: list[dict] | None = None) -> str:
     """Human summary of a certificate document (tolerant of missing optional fields).
 
     What the certificate states, unchecked: the problem, the status and what it means in plain
     words (claimed: ``sparsecert verify`` proves it on the data), the model, the bounds, the
-    tree. With ``audit``, every node of the tree follows, one line each (parent, branching,
-    status, claimed bound, witness, fixings): the tree the verifier walks. A certificate whose
-    claims contradict each other (:func:`claims_problems`) is marked INCONSISTENT instead of
-    showing its status and meaning.
+    tree (the document's summary of it). With ``audit``, every node of the tree follows
+    (``nodes``, decoded from the proof file by the caller), one line each (its position in
+    preorder, its parent, the branching, status, witness, whether the verifier derives its bound
+    fixings): the tree the verifier walks. A certificate whose claims contradict each other
+    (:func:`claims_problems`) is marked INCONSISTENT instead of showing its status and meaning.
     """
     pr, inc, bd = data.get("problem", {}), data.get("incumbent", {}), data.get("bounds", {})
-    nodes = data.get("tree", {}).get("nodes", [])
-    parents = {nd.get("parent") for nd in nodes}
-    leaves = [nd for nd in nodes if nd.get("id") not in parents]
-    by_status: dict[str, int] = {}
-    for nd in leaves:
-        by_status[nd.get("status")] = by_status.get(nd.get("status"), 0) + 1
-    kinds: dict[str, int] = {}
-    n_fix = 0
-    for nd in nodes:
-        if nd.get("witness"):
-            kinds[nd["witness"]["kind"]] = kinds.get(nd["witness"]["kind"], 0) + 1
-        n_fix += len(nd.get("fixings") or ())
-    depth = max(_depths(nodes).values(), default=0)
+    tree = data.get("tree", {}) if isinstance(data.get("tree"), dict) else {}
+    by_status = tree.get("leaves") if isinstance(tree.get("leaves"), dict) else {}
+    kinds = tree.get("witnesses") if isinstance(tree.get("witnesses"), dict) else {}
+    proof = data.get("proof", {}) if isinstance(data.get("proof"), dict) else {}
+    size = _number(proof.get("bytes"))
     coef = inc.get("coef", [])
     supp = inc.get("support", [])
     names = pr.get("feature_names") or None
@@ -833,17 +850,22 @@ def format_summary(data: dict, audit: bool = False) -> str:
         "  coef      : " + ", ".join(f"{label(j)}={_fmt(coef[j], '.6g')}" for j in supp
                                      if isinstance(j, int) and 0 <= j < len(coef)),
         f"  intercept : {_fmt(inc.get('intercept'))}",
-        f"  tree      : {len(nodes)} nodes, {len(leaves)} leaves "
-        f"({', '.join(f'{v} {k}' for k, v in sorted(by_status.items()))}), depth {depth}, "
-        f"witnesses {kinds or 'none'}, {n_fix} bound fixings",
+        f"  tree      : {tree.get('n_nodes', '?')} nodes, {tree.get('n_leaves', '?')} leaves "
+        f"({', '.join(f'{v} {k}' for k, v in sorted(by_status.items()))}), depth "
+        f"{tree.get('depth', '?')}, witnesses {kinds or 'none'}, {tree.get('n_derive', '?')} "
+        "nodes whose bound fixings the verifier derives",
+        "  proof     : " + (f"{size / 2 ** 20:.2f} MB" if size is not None else "?")
+        + (f" ({size / max(1, tree.get('n_nodes') or 1):.0f} bytes a node)"
+           if size is not None and isinstance(tree.get("n_nodes"), int) else ""),
         f"  eig shift : {_fmt(data.get('relaxation', {}).get('eig_shift'))}",
         f"  producer  : sparsecert {prod.get('version')}, python {prod.get('python')}, "
         f"numpy {prod.get('numpy')}, {prod.get('time_utc')}, elapsed {elapsed}",
     ]
     if audit:
-        lines.append(f"  nodes     : {len(nodes)} (id: parent, branching z_j = 0/1, status, "
-                     "claimed bound, witness, fixings (j, value)); 'sparsecert verify' checks "
-                     "them on the data")
+        nodes = nodes or []
+        lines.append(f"  nodes     : {len(nodes)} in preorder (position: parent, branching "
+                     "z_j = 0/1, status, witness, derived bound fixings); 'sparsecert verify' "
+                     "checks them on the data")
         lines.extend(f"    {_node_line(nd, label)}" for nd in nodes)
     else:
         lines.append("  (--audit lists every node of the tree; 'sparsecert verify CERT --data "
@@ -864,10 +886,7 @@ def _node_line(nd: dict, label) -> str:
     branch = "root" if nd.get("parent") is None else (
         f"parent {nd.get('parent')}, z[{label(var) if isinstance(var, int) else var}] = "
         f"{nd.get('branch_value')}")
-    bound = nd.get("bound")
     witness = nd.get("witness")
-    fixings = nd.get("fixings") or ()
-    return (f"{nd.get('id')}: {branch}, {nd.get('status')}"
-            + (f", bound {bound!r}" if bound is not None else "")
-            + (f", witness {witness.get('kind')}" if isinstance(witness, dict) else "")
-            + (f", fixings {[tuple(f) for f in fixings]}" if fixings else ""))
+    return (f"{nd.get('index')}: {branch}, {nd.get('status')}"
+            + (f", witness {witness[0]} {witness[1]}" if witness else "")
+            + (", bound fixings derived" if nd.get("derive") else ""))

@@ -1,4 +1,4 @@
-"""Constants and small primitives of the sparsecert certificate format (version 2).
+"""Constants and small primitives of the sparsecert certificate format (version 3).
 
 Everything here depends on numpy and the standard library only (the loss names come from the
 loss registry :mod:`sparsecert.solvers.losses`, the statuses and the gap definition from
@@ -11,8 +11,7 @@ the two agree.
 from __future__ import annotations
 
 import hashlib
-import io
-import zipfile
+import struct
 
 import numpy as np
 
@@ -28,8 +27,8 @@ from sparsecert.statuses import RELATIVE_GAP_DEFINITION as RELATIVE_GAP_DEFINITI
 from sparsecert.statuses import STATUSES as STATUSES
 
 FORMAT_NAME = "sparsecert-certificate"
-FORMAT_VERSION = 2
-SUPPORTED_FORMAT_VERSIONS = (2,)
+FORMAT_VERSION = 3
+SUPPORTED_FORMAT_VERSIONS = (3,)
 
 LOSSES = LOSS_NAMES
 WITNESS_KINDS = ("dual", "shifted")
@@ -51,19 +50,42 @@ HASH_DEFINITION = (
 EXTENSION_FIELDS = ("sample_weight_sha256", "offset_sha256", "coef_lower", "coef_upper",
                     "always_select", "exclude")
 
-#: Arrays of the sidecar (.npz) and their dtypes.
-SIDECAR_ARRAYS = {
-    "dual_values": "<f8",
-    "shifted_offsets": "<i8",
-    "shifted_indices": "<i8",
-    "shifted_values": "<f8",
-}
-SIDECAR_DESCRIPTION = (
-    "npz (zip, stored) of .npy arrays, found next to the certificate under the same name with "
-    "extension .npz: dual witness s is the row dual_values[s] (length n_samples); shifted "
-    "witness s has indices shifted_indices[shifted_offsets[s]:shifted_offsets[s+1]] and values "
-    "shifted_values[same] (length n_features, zeros elsewhere)"
+# -- the proof file (docs/certificate-format.md, section 2.7) ----------------------------------
+#: the proof file is the certificate's name with this extension (``cert.json`` -> ``cert.proof``)
+PROOF_SUFFIX = ".proof"
+#: the first 8 bytes of a proof file
+PROOF_MAGIC = b"SCPROOF\0"
+#: the header: magic, version, record size, then n_nodes, n_dual, n_shifted, shifted_nnz,
+#: n_samples, n_features (little-endian)
+PROOF_HEADER = struct.Struct("<8sII6Q")
+PROOF_HEADER_SIZE = PROOF_HEADER.size  # 64
+#: one node record: head (status | derive | witness kind; upper 24 bits zero), the branching
+#: variable of a branched node, the witness slot, the size of the first child's subtree
+RECORD_DTYPE = np.dtype([("head", "<u4"), ("var", "<u4"), ("slot", "<u4"), ("size0", "<u4")])
+RECORD_SIZE = RECORD_DTYPE.itemsize  # 16
+#: the status of a node record (its two low bits)
+RECORD_STATUS = {"branched": 0, "pruned": 1, "solved": 2, "open": 3}
+#: the head's bit asking the verifier to derive the node's bound fixings
+RECORD_DERIVE = 4
+#: the head's witness kind (bits 3 and 4): 0 none (the nearest ancestor's), 1 dual, 2 shifted
+RECORD_WITNESS_SHIFT = 3
+RECORD_WITNESS = {"dual": 1, "shifted": 2}
+#: the largest count a record field holds (variables, slots, subtree sizes)
+RECORD_MAX = 2 ** 32 - 1
+PROOF_DESCRIPTION = (
+    "binary, little-endian, next to the certificate under the same name with extension "
+    ".proof: a 64-byte header (magic SCPROOF\\0, version, record size 16, n_nodes, n_dual, "
+    "n_shifted, shifted_nnz, n_samples, n_features), the node records in depth-first preorder "
+    "(16 bytes each: head, branching variable, witness slot, size of the first child's "
+    "subtree), the dual witnesses (n_dual rows of n_samples float64), the shifted witnesses' "
+    "offsets (n_shifted + 1 uint64), values (float64) and indices (uint32)"
 )
+
+
+def proof_size(n_nodes: int, n_dual: int, n_shifted: int, nnz: int, n: int) -> int:
+    """The exact size in bytes of a proof file with these counts (``n`` samples)."""
+    return (PROOF_HEADER_SIZE + RECORD_SIZE * n_nodes + 8 * n * n_dual + 8 * (n_shifted + 1)
+            + 12 * nnz)
 
 
 def array_sha256(a: np.ndarray) -> str:
@@ -85,26 +107,6 @@ def array_sha256(a: np.ndarray) -> str:
     h.update(("<f8 " + "x".join(str(d) for d in arr.shape) + "\n").encode("ascii"))
     h.update(memoryview(arr).cast("B"))
     return h.hexdigest()
-
-
-def npz_bytes(arrays: dict[str, np.ndarray]) -> bytes:
-    """Deterministic ``.npz`` bytes (zip, stored, fixed timestamps, entries sorted by name).
-
-    ``numpy.savez`` stamps the current time into the zip, so the same arrays would hash
-    differently from one run to the next; this writer does not.
-    """
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_STORED) as zf:
-        for name in sorted(arrays):
-            arr = np.ascontiguousarray(arrays[name])
-            entry = io.BytesIO()
-            np.lib.format.write_array(entry, arr, version=(1, 0), allow_pickle=False)
-            info = zipfile.ZipInfo(name + ".npy", date_time=(1980, 1, 1, 0, 0, 0))
-            info.create_system = 3
-            info.external_attr = 0o644 << 16
-            info.compress_type = zipfile.ZIP_STORED
-            zf.writestr(info, entry.getvalue())
-    return buf.getvalue()
 
 
 def sha256_bytes(data: bytes) -> str:

@@ -1,15 +1,20 @@
-"""Standalone verifier of sparsecert certificates (format version 2).
+"""Standalone verifier of sparsecert certificates (format version 3).
 
 This file imports **only numpy and the Python standard library**: not the solvers, not the
 branch-and-bound engine, not even the rest of sparsecert (the certificate writer included). It is
 an independent implementation of ``docs/certificate-format.md``. Every number that enters a bound
-is recomputed here from the certificate, the sidecar arrays and the data, together with a
+is recomputed here from the certificate, its proof file and the data, together with a
 rigorous bound on its floating-point error, so that a verified certificate is true in exact
 arithmetic (see "Why a verified certificate is true" in the format document). The file can be
 copied and run on its own::
 
     python verify.py cert.json data.npz          # data.npz holds arrays X and y
-    python -m sparsecert.certificate.verify cert.json data.npz --k 5
+    python -m sparsecert.certificate.verify cert.json data.npz --k 5 --jobs 2
+
+The certificate's proof (``cert.proof``, next to ``cert.json``) is a binary file of node records
+in depth-first preorder and witness rows; it is read as a stream, with the tree's fixings on an
+undo stack, so the memory is O(depth + p) plus the data and a bounded cache of witness terms,
+whatever the number of nodes, and subtrees can be checked in worker processes.
 """
 
 from __future__ import annotations
@@ -19,8 +24,12 @@ import io
 import json
 import math
 import os
+import struct
 import sys
-from collections.abc import Iterable
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
@@ -31,7 +40,7 @@ import numpy as np
 # tests/glm/certificate/test_certificate_format.py checks that they agree with
 # sparsecert.certificate.schema).
 FORMAT_NAME = "sparsecert-certificate"
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 LOSSES = ("squared", "logistic", "squared_hinge", "poisson", "huber")
 CLASSIFICATION_LOSSES = ("logistic", "squared_hinge")
 #: the parameters a loss has, part of the problem (in the certificate's ``problem``)
@@ -41,12 +50,6 @@ STATUSES = ("optimal", "time_limit", "node_limit", "interrupted", "tree_exhauste
 NODE_STATUSES = ("branched", "pruned", "solved", "open")
 WITNESS_KINDS = ("dual", "shifted")
 RELATIVE_GAP_DEFINITION = "(UB - LB) / max(1, |UB|)"
-SIDECAR_ARRAYS = {
-    "dual_values": "<f8",
-    "shifted_offsets": "<i8",
-    "shifted_indices": "<i8",
-    "shifted_values": "<f8",
-}
 #: The relative-gap tolerance a verification is judged against unless the user gives one.
 DEFAULT_REL_GAP = 1e-4
 
@@ -138,16 +141,25 @@ def _gamma(m: int) -> float:
     return _GAMMA_CACHE[m]
 
 
+_FACTOR_CACHE: dict[tuple[int, bool], float] = {}
+
+
 def _sum_up_factor(m: int) -> float:
     """A float >= 1 / (1 - gamma_{m-1}): exact sum of m nonnegatives <= fl(sum) * factor."""
-    g = Fraction(_gamma(max(m - 1, 0)))
-    return _float_up(1 / (1 - g))
+    key = (int(m), True)
+    if key not in _FACTOR_CACHE:
+        g = Fraction(_gamma(max(m - 1, 0)))
+        _FACTOR_CACHE[key] = _float_up(1 / (1 - g))
+    return _FACTOR_CACHE[key]
 
 
 def _sum_dn_factor(m: int) -> float:
     """A float <= 1 / (1 + gamma_{m-1}): exact sum of m nonnegatives >= fl(sum) * factor."""
-    g = Fraction(_gamma(max(m - 1, 0)))
-    return _float_dn(1 / (1 + g))
+    key = (int(m), False)
+    if key not in _FACTOR_CACHE:
+        g = Fraction(_gamma(max(m - 1, 0)))
+        _FACTOR_CACHE[key] = _float_dn(1 / (1 + g))
+    return _FACTOR_CACHE[key]
 
 
 def _sum_up(v: np.ndarray, axis=None):
@@ -1087,47 +1099,69 @@ def _region_bound(t: _Terms, g_up: float) -> float:
     return v if math.isfinite(v) else -math.inf
 
 
-def _fixing_bounds(t: _Terms, state: np.ndarray, k: int,
-                   fixings: list[tuple[int, int]]) -> list[float]:
-    """Bounds of the regions {z_j = 1 - v} cut off by the bound fixings (j, v), each computed
-    with the node's own fixings plus {j} (one sort of the free H terms for all of them)."""
+def _region_bounds(t: _Terms, g_up: np.ndarray) -> np.ndarray:
+    """:func:`_region_bound` elementwise (-inf where anything is not finite)."""
+    with np.errstate(all="ignore"):
+        v = _dn(t.k_low - _up(2.0 * t.lam * np.asarray(g_up, dtype=np.float64)))
+    return np.where(np.isfinite(v), v, -math.inf)
+
+
+def _free_region_bounds(t: _Terms, state: np.ndarray, k: int
+                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """The bounds of the two regions of every free variable of a node (section 4.4), from one
+    checked sort of the free Huber terms: ``(free variables, bound of {z_j = 1}, bound of
+    {z_j = 0})``, each region bounded with the node's fixings (``state``: 0 free, 1 in, 2 out)
+    plus j. A region that puts more than k variables in S1 is empty: bound +inf. None when
+    the library's sort fails its check (no bound for any of them).
+
+    With the free terms h in decreasing order and T_m an upper bound of the sum of the m
+    largest (the exact sum of m nonnegative floats is at most fl(sum) / (1 - gamma_{m-1})):
+    region z_j = 1 has g* = sum_{S1} h + (T_beta if rank(j) <= beta - 2 else h_j + T_{beta-1}),
+    region z_j = 0 has g* = sum_{S1} h + (T_{beta+1} - h_j if rank(j) <= beta - 1 else T_beta).
+    """
     h = t.h_up
     s1 = state == 1
     free_idx = np.flatnonzero(state == 0)
-    budget = k - int(s1.sum())
+    budget = k - int(np.count_nonzero(s1))
     hs1 = float(_sum_up(h[s1])) if s1.any() else 0.0
     hf = h[free_idx]
+    m = hf.size
     order = _checked_descending_order(hf)
     if order is None:  # the library's sort failed its check: no bound
+        return None
+    rank = np.empty(m, dtype=np.int64)
+    rank[order] = np.arange(m)
+    hs = hf[order]
+
+    def top(q: int) -> float:
+        q = min(max(q, 0), m)
+        if q == 0:
+            return 0.0
+        return float(_up(float(hs[:q].sum()) * _sum_up_factor(q)))
+
+    with np.errstate(all="ignore"):
+        t_b = top(budget)
+        if budget >= 1:
+            g_in = np.where(rank <= budget - 2, t_b, _up(hf + top(budget - 1)))
+            b_in = _region_bounds(t, _up(hs1 + g_in))
+        else:  # z_j = 1 would put more than k variables in S1: an empty region
+            b_in = np.full(m, math.inf)
+        g_out = np.where(rank <= budget - 1, _up(top(budget + 1) - hf), t_b)
+        b_out = _region_bounds(t, _up(hs1 + g_out))
+    return free_idx, b_in, b_out
+
+
+def _fixing_bounds(t: _Terms, state: np.ndarray, k: int,
+                   fixings: list[tuple[int, int]]) -> list[float]:
+    """Bounds of the regions {z_j = 1 - v} of the given (j, v) (each j free at the node), from
+    :func:`_free_region_bounds` (the regions the verifier derives its bound fixings from)."""
+    regions = _free_region_bounds(t, state, k)
+    if regions is None:
         return [-math.inf] * len(fixings)
-    rank = np.empty(hf.size, dtype=np.int64)
-    rank[order] = np.arange(hf.size)
-    pos = {int(j): i for i, j in enumerate(free_idx)}
-    csum = np.concatenate([[0.0], np.cumsum(hf[order])])
-    top = _up(csum * _sum_up_factor(hf.size))  # top[m] >= exact sum of the m largest
-
-    def top_up(m: int) -> float:
-        return float(top[min(max(m, 0), hf.size)])
-
-    out = []
-    for j, v in fixings:
-        i = pos[j]
-        if v == 0:  # region z_j = 1: j joins S1, the other free share budget - 1
-            if budget < 1:
-                out.append(math.inf)  # empty region: more than k variables in S1
-                continue
-            if rank[i] <= budget - 2:  # H_j + top_{b-1}(others) = top_b
-                rest = top_up(budget)
-            else:
-                rest = float(_up(hf[i] + top_up(budget - 1)))
-        else:  # region z_j = 0: j leaves the free set
-            if rank[i] <= budget - 1:
-                rest = float(_up(top_up(budget + 1) - hf[i]))
-            else:
-                rest = top_up(budget)
-        g = float(_up(hs1 + rest))
-        out.append(_region_bound(t, g))
-    return out
+    free_idx, b_in, b_out = regions
+    pos = np.full(state.size, -1, dtype=np.int64)
+    pos[free_idx] = np.arange(free_idx.size)
+    return [float(b_in[pos[j]] if v == 0 else b_out[pos[j]]) for j, v in fixings]
 
 
 def _checked_descending_order(hf: np.ndarray) -> np.ndarray | None:
@@ -1689,6 +1723,9 @@ class VerificationReport:
     parameters : {name: (value, "user" or "certificate")} of the problem verified.
     input_error : the certificate could not be read (exit code 2).
     summary : a few facts about the certificate for printing.
+    seconds : wall time of the verification.
+    peak_memory : the verifying process's peak resident memory in bytes (its workers'
+        separately in ``summary["worker_peak_memory"]``), None where the platform does not say.
     """
 
     checks: list[tuple[str, bool, str]] = field(default_factory=list)
@@ -1701,6 +1738,8 @@ class VerificationReport:
     input_error: bool = False
     summary: dict[str, Any] = field(default_factory=dict)
     complete: bool = False
+    seconds: float = math.nan
+    peak_memory: int | None = None
 
     def add(self, name: str, passed: bool, message: str) -> bool:
         self.checks.append((name, bool(passed), message))
@@ -1769,6 +1808,11 @@ class VerificationReport:
                 f"  tolerance   : relative gap {self.relative_gap:.3e} ({RELATIVE_GAP_DEFINITION},"
                 f" rounded up) vs {self.rel_gap_tolerance:.3e} (user) -> "
                 f"{'within' if self.gap_within_tolerance else 'NOT within'}")
+        if not math.isnan(self.seconds):
+            mem = ("" if self.peak_memory is None else
+                   f", peak memory {self.peak_memory / 2 ** 20:.0f} MB")
+            lines.append(f"  cost        : {self.seconds:.2f} s with {s.get('n_jobs', 1)} "
+                         f"process{'es' if s.get('n_jobs', 1) > 1 else ''}{mem}")
         for name, passed, msg in self.checks:
             lines.append(f"  [{'ok' if passed else 'FAIL'}] {name}: {msg}")
         return "\n".join(lines)
@@ -1859,16 +1903,6 @@ def _short(v: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-@dataclass
-class _Node:
-    id: int
-    parent: int | None
-    branch_var: int | None
-    branch_value: int | None
-    status: str
-    witness: tuple[str, int] | None
-    fixings: list[tuple[int, int]]
-
 
 @dataclass
 class _Parsed:
@@ -1891,8 +1925,8 @@ class _Parsed:
     abs_tol: float
     status: str
     mu: float
-    nodes: list[_Node]
-    sidecar_sha256: str
+    proof_sha256: str
+    proof_bytes: int
     loss_params: dict = field(default_factory=dict)  # the loss's parameters
     extensions: dict = field(default_factory=dict)  # the problem's optional fields (2.2)
 
@@ -1908,8 +1942,13 @@ def _parse(doc: Any) -> _Parsed:
     ver = _field(doc, "format_version", "certificate")
     if ver == 1 and not isinstance(ver, bool):
         raise _Malformed("format version 1 is not supported by this verifier (its bounds were "
-                         "not rigorous): re-run sparsecert certify to write a version 2 "
-                         "certificate")
+                         "not rigorous): re-run sparsecert certify to write a version "
+                         f"{FORMAT_VERSION} certificate")
+    if ver == 2 and not isinstance(ver, bool):
+        raise _Malformed("format version 2 is not supported by this verifier (it reads version "
+                         f"{FORMAT_VERSION}, whose proof is a streamed binary file): re-run "
+                         "sparsecert certify, or verify it with a sparsecert release that "
+                         "writes version 2")
     if isinstance(ver, bool) or not isinstance(ver, int) or ver != FORMAT_VERSION:
         raise _Malformed(f"format_version {_short(ver)} is not supported (this verifier reads "
                          f"version {FORMAT_VERSION})")
@@ -1925,6 +1964,8 @@ def _parse(doc: Any) -> _Parsed:
     yh = _as_str(_field(pr, "y_sha256", "problem"), "problem.y_sha256")
     if n < 1 or p < 1:
         raise _Malformed(f"problem.n_samples = {n} and problem.n_features = {p} must be >= 1")
+    if p > RECORD_MAX:
+        raise _Malformed(f"problem.n_features = {p} is more than the format's {RECORD_MAX}")
     if k < 0:
         raise _Malformed(f"problem.k = {k} must be >= 0")
     if lambda2 <= 0:
@@ -1965,55 +2006,14 @@ def _parse(doc: Any) -> _Parsed:
     if mu < 0:
         raise _Malformed(f"relaxation.eig_shift = {mu} must be >= 0")
 
-    tree = _field(doc, "tree", "certificate")
-    nodes_raw = _field(tree, "nodes", "tree")
-    if not isinstance(nodes_raw, list) or not nodes_raw:
-        raise _Malformed("tree.nodes must be a non-empty list")
-    nodes = []
-    for i, nd in enumerate(nodes_raw):
-        w = f"tree.nodes[{i}]"
-        wit_raw = _field(nd, "witness", w)
-        wit = None
-        if wit_raw is not None:
-            kind = _as_str(_field(wit_raw, "kind", w + ".witness"), w + ".witness.kind",
-                           WITNESS_KINDS)
-            slot = _as_int(_field(wit_raw, "slot", w + ".witness"), w + ".witness.slot")
-            if slot < 0:
-                raise _Malformed(f"{w}.witness.slot = {slot} must be >= 0")
-            wit = (kind, slot)
-        bv = _as_int(_field(nd, "branch_value", w), w + ".branch_value", none_ok=True)
-        if bv not in (None, 0, 1):
-            raise _Malformed(f"{w}.branch_value must be 0, 1 or null, got {bv!r}")
-        fx_raw = nd.get("fixings", [])
-        if fx_raw is None:
-            fx_raw = []
-        if not isinstance(fx_raw, list):
-            raise _Malformed(f"{w}.fixings must be a list of [j, v] pairs")
-        fixings = []
-        for q, pair in enumerate(fx_raw):
-            if not isinstance(pair, list) or len(pair) != 2:
-                raise _Malformed(f"{w}.fixings[{q}] must be a pair [j, v]")
-            j = _as_int(pair[0], f"{w}.fixings[{q}][0]")
-            v = _as_int(pair[1], f"{w}.fixings[{q}][1]")
-            if not 0 <= j < p or v not in (0, 1):
-                raise _Malformed(f"{w}.fixings[{q}] = {_short(pair)}: j must be in [0, {p}) and "
-                                 "v in {0, 1}")
-            fixings.append((j, v))
-        nodes.append(_Node(
-            id=_as_int(_field(nd, "id", w), w + ".id"),
-            parent=_as_int(_field(nd, "parent", w), w + ".parent", none_ok=True),
-            branch_var=_as_int(_field(nd, "branch_var", w), w + ".branch_var", none_ok=True),
-            branch_value=bv,
-            status=_as_str(_field(nd, "status", w), w + ".status", NODE_STATUSES),
-            witness=wit,
-            fixings=fixings,
-        ))
-        _as_num(_field(nd, "bound", w), w + ".bound", none_ok=True)  # informational
-
-    arr = _field(doc, "arrays", "certificate")
-    ssha = _as_str(_field(arr, "sha256", "arrays"), "arrays.sha256")
+    pf = _field(doc, "proof", "certificate")
+    psha = _as_str(_field(pf, "sha256", "proof"), "proof.sha256")
+    pbytes = _as_int(_field(pf, "bytes", "proof"), "proof.bytes")
+    if pbytes < PROOF_HEADER_SIZE:
+        raise _Malformed(f"proof.bytes = {pbytes} is less than a proof file's header "
+                         f"({PROOF_HEADER_SIZE} bytes)")
     return _Parsed(loss, k, lambda2, M, fit_intercept, n, p, xh, yh, coef, intercept, support,
-                   objective, lb, ub, rel_tol, abs_tol, status, mu, nodes, ssha, loss_params,
+                   objective, lb, ub, rel_tol, abs_tol, status, mu, psha, pbytes, loss_params,
                    _parse_extensions(pr, n, p, k))
 
 
@@ -2068,189 +2068,199 @@ def _parse_extensions(pr: dict, n: int, p: int, k: int) -> dict[str, Any]:
     return out
 
 
-#: The largest ``.npy`` header the sidecar reader accepts (numpy writes 128 bytes for these).
-NPY_HEADER_MAX = 4096
-#: Bytes a sidecar may hold beyond its four members' data (zip headers, directory, comment).
-ZIP_OVERHEAD_MAX = 1 << 17
+# ----------------------------------------------------------------------------------------------
+# The proof file (section 2.7): read by this code, with every count checked against the file's
+# size before anything else is read
+# ----------------------------------------------------------------------------------------------
+
+PROOF_SUFFIX = ".proof"
+PROOF_MAGIC = b"SCPROOF\0"
+PROOF_HEADER_SIZE = 64
+RECORD_SIZE = 16
+RECORD_MAX = 2 ** 32 - 1
+_HEADER = struct.Struct("<8sII6Q")
+_RECORD = np.dtype([("head", "<u4"), ("var", "<u4"), ("slot", "<u4"), ("size0", "<u4")])
+_STATUS_NAMES = ("branched", "pruned", "solved", "open")
+_KIND_NAMES = (None, "dual", "shifted")
+#: records read at once (256 KiB)
+_RECORD_CHUNK = 1 << 14
 
 
-def _member_limits(c: _Parsed) -> dict[str, int]:
-    """The most data bytes each sidecar array can hold for this certificate's tree: the sidecar
-    has at most one witness slot per node (section 2.7), a dual row of n values or a shifted
-    witness of at most p nonzeros."""
-    m = len(c.nodes)
-    return {"dual_values": 8 * c.n * m, "shifted_offsets": 8 * (m + 1),
-            "shifted_indices": 8 * c.p * m, "shifted_values": 8 * c.p * m}
+def proof_size(n_nodes: int, n_dual: int, n_shifted: int, nnz: int, n: int) -> int:
+    """The exact size in bytes of a proof file with these counts (``n`` samples)."""
+    return (PROOF_HEADER_SIZE + RECORD_SIZE * n_nodes + 8 * n * n_dual + 8 * (n_shifted + 1)
+            + 12 * nnz)
 
 
-def sidecar_size_limit(c: _Parsed) -> int:
-    """The largest sidecar file (bytes) this certificate's tree can reference."""
-    return sum(_member_limits(c).values()) + 4 * NPY_HEADER_MAX + ZIP_OVERHEAD_MAX
+class _Source:
+    """Where the proof file's bytes come from (a path, or bytes): opened anew by each reader
+    (each worker process has its own position in the file)."""
+
+    def __init__(self, source: Any) -> None:
+        self.data = bytes(source) if isinstance(source, (bytes, bytearray, memoryview)) else None
+        self.path = None if self.data is not None else os.fspath(source)
+
+    def open(self):
+        """A binary file object (OSError if it cannot be opened)."""
+        return io.BytesIO(self.data) if self.data is not None else open(self.path, "rb")
+
+    def size(self) -> int:
+        if self.data is not None:
+            return len(self.data)
+        return os.stat(self.path).st_size
+
+    def describe(self) -> str:
+        return "the given proof bytes" if self.data is not None else self.path
 
 
-def _parse_npy(raw: bytes, name: str, dtype: str, ndim: int) -> np.ndarray:
-    """An array from the bytes of a ``.npy`` file, read here (no pickle, no other dtype, the
-    header parsed as a literal and checked, the data exactly as long as the shape says)."""
-    import ast
+@dataclass(frozen=True)
+class _Layout:
+    """A proof file's header, checked: the counts and where each section starts."""
 
-    if raw[:6] != b"\x93NUMPY" or len(raw) < 10:
-        raise _Malformed(f"sidecar member {name}.npy is not a .npy file")
-    major = raw[6]
-    if major == 1:
-        hlen, start = int.from_bytes(raw[8:10], "little"), 10
-    elif major in (2, 3):
-        hlen, start = int.from_bytes(raw[8:12], "little"), 12
-    else:
-        raise _Malformed(f"sidecar member {name}.npy has an unknown .npy version {major}")
-    if hlen > NPY_HEADER_MAX or start + hlen > len(raw):
-        raise _Malformed(f"sidecar member {name}.npy has a malformed header")
-    try:
-        text = raw[start:start + hlen].decode("utf-8" if major == 3 else "latin1")
-        head = ast.literal_eval(text)
-    except (ValueError, SyntaxError, UnicodeDecodeError, MemoryError, RecursionError):
-        raise _Malformed(f"sidecar member {name}.npy has a malformed header") from None
-    if not (isinstance(head, dict) and set(head) == {"descr", "fortran_order", "shape"}):
-        raise _Malformed(f"sidecar member {name}.npy has a malformed header")
-    shape, fortran = head["shape"], head["fortran_order"]
-    if head["descr"] != dtype:
-        raise _Malformed(f"sidecar array {name} has dtype {_short(head['descr'])}, expected "
-                         f"{dtype}")
-    if (not isinstance(fortran, bool) or not isinstance(shape, tuple) or len(shape) != ndim
-            or not all(type(d) is int and d >= 0 for d in shape)):
-        raise _Malformed(f"sidecar array {name} has shape {_short(shape)}, expected "
-                         f"{ndim} dimension{'s' if ndim > 1 else ''}")
-    size = math.prod(shape)
-    if len(raw) - start - hlen != 8 * size:
-        raise _Malformed(f"sidecar array {name}: {len(raw) - start - hlen} data bytes for "
-                         f"shape {shape}")
-    arr = np.frombuffer(raw, dtype=np.dtype(dtype), count=size, offset=start + hlen)
-    return arr.reshape(shape, order="F" if fortran else "C")
+    n_nodes: int
+    n_dual: int
+    n_shifted: int
+    nnz: int
+    n: int
+    p: int
+
+    @property
+    def records_at(self) -> int:
+        return PROOF_HEADER_SIZE
+
+    @property
+    def dual_at(self) -> int:
+        return PROOF_HEADER_SIZE + RECORD_SIZE * self.n_nodes
+
+    @property
+    def offsets_at(self) -> int:
+        return self.dual_at + 8 * self.n * self.n_dual
+
+    @property
+    def values_at(self) -> int:
+        return self.offsets_at + 8 * (self.n_shifted + 1)
+
+    @property
+    def indices_at(self) -> int:
+        return self.values_at + 8 * self.nnz
+
+    def slots(self, kind: str) -> int:
+        return self.n_dual if kind == "dual" else self.n_shifted
 
 
-def _read_members(data: bytes, c: _Parsed) -> dict[str, np.ndarray]:
-    """The four arrays of the sidecar zip, read with bounded cost: exactly the members the
-    format defines (any other is refused without being inflated), each member's declared size
-    checked against what the tree can reference (:func:`_member_limits`) before anything is
-    inflated, and no member inflated beyond its declared size."""
-    import zipfile
-
-    limits = _member_limits(c)
-    members = {name + ".npy": name for name in SIDECAR_ARRAYS}
-    try:
-        zf = zipfile.ZipFile(io.BytesIO(data))
-    except Exception as exc:  # noqa: BLE001 - any decoding problem of untrusted bytes
-        raise _Malformed(f"sidecar is not a readable .npz file ({_short(str(exc))})") from None
-    with zf:
-        infos = zf.infolist()
-        names = [info.filename for info in infos]
-        unknown = [x for x in names if x not in members]
-        if unknown:
-            raise _Malformed(f"sidecar holds members the format does not define: "
-                             f"{_list([repr(x) for x in unknown])} (only "
-                             f"{', '.join(sorted(members))})")
-        if len(set(names)) != len(names):
-            raise _Malformed("sidecar lists a member twice")
-        for name in SIDECAR_ARRAYS:
-            if name + ".npy" not in names:
-                raise _Malformed(f"sidecar has no array {name!r}")
-        for info in infos:  # every declared size first: nothing is inflated before all fit
-            name = members[info.filename]
-            cap = limits[name] + NPY_HEADER_MAX
-            if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED) \
-                    or info.flag_bits & 0x1:
-                raise _Malformed(f"sidecar member {info.filename} is encrypted or uses a "
-                                 "compression other than stored or deflated")
-            if info.file_size > cap:
-                raise _Malformed(f"sidecar array {name} declares {info.file_size} bytes, more "
-                                 f"than the {cap} its tree can reference (one row per "
-                                 "referencing node)")
-        arrays = {}
-        for info in infos:
-            name = members[info.filename]
-            try:
-                with zf.open(info) as fh:  # zipfile inflates at most the declared size
-                    raw = fh.read(info.file_size)
-                    extra = fh.read(1)
-            except Exception as exc:  # noqa: BLE001 - a corrupt member of untrusted bytes
-                raise _Malformed(f"sidecar member {info.filename} cannot be read "
-                                 f"({_short(str(exc))})") from None
-            if len(raw) != info.file_size or extra:
-                raise _Malformed(f"sidecar member {info.filename} is not as long as declared")
-            arrays[name] = _parse_npy(raw, name, SIDECAR_ARRAYS[name],
-                                      2 if name == "dual_values" else 1)
-    return arrays
+def _read_layout(fh, size: int, c: _Parsed) -> _Layout:
+    """The header of an open proof file of ``size`` bytes, checked against the document and
+    the size (raises _Malformed): every count is bounded by the file's actual size and by the
+    tree (at most one witness slot per node, at most p nonzeros per shifted witness), so no
+    count can make the verifier read or allocate more than the file holds."""
+    raw = fh.read(PROOF_HEADER_SIZE)
+    if len(raw) != PROOF_HEADER_SIZE:
+        raise _Malformed(f"the proof file is {size} bytes, shorter than its header")
+    magic, version, rsize, n_nodes, n_dual, n_shifted, nnz, n, p = _HEADER.unpack(raw)
+    if magic != PROOF_MAGIC:
+        raise _Malformed("the proof file does not start with the proof file's magic bytes "
+                         "(SCPROOF\\0): it is not a sparsecert proof file")
+    if version != FORMAT_VERSION or rsize != RECORD_SIZE:
+        raise _Malformed(f"the proof file has version {version} and record size {rsize}; this "
+                         f"verifier reads version {FORMAT_VERSION} with {RECORD_SIZE}-byte "
+                         "records")
+    if (n, p) != (c.n, c.p):
+        raise _Malformed(f"the proof file is for n_samples = {n}, n_features = {p}; the "
+                         f"certificate's problem has {c.n} and {c.p}")
+    if n_nodes < 1:
+        raise _Malformed("the proof file holds no node record")
+    if n_dual + n_shifted > n_nodes:
+        raise _Malformed(f"the proof file declares {n_dual} dual and {n_shifted} shifted "
+                         f"witnesses, more than one per node of its {n_nodes}")
+    if nnz > p * n_shifted:
+        raise _Malformed(f"the proof file declares {nnz} nonzeros for {n_shifted} shifted "
+                         f"witnesses of at most p = {p} each")
+    if n_nodes > RECORD_MAX:
+        raise _Malformed(f"the proof file declares {n_nodes} nodes, more than the format's "
+                         f"{RECORD_MAX}")
+    want = proof_size(n_nodes, n_dual, n_shifted, nnz, n)
+    if want != size:
+        raise _Malformed(f"the proof file is {size} bytes, but its header's counts ({n_nodes} "
+                         f"nodes, {n_dual} dual and {n_shifted} shifted witnesses, {nnz} "
+                         f"nonzeros) make {want}: truncated, padded or a header that lies")
+    return _Layout(n_nodes, n_dual, n_shifted, nnz, n, p)
 
 
-def _load_sidecar(data: bytes, c: _Parsed) -> dict[str, np.ndarray]:
-    """Read and check the sidecar arrays (shapes, dtypes, offsets, indices) with cost bounded by
-    what the tree references; vectorised checks only (no loop over the slots). Raises
-    _Malformed."""
-    arrays = _read_members(data, c)
-    dual = arrays["dual_values"]
-    off, idx, val = (arrays[k] for k in ("shifted_offsets", "shifted_indices", "shifted_values"))
-    if dual.shape[1] != c.n:
-        raise _Malformed(f"sidecar dual_values has shape {dual.shape}, expected (m, {c.n})")
-    if off.size < 1:
-        raise _Malformed("sidecar shifted_offsets must be 1-D, start at 0 and be non-decreasing")
-    if dual.shape[0] + off.size - 1 > len(c.nodes):
-        raise _Malformed(f"sidecar holds {dual.shape[0]} dual and {off.size - 1} shifted "
-                         f"witnesses, more than one per node of the tree ({len(c.nodes)} nodes)")
-    # range first: np.diff of int64 offsets far apart wraps around (5e18 - -5e18 > 0)
-    if (off[0] != 0 or (off < 0).any() or (off > off[-1]).any() or (np.diff(off) < 0).any()):
-        raise _Malformed("sidecar shifted_offsets must be 1-D, start at 0 and be non-decreasing")
-    if idx.size != val.size or off[-1] != idx.size:
-        raise _Malformed("sidecar shifted_indices/shifted_values must be 1-D of length "
-                         "shifted_offsets[-1]")
-    if idx.size and (idx.min() < 0 or idx.max() >= c.p):
-        raise _Malformed(f"sidecar shifted_indices must lie in [0, {c.p})")
-    if idx.size > 1:  # strictly increasing within each witness: every step but the boundaries
-        inner = np.ones(idx.size - 1, dtype=bool)
-        starts = off[1:-1]
-        starts = starts[(starts > 0) & (starts < idx.size)]
-        inner[starts - 1] = False
-        bad = np.flatnonzero(inner & (np.diff(idx) <= 0))
-        if bad.size:
-            s = int(np.searchsorted(off, bad[0], side="right")) - 1
-            raise _Malformed(f"sidecar shifted witness {s}: indices are not strictly increasing")
-    if not np.isfinite(val).all() or not np.isfinite(dual).all():
-        raise _Malformed("sidecar arrays contain NaN or infinity")
-    lim = {"dual": dual.shape[0], "shifted": off.size - 1}
-    for nd in c.nodes:
-        if nd.witness is not None:
-            kind, slot = nd.witness
-            if slot >= lim[kind]:
-                raise _Malformed(
-                    f"node {nd.id}: {kind} witness slot {slot} out of range ({lim[kind]} stored)")
-    return arrays
-
-
-def _sidecar_bytes(source: Any, limit: int, keep: bool) -> tuple[str, bytes | None]:
-    """(SHA-256, the bytes if ``keep``) of the sidecar, read only if it is at most ``limit``
-    bytes (else _Malformed); without ``keep`` a file is hashed in chunks (memory O(1))."""
-    if isinstance(source, (bytes, bytearray)):
-        if len(source) > limit:
-            raise _Malformed(f"sidecar is {len(source)} bytes, more than the {limit} its tree "
-                             "can reference")
-        return sha256_bytes(bytes(source)), (bytes(source) if keep else None)
-    with open(source, "rb") as fh:  # OSError: the caller reports an unreadable sidecar
-        size = os.fstat(fh.fileno()).st_size
-        if size > limit:
-            raise _Malformed(f"sidecar {source} is {size} bytes, more than the {limit} its tree "
-                             "can reference")
-        if keep:
-            data = fh.read(limit + 1)
-            if len(data) > limit:
-                raise _Malformed(f"sidecar {source} is more than the {limit} bytes its tree can "
-                                 "reference")
-            return sha256_bytes(data), data
-        h, total = hashlib.sha256(), 0
+def _hash_file(src: _Source) -> str:
+    """SHA-256 of the proof file, read in chunks (memory O(1))."""
+    if src.data is not None:
+        return hashlib.sha256(src.data).hexdigest()
+    h = hashlib.sha256()
+    with open(src.path, "rb") as fh:
         while chunk := fh.read(1 << 20):
-            total += len(chunk)
-            if total > limit:
-                raise _Malformed(f"sidecar {source} is more than the {limit} bytes its tree can "
-                                 "reference")
             h.update(chunk)
-        return h.hexdigest(), None
+    return h.hexdigest()
+
+
+class _Reader:
+    """Records and witnesses of one proof file, read on demand (each process opens its own)."""
+
+    def __init__(self, src: _Source, layout: _Layout) -> None:
+        self.fh = src.open()
+        self.L = layout
+        self._c0 = 0
+        self._cols: tuple[list, list, list, list] = ([], [], [], [])
+
+    def close(self) -> None:
+        self.fh.close()
+
+    def _read(self, at: int, count: int) -> bytes:
+        self.fh.seek(at)
+        raw = self.fh.read(count)
+        if len(raw) != count:  # the file changed since its size was checked
+            raise _Malformed("the proof file is shorter than when it was checked")
+        return raw
+
+    def record(self, pos: int, end: int) -> tuple[int, int, int, int]:
+        """(head, var, slot, size0) of record ``pos`` (read in chunks up to ``end``)."""
+        q = pos - self._c0
+        if not 0 <= q < len(self._cols[0]):
+            count = min(_RECORD_CHUNK, max(end, pos + 1) - pos)
+            arr = np.frombuffer(self._read(self.L.records_at + RECORD_SIZE * pos,
+                                           RECORD_SIZE * count), dtype=_RECORD)
+            self._cols = tuple(arr[f].tolist() for f in ("head", "var", "slot", "size0"))
+            self._c0, q = pos, 0
+        cols = self._cols
+        return cols[0][q], cols[1][q], cols[2][q], cols[3][q]
+
+    def upcoming(self, pos: int, limit: int) -> list[tuple[int, int]]:
+        """(head, slot) of the records from ``pos`` already read (for prefetching witnesses)."""
+        q = pos - self._c0
+        h, s = self._cols[0], self._cols[2]
+        if not 0 <= q < len(h):
+            return []
+        return list(zip(h[q:q + limit], s[q:q + limit], strict=True))
+
+    def dual_rows(self, slots: list[int]) -> np.ndarray:
+        n = self.L.n
+        out = np.empty((len(slots), n))
+        for r, s in enumerate(slots):
+            out[r] = np.frombuffer(self._read(self.L.dual_at + 8 * n * s, 8 * n), dtype="<f8")
+        return out
+
+    def shifted_row(self, s: int) -> np.ndarray | str:
+        """Shifted witness s as a dense vector, or what is wrong with it."""
+        L = self.L
+        o = np.frombuffer(self._read(L.offsets_at + 8 * s, 16), dtype="<u8")
+        a, b = int(o[0]), int(o[1])
+        if not (a <= b <= L.nnz and b - a <= L.p):
+            return (f"has offsets [{a}, {b}) that are not increasing within the {L.nnz} "
+                    f"nonzeros, or more than p = {L.p} of them")
+        val = np.frombuffer(self._read(L.values_at + 8 * a, 8 * (b - a)), dtype="<f8")
+        idx = np.frombuffer(self._read(L.indices_at + 4 * a, 4 * (b - a)), dtype="<u4")
+        idx = idx.astype(np.int64)
+        if idx.size and (idx[-1] >= L.p or (idx.size > 1 and (np.diff(idx) <= 0).any())):
+            return f"has indices that are not strictly increasing in [0, {L.p})"
+        if not np.isfinite(val).all():
+            return "is not finite"
+        out = np.zeros(L.p)
+        out[idx] = val
+        return out
 
 
 def read_document(path: str | os.PathLike) -> Any:
@@ -2281,33 +2291,36 @@ def check_document(doc: Any) -> None:
         raise ValueError("the JSON document is nested too deeply") from None
 
 
-def read_sidecar(doc: Any, source: str | os.PathLike | bytes) -> tuple[dict[str, np.ndarray],
-                                                                      bytes]:
-    """The sidecar's arrays and bytes (a path or the bytes themselves), read with the
-    verifier's bounded reader and checked as its check ``sidecar`` does (except the SHA-256).
+def read_proof_header(doc: Any, source: str | os.PathLike | bytes) -> dict[str, int]:
+    """The counts of a certificate's proof file (a path or its bytes), read and checked as the
+    verifier's check ``proof`` does (except the SHA-256): ``n_nodes``, ``n_dual``,
+    ``n_shifted``, ``shifted_nnz``, ``bytes``.
 
     Raises
     ------
     OSError
         The file cannot be read.
     ValueError
-        The document or the sidecar is malformed, or larger than its tree can reference.
+        The document or the proof file is malformed (one line).
     """
     try:
         c = _parse(doc)
-        src = source if isinstance(source, (bytes, bytearray)) else os.fspath(source)
-        _, data = _sidecar_bytes(src, sidecar_size_limit(c), keep=True)
-        return _load_sidecar(data, c), data
+        src = _Source(source)
+        size = src.size()
+        with src.open() as fh:
+            L = _read_layout(fh, size, c)
     except _Malformed as exc:
         raise ValueError(str(exc)) from None
     except RecursionError:
         raise ValueError("the JSON document is nested too deeply") from None
+    return dict(n_nodes=L.n_nodes, n_dual=L.n_dual, n_shifted=L.n_shifted, shifted_nnz=L.nnz,
+                bytes=size)
 
 
-def sidecar_path(json_path: str | os.PathLike) -> str:
-    """Where the sidecar of a certificate lives: next to it, same name, ``.npz``."""
+def proof_path(json_path: str | os.PathLike) -> str:
+    """Where the proof file of a certificate lives: next to it, same name, ``.proof``."""
     root, ext = os.path.splitext(os.fspath(json_path))
-    return (root if ext.lower() == ".json" else os.fspath(json_path)) + ".npz"
+    return (root if ext.lower() == ".json" else os.fspath(json_path)) + PROOF_SUFFIX
 
 
 def _strict_json(raw: bytes, where: str) -> Any:
@@ -2320,10 +2333,10 @@ def _strict_json(raw: bytes, where: str) -> Any:
         raise ValueError(f"{where} is not valid JSON ({_short(str(exc))})") from None
 
 
-def _obtain(certificate: Any, sidecar: Any) -> tuple[Any, Any, str]:
-    """(json document or an error string, the sidecar's bytes or path or None, its
+def _obtain(certificate: Any, proof: Any) -> tuple[Any, Any, str]:
+    """(json document or an error string, the proof file's path or bytes or None, its
     description)."""
-    spath = None
+    ppath = None
     if isinstance(certificate, (str, os.PathLike)):
         path = os.fspath(certificate)
         with open(path, "rb") as fh:  # OSError propagates: an unreadable file is an input error
@@ -2332,30 +2345,32 @@ def _obtain(certificate: Any, sidecar: Any) -> tuple[Any, Any, str]:
             doc = _strict_json(raw, path)
         except ValueError as exc:
             return str(exc), None, ""
-        spath = sidecar_path(path)
+        ppath = proof_path(path)
     elif isinstance(certificate, dict):
         doc = certificate
-    elif hasattr(certificate, "to_dict") and hasattr(certificate, "sidecar_bytes"):
+    elif hasattr(certificate, "to_dict") and hasattr(certificate, "proof_source"):
         try:  # the same strict parse as a file's: what the verifier checks is what was written
             doc = _strict_json(json.dumps(certificate.to_dict(), allow_nan=False).encode(),
                                "the certificate")
         except (ValueError, TypeError, AttributeError) as exc:
             return f"the certificate is not valid JSON ({_short(str(exc))})", None, ""
-        if sidecar is None:
+        if proof is None:
             try:
-                return doc, certificate.sidecar_bytes(), "in-memory sidecar"
-            except Exception as exc:  # noqa: BLE001 - arrays that cannot be written as a sidecar
-                return doc, None, f"the in-memory sidecar cannot be encoded ({_short(str(exc))})"
+                src = certificate.proof_source()
+            except Exception as exc:  # noqa: BLE001 - a proof the object cannot give
+                return doc, None, f"the certificate's proof file is not available ({exc})"
+            return doc, src, ("the certificate's proof bytes" if isinstance(src, bytes)
+                              else os.fspath(src))
     else:
         raise TypeError("certificate must be a path, a dict or a Certificate, got "
                         f"{type(certificate).__name__}")
-    if isinstance(sidecar, (bytes, bytearray)):
-        return doc, bytes(sidecar), "given sidecar bytes"
-    if sidecar is not None:
-        spath = os.fspath(sidecar)
-    if spath is None:
-        return doc, None, "no sidecar given for an in-memory certificate"
-    return doc, spath, spath
+    if isinstance(proof, (bytes, bytearray)):
+        return doc, bytes(proof), "the given proof bytes"
+    if proof is not None:
+        ppath = os.fspath(proof)
+    if ppath is None:
+        return doc, None, "no proof file given for an in-memory certificate"
+    return doc, ppath, ppath
 
 
 def _check_data(X_given: Any, y_given: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -2687,6 +2702,27 @@ def _data_extensions(rep: VerificationReport, c: _Parsed, user: dict
 # ----------------------------------------------------------------------------------------------
 
 
+def _check_jobs(n_jobs: Any) -> int:
+    if isinstance(n_jobs, bool) or not isinstance(n_jobs, (int, np.integer)):
+        raise TypeError(f"n_jobs must be an integer >= 1 (or -1: every core), got {n_jobs!r}")
+    n_jobs = int(n_jobs)
+    if n_jobs == -1:
+        return max(1, os.cpu_count() or 1)
+    if n_jobs < 1:
+        raise ValueError(f"n_jobs must be an integer >= 1 (or -1: every core), got {n_jobs}")
+    return n_jobs
+
+
+def _peak_rss() -> int | None:
+    """This process's peak resident memory in bytes (None where the platform does not say)."""
+    try:
+        import resource
+    except ImportError:  # Windows
+        return None
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return int(peak) if sys.platform == "darwin" else int(peak) * 1024
+
+
 def verify_certificate(
     certificate: Any,
     X: Any,
@@ -2698,7 +2734,7 @@ def verify_certificate(
     max_abs_coef: float | None = _NOT_GIVEN,
     fit_intercept: bool | None = None,
     rel_gap: float = DEFAULT_REL_GAP,
-    sidecar: Any = None,
+    proof: Any = None,
     huber_delta: float | None = None,
     sample_weight: Any = None,
     offset: Any = None,
@@ -2706,13 +2742,16 @@ def verify_certificate(
     positive: bool | None = None,
     always_select: Any = None,
     exclude: Any = None,
+    n_jobs: int = 1,
+    progress: Callable[[str], None] | None = None,
 ) -> VerificationReport:
     """Verify a certificate against the data, recomputing every bound rigorously.
 
     Parameters
     ----------
     certificate : path to the JSON file, the parsed JSON dict, or a ``Certificate``.
-        A path's sidecar is the file next to it with the same name and extension ``.npz``.
+        A path's proof file is the file next to it with the same name and extension
+        ``.proof``.
     X : array_like of shape (n_samples, n_features)
         The data exactly as given to the solver.
     y : array_like of shape (n_samples,)
@@ -2725,8 +2764,8 @@ def verify_certificate(
     rel_gap : float
         Relative-gap tolerance the verification is judged against (default 1e-4, never the
         certificate's own).
-    sidecar : path or bytes, optional
-        Override where the sidecar arrays come from.
+    proof : path or bytes, optional
+        Override where the proof file comes from.
     huber_delta : float, optional
         The Huber loss's threshold as the user poses it (checked like the parameters above; a
         value given for a certificate of another loss fails the check ``parameters``).
@@ -2740,6 +2779,11 @@ def verify_certificate(
         they must give the certificate's bounds (not given: the certificate's).
     always_select, exclude : sequence of int, optional
         The features forced into and kept out of the model (not given: the certificate's).
+    n_jobs : int
+        Processes that check subtrees of the tree (-1: one per core). The verdict and every
+        message are the same as with 1.
+    progress : callable, optional
+        Called with a line of progress every few seconds of a long check of the tree.
 
     Returns
     -------
@@ -2755,14 +2799,22 @@ def verify_certificate(
     user = _user_params(loss, k, lambda2, max_abs_coef, fit_intercept, rel_gap, huber_delta)
     user.update(_user_extensions(sample_weight, offset, coef_bounds, positive, always_select,
                                  exclude))
+    jobs = _check_jobs(n_jobs)
+    if progress is not None and not callable(progress):
+        raise TypeError(f"progress must be callable, got {type(progress).__name__}")
     X, y = _check_data(X, y)
+    t0 = time.perf_counter()
     with np.errstate(all="ignore"):  # overflow etc. become inf/nan and fail the checks
-        return _verify(certificate, X, y, user, float(rel_gap), sidecar)
+        rep = _verify(certificate, X, y, user, float(rel_gap), proof, jobs, progress)
+    rep.seconds = time.perf_counter() - t0
+    rep.peak_memory = _peak_rss()
+    rep.summary["n_jobs"] = jobs
+    return rep
 
 
-def _verify(certificate, X, y, user, rel_gap, sidecar) -> VerificationReport:
+def _verify(certificate, X, y, user, rel_gap, proof, jobs, progress) -> VerificationReport:
     rep = VerificationReport(rel_gap_tolerance=rel_gap)
-    doc, side, side_desc = _obtain(certificate, sidecar)
+    doc, src_given, src_desc = _obtain(certificate, proof)
 
     # 1. format, required fields, types
     if isinstance(doc, str):
@@ -2774,37 +2826,38 @@ def _verify(certificate, X, y, user, rel_gap, sidecar) -> VerificationReport:
     except RecursionError:
         return rep.fail_input("format", "the JSON document is nested too deeply")
     rep.add("format", True, f"{FORMAT_NAME} version {FORMAT_VERSION}, all fields present")
-    rep.summary.update(n=c.n, p=c.p, upper_bound=c.ub, lower_bound=c.lb, status=c.status,
-                       n_nodes=len(c.nodes))
+    rep.summary.update(n=c.n, p=c.p, upper_bound=c.ub, lower_bound=c.lb, status=c.status)
 
-    # 2. sidecar: read with a cost bounded by what the tree references (section 6, cost); its
-    # arrays are only needed (and read) for data of the certificate's shape
-    if side is None:
-        return rep.fail_input("sidecar", side_desc)
-    shape_ok = X.shape == (c.n, c.p) and y.shape == (c.n,)
+    # 2. the proof file: its size and header before anything else is read (section 6, cost)
+    if src_given is None:
+        return rep.fail_input("proof", src_desc)
+    src = _Source(src_given)
     try:
-        digest, data = _sidecar_bytes(side, sidecar_size_limit(c), keep=shape_ok)
+        size = src.size()
+        if size == c.proof_bytes:
+            with src.open() as fh:
+                layout = _read_layout(fh, size, c)
     except OSError as exc:
-        return rep.fail_input("sidecar", f"sidecar {side_desc} cannot be read "
-                                         f"({exc.strerror or exc})")
+        return rep.fail_input("proof", f"proof file {src_desc} cannot be read "
+                                       f"({exc.strerror or exc})")
     except _Malformed as exc:
-        return rep.fail_input("sidecar", str(exc))
-    if digest != c.sidecar_sha256:
-        rep.add("sidecar", False, f"SHA-256 of the sidecar ({side_desc}) is {digest}, the "
-                                  f"certificate records {c.sidecar_sha256}")
+        return rep.fail_input("proof", str(exc))
+    if size != c.proof_bytes:
+        rep.add("proof", False, f"the proof file ({src_desc}) is {size} bytes; the certificate "
+                                f"records {c.proof_bytes} (a truncated or another file)")
         return rep
-    arrays = None
-    if data is not None:
-        try:
-            arrays = _load_sidecar(data, c)
-        except _Malformed as exc:
-            return rep.fail_input("sidecar", str(exc))
-        del data
-        rep.add("sidecar", True, f"SHA-256 matches, {arrays['dual_values'].shape[0]} dual and "
-                                 f"{arrays['shifted_offsets'].size - 1} shifted witnesses")
-    else:
-        rep.add("sidecar", True, "SHA-256 matches (its arrays are not read: the data's shape "
-                                 "is not the certificate's)")
+    try:
+        digest = _hash_file(src)
+    except OSError as exc:
+        return rep.fail_input("proof", f"proof file {src_desc} cannot be read "
+                                       f"({exc.strerror or exc})")
+    if digest != c.proof_sha256:
+        rep.add("proof", False, f"SHA-256 of the proof file ({src_desc}) is {digest}, the "
+                                f"certificate records {c.proof_sha256}")
+        return rep
+    rep.add("proof", True, f"SHA-256 matches; {layout.n_nodes} nodes, {layout.n_dual} dual "
+                           f"and {layout.n_shifted} shifted witnesses")
+    rep.summary["n_nodes"] = layout.n_nodes
 
     # 3. the platform's elementary functions
     ok, msg = elementary_functions_check()
@@ -2923,12 +2976,19 @@ def _verify(certificate, X, y, user, rel_gap, sidecar) -> VerificationReport:
     else:
         rep.add("eig_shift", True, "no eigenvalue shift (mu = 0)")
 
-    # 8. tree, 9. witnesses and region bounds
-    tree = _check_tree(rep, c)
-    if tree is not None:
-        _check_regions(rep, c, arrays, X, ym, tree, shift_ok, extra)
+    # 8.-11. the tree, its witnesses and the bounds of its regions, in one streamed walk
+    ctx = _Context(c, _Design(X, ym, c.loss, c.fit_intercept, c.huber_delta, extra), src,
+                   layout, ym, shift_ok, extra)
+    try:
+        out = _check_tree(ctx, jobs, progress)
+    except _Malformed as exc:  # the file changed under the verifier
+        return rep.fail_input("proof", str(exc))
+    except OSError as exc:
+        return rep.fail_input("proof", f"proof file {src_desc} cannot be read "
+                                       f"({exc.strerror or exc})")
+    _report_tree(rep, c, out)
 
-    # 10. the claims
+    # 12. the claims
     order_ok = c.lb <= c.ub
     rep.add("bounds_order", order_ok, f"lower bound {c.lb:.15g} <= upper bound {c.ub:.15g}"
             if order_ok else f"lower bound {c.lb:.15g} > upper bound {c.ub:.15g}: the "
@@ -2956,228 +3016,448 @@ def _verify(certificate, X, y, user, rel_gap, sidecar) -> VerificationReport:
     return rep
 
 
-def _check_tree(rep: VerificationReport, c: _Parsed):
-    """Structure and fixings. Returns (root id, children, nodes by id, preorder) or None."""
-    by_id: dict[int, _Node] = {}
-    dup = []
-    for nd in c.nodes:
-        if nd.id in by_id:
-            dup.append(nd.id)
-        by_id[nd.id] = nd
-    problems: list[str] = []
-    if dup:
-        problems.append(f"duplicate node ids {_list(dup)}")
-    roots = [nd for nd in c.nodes if nd.parent is None]
-    if len(roots) != 1:
-        problems.append(f"{len(roots)} nodes without a parent (exactly one root required)")
-    elif roots[0].branch_var is not None or roots[0].branch_value is not None:
-        problems.append(f"root node {roots[0].id} must have no branching variable")
-    children: dict[int, list[_Node]] = {nd.id: [] for nd in c.nodes}
-    for nd in c.nodes:
-        if nd.parent is None:
-            continue
-        if nd.parent not in by_id:
-            problems.append(f"node {nd.id}: parent {nd.parent} does not exist")
-            continue
-        if nd.branch_var is None or nd.branch_value is None:
-            problems.append(f"node {nd.id}: non-root node without branch_var/branch_value")
-        elif not 0 <= nd.branch_var < c.p:
-            problems.append(f"node {nd.id}: branch_var {nd.branch_var} not in [0, {c.p})")
-        children[nd.parent].append(nd)
-    if problems:
-        rep.add("tree_structure", False, "; ".join(problems[:_MAX_LISTED]))
-        return None
-    root = roots[0].id
-    order, seen, stack = [], set(), [root]
-    while stack:
-        i = stack.pop()
-        if i in seen:
-            continue
-        seen.add(i)
-        order.append(i)
-        stack.extend(ch.id for ch in reversed(children[i]))
-    missing = sorted(set(by_id) - seen)
-    if missing:
-        rep.add("tree_structure", False, f"nodes not connected to the root (cycle or orphan): "
-                                         f"{_list(missing)}")
-        return None
-    for i in order:
-        nd, ch = by_id[i], children[i]
-        if ch:
-            vars_ = {x.branch_var for x in ch}
-            vals = sorted(x.branch_value for x in ch)
-            if nd.status != "branched":
-                problems.append(f"node {i} has children but status {nd.status!r}")
-            if len(ch) != 2 or len(vars_) != 1 or vals != [0, 1]:
-                problems.append(
-                    f"node {i} must have exactly two children fixing the same variable to 0 and "
-                    f"1, has {[(x.id, x.branch_var, x.branch_value) for x in ch]}")
-        elif nd.status == "branched":
-            problems.append(f"node {i} has status 'branched' but no children (a leaf is missing)")
-    if problems:
-        rep.add("tree_structure", False, "; ".join(problems[:_MAX_LISTED]))
-        return None
-    n_leaves = sum(1 for i in order if not children[i])
-    rep.add("tree_structure", True, f"{len(c.nodes)} nodes, {n_leaves} leaves, one root, "
-                                    "every branched node has children z_j = 0 and z_j = 1")
-    return root, children, by_id, order
-
-
-def _check_regions(rep: VerificationReport, c: _Parsed, arrays, X, ym, tree,
-                   shift_ok: bool, extra: _Extras | None = None) -> None:
-    """Walk the tree once (fixings derived from the parent chain), check every fixing, and bound
-    every region of the partition from its witness: the leaves (with their own fixings) and the
-    regions cut off by bound fixings. The root starts from the problem's fixed features
-    (``extra``: forced in and out)."""
-    root, children, by_id, order = tree
-    extra = extra if extra is not None else _Extras()
-    des = _Design(X, ym, c.loss, c.fit_intercept, c.huber_delta, extra)
-    p, k = c.p, c.k
-    dual = arrays["dual_values"]
-    off, idx, val = (arrays[k] for k in ("shifted_offsets", "shifted_indices", "shifted_values"))
-    # owners of witnesses in preorder (for batched evaluation), and witness problems
-    problems: list[str] = []
-    wit_problem: dict[tuple[str, int], str | None] = {}
-    for i in order:
-        w = by_id[i].witness
-        if w is None or w in wit_problem:
-            continue
-        kind, slot = w
-        if kind == "dual":
-            wit_problem[w] = (_dual_problem(c.loss, dual[slot], ym, c.fit_intercept,
-                                            c.huber_delta) if extra.w is None else
-                              _weighted_dual_problem(c.loss, dual[slot], ym, extra.w,
-                                                     c.fit_intercept, c.huber_delta))
-        elif c.loss != "squared" or c.mu <= 0:
-            wit_problem[w] = ("a shifted witness needs the squared loss and a proven eigenvalue "
-                              "shift mu > 0 (use a dual witness)")
-        elif not shift_ok:
-            wit_problem[w] = "the eigenvalue shift is not proven"
-        else:
-            wit_problem[w] = None
-    owners = [by_id[i].witness for i in order if by_id[i].witness is not None]
-    cache: dict[tuple[str, int], _Terms] = {}
-    next_owner = {w: q for q, w in reversed(list(enumerate(owners)))}
-    chunk = max(1, min(64, 2_000_000 // max(1, c.n + c.p)))
-    M, lam = c.M, c.lambda2
-
-    def terms_of(w) -> _Terms:
-        if w not in cache:
-            q = next_owner[w]
-            block = [x for x in dict.fromkeys(owners[q:q + chunk]) if x not in cache
-                     and wit_problem.get(x) is None]
-            if w not in block:
-                block = [w]
-            if len(cache) > 4 * chunk:  # keep memory bounded: drop what is not on the path
-                for key in [key for key in cache if key not in pinned]:
-                    del cache[key]
-            duals = [s for kind, s in block if kind == "dual"]
-            shifted = [s for kind, s in block if kind == "shifted"]
-            if duals:
-                for s, t in zip(duals, _dual_terms(des, dual[duals], lam, M), strict=True):
-                    cache[("dual", s)] = t
-            if shifted:
-                B = np.zeros((len(shifted), p))
-                for r, s in enumerate(shifted):
-                    B[r, idx[off[s]:off[s + 1]]] = val[off[s]:off[s + 1]]
-                for s, t in zip(shifted, _shifted_terms(des, B, lam, c.mu, M), strict=True):
-                    cache[("shifted", s)] = t
-        return cache[w]
-
-    state = np.zeros(p, dtype=np.int8)  # 0 free, 1 in, 2 out
-    state[list(extra.forced_out)] = 2  # the root's fixings: the problem's (allowed supports)
-    state[list(extra.forced_in)] = 1
-    n_in = len(extra.forced_in)
-    pinned: set = set()
-    results: list[tuple[float, str]] = []  # (bound, description) of every region
-    fix_problems: list[str] = []
-    inherited = 0
-
-    def fix(j: int, v: int, undo: list) -> None:
-        nonlocal n_in
-        undo.append((j, int(state[j])))
-        state[j] = 1 if v == 1 else 2
-        n_in += v == 1
-
-    # iterative DFS: ("enter", id, inherited witness) / ("exit", id, (undo, own witness))
-    stack: list[tuple] = [("enter", root, None)]
-    while stack and not fix_problems:
-        op, i, arg = stack.pop()
-        if op == "exit":
-            for j, old in reversed(arg[0]):
-                n_in += int(old == 1) - int(state[j] == 1)
-                state[j] = old
-            if arg[1] is not None:
-                pinned.discard(arg[1])
-            continue
-        nd = by_id[i]
-        undo: list[tuple[int, int]] = []
-        if nd.parent is not None:
-            if state[nd.branch_var] != 0:
-                fix_problems.append(f"node {i}: branch_var {nd.branch_var} is not free at its "
-                                    f"parent {nd.parent}")
-                break
-            fix(nd.branch_var, nd.branch_value, undo)
-        own = nd.witness
-        wit = own if own is not None else arg
-        if own is not None:
-            pinned.add(own)
-        leaf = not children[i]
-        t = None
-        if leaf or nd.fixings:
-            if wit is None:
-                problems.append(f"node {i} has no witness (nor any ancestor)")
-            elif wit_problem[wit] is not None:
-                problems.append(f"{wit[0]} witness {wit[1]} (node {i}) {wit_problem[wit]}")
-            else:
-                t = terms_of(wit)
-        if nd.fixings:
-            js = [j for j, _ in nd.fixings]
-            if len(set(js)) != len(js) or any(state[j] != 0 for j in js):
-                fix_problems.append(f"node {i}: its bound fixings must be distinct variables "
-                                    "free at the node")
-                break
-            if t is not None:
-                for (j, v), b in zip(nd.fixings, _fixing_bounds(t, state, k, nd.fixings),
-                                     strict=True):
-                    results.append((b, f"node {i} fixing [{j}, {v}]"))
-            for j, v in nd.fixings:
-                fix(j, v, undo)
-        if n_in > k:
-            fix_problems.append(f"node {i}: {n_in} variables fixed to 1 > k = {k}")
-            break
-        if leaf and t is not None:
-            inherited += own is None
-            results.append((_region_bound(t, _g_star_up(t.h_up, state, k)), f"leaf {i}"))
-        stack.append(("exit", i, (undo, own)))
-        for ch in reversed(children[i]):
-            stack.append(("enter", ch.id, wit))
-    if fix_problems:
-        rep.add("tree_fixings", False, "; ".join(fix_problems[:_MAX_LISTED]))
+def _report_tree(rep: VerificationReport, c: _Parsed, out: _Outcome) -> None:
+    """The checks of the walk (tree_structure, tree_fixings, leaf_witnesses, leaf_bounds)."""
+    if out.stop is not None:
+        _, check, msg = out.stop
+        rep.add(check, False, msg)
         return
-    fixed = (" with the problem's forced-in and excluded features fixed at the root"
-             if extra.forced_in or extra.forced_out else "")
-    rep.add("tree_fixings", True, "every branching and bound fixing is on a variable free at its "
-                                  "node, at most k variables fixed to 1: the leaves and the "
-                                  "fixed-off regions partition {z in {0,1}^p : sum z <= k}"
-                                  + fixed)
-    rep.add("leaf_witnesses", not problems,
-            f"every region has a usable witness ({inherited} leaves use an ancestor's)"
-            if not problems else "; ".join(problems[:_MAX_LISTED]))
-    if problems:
+    rep.add("tree_structure", True,
+            f"{out.n_visited + out.n_skipped} records form one tree in preorder, "
+            f"{out.n_leaves} leaves read, every branched node has the children z_j = 0 and "
+            f"z_j = 1 ({out.n_skipped} records in empty or covered regions not read)")
+    rep.add("tree_fixings", True,
+            "every branching is on a variable no branching above it fixed; the leaves, the "
+            "regions of the derived bound fixings and the empty regions partition "
+            "{z in {0,1}^p : sum z <= k}"
+            + (" with the problem's forced-in and excluded features fixed at the root"
+               if c.extensions.get("always_select") or c.extensions.get("exclude") else "")
+            + (f" ({out.n_derived} bound fixings derived)" if out.n_derived else ""))
+    rep.add("leaf_witnesses", not out.wit,
+            f"every region has a usable witness ({out.n_inherited} leaves use an ancestor's)"
+            if not out.wit else "; ".join(msg for _, msg in out.wit[:_MAX_LISTED]))
+    if out.wit:
         return
-    values = [b if not math.isnan(b) else -math.inf for b, _ in results]
-    certified = min(values) if values else math.inf
-    rep.certified_lower_bound = certified
-    rep.summary["n_regions"] = len(values)
-    bad = [(d, v) for (_, d), v in zip(results, values, strict=True) if not v >= c.lb]
-    if bad:
+    rep.certified_lower_bound = out.min_bound
+    rep.summary["n_regions"] = out.n_regions
+    if out.bad:
+        more = (f" (and {out.n_bad - _MAX_LISTED} more)" if out.n_bad > _MAX_LISTED else "")
         msg = (f"safe bound below the claimed lower bound {c.lb:.15g} at "
-               + _list(bad, lambda t: f"{t[0]} ({t[1]:.15g})"))
+               + ", ".join(f"{d} ({v:.15g})" for _, d, v in out.bad[:_MAX_LISTED]) + more)
     else:
-        msg = (f"min over {len(values)} regions of the safe bounds = {certified:.15g} >= "
+        msg = (f"min over {out.n_regions} regions of the safe bounds = {out.min_bound:.15g} >= "
                f"claimed lower bound {c.lb:.15g}")
-    rep.add("leaf_bounds", not bad, msg)
+    rep.add("leaf_bounds", not out.bad, msg)
+
+
+# ----------------------------------------------------------------------------------------------
+# The walk of the tree (sections 2.6 and 6): records in preorder, fixings on an undo stack,
+# memory O(depth + p + a bounded cache of witness terms), subtrees in worker processes
+# ----------------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Context:
+    """What every walk of one verification shares (inherited by forked workers)."""
+
+    c: _Parsed
+    des: _Design
+    src: _Source
+    layout: _Layout
+    ym: np.ndarray
+    shift_ok: bool
+    extra: _Extras = field(default_factory=_Extras)
+
+
+@dataclass
+class _Outcome:
+    """What a walk of some subtrees found; outcomes of disjoint subtrees merge. Every item is
+    keyed by the preorder index of its node, so a merge keeps what a serial walk reports: the
+    first stop, the first witness problems and failing regions in preorder, the counts."""
+
+    stop: tuple[int, str, str] | None = None  # (node, check, message): the walk stopped
+    wit: list[tuple[int, str]] = field(default_factory=list)  # the first witness problems
+    n_wit: int = 0
+    bad: list[tuple[int, str, float]] = field(default_factory=list)  # first failing regions
+    n_bad: int = 0
+    n_regions: int = 0
+    min_bound: float = math.inf
+    n_inherited: int = 0
+    n_visited: int = 0
+    n_skipped: int = 0
+    n_leaves: int = 0
+    n_derived: int = 0
+
+    def region(self, v: float) -> None:
+        self.n_regions += 1
+        if not v >= self.min_bound:
+            self.min_bound = v if not math.isnan(v) else -math.inf
+
+    def regions(self, v: np.ndarray) -> None:
+        if v.size:
+            self.n_regions += int(v.size)
+            self.min_bound = min(self.min_bound, float(v.min()))
+
+    def witness_problem(self, node: int, msg: str) -> None:
+        self.n_wit += 1
+        if len(self.wit) < _MAX_LISTED:
+            self.wit.append((node, msg))
+
+    def below(self, node: int, desc: str, v: float) -> None:
+        self.n_bad += 1
+        if len(self.bad) < _MAX_LISTED:
+            self.bad.append((node, desc, v))
+
+    def merge(self, other: _Outcome) -> None:
+        if other.stop is not None and (self.stop is None or other.stop[0] < self.stop[0]):
+            self.stop = other.stop
+        self.wit = sorted(self.wit + other.wit)[:_MAX_LISTED]
+        self.bad = sorted(self.bad + other.bad)[:_MAX_LISTED]
+        for name in ("n_wit", "n_bad", "n_regions", "n_inherited", "n_visited", "n_skipped",
+                     "n_leaves", "n_derived"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.min_bound = min(self.min_bound, other.min_bound)
+
+
+class _Stop(Exception):
+    def __init__(self, node: int, check: str, msg: str) -> None:
+        super().__init__(msg)
+        self.args3 = (node, check, msg)
+
+
+#: witness terms kept at once: about 64 MiB of Huber terms
+_CACHE_BYTES = 1 << 26
+
+
+class _Walker:
+    """Walks subtrees of the proof file's tree in preorder (one per process)."""
+
+    def __init__(self, ctx: _Context, progress: _Progress | None = None) -> None:
+        self.ctx = ctx
+        c = ctx.c
+        self.reader = _Reader(ctx.src, ctx.layout)
+        self.k, self.p, self.lb = c.k, c.p, c.lb
+        self.cache: OrderedDict[tuple[int, int], _Terms | str] = OrderedDict()
+        self.cap = max(8, _CACHE_BYTES // (8 * c.p))
+        self.progress = progress
+
+    def close(self) -> None:
+        self.reader.close()
+
+    # -- witnesses --------------------------------------------------------------------------
+    def _evaluate(self, kind: int, slot: int) -> _Terms | str:
+        """The terms of one witness, or why it gives no bound. Each witness is evaluated on its
+        own (the same products, so the same bounds, in every process)."""
+        ctx, c = self.ctx, self.ctx.c
+        M, lam = c.M, c.lambda2
+        if kind == 1:
+            z = self.reader.dual_rows([slot])
+            w = ctx.extra.w
+            problem = (_dual_problem(c.loss, z[0], ctx.ym, c.fit_intercept, c.huber_delta)
+                       if w is None else
+                       _weighted_dual_problem(c.loss, z[0], ctx.ym, w, c.fit_intercept,
+                                              c.huber_delta))
+            if problem is not None:
+                return problem
+            return _dual_terms(ctx.des, z, lam, M)[0]
+        if c.loss != "squared" or c.mu <= 0:
+            return ("needs the squared loss and a proven eigenvalue shift mu > 0 (use a dual "
+                    "witness)")
+        if not ctx.shift_ok:
+            return "needs the eigenvalue shift, which is not proven"
+        b = self.reader.shifted_row(slot)
+        if isinstance(b, str):
+            return b
+        return _shifted_terms(ctx.des, b[None, :], lam, c.mu, M)[0]
+
+    def terms(self, wit: tuple[int, int] | None, node: int, out: _Outcome) -> _Terms | None:
+        """The terms of a node's witness (own or inherited); None (and a witness problem
+        recorded) when it has none or it gives no bound."""
+        if wit is None:
+            out.witness_problem(node, f"node {node} has no witness (nor any ancestor)")
+            return None
+        t = self.cache.get(wit)
+        if t is None:
+            t = self._evaluate(*wit)
+            self.cache[wit] = t
+            if len(self.cache) > self.cap:
+                self.cache.popitem(last=False)
+        else:
+            self.cache.move_to_end(wit)
+        if isinstance(t, str):
+            out.witness_problem(node, f"{_KIND_NAMES[wit[0]]} witness {wit[1]} (node {node}) "
+                                      f"{t}")
+            return None
+        return t
+
+    # -- the walk ---------------------------------------------------------------------------
+    def walk(self, pos: int, size: int, state: np.ndarray, branched: np.ndarray,
+             inherited: tuple[int, int] | None, split: _Splitter | None = None) -> _Outcome:
+        """Walk the subtree of ``size`` records at ``pos`` (its branching from the parent
+        already in ``state``, 0 free / 1 in / 2 out; ``branched`` the variables branched on
+        above it)."""
+        out = _Outcome()
+        try:
+            self._walk(pos, size, state, branched, inherited, split, out)
+        except _Stop as stop:
+            out.stop = stop.args3
+        return out
+
+    def _walk(self, pos0, size0_, state, branched, inherited, split, out) -> None:
+        k, p, lb = self.k, self.p, self.lb
+        L = self.ctx.layout
+        end = pos0 + size0_
+        n_in = int(np.count_nonzero(state == 1))
+        # frames: (0, pos, size, j, b, inherited witness) enter a node made by z_j = b from its
+        # parent (j = -1: no branching to apply); (1, undo, j) leave a branched node
+        stack: list[tuple] = [(0, pos0, size0_, -1, 0, inherited)]
+        tick = 0
+
+        def undo_all(undo: list) -> int:
+            removed = 0
+            for item in reversed(undo):
+                removed += int(np.count_nonzero(state[item] == 1))
+                state[item] = 0
+            return removed
+
+        while stack:
+            fr = stack.pop()
+            if fr[0] == 1:
+                n_in -= undo_all(fr[1])
+                branched[fr[2]] = False
+                continue
+            _, pos, size, j, b, inh = fr
+            undo: list = []
+            if j >= 0:  # the branching z_j = b that makes this node
+                s = state[j]
+                if s == 0:
+                    if b == 1 and n_in >= k:  # more than k variables in S1: an empty region
+                        out.n_skipped += size
+                        continue
+                    state[j] = 1 if b == 1 else 2
+                    n_in += b
+                    undo.append(j)
+                elif (s == 1) != (b == 1):  # a bound fixing above says otherwise: empty
+                    out.n_skipped += size
+                    continue
+                if split is not None and split.takes(size):
+                    split.submit(pos, size, state, branched, inh)
+                    n_in -= undo_all(undo)
+                    continue
+            tick += 1
+            if self.progress is not None and tick & 1023 == 0:
+                self.progress.tick(out.n_visited + out.n_skipped)
+            head, var, slot, size0 = self.reader.record(pos, end)
+            if head > 0x1F or (head >> 3) & 3 == 3:
+                raise _Stop(pos, "tree_structure", f"node {pos}: malformed record (head "
+                                                   f"{head:#x}: reserved bits set)")
+            status, derive, wk = head & 3, head & 4, (head >> 3) & 3
+            if status == 0:
+                if not (size >= 3 and 1 <= size0 <= size - 2):
+                    raise _Stop(pos, "tree_structure",
+                                f"node {pos}: a branched node whose subtree of {size} records "
+                                f"cannot hold a first child's subtree of {size0} records and a "
+                                "second one (the records are not a tree in preorder)")
+                if var >= p:
+                    raise _Stop(pos, "tree_structure", f"node {pos}: branching variable {var} "
+                                                       f"not in [0, {p})")
+            elif size != 1 or var or size0:
+                raise _Stop(pos, "tree_structure",
+                            f"node {pos}: a leaf record (status "
+                            f"{_STATUS_NAMES[status]}) where {size} records are left for its "
+                            "subtree, or with a branching variable or subtree size (the "
+                            "records are not a tree in preorder)")
+            own = None
+            if wk:
+                if slot >= L.slots(_KIND_NAMES[wk]):
+                    raise _Stop(pos, "tree_structure",
+                                f"node {pos}: {_KIND_NAMES[wk]} witness slot {slot} out of range "
+                                f"({L.slots(_KIND_NAMES[wk])} stored)")
+                own = (wk, slot)
+            elif slot:
+                raise _Stop(pos, "tree_structure", f"node {pos}: a witness slot without a "
+                                                   "witness kind")
+            out.n_visited += 1
+            wit = own if own is not None else inh
+            leaf = status != 0
+            t = self.terms(wit, pos, out) if (derive or leaf) else None
+            if derive and t is not None:
+                base = _region_bound(t, _g_star_up(t.h_up, state, k))
+                if base >= lb:  # the node's whole region is bounded: nothing below is needed
+                    out.region(base)
+                    out.n_skipped += size - 1
+                    n_in -= undo_all(undo)
+                    continue
+                regions = _free_region_bounds(t, state, k)
+                if regions is not None:
+                    free_idx, b_in, b_out = regions
+                    d0, d1 = b_in >= lb, b_out >= lb  # fix j to 0 / to 1
+                    n1 = int(np.count_nonzero(d1))
+                    if n1 or d0.any():
+                        out.regions(b_in[d0])
+                        out.regions(b_out[d1])
+                        out.n_derived += int(np.count_nonzero(d0)) + n1
+                        if (d0 & d1).any() or n_in + n1 > k:  # the regions cover the node
+                            out.n_skipped += size - 1
+                            n_in -= undo_all(undo)
+                            continue
+                        i0, i1 = free_idx[d0], free_idx[d1]
+                        state[i0] = 2
+                        state[i1] = 1
+                        n_in += n1
+                        undo.extend((i0, i1))
+            if leaf:
+                out.n_leaves += 1
+                if t is not None:
+                    out.n_inherited += own is None
+                    v = _region_bound(t, _g_star_up(t.h_up, state, k))
+                    out.region(v)
+                    if not v >= lb:
+                        out.below(pos, f"leaf {pos}", v)
+                n_in -= undo_all(undo)
+                continue
+            if branched[var]:
+                raise _Stop(pos, "tree_fixings",
+                            f"node {pos}: branches on variable {var}, which a branching above "
+                            "it already fixed")
+            branched[var] = True
+            stack.append((1, undo, var))
+            stack.append((0, pos + 1 + size0, size - 1 - size0, var, 1, wit))
+            stack.append((0, pos + 1, size0, var, 0, wit))
+
+
+class _Progress:
+    """Progress lines of a long walk: at most one every ``interval`` seconds."""
+
+    def __init__(self, report: Callable[[str], None] | None, total: int,
+                 interval: float = 5.0) -> None:
+        self.report = report
+        self.total = total
+        self.interval = interval
+        self.t0 = time.perf_counter()
+        self.last = self.t0
+        self.own = 0  # records the master's walk has passed
+        self.tasks = 0  # records of the finished tasks
+        self.lock = threading.Lock()
+
+    def tick(self, own: int | None = None, task: int = 0) -> None:
+        """Count the master's progress (``own``) or a finished task's records (``task``) and
+        print a line if the last one is older than the interval."""
+        with self.lock:
+            if own is not None:
+                self.own = own
+            self.tasks += task
+            now = time.perf_counter()
+            if self.report is None or now - self.last < self.interval:
+                return
+            self.last = now
+            done = self.own + self.tasks
+            self.report(f"verify: {min(done, self.total):,} of {self.total:,} nodes checked "
+                        f"({100.0 * min(done, self.total) / self.total:.0f}%) in "
+                        f"{now - self.t0:.1f} s")
+
+
+class _Splitter:
+    """Hands subtrees of the master's walk to worker processes: a subtree of at most
+    ``largest`` and at least ``smallest`` records is a task; the master walks the rest."""
+
+    def __init__(self, ctx: _Context, jobs: int, total: int, progress: _Progress) -> None:
+        self.ctx = ctx
+        self.jobs = jobs
+        self.largest = max(_MIN_TASK, total // (8 * jobs))
+        self.smallest = max(1, self.largest // 16)
+        self.pool = None
+        self.pending: list = []
+        self.progress = progress
+
+    def takes(self, size: int) -> bool:
+        return self.smallest <= size <= self.largest
+
+    def _start(self) -> None:
+        import multiprocessing as mp
+
+        global _FORKED
+        methods = mp.get_all_start_methods()
+        if "fork" in methods:
+            _FORKED = self.ctx  # the workers inherit it (and the data) from this process
+            self.pool = mp.get_context("fork").Pool(self.jobs, initializer=_start_worker,
+                                                    initargs=(None,))
+        else:
+            c = self.ctx
+            state = (c.c, c.des.X, c.ym, c.src.data if c.src.data is not None else c.src.path,
+                     c.layout, c.shift_ok, c.extra)
+            self.pool = mp.get_context("spawn").Pool(self.jobs, initializer=_start_worker,
+                                                     initargs=(state,))
+
+    def submit(self, pos: int, size: int, state: np.ndarray, branched: np.ndarray,
+               inherited: tuple[int, int] | None) -> None:
+        if self.pool is None:
+            self._start()
+        task = (pos, size, state.copy(), branched.copy(), inherited)
+        self.pending.append(self.pool.apply_async(_run_task, (task,), callback=self._done))
+
+    def _done(self, out: _Outcome) -> None:
+        self.progress.tick(task=out.n_visited + out.n_skipped)
+
+    def collect(self, into: _Outcome) -> None:
+        try:
+            for r in self.pending:
+                into.merge(r.get())
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.terminate()
+            self.pool.join()
+            self.pool = None
+
+
+#: the smallest tree split into tasks, and the least records a task holds
+_MIN_TASK = 2048
+_FORKED: _Context | None = None
+_WORKER: _Walker | None = None
+
+
+def _start_worker(state) -> None:
+    """A worker's walker: from the forked parent's context, or rebuilt from ``state``."""
+    global _WORKER
+    if state is None:
+        ctx = _FORKED
+    else:
+        c, X, ym, src, layout, shift_ok, extra = state
+        ctx = _Context(c, _Design(X, ym, c.loss, c.fit_intercept, c.huber_delta, extra),
+                       _Source(src), layout, ym, shift_ok, extra)
+    _WORKER = _Walker(ctx)
+
+
+def _run_task(task) -> _Outcome:
+    pos, size, state, branched, inherited = task
+    with np.errstate(all="ignore"):
+        return _WORKER.walk(pos, size, state, branched, inherited)
+
+
+def _check_tree(ctx: _Context, jobs: int, report: Callable[[str], None] | None) -> _Outcome:
+    """Walk the whole tree: serially, or with ``jobs`` worker processes checking subtrees (the
+    same outcome: every subtree is walked by the same code from the same state)."""
+    total = ctx.layout.n_nodes
+    progress = _Progress(report, total)
+    walker = _Walker(ctx, progress)
+    state = np.zeros(ctx.c.p, dtype=np.int8)  # 0 free, 1 in, 2 out
+    state[list(ctx.extra.forced_out)] = 2  # the root's fixings: the problem's allowed supports
+    state[list(ctx.extra.forced_in)] = 1
+    branched = np.zeros(ctx.c.p, dtype=bool)
+    split = _Splitter(ctx, jobs, total, progress) if jobs > 1 and total >= 2 * _MIN_TASK \
+        else None
+    try:
+        out = walker.walk(0, total, state, branched, None, split)
+        if split is not None:
+            split.collect(out)
+    finally:
+        walker.close()
+        if split is not None:
+            split.close()
+    return out
 
 
 def _main(argv: list[str] | None = None) -> int:
@@ -3196,6 +3476,8 @@ def _main(argv: list[str] | None = None) -> int:
     ap.add_argument("--fit-intercept", action=argparse.BooleanOptionalAction, default=None)
     ap.add_argument("--huber-delta", type=float, default=None)
     ap.add_argument("--rel-gap", type=float, default=DEFAULT_REL_GAP)
+    ap.add_argument("--jobs", type=int, default=1,
+                    help="processes checking subtrees (-1: one per core; default 1)")
     args = ap.parse_args(argv)
     try:
         with np.load(args.data, allow_pickle=False) as z:
@@ -3206,12 +3488,16 @@ def _main(argv: list[str] | None = None) -> int:
         print(f"error: {args.data}: not a readable .npz file with arrays X and y "
               f"({_short(str(exc))})", file=sys.stderr)
         return 2
+
+    def say(line: str) -> None:
+        print(line, file=sys.stderr, flush=True)
+
     try:
         report = verify_certificate(
             args.certificate, X, y, loss=args.loss, k=args.k, lambda2=args.lambda2,
             max_abs_coef=_NOT_GIVEN if args.max_abs_coef is None else args.max_abs_coef,
             fit_intercept=args.fit_intercept, rel_gap=args.rel_gap, huber_delta=args.huber_delta,
-            **data_extra)
+            n_jobs=args.jobs, progress=say, **data_extra)
     except (OSError, ValueError, KeyError, TypeError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -6,7 +6,7 @@ the gap is above the tolerance asked for.
 
 ``sparsecert certify`` without ``--data`` runs the main job: k = 5, lambda2 = 0.1, with an
 intercept, on the bundled diabetes data; it writes ``sparsecert-certificate.json``
-(+ ``.npz``) and re-checks it with the standalone verifier.
+(+ ``.proof``) and re-checks it with the standalone verifier.
 """
 
 from __future__ import annotations
@@ -96,6 +96,17 @@ def _nonneg(value: float) -> None:
                          f">= 0")
 
 
+def _jobs(value: int) -> None:
+    """``value >= 1`` or ``-1`` (one per core): the verify command's processes."""
+    if value < 1 and value != -1:
+        raise ValueError(f"{value} must be >= 1 (or -1: one per core)")
+
+
+def _progress_line(line: str) -> None:
+    """A progress line of a long verification, on stderr (stdout keeps the report)."""
+    print(line, file=sys.stderr, flush=True)
+
+
 def _add_data_args(p: argparse.ArgumentParser, default_note: str) -> None:
     p.add_argument("--data", metavar="FILE",
                    help=".npz with arrays X and y; .npy with X (and --y); .csv with a header "
@@ -143,9 +154,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_param_options(c)
     _add_loss_params(c, "with its loss only")
     c.add_argument("--out", default=DEFAULT_OUT, metavar="CERT.json",
-                   help=f"certificate path (default {DEFAULT_OUT}; sidecar .npz next to it)")
+                   help=f"certificate path (default {DEFAULT_OUT}; its .proof file next to it)")
     c.add_argument("--force", action="store_true",
-                   help="replace existing files at --out and its sidecar even if they are not "
+                   help="replace existing files at --out and its .proof file even if they are not "
                         "a certificate of this problem on this data (without it, only the "
                         "same job's certificate is replaced)")
     c.add_argument("--quiet", action="store_true", help="no progress log, one summary line")
@@ -159,7 +170,7 @@ def build_parser() -> argparse.ArgumentParser:
                                    "here must equal the certificate's (the others are taken "
                                    "from the certificate and reported as such).")
     v.add_argument("certificate", metavar="CERT.json",
-                   help="the certificate; its sidecar is the .npz of the same name next to it")
+                   help="the certificate; its proof file is the .proof of the same name next to it")
     _add_data_args(v, "Required: the data the certificate is about.")
     v.add_argument("--loss", choices=LOSS_NAMES, default=None, help="the loss you certify")
     _add_loss_params(v, "the value you certify")
@@ -172,14 +183,17 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--rel-gap", type=_arg(float, _nonneg), default=1e-4, metavar="G",
                    help="relative-gap tolerance: exit 3 if the proven gap is above it (default "
                         "1e-4, never the certificate's own)")
-    v.add_argument("--quiet", action="store_true", help="print one line only")
+    v.add_argument("--jobs", type=_arg(int, _jobs), default=1, metavar="N",
+                   help="processes checking subtrees of the tree (-1: one per core; default 1; "
+                        "the verdict is the same)")
+    v.add_argument("--quiet", action="store_true", help="print one line only (no progress)")
 
     s = sub.add_parser("show", help="print a human summary of a certificate",
                        description="Print what a certificate states (problem, model, bounds, "
                                    "tree) without checking it: 'sparsecert verify' checks it. "
                                    "Exit code 0, or 2 if it cannot be read.")
     s.add_argument("certificate", metavar="CERT.json",
-                   help="the certificate (its JSON file; the sidecar is not read)")
+                   help="the certificate (its JSON file; the proof file is read only with --audit)")
     s.add_argument("--audit", action="store_true",
                    help="also list every node of the tree (parent, branching, status, claimed "
                         "bound, witness, fixings)")
@@ -287,6 +301,7 @@ def _certify(args, records) -> int:
               f"'sparsecert show {args.out}' prints its model, 'sparsecert verify' checks it",
               file=sys.stderr)
         return EXIT_INTERRUPTED
+    result.verification_time = report.seconds
     coef = np.asarray(result.coef)
     support = np.flatnonzero(coef).tolist()
     named = f" ({', '.join(_label(names, j) for j in support)})" if names else ""
@@ -328,7 +343,8 @@ def _cmd_verify(args) -> int:
     try:
         report = verify_certificate(args.certificate, X, y, loss=args.loss, k=args.k,
                                     lambda2=args.lambda2, fit_intercept=args.fit_intercept,
-                                    rel_gap=args.rel_gap, **extra)
+                                    rel_gap=args.rel_gap, n_jobs=args.jobs,
+                                    progress=None if args.quiet else _progress_line, **extra)
     except OSError as exc:
         raise _InputError(f"cannot read certificate {args.certificate}: "
                           f"{exc.strerror or exc}") from None
@@ -364,8 +380,27 @@ def _cmd_show(args) -> int:
     except ValueError as exc:
         raise _InputError(f"{args.certificate} is malformed ({exc}); run "
                           "'sparsecert verify' for the details") from None
-    print(format_summary(data, audit=args.audit))
+    nodes = _audit_nodes(args.certificate, data) if args.audit else None
+    print(format_summary(data, audit=args.audit, nodes=nodes))
     return EXIT_OK
+
+
+def _audit_nodes(path: str, data: dict) -> list[dict]:
+    """The tree's nodes in preorder, from the certificate's proof file (its header checked as
+    the verifier checks it before anything else is read)."""
+    from sparsecert.certificate.proof_file import decode_tree
+    from sparsecert.certificate.verify import proof_path, read_proof_header
+
+    proof = proof_path(path)
+    try:
+        read_proof_header(data, proof)
+        with open(proof, "rb") as fh:
+            return decode_tree(fh)
+    except OSError as exc:
+        raise _InputError(f"cannot read the proof file {proof}: {exc.strerror or exc}") from None
+    except ValueError as exc:
+        raise _InputError(f"{proof} is malformed ({exc}); run 'sparsecert verify' for the "
+                          "details") from None
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,37 +1,85 @@
 """The proof producer: a finished search becomes certified claims and their certificate.
 
-:func:`produce` reads the engine's record (:class:`sparsecert.bnb.SearchResult`) beside the
+The proof is recorded while the search runs (:class:`sparsecert.proof.recorder.ProofRecorder`,
+which the engine calls as each node closes: the node's claims are computed rigorously on the
+raw data there, its record and witness streamed to temporary files, and the node forgotten).
+:func:`produce` then reads the engine's record (:class:`sparsecert.bnb.SearchResult`) beside the
 relaxation's data it was searched on, the problem as the user posed it (the prepared problem,
 whose record :class:`sparsecert.problem.ProblemSpec` holds ``k``) and the search's options
-(:class:`sparsecert.problem.SearchOptions`: the gap targets of the status ``optimal``). It maps
-the engine's model back to the user's coordinates, rebuilds the tree
-(:mod:`~sparsecert.proof.tree`), translates every witness it needs
-(:mod:`~sparsecert.proof.witnesses`), evaluates every region's bound and the incumbent's
-objective rigorously on the raw data (:mod:`~sparsecert.proof.bounds`, the fixing regions by
-:mod:`~sparsecert.proof.regions`), claims them with a margin of a few rounding radii
+(:class:`sparsecert.problem.SearchOptions`: the gap targets of the status ``optimal``): it maps
+the engine's model back to the user's coordinates, has the recorder record the open frontier
+and write the proof file in preorder, bounds the incumbent's objective rigorously
+(:mod:`~sparsecert.proof.bounds`), claims it with a margin of a few rounding radii
 (:mod:`~sparsecert.proof.claims`), sets the status the claims allow
-(:mod:`~sparsecert.proof.status`) and writes the certificate. It imports nothing of the
-standalone verifier, which checks its claims independently.
+(:mod:`~sparsecert.proof.status`) and writes the certificate's document. It imports nothing of
+the standalone verifier, which checks its claims independently.
 """
 
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from sparsecert.proof.bounds import SafeEvaluator
-from sparsecert.proof.claims import claim_lower, claim_lower_array, claim_upper
-from sparsecert.proof.regions import fixing_regions
+from sparsecert.proof.claims import claim_upper
+from sparsecert.proof.recorder import ProofRecorder
 from sparsecert.proof.status import certified_lower, demote, proven_gaps
-from sparsecert.proof.tree import columns_read, reconstruct
-from sparsecert.proof.witnesses import WitnessTranslator, ZeroWitness
-from sparsecert.statuses import BRANCHED
+from sparsecert.statuses import OPEN
 
-__all__ = ["Proof", "produce", "extensions"]
+__all__ = ["Proof", "ProofStats", "produce", "start", "extensions"]
+
+
+@dataclass(frozen=True)
+class ProofStats:
+    """What the certificate cost: ``n_nodes``, ``json_bytes`` and ``proof_bytes`` (the two
+    files), ``claim_seconds`` (the closed nodes' claims, during the search), ``assembly_seconds``
+    (after the search: the open nodes, the proof file, the document) and ``peak_memory`` (the
+    process's peak resident memory in bytes when the certificate was done; None where the
+    platform does not say)."""
+
+    n_nodes: int
+    json_bytes: int
+    proof_bytes: int
+    claim_seconds: float
+    assembly_seconds: float
+    peak_memory: int | None
+
+    @property
+    def total_bytes(self) -> int:
+        return self.json_bytes + self.proof_bytes
+
+    @property
+    def bytes_per_node(self) -> float:
+        return self.total_bytes / max(1, self.n_nodes)
+
+    def line(self) -> str:
+        """One line for the log."""
+        mem = "" if self.peak_memory is None else \
+            f"; peak memory {self.peak_memory / 2 ** 20:.0f} MB"
+        return (f"certificate: {self.n_nodes:,} nodes, {_mb(self.total_bytes)} (JSON "
+                f"{_mb(self.json_bytes)} + proof {_mb(self.proof_bytes)}, "
+                f"{self.bytes_per_node:.0f} bytes a node); claims {self.claim_seconds:.1f} s "
+                f"during the search, {self.assembly_seconds:.1f} s after it{mem}")
+
+
+def _mb(n: int) -> str:
+    return f"{n / 1e6:.2f} MB" if n >= 1e5 else f"{n / 1e3:.1f} KB"
+
+
+def peak_memory() -> int | None:
+    """This process's peak resident memory in bytes (None where the platform does not say)."""
+    try:
+        import resource
+    except ImportError:  # Windows
+        return None
+    import sys
+
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return int(peak) if sys.platform == "darwin" else int(peak) * 1024
 
 
 @dataclass(frozen=True, eq=False)
@@ -39,7 +87,8 @@ class Proof:
     """What the producer claims, with the certificate that proves it.
 
     ``objective`` is the computed objective of the model (``upper_bound`` its claimed upper
-    bound), ``gap``/``absolute_gap`` the claimed gaps rounded up, ``status`` the certificate's.
+    bound), ``gap``/``absolute_gap`` the claimed gaps rounded up, ``status`` the certificate's,
+    ``stats`` what the certificate cost.
     """
 
     coef: np.ndarray
@@ -51,6 +100,13 @@ class Proof:
     absolute_gap: float
     status: str
     certificate: Any
+    stats: ProofStats
+
+
+def start(relaxation, prepared) -> ProofRecorder:
+    """The recorder of a search's proof (give it to the engine: ``BranchAndBound(...,
+    proof=recorder)``)."""
+    return ProofRecorder(relaxation, prepared)
 
 
 def user_model(search, relaxation) -> tuple[np.ndarray, float]:
@@ -72,7 +128,7 @@ def extensions(prepared) -> dict:
                 always_select=spec.always_select, exclude=spec.exclude)
 
 
-def produce(search, relaxation, prepared, options, *,
+def produce(search, relaxation, prepared, options, *, recorder: ProofRecorder | None = None,
             producer: Mapping[str, Any] | None = None, feature_names=None,
             note: Callable[[str], None] | None = None) -> Proof:
     """The certified claims of a finished (or stopped) search, and their certificate.
@@ -80,7 +136,8 @@ def produce(search, relaxation, prepared, options, *,
     Parameters
     ----------
     search : sparsecert.bnb.SearchResult
-        The engine's record (its tree and its incumbent).
+        The engine's record (its incumbent, and its nodes: those still open when the search
+        streamed its closed nodes to ``recorder``, else the whole tree).
     relaxation : sparsecert.solvers.perspective.RelaxationProblem
         The data the engine searched on (centring, eigenvalue shift) and its loss (with the
         loss's parameters).
@@ -89,6 +146,9 @@ def produce(search, relaxation, prepared, options, *,
         ``y`` as given and hashed, ``y_used`` as the loss reads it).
     options : sparsecert.problem.SearchOptions
         The gap targets (``rel_gap``, ``abs_gap``) an ``optimal`` status is judged by.
+    recorder : ProofRecorder, optional
+        The recorder the engine streamed its closed nodes to (:func:`start`); without it the
+        search's whole tree is recorded here.
     producer : dict, optional
         Informational fields of the certificate's ``producer`` section.
     feature_names : sequence of str, optional
@@ -100,66 +160,56 @@ def produce(search, relaxation, prepared, options, *,
     -------
     Proof
     """
+    t0 = time.perf_counter()
     spec = prepared.spec
     k = int(spec.k)
     box = None if spec.max_abs_coef is None or math.isinf(spec.max_abs_coef) \
         else float(spec.max_abs_coef)
-    coef, intercept = user_model(search, relaxation)
-    if not spec.fit_intercept:
-        intercept = 0.0
-    mu = float(relaxation.mu)  # proven when the relaxation was built (Rump's test)
-    loss = relaxation.loss_fn  # the registry's loss with its parameters
-    ext = extensions(prepared)
-    ev = SafeEvaluator(prepared.X, prepared.y_used, loss, spec.lambda2, box, spec.fit_intercept,
-                       mu, sample_weight=prepared.sample_weight, offset=prepared.offset,
-                       coef_lower=prepared.coef_lower, coef_upper=prepared.coef_upper)
-    value, upper = ev.objective(coef, intercept)
-    ub = claim_upper(value, upper)
-
-    n, p = prepared.X.shape
-    tree = reconstruct(search.nodes, ZeroWitness(np.zeros(n)))
-    translator = WitnessTranslator(ev, relaxation, columns_read(tree, p))
-    docs, claims = [], []
-    for i, tn in enumerate(tree):
-        if note is not None and i % 1000 == 0:
-            note(f"certificate: rigorous bounds, node {i:,} of {len(tree):,}")
-        nd, fixings = tn.node, tn.fixings
-        cert_w, wb, bound = None, None, None
-        if tn.witness is not None:  # a leaf, or a node whose fixings keep its witness
-            cert_w, wb = translator.translate(tn.witness)
-        if tn.leaf:
-            if wb is not None:
-                fin = np.asarray(nd.fixed_in, dtype=bool).reshape(p)
-                fout = np.asarray(nd.fixed_out, dtype=bool).reshape(p)
-                bound = claim_lower(*wb.node(fin, fout, k))
-            claims.append(-np.inf if bound is None else bound)
-        if fixings:  # each cut-off region z_j = 1 - v, bounded with the node's base fixings
-            if wb is None:
-                claims.append(-np.inf)
+    if recorder is None:  # a search that kept its whole tree: record its closed nodes now
+        recorder = start(relaxation, prepared)
+        live = []
+        for nd in search.nodes:
+            if nd.status == OPEN:
+                live.append(nd)
             else:
-                values, lowers = fixing_regions(wb, *nd.base_fixings(), k, fixings)
-                claims.append(float(claim_lower_array(values, lowers).min()))
-        docs.append(dict(id=nd.id, parent=nd.parent, branch_var=nd.branch_var,
-                         branch_value=nd.branch_value,
-                         status=nd.status if tn.leaf else BRANCHED,
-                         bound=bound if bound is not None and np.isfinite(bound) else None,
-                         witness=cert_w, fixings=fixings))
-    lower = certified_lower(claims, ub)
+                recorder.closed(nd)
+    else:
+        live = list(search.nodes)
+    try:
+        coef, intercept = user_model(search, relaxation)
+        if not spec.fit_intercept:
+            intercept = 0.0
+        mu = float(relaxation.mu)  # proven when the relaxation was built (Rump's test)
+        loss = relaxation.loss_fn  # the registry's loss with its parameters
+        value, upper = recorder.ev.objective(coef, intercept)
+        ub = claim_upper(value, upper)
+        during = recorder.seconds
+        proof_file = recorder.finish(live, note)
+    except BaseException:
+        recorder.discard()
+        raise
+    lower = certified_lower([proof_file.min_claim], ub)
     abs_gap, rel_gap = proven_gaps(ub, lower)
     status = demote(search.status, abs_gap, rel_gap, options.abs_gap, options.rel_gap)
     if note is not None:
         note("certificate: the document")
     from sparsecert.certificate import Certificate
 
-    cert = Certificate.build(
+    doc = Certificate.document(
         prepared.X, prepared.y,
         problem=dict(loss=spec.loss, k=k, lambda2=float(spec.lambda2), max_abs_coef=box,
                      fit_intercept=bool(spec.fit_intercept), **loss.params),
         incumbent=dict(coef=coef, intercept=intercept, objective=value),
         bounds=dict(lower_bound=lower, upper_bound=ub, status=status,
                     rel_gap_tol=float(options.rel_gap), abs_gap_tol=float(options.abs_gap)),
-        eig_shift=mu, nodes=docs, feature_names=feature_names, extensions=ext,
+        eig_shift=mu, proof=dict(sha256=proof_file.sha256, bytes=proof_file.size),
+        tree=proof_file.tree, feature_names=feature_names, extensions=extensions(prepared),
         producer=dict(settings=search.settings, elapsed=search.time, **(producer or {})))
+    cert = Certificate(doc, proof_file.path, temporary=True)
+    stats = ProofStats(n_nodes=proof_file.counts.n_nodes,
+                       json_bytes=len(cert.to_json().encode("utf-8")),
+                       proof_bytes=proof_file.size, claim_seconds=during,
+                       assembly_seconds=time.perf_counter() - t0, peak_memory=peak_memory())
     return Proof(coef=coef, intercept=intercept, objective=value, upper_bound=ub,
                  lower_bound=lower, gap=rel_gap, absolute_gap=abs_gap, status=status,
-                 certificate=cert)
+                 certificate=cert, stats=stats)

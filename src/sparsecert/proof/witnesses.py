@@ -10,8 +10,9 @@ record, so the id says which nodes share a witness. The certificate's witness of
 * a dual point ``zeta`` (an intercept carried as a variable): the *dual* witness ``zeta``;
 
 a dual witness clipped into the conjugate's domain and, with an intercept, moved to an exactly
-zero sum (:func:`exact_zero_sum`). Each is evaluated once (by id) on the columns some node that
-uses it reads (:func:`sparsecert.proof.tree.columns_read`).
+zero sum (:func:`exact_zero_sum`). The proof recorder (:mod:`sparsecert.proof.recorder`)
+translates each witness once, when the first node that needs it closes, and writes it to the
+proof file.
 """
 
 from __future__ import annotations
@@ -21,24 +22,26 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sparsecert.proof.bounds import SafeEvaluator, WitnessBound
+from sparsecert.proof.bounds import SafeEvaluator
 from sparsecert.proof.rounding import sums_to_zero
 
-__all__ = ["ZERO_ID", "ZeroWitness", "WitnessTranslator", "dual_witness", "exact_zero_sum",
+__all__ = ["ZERO_ID", "ZeroWitness", "certificate_witness", "dual_witness", "exact_zero_sum",
            "point_dual", "raw_dual"]
 
 #: the id of the producer's zero witness (the engine numbers its witnesses from 0)
 ZERO_ID = -1
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(eq=False)
 class ZeroWitness:
     """The dual point ``zeta = 0``: in every loss's domain, zero-sum, so its bound is weak but
-    proven. A leaf the search never bounded (a root a Ctrl-C stopped) gets it."""
+    proven. A leaf the search never bounded (a root a Ctrl-C stopped) gets it. ``cert`` is set
+    by the proof recorder once it is written (see :class:`sparsecert.bnb.node.Witness`)."""
 
     vector: np.ndarray
     id: int = ZERO_ID
     kind: str = "dual"
+    cert: tuple[int, int] | None = None
 
 
 def exact_zero_sum(zeta: np.ndarray, lower: np.ndarray | None = None,
@@ -112,43 +115,15 @@ def raw_dual(relaxation, zeta: np.ndarray) -> np.ndarray:
     return np.asarray(zeta, dtype=np.float64) if fn is None else fn(zeta)
 
 
-class WitnessTranslator:
-    """The certificate's witness of every engine witness, and its safe terms, each computed once.
-
-    Parameters
-    ----------
-    ev : SafeEvaluator
-        The rigorous evaluation on the user's raw data.
-    relaxation : RelaxationProblem
-        The engine's data (a point's dual is ``f'`` at ``X b~`` there) and its shift ``mu``.
-    columns : dict of int to numpy.ndarray of bool
-        For each witness id, the columns a node using it reads (the others' terms are not
-        computed); a witness without an entry is evaluated on every column.
-    """
-
-    def __init__(self, ev: SafeEvaluator, relaxation, columns: dict[int, np.ndarray]) -> None:
-        self.ev = ev
-        self.relaxation = relaxation
-        self.columns = columns
-        self._done: dict[int, tuple[tuple[str, np.ndarray], WitnessBound | None]] = {}
-
-    def translate(self, witness) -> tuple[tuple[str, np.ndarray], WitnessBound | None]:
-        """``((kind, vector), terms)`` of an engine witness (``terms`` None: it bounds
-        nothing)."""
-        key = witness.id
-        if key not in self._done:
-            vec = np.asarray(witness.vector, dtype=np.float64)
-            rx = self.relaxation
-            if witness.kind == "point" and rx.mu > 0:
-                cert_w = ("shifted", vec)
-            elif witness.kind == "point":  # the dual point of the unshifted relaxation at b~
-                cert_w = ("dual", dual_witness(self.ev, point_dual(rx, vec)))
-            elif witness.id == ZERO_ID:  # the producer's own, on the user's samples already
-                cert_w = ("dual", dual_witness(self.ev, vec))
-            else:
-                cert_w = ("dual", dual_witness(self.ev, raw_dual(rx, vec)))
-            cols = np.flatnonzero(self.columns[key]) if key in self.columns else None
-            if cols is not None and cols.size == self.ev.p:
-                cols = None
-            self._done[key] = (cert_w, self.ev.witness(*cert_w, cols))
-        return self._done[key]
+def certificate_witness(ev: SafeEvaluator, relaxation, witness) -> tuple[str, np.ndarray]:
+    """The certificate's witness ``(kind, vector)`` of an engine witness (see the module's
+    docstring): a shifted point with a proven shift, else a dual point inside the domain, on
+    the user's samples."""
+    vec = np.asarray(witness.vector, dtype=np.float64)
+    if witness.kind == "point" and relaxation.mu > 0:
+        return "shifted", vec
+    if witness.kind == "point":  # the dual point of the unshifted relaxation at b~
+        return "dual", dual_witness(ev, point_dual(relaxation, vec))
+    if witness.id == ZERO_ID:  # the producer's own, on the user's samples already
+        return "dual", dual_witness(ev, vec)
+    return "dual", dual_witness(ev, raw_dual(relaxation, vec))

@@ -301,63 +301,40 @@ def test_certificates_with_fixings_verify_and_reach_the_optimum(case, tmp_path):
     assert res.status == "optimal"
     assert res.objective == pytest.approx(want, rel=1e-7)
     assert res.lower_bound <= want
-    fixing_nodes = [nd for nd in res.certificate.nodes if nd.get("fixings")]
-    assert fixing_nodes  # the run made fixings, and the certificate carries them
-    for nd in fixing_nodes:  # ... each with the node's witness
-        assert res.certificate.witness(nd["id"]) is not None
+    fixing_nodes = [nd for nd in res.certificate.nodes if nd["derive"]]
+    assert fixing_nodes  # the run made fixings, and the certificate says where
+    for nd in fixing_nodes:  # ... each with the node's witness (own or inherited)
+        cur = nd
+        while cur["witness"] is None:
+            cur = res.certificate.nodes[cur["parent"]]
+        assert res.certificate.witness(*cur["witness"]) is not None
     res.save(tmp_path / "c.json")
     report = sparsecert.verify(tmp_path / "c.json", X, y)
     assert report.ok, str(report)
 
 
-def test_a_tampered_fixing_is_rejected():
-    """Fixings the witness does not prove are rejected: a variable the search left free at the
-    root (never branched on, never fixed) fixed out there, and a root fixing flipped."""
-    from sparsecert.certificate import Certificate, verify_certificate
+def test_fixings_the_verifier_cannot_derive_are_no_fixings():
+    """The certificate flags the nodes whose bound fixings the verifier derives from their
+    witness. Without the flags, or with a root witness that proves nothing (the dual point
+    zeta = 0), the regions below stay as large as the branchings make them, and the claimed
+    bound fails."""
+    from _certgen import forge, reforge
+
+    from sparsecert.certificate import verify_certificate
 
     X, y, res = _certified(CERT_CASES[0])
     cert = res.certificate
-    doc = cert.to_dict()
-    tree = doc["tree"]["nodes"]
-    root = next(nd for nd in tree if nd["parent"] is None)
-    assert root.get("fixings") and any(v == 0 for _, v in root["fixings"])
-    used = {nd["branch_var"] for nd in tree} | {j for nd in tree for j, _ in
-                                                 nd.get("fixings") or ()}
-    left_free = [j for j in range(X.shape[1]) if j not in used]
-    assert left_free
-
-    def build(change):
-        nodes = []
-        for nd in tree:
-            d = {key: nd[key] for key in ("id", "parent", "branch_var", "branch_value",
-                                          "status")}
-            d["witness"] = cert.witness(nd["id"])
-            d["fixings"] = [list(f) for f in nd.get("fixings") or ()]
-            if nd["parent"] is None:
-                change(d["fixings"])
-            nodes.append(d)
-        return Certificate.build(
-            X, y, problem=doc["problem"],
-            incumbent=dict(coef=np.array(doc["incumbent"]["coef"]),
-                           intercept=doc["incumbent"]["intercept"],
-                           objective=doc["incumbent"]["objective"]),
-            bounds=dict(lower_bound=cert.lower_bound, upper_bound=cert.upper_bound,
-                        status="optimal", rel_gap_tol=1e-4),
-            eig_shift=doc["relaxation"]["eig_shift"], nodes=nodes)
-
-    assert verify_certificate(build(lambda f: None), X, y).ok  # the rebuild itself is genuine
-
-    rep = verify_certificate(build(lambda f: f.append([left_free[0], 0])), X, y)
-    assert not rep.ok and rep.exit_code == 1
-    assert set(rep.failed_checks) == {"leaf_bounds"}, str(rep)
-
-    def flip(fixings):  # [j, 0] -> [j, 1]: too many variables in below the root
-        i = next(i for i, (_, v) in enumerate(fixings) if v == 0)
-        fixings[i][1] = 1
-
-    rep = verify_certificate(build(flip), X, y)
-    assert not rep.ok and rep.exit_code == 1
-    assert "tree_fixings" in set(rep.failed_checks)
+    doc, root = forge(cert)
+    assert root.derive and root.witness is not None
+    assert verify_certificate(reforge(doc, root), X, y).ok  # the re-encoding itself is genuine
+    for nd in root.preorder():
+        nd.derive = False
+    rep = verify_certificate(reforge(doc, root), X, y)
+    assert not rep.ok and set(rep.failed_checks) == {"leaf_bounds"}, str(rep)
+    doc, root = forge(cert)
+    root.witness = ("dual", np.zeros(X.shape[0]))
+    rep = verify_certificate(reforge(doc, root), X, y)
+    assert not rep.ok and set(rep.failed_checks) == {"leaf_bounds"}, str(rep)
 
 
 @pytest.mark.parametrize("loss,icpt", [("squared", True), ("logistic", True),

@@ -89,7 +89,7 @@ def problem(request):
     X, y = _data(*shape)
     res, total = _certify(X, y, lam, None)
     assert res.status == "optimal" and res.n_nodes >= 15  # a real tree
-    n_fixed = sum(len(n.bound_fixings) for n in res.search.nodes)
+    n_fixed = res.certificate.data["tree"]["n_derive"]  # nodes with bound fixings
     assert (n_fixed > 0) == (request.param == "fixing")
     return X, y, lam, total, _brute_force_optimum(X, y, 3, lam)
 

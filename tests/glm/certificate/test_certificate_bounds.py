@@ -15,7 +15,16 @@ import itertools
 
 import numpy as np
 import pytest
-from _certgen import _df, make_data, map_labels, objective, solve_restricted
+from _certgen import (
+    TNode,
+    _df,
+    branch,
+    make_certificate,
+    make_data,
+    map_labels,
+    objective,
+    solve_restricted,
+)
 
 from sparsecert.certificate import Certificate, verify_certificate
 from sparsecert.certificate import verify as V
@@ -181,54 +190,75 @@ def test_fixing_region_bounds_equal_the_direct_bounds(M):
             assert g == pytest.approx(direct, rel=1e-14, abs=1e-12)
 
 
-def _fixing_certificate(X, y, k, lam, fixings, lower):
-    """Root with bound fixings and its witness, branched once on a variable not fixed."""
-    b, _, zeta = solve_restricted(X, y, "squared", lam, [0, 1])
-    ub = objective(X, y, "squared", lam, b)
-    j = next(j for j in range(X.shape[1]) if j not in {f for f, _ in fixings})
-    nodes = [dict(id=0, parent=None, branch_var=None, branch_value=None, status="branched",
-                  witness=("dual", zeta), fixings=fixings),
-             dict(id=1, parent=0, branch_var=j, branch_value=0, status="open"),
-             dict(id=2, parent=0, branch_var=j, branch_value=1, status="open")]
-    return Certificate.build(
-        X, y, problem=dict(loss="squared", k=k, lambda2=lam, max_abs_coef=None,
-                           fit_intercept=False),
-        incumbent=dict(coef=b, intercept=0.0, objective=ub),
-        bounds=dict(lower_bound=lower, upper_bound=ub * (1 + 1e-9), status="node_limit"),
-        nodes=nodes)
+def _derivation_case():
+    """k = 1, p = 4, y close to 3 x_0, lambda2 = 10. The root's witness (the dual at the empty
+    model) bounds the regions {z_j = 1}, j = 1, 2, 3, and {z_0 = 0} above the optimum: the
+    verifier derives z_j = 0 for j >= 1 and z_0 = 1, which leaves the root's child z_0 = 0 an
+    empty region. That child's own witness is weak (its bound is below the optimum without the
+    fixings); the child z_0 = 1 is bounded by its exact dual. The claim: just below that."""
+    rng = np.random.default_rng(7)
+    X = rng.standard_normal((30, 4))
+    y = 3.0 * X[:, 0] + 0.05 * rng.standard_normal(30)
+    k, lam = 1, 10.0
+    z_root = -2.0 * y  # f'(0) for the squared loss
+    z_weak = z_root + 4.0 * X[:, 1]
+    b1, _, z1 = solve_restricted(X, y, "squared", lam, [0])
+    des = V._Design(X, y, "squared", False)
+    tr, tw, t1 = (V._dual_terms(des, z[None, :], lam, None)[0] for z in (z_root, z_weak, z1))
+    state = np.zeros(4, dtype=np.int8)
+    _, b_in, b_out = V._free_region_bounds(tr, state, k)
+    child1 = V._region_bound(t1, V._g_star_up(t1.h_up, np.array([1, 0, 0, 0], np.int8), k))
+    lower = child1 * (1 - 1e-9)
+    assert min(b_in[1:].min(), b_out[0]) > lower > max(b_in[0], b_out[1:].max())
+    assert V._region_bound(tr, V._g_star_up(tr.h_up, state, k)) < lower  # not covered whole
+    weak = V._region_bound(tw, V._g_star_up(tw.h_up, np.array([2, 0, 0, 0], np.int8), k))
+    assert weak < lower  # the child z_0 = 0 fails unless it is empty
+    ub = objective(X, y, "squared", lam, b1)
+    return X, y, k, lam, b1, ub, lower, z_root, z_weak, z1
 
 
-def test_certificates_with_bound_fixings():
-    X, y = make_data("squared", n=30, p=8, seed=2)
-    k, lam = 2, 0.5
-    b, _, zeta = solve_restricted(X, y, "squared", lam, [0, 1])
-    state = np.zeros(8, dtype=np.int8)
-    terms = V._dual_terms(V._Design(X, y, "squared", False), zeta[None, :], lam, None)[0]
-    cands = [(j, 0) for j in range(2, 8)] + [(j, 1) for j in range(2, 8)]
-    region = dict(zip(cands, V._fixing_bounds(terms, state, k, cands), strict=True))
-    root = V._region_bound(terms, V._g_star_up(terms.h_up, state, k))
-    # fix out the variable whose "forced in" region has the largest bound; claim just below it
-    (j, v), best = max(((c, b) for c, b in region.items() if c[1] == 0), key=lambda t: t[1])
-    lower = min(best, root) - 1e-9
-    cert = _fixing_certificate(X, y, k, lam, [[j, 0]], lower)
-    rep = verify_certificate(cert, X, y)
+def _derivation_certificate(case, root_witness, derive, child0=None):
+    X, y, k, lam, b1, ub, lower, _, z_weak, z1 = case
+    root = branch(0, child0 or TNode(status="pruned", witness=("dual", z_weak)),
+                  TNode(status="solved", witness=("dual", z1)),
+                  witness=("dual", root_witness), derive=derive)
+    return make_certificate(
+        X, y, root, problem=dict(loss="squared", k=k, lambda2=lam, fit_intercept=False),
+        incumbent=dict(coef=b1, intercept=0.0, objective=ub),
+        bounds=dict(lower_bound=lower, upper_bound=ub * (1 + 1e-9), status="node_limit"))
+
+
+def test_bound_fixings_are_derived_by_the_verifier_and_only_those():
+    """The verifier derives the bound fixings of a flagged node from its witness (every free
+    j whose region has a bound >= LB). The same tree without the flag, or with a root witness
+    that proves nothing (zeta = 0), fails at the child z_0 = 0: a fixing the verifier cannot
+    derive is no fixing."""
+    case = _derivation_case()
+    X, y, z_root = case[0], case[1], case[7]
+    rep = verify_certificate(_derivation_certificate(case, z_root, True), X, y)
     assert rep.ok, str(rep)
-    assert rep.summary["n_regions"] == 3  # the fixed-off region and the two children
-    # the children use the fixings: their region excludes j, so they bound at least the root
-    assert rep.certified_lower_bound >= min(best, root) - 1e-9
-    # a claim above the fixed-off region's bound fails, naming the fixing
-    cert = _fixing_certificate(X, y, k, lam, [[j, 0]], best + 1e-6 * abs(best))
-    rep = verify_certificate(cert, X, y)
-    assert "leaf_bounds" in rep.failed_checks
-    assert f"node 0 fixing [{j}, 0]" in dict(rep.failures)["leaf_bounds"]
-    # fixings on fixed or repeated variables break the partition
-    for bad in ([[j, 0], [j, 1]], [[j, 0], [j, 0]]):
-        rep = verify_certificate(_fixing_certificate(X, y, k, lam, bad, lower), X, y)
-        assert rep.failed_checks == ["tree_fixings"]
-    # fixing more than k variables in is refused
-    rep = verify_certificate(_fixing_certificate(X, y, k, lam, [[2, 1], [3, 1], [4, 1]], lower),
-                             X, y)
-    assert rep.failed_checks == ["tree_fixings"]
+    assert "4 bound fixings derived" in dict((n, m) for n, _, m in rep.checks)["tree_fixings"]
+    assert rep.summary["n_regions"] == 5  # the four derived regions and the leaf z_0 = 1
+    for witness, derive in ((z_root, False), (np.zeros(30), True)):
+        rep = verify_certificate(_derivation_certificate(case, witness, derive), X, y)
+        assert rep.failed_checks == ["leaf_bounds"], str(rep)
+        assert "leaf 1 (" in dict(rep.failures)["leaf_bounds"]
+
+
+def test_a_derived_fixing_empties_a_child_which_is_not_read():
+    """The derived fixing z_0 = 1 makes the root's child z_0 = 0 an empty region: its subtree
+    is skipped (here a witness outside the domain and a malformed record: neither is read)."""
+    case = _derivation_case()
+    X, y, z_root = case[0], case[1], case[7]
+    junk = branch(2, TNode(status="open", witness=("dual", np.full(30, 1e308))),
+                  TNode(status="open", raw=dict(head=0xFF)))
+    rep = verify_certificate(_derivation_certificate(case, z_root, True, junk), X, y)
+    assert rep.ok, str(rep)
+    assert "3 records in empty or covered regions not read" in dict(
+        (n, m) for n, _, m in rep.checks)["tree_structure"]
+    rep = verify_certificate(_derivation_certificate(case, z_root, False, junk), X, y)
+    assert not rep.ok and rep.failed_checks == ["tree_structure"], str(rep)
+    assert "node 3: malformed record" in dict(rep.failures)["tree_structure"]
 
 
 def test_open_leaves_inherit_the_parent_witness():

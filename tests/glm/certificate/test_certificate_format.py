@@ -1,4 +1,4 @@
-"""Certificate building, serialisation (JSON + sidecar), determinism, hashes, independence."""
+"""Certificate building, serialisation (JSON + proof file), determinism, hashes, independence."""
 
 from __future__ import annotations
 
@@ -12,10 +12,16 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from _certgen import enumeration_certificate, make_data
+from _certgen import (
+    TNode,
+    data_sha256,
+    encode_proof,
+    enumeration_certificate,
+    make_data,
+)
 
 from sparsecert.certificate import Certificate, verify_certificate
-from sparsecert.certificate.schema import FORMAT_NAME, array_sha256, npz_bytes, sha256_bytes
+from sparsecert.certificate.schema import FORMAT_NAME, array_sha256, sha256_bytes
 from sparsecert.certificate.verify import dual_domain_bounds
 from sparsecert.proof.witnesses import exact_zero_sum
 
@@ -30,10 +36,14 @@ def sq():
 
 
 def test_required_fields_present(sq):
-    X, y, cert, _ = sq
+    X, y, genuine, info = sq
+    g = genuine.to_dict()
+    cert = Certificate.build(X, y, problem=g["problem"], incumbent=g["incumbent"],
+                             bounds=dict(g["bounds"]), nodes=_links(info["tree"]),
+                             producer=dict(settings=dict(a=1)))
     d = cert.to_dict()
     assert d["format"] == FORMAT_NAME and isinstance(d["format_version"], int)
-    assert d["format_version"] == 2
+    assert d["format_version"] == 3
     for key in ("loss", "k", "lambda2", "max_abs_coef", "fit_intercept", "n_samples",
                 "n_features", "X_sha256", "y_sha256", "feature_names", "label_rule",
                 "objective_definition"):
@@ -45,13 +55,8 @@ def test_required_fields_present(sq):
                                 "abs_gap_tolerance", "status"}
     assert d["bounds"]["relative_gap_definition"] == "(UB - LB) / max(1, |UB|)"
     assert set(d["relaxation"]) >= {"eig_shift"}
-    assert set(d["arrays"]) >= {"sha256"} and "file" not in d["arrays"]
-    assert set(d["producer"]) >= {"version", "python", "numpy", "platform", "time_utc",
-                                  "settings"}
-    node = d["tree"]["nodes"][1]
-    assert set(node) >= {"id", "parent", "branch_var", "branch_value", "status", "bound",
-                         "witness"}
-    assert "fixed_in" not in node and "fixed_out" not in node  # derived from the parent chain
+    assert set(d["proof"]) >= {"sha256", "bytes"}
+    assert set(d["tree"]) >= {"n_nodes", "n_leaves", "depth", "n_derive", "witnesses"}
     assert len(d["incumbent"]["coef"]) == X.shape[1]
     assert d["incumbent"]["support"] == np.flatnonzero(d["incumbent"]["coef"]).tolist()
 
@@ -67,47 +72,81 @@ def test_array_hash_matches_independent_construction():
     assert array_sha256(y.reshape(3, 1)) != array_sha256(y)  # the shape is hashed
 
 
-def test_sidecar_bytes_are_deterministic_and_loadable():
-    arrs = {"b": np.arange(4, dtype="<i8"), "a": np.ones((2, 3))}
-    b1, b2 = npz_bytes(arrs), npz_bytes(dict(reversed(list(arrs.items()))))
-    assert b1 == b2
-    import io
+def _links(root: TNode) -> list[dict]:
+    """The nodes of a tree as Certificate.build takes them (ids in preorder, parent links)."""
+    out, stack = [], [(root, None, None, None)]
+    while stack:
+        nd, parent, var, value = stack.pop()
+        nid = len(out)
+        out.append(dict(id=nid, parent=parent, branch_var=var, branch_value=value,
+                        status=nd.status, witness=nd.witness, derive_fixings=nd.derive))
+        if nd.kids:
+            stack.append((nd.kids[1], nid, nd.var, 1))
+            stack.append((nd.kids[0], nid, nd.var, 0))
+    return out
 
-    with np.load(io.BytesIO(b1)) as z:
-        assert sorted(z.files) == ["a", "b"]
-        np.testing.assert_array_equal(z["a"], arrs["a"])
+
+@pytest.mark.parametrize("witness", ["dual", "shifted"])
+def test_the_package_writer_and_the_independent_one_agree_byte_for_byte(witness):
+    """Certificate.build (the package's writer: preorder from parent links with numpy) and
+    tests/_certgen.py's own writer (recursion) give the same proof file for the same tree, in
+    whatever order the nodes are given."""
+    X, y = make_data("squared", n=20, p=5, seed=0)
+    Xc = X - X.mean(0)
+    mu = 0.5 * np.linalg.eigvalsh(Xc.T @ Xc)[0] if witness == "shifted" else 0.0
+    cert, info = enumeration_certificate(X, y, "squared", 2, 0.5, witness=witness,
+                                         fit_intercept=witness == "shifted", eig_shift=mu)
+    root = info["tree"]
+    root.kids[1].derive = True
+    ours = encode_proof(root, *X.shape)
+    links = _links(root)
+    rng = np.random.default_rng(0)
+    shuffled = [links[i] for i in rng.permutation(len(links))]
+    d = cert.to_dict()
+    built = Certificate.build(X, y, problem=d["problem"], incumbent=d["incumbent"],
+                              bounds=dict(d["bounds"], rel_gap_tol=1e-4), eig_shift=mu,
+                              nodes=shuffled)
+    assert built.proof_bytes() == ours
+    assert built.data["proof"] == {"sha256": sha256_bytes(ours), "bytes": len(ours),
+                                   "description": built.data["proof"]["description"]}
+    assert built.data["problem"]["X_sha256"] == data_sha256(X)
+    assert built.data["tree"]["n_nodes"] == len(links)
+    assert built.data["tree"]["n_derive"] == 1
 
 
 def test_build_is_deterministic_except_timestamp(sq):
     X, y, cert, _ = sq
-    again, _ = enumeration_certificate(X, y, "squared", 2, 0.5)
-    a, b = cert.to_dict(), again.to_dict()
-    a["producer"].pop("time_utc")
-    b["producer"].pop("time_utc")
-    assert a == b
-    assert cert.sidecar_bytes() == again.sidecar_bytes()
-    assert a["arrays"]["sha256"] == sha256_bytes(cert.sidecar_bytes())
+    d = cert.to_dict()
+    nodes = _links(enumeration_certificate(X, y, "squared", 2, 0.5)[1]["tree"])
+    a, b = (Certificate.build(X, y, problem=d["problem"], incumbent=d["incumbent"],
+                              bounds=dict(d["bounds"]), nodes=nodes) for _ in range(2))
+    da, db = a.to_dict(), b.to_dict()
+    da["producer"].pop("time_utc")
+    db["producer"].pop("time_utc")
+    assert da == db
+    assert a.proof_bytes() == b.proof_bytes()
+    assert da["proof"]["sha256"] == sha256_bytes(a.proof_bytes())
 
 
 def test_save_load_roundtrip(tmp_path, sq):
     X, y, cert, info = sq
-    jpath, spath = cert.save(tmp_path / "out.json")
-    assert Path(spath).name == "out.npz"
+    jpath, ppath = cert.save(tmp_path / "out.json")
+    assert Path(ppath).name == "out.proof"
     text = Path(jpath).read_text()
     json.loads(text)  # valid strict JSON
     assert "NaN" not in text and "Infinity" not in text
     doc = json.loads(text)
-    assert doc["arrays"]["sha256"] == hashlib.sha256(Path(spath).read_bytes()).hexdigest()
+    assert doc["proof"]["sha256"] == hashlib.sha256(Path(ppath).read_bytes()).hexdigest()
+    assert doc["proof"]["bytes"] == Path(ppath).stat().st_size
     loaded = Certificate.load(jpath)
     assert loaded.to_dict() == cert.to_dict()
-    for nd in cert.nodes:
-        w1, w2 = cert.witness(nd["id"]), loaded.witness(nd["id"])
-        assert (w1 is None) == (w2 is None)
-        if w1 is not None:
-            assert w1[0] == w2[0]
-            np.testing.assert_array_equal(w1[1], w2[1])
-    kind, zeta = loaded.witness(info["best_leaf"])
+    assert loaded.proof_bytes() == cert.proof_bytes()
+    assert [nd["witness"] for nd in loaded.nodes] == [nd["witness"] for nd in cert.nodes]
+    kind, slot = info["best_witness"]
+    zeta = loaded.witness(kind, slot)
     assert kind == "dual" and zeta.shape == (X.shape[0],)
+    np.testing.assert_array_equal(zeta, info["tree"].preorder()[info["best_leaf"]].witness[1])
+    assert loaded.nodes[info["best_leaf"]]["witness"] == (kind, slot)
     assert verify_certificate(jpath, X, y).ok
     assert "leaves" in loaded.summary() and repr(loaded).startswith("Certificate(")
 
@@ -123,9 +162,14 @@ def test_load_rejects_bad_files(tmp_path, sq):
     with pytest.raises(ValueError, match="not a sparsecert-certificate"):
         Certificate.load(tmp_path / "other.json")
     cert.save(tmp_path / "c.json")
-    (tmp_path / "c.npz").write_bytes(b"garbage")
-    with pytest.raises(ValueError, match="readable"):
+    (tmp_path / "c.proof").write_bytes(b"garbage")
+    with pytest.raises(ValueError, match="header"):
         Certificate.load(tmp_path / "c.json")
+    doc = json.loads((tmp_path / "c.json").read_text())
+    doc["format_version"] = 2
+    (tmp_path / "v2.json").write_text(json.dumps(doc))
+    with pytest.raises(ValueError, match="format version 2 is not supported"):
+        Certificate.load(tmp_path / "v2.json")
 
 
 def _build(X, y, **over):
@@ -165,46 +209,32 @@ def _build(X, y, **over):
                           status="open", bound=None, witness=("point", np.zeros(4)))]),
          ValueError, "witness kind"),
         (dict(nodes=[dict(id=0, parent=None, branch_var=None, branch_value=None,
-                          status="open", bound=None, witness=None, fixings=[(9, 0)])]),
-         ValueError, "fixing"),
+                          status="open", bound=None, witness=None, fixings=[(1, 0)])]),
+         ValueError, "derive_fixings=True"),
         (dict(nodes=[dict(id=0, parent=None, branch_var=None, branch_value=None,
                           status="open", bound=None, witness=None),
                      dict(id=1, parent=7, branch_var=0, branch_value=1, status="open",
                           bound=None, witness=None)]), ValueError, "parent 7"),
+        (dict(nodes=[dict(id=0, parent=None, branch_var=None, branch_value=None,
+                          status="branched", witness=None),
+                     dict(id=1, parent=0, branch_var=0, branch_value=1, status="open",
+                          witness=None)]), ValueError, "one child"),
+        (dict(nodes=[dict(id=0, parent=None, branch_var=None, branch_value=None,
+                          status="branched", witness=None),
+                     dict(id=1, parent=0, branch_var=0, branch_value=1, status="open"),
+                     dict(id=2, parent=0, branch_var=1, branch_value=0, status="open")]),
+         ValueError, "same variable"),
+        (dict(nodes=[dict(id=0, parent=None, branch_var=None, branch_value=None,
+                          status="open", witness=None),
+                     dict(id=1, parent=0, branch_var=0, branch_value=1, status="open"),
+                     dict(id=2, parent=0, branch_var=0, branch_value=0, status="open")]),
+         ValueError, "has children"),
     ],
 )
 def test_build_rejects_bad_input(over, err, match):
     X, y = make_data("squared", n=10, p=4, seed=0)
     with pytest.raises(err, match=match):
         _build(X, y, **over)
-
-
-def _root_with(fixings):
-    return dict(nodes=[dict(id=0, parent=None, branch_var=None, branch_value=None,
-                            status="open", bound=None, witness=None, fixings=fixings)])
-
-
-@pytest.mark.parametrize(
-    "fixings, err, match",
-    [
-        ([(0, 0), (1, 1), (True, 0)], TypeError, r"fixings\[2\]"),
-        ([(0, 0), (2**70, 1)], ValueError, "needs j in"),
-        ([(0, 0), (1, 2)], ValueError, r"fixing \(1, 2\)"),
-        ([(0, 0), (1.0, 1)], TypeError, r"fixings\[1\]"),
-        ([(0, 0), (-1, 0)], ValueError, r"fixing \(-1, 0\)"),
-        ([(0, 0), (np.int64(1), 1), (4, 0)], ValueError, r"fixing \(4, 0\)"),
-    ],
-)
-def test_build_checks_every_fixing(fixings, err, match):
-    """Long lists of plain int pairs take an array check, anything else the pair-by-pair one:
-    either way the first bad fixing is named and nothing is accepted that should not be."""
-    X, y = make_data("squared", n=10, p=4, seed=0)
-    with pytest.raises(err, match=match):
-        _build(X, y, **_root_with(fixings))
-    ok = [(j, v) for j, v in ((3, 0), (0, 1), (np.int64(2), 0))]
-    cert = _build(X, y, **_root_with(ok))
-    assert cert.nodes[0]["fixings"] == [[3, 0], [0, 1], [2, 0]]
-    assert all(type(x) is int for fx in cert.nodes[0]["fixings"] for x in fx)
 
 
 def test_build_minimal_root_certificate_verifies_with_exit_3():
@@ -255,7 +285,7 @@ def test_standalone_verifier_runs_as_a_script(tmp_path, sq):
     cert.save(tmp_path / "c.json")
     np.savez(tmp_path / "d.npz", X=X, y=y)
     run = subprocess.run([sys.executable, "-m", "sparsecert.certificate.verify",
-                          str(tmp_path / "c.json"), str(tmp_path / "d.npz")],
+                          str(tmp_path / "c.json"), str(tmp_path / "d.npz"), "--jobs", "2"],
                          capture_output=True, text=True, env={"PYTHONPATH": str(SRC)},
                          timeout=120)
     assert run.returncode == 0, run.stdout + run.stderr
@@ -275,34 +305,47 @@ def test_build_accepts_any_node_order_and_rejects_cycles():
     X, y = make_data("squared", n=10, p=4, seed=0)
     root = dict(id=0, parent=None, branch_var=None, branch_value=None, status="branched")
     kids = [dict(id=7, parent=3, branch_var=2, branch_value=0, status="open",
-                 witness=("dual", -2.0 * y), fixings=[(0, 0)]),
-            dict(id=3, parent=0, branch_var=1, branch_value=1, status="branched")]
+                 witness=("dual", -2.0 * y), derive_fixings=True),
+            dict(id=8, parent=3, branch_var=2, branch_value=1, status="pruned"),
+            dict(id=3, parent=0, branch_var=1, branch_value=1, status="branched"),
+            dict(id=5, parent=0, branch_var=1, branch_value=0, status="solved")]
     cert = _build(X, y, nodes=kids + [root])
-    assert [n["id"] for n in cert.nodes] == [0, 3, 7]
-    assert cert.nodes[2]["fixings"] == [[0, 0]] and "fixings" not in cert.nodes[1]
-    cyc = [dict(id=1, parent=2, branch_var=0, branch_value=1, status="open"),
-           dict(id=2, parent=1, branch_var=1, branch_value=0, status="open"), root]
+    assert [(n["index"], n["parent"], n["branch_var"], n["branch_value"], n["status"],
+             n["derive"]) for n in cert.nodes] == [
+        (0, None, None, None, "branched", False), (1, 0, 1, 0, "solved", False),
+        (2, 0, 1, 1, "branched", False), (3, 2, 2, 0, "open", True),
+        (4, 2, 2, 1, "pruned", False)]
+    assert cert.nodes[3]["witness"] == ("dual", 0)
+    cyc = [dict(id=0, parent=None, branch_var=None, branch_value=None, status="open"),
+           dict(id=1, parent=2, branch_var=1, branch_value=0, status="branched"),
+           dict(id=2, parent=1, branch_var=0, branch_value=0, status="branched"),
+           dict(id=5, parent=1, branch_var=0, branch_value=1, status="open"),
+           dict(id=6, parent=2, branch_var=1, branch_value=1, status="open")]
     with pytest.raises(ValueError, match="cycle"):
         _build(X, y, nodes=cyc)
 
 
-def test_deep_chain_keeps_the_json_linear():
-    """A caterpillar tree of depth d (a chain with one leaf off each node) has a JSON of size
-    linear in d: fixings are derived from the parent chain, not stored per node."""
-    X, y = make_data("squared", n=10, p=400, seed=0)
+def test_a_deep_tree_costs_its_records_only():
+    """A caterpillar tree of depth d (a chain with one leaf off each node): the proof file
+    grows by 16 bytes a record (and the witnesses), the document not at all; the writer puts
+    it in preorder without recursion."""
+    X, y = make_data("squared", n=10, p=5000, seed=0)
 
-    def size(depth: int) -> int:
-        nodes = [dict(id=0, parent=None, branch_var=None, branch_value=None, status="branched")]
+    def sizes(depth: int) -> tuple[int, int]:
+        nodes = [dict(id=0, parent=None, branch_var=None, branch_value=None, status="branched",
+                      witness=("dual", -2.0 * y))]
         for d in range(1, depth + 1):
             last = d == depth
             nodes.append(dict(id=2 * d - 1, parent=2 * d - 2 if d > 1 else 0, branch_var=d - 1,
-                              branch_value=1, status="open", witness=("dual", -2.0 * y)))
+                              branch_value=1, status="open"))
             nodes.append(dict(id=2 * d, parent=2 * d - 2 if d > 1 else 0, branch_var=d - 1,
                               branch_value=0, status="open" if last else "branched"))
-        return len(_build(X, y, nodes=nodes).to_json())
+        cert = _build(X, y, nodes=nodes)
+        assert cert.data["tree"]["depth"] == depth
+        return len(cert.to_json()), cert.data["proof"]["bytes"]
 
-    s1, s2 = size(150), size(300)
-    assert s2 < 2.05 * s1
+    (j1, p1), (j2, p2) = sizes(1500), sizes(3000)
+    assert p2 - p1 == 16 * 3000 and abs(j2 - j1) < 20
 
 
 def test_verifier_restates_the_schema_constants():
@@ -311,9 +354,13 @@ def test_verifier_restates_the_schema_constants():
 
     for name in ("FORMAT_NAME", "FORMAT_VERSION", "LOSSES", "CLASSIFICATION_LOSSES",
                  "STATUSES", "NODE_STATUSES", "WITNESS_KINDS", "RELATIVE_GAP_DEFINITION",
-                 "SIDECAR_ARRAYS"):
+                 "PROOF_SUFFIX", "PROOF_MAGIC", "PROOF_HEADER_SIZE", "RECORD_SIZE",
+                 "RECORD_MAX"):
         assert getattr(v, name) == getattr(schema, name), name
     assert schema.SUPPORTED_FORMAT_VERSIONS == (v.FORMAT_VERSION,)
+    assert v._RECORD == schema.RECORD_DTYPE and v._HEADER.format == schema.PROOF_HEADER.format
+    assert v._STATUS_NAMES == tuple(sorted(schema.RECORD_STATUS, key=schema.RECORD_STATUS.get))
+    assert v.proof_size(3, 2, 1, 4, 7) == schema.proof_size(3, 2, 1, 4, 7)
     X = np.random.default_rng(0).standard_normal((4, 3))
     assert v.array_sha256(X) == schema.array_sha256(X)
 

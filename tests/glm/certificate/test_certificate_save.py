@@ -1,5 +1,5 @@
-"""Saving and loading certificates: nothing of the user's is overwritten, the sidecar is found
-by the JSON's own name, an interrupted save leaves no half-written certificate."""
+"""Saving and loading certificates: nothing of the user's is overwritten, the proof file is
+found by the JSON's own name, an interrupted save leaves no half-written certificate."""
 
 from __future__ import annotations
 
@@ -22,14 +22,14 @@ def cert_data():
     return X, y, cert
 
 
-def test_sidecar_is_named_after_the_json():
-    assert sidecar_path("a/b/cert.json") == os.path.join("a", "b", "cert.npz")
-    assert sidecar_path("C.JSON") == "C.npz"
+def test_proof_file_is_named_after_the_json():
+    assert sidecar_path("a/b/cert.json") == os.path.join("a", "b", "cert.proof")
+    assert sidecar_path("C.JSON") == "C.proof"
 
 
 def test_path_must_end_in_json(tmp_path, cert_data):
     _, _, cert = cert_data
-    for name in ("cert.npz", "cert", "cert.txt", ".json"):
+    for name in ("cert.proof", "cert", "cert.txt", ".json"):
         with pytest.raises(ValueError, match="must end in .json"):
             cert.save(tmp_path / name)
     assert list(tmp_path.iterdir()) == []
@@ -37,19 +37,19 @@ def test_path_must_end_in_json(tmp_path, cert_data):
 
 def test_foreign_files_are_never_replaced(tmp_path, cert_data):
     X, y, cert = cert_data
-    np.savez(tmp_path / "d.npz", X=X, y=y)  # the user's data, named like the sidecar
-    before = (tmp_path / "d.npz").read_bytes()
-    with pytest.raises(FileExistsError, match="d.npz exists and is not"):
+    (tmp_path / "d.proof").write_bytes(b"the user's own file, named like a proof file")
+    before = (tmp_path / "d.proof").read_bytes()
+    with pytest.raises(FileExistsError, match="d.proof exists and is not"):
         cert.save(tmp_path / "d.json")
-    assert (tmp_path / "d.npz").read_bytes() == before and not (tmp_path / "d.json").exists()
+    assert (tmp_path / "d.proof").read_bytes() == before and not (tmp_path / "d.json").exists()
     (tmp_path / "notes.json").write_text('{"my": "notes"}')  # a JSON that is not ours
     with pytest.raises(FileExistsError, match="notes.json exists and is not"):
         cert.save(tmp_path / "notes.json")
     assert json.loads((tmp_path / "notes.json").read_text()) == {"my": "notes"}
-    assert not (tmp_path / "notes.npz").exists()
+    assert not (tmp_path / "notes.proof").exists()
     cert.save(tmp_path / "d.json", overwrite=True)  # the user asked for it
     assert verify_certificate(tmp_path / "d.json", X, y).ok
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["d.json", "d.npz", "notes.json"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["d.json", "d.proof", "notes.json"]
 
 
 def test_a_missing_folder_is_named_before_anything_is_written(tmp_path, cert_data):
@@ -63,12 +63,12 @@ def test_only_a_certificate_of_the_same_problem_is_replaced(tmp_path, cert_data)
     X, y, cert = cert_data
     cert.save(tmp_path / "c.json")
     cert.save(tmp_path / "c.json")  # re-running the same job works
-    before = (tmp_path / "c.json").read_bytes(), (tmp_path / "c.npz").read_bytes()
+    before = (tmp_path / "c.json").read_bytes(), (tmp_path / "c.proof").read_bytes()
     for other_k, other_y in ((3, y), (2, y + 1.0)):  # another k; other data
         other, _ = enumeration_certificate(X, other_y, "squared", other_k, 0.5)
         with pytest.raises(FileExistsError, match="certificate of another problem"):
             other.save(tmp_path / "c.json")
-        assert ((tmp_path / "c.json").read_bytes(), (tmp_path / "c.npz").read_bytes()) == before
+        assert ((tmp_path / "c.json").read_bytes(), (tmp_path / "c.proof").read_bytes()) == before
     other.save(tmp_path / "c.json", overwrite=True)  # the user asked for it
     assert verify_certificate(tmp_path / "c.json", X, y + 1.0).ok
 
@@ -77,7 +77,7 @@ def test_renamed_pair_stays_valid_and_loads(tmp_path, cert_data):
     X, y, cert = cert_data
     cert.save(tmp_path / "c.json")
     os.rename(tmp_path / "c.json", tmp_path / "renamed.json")
-    os.rename(tmp_path / "c.npz", tmp_path / "renamed.npz")
+    os.rename(tmp_path / "c.proof", tmp_path / "renamed.proof")
     assert verify_certificate(tmp_path / "renamed.json", X, y).ok
     loaded = Certificate.load(tmp_path / "renamed.json")
     assert loaded.to_dict() == cert.to_dict()
@@ -97,22 +97,26 @@ def test_interrupted_save_leaves_no_half_written_certificate(tmp_path, cert_data
         return real(src, dst)
 
     monkeypatch.setattr(os, "replace", flaky)
-    other = Certificate(dict(cert.data, tree=dict(cert.data["tree"])), cert.arrays)
+    other = Certificate(dict(cert.data, tree=dict(cert.data["tree"])), cert.proof_bytes())
     with pytest.raises(KeyboardInterrupt):
         other.save(tmp_path / "c.json")
     monkeypatch.setattr(os, "replace", real)
     assert (tmp_path / "c.json").read_bytes() == old_json  # the old JSON, intact
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.json", "c.npz"]  # no temp files
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.json", "c.proof"]  # no temp files
 
 
-def test_version_1_files_are_refused_with_one_line(tmp_path, cert_data):
-    _, _, cert = cert_data
+@pytest.mark.parametrize("version", [1, 2])
+def test_older_versions_are_refused_with_one_line(tmp_path, cert_data, version):
+    X, y, cert = cert_data
     cert.save(tmp_path / "c.json")
     doc = json.loads((tmp_path / "c.json").read_text())
-    doc["format_version"] = 1
+    doc["format_version"] = version
     (tmp_path / "c.json").write_text(json.dumps(doc))
-    with pytest.raises(ValueError, match="format version 1 is not supported"):
+    with pytest.raises(ValueError, match=f"format version {version} is not supported"):
         Certificate.load(tmp_path / "c.json")
+    rep = verify_certificate(tmp_path / "c.json", X, y)
+    assert rep.exit_code == 2 and "\n" not in rep.error_line
+    assert f"format version {version} is not supported" in rep.error_line
 
 
 def test_a_repeated_json_key_is_refused_as_by_the_verifier(tmp_path, cert_data):
@@ -132,16 +136,18 @@ def test_a_repeated_json_key_is_refused_as_by_the_verifier(tmp_path, cert_data):
 
 
 def test_cli_certify_never_overwrites_the_data(tmp_path, capsys, monkeypatch):
-    """`sparsecert certify --data d.npz --out d.json` must not touch d.npz; with --force the
+    """`sparsecert certify --out d.json` must not touch a user's d.proof; with --force the
     user chooses to replace it; --out d.npz is refused."""
     X, y = make_data("squared", n=25, p=5, seed=3)
     np.savez(tmp_path / "d.npz", X=X, y=y)
+    (tmp_path / "d.proof").write_bytes(b"not ours")
     data = (tmp_path / "d.npz").read_bytes()
     monkeypatch.chdir(tmp_path)
     args = ["certify", "--data", "d.npz", "--k", "2", "--lambda2", "0.5", "--quiet"]
     assert main(args + ["--out", "d.json"]) == 2
-    assert "d.npz exists and is not" in one_error_line(capsys)
-    assert (tmp_path / "d.npz").read_bytes() == data and not (tmp_path / "d.json").exists()
+    assert "d.proof exists and is not" in one_error_line(capsys)
+    assert (tmp_path / "d.proof").read_bytes() == b"not ours"
+    assert not (tmp_path / "d.json").exists()
     assert main(args + ["--out", "d.npz"]) == 2
     assert "must end in .json" in one_error_line(capsys)
     assert (tmp_path / "d.npz").read_bytes() == data
@@ -154,8 +160,9 @@ def test_cli_certify_never_overwrites_the_data(tmp_path, capsys, monkeypatch):
     assert (tmp_path / "cert.json").read_bytes() == cert
     assert (tmp_path / "d.npz").read_bytes() == data
     os.rename(tmp_path / "cert.json", tmp_path / "renamed.json")
-    os.rename(tmp_path / "cert.npz", tmp_path / "renamed.npz")
+    os.rename(tmp_path / "cert.proof", tmp_path / "renamed.proof")
     assert main(["verify", "renamed.json", "--data", "d.npz", "--quiet"]) == 0
     assert "renamed.json: verified" in capsys.readouterr().out
     assert main(args + ["--out", "d.json", "--force"]) == 0  # the user asked for it
-    assert (tmp_path / "d.npz").read_bytes() != data
+    assert (tmp_path / "d.proof").read_bytes() != b"not ours"
+    assert (tmp_path / "d.npz").read_bytes() == data

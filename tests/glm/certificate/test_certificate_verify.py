@@ -7,10 +7,21 @@ import json
 
 import numpy as np
 import pytest
-from _certgen import brute_force_optimum, enumeration_certificate, make_data
+from _certgen import (
+    TNode,
+    brute_force_optimum,
+    enumeration_certificate,
+    forge,
+    make_data,
+    raw_proof,
+    records_of,
+    reforge,
+    rehashed,
+    with_records,
+    write_files,
+)
 
 from sparsecert.certificate import Certificate, verify_certificate
-from sparsecert.certificate.schema import npz_bytes, sha256_bytes
 
 K, LAM = 3, 0.5
 
@@ -45,24 +56,19 @@ def logi_icpt():
     return X, y, cert, info
 
 
-def _parts(cert: Certificate):
-    return cert.to_dict(), {k: v.copy() for k, v in cert.arrays.items()}
+def _edit(cert: Certificate):
+    """A forger's copy: the document, the tree and its nodes in preorder."""
+    doc, root = forge(cert)
+    return doc, root, root.preorder()
 
 
-def _write(tmp_path, doc, arrays, update_hash=True, name="cert"):
-    """Write a (tampered) certificate; optionally re-hash the sidecar like a careful forger."""
-    side = npz_bytes(arrays)
-    if update_hash:
-        doc["arrays"]["sha256"] = sha256_bytes(side)
-    (tmp_path / (name + ".npz")).write_bytes(side)
-    path = tmp_path / (name + ".json")
-    path.write_text(json.dumps(doc, allow_nan=False))
-    return path
+def _write(tmp_path, cert: Certificate, name="cert"):
+    return write_files(tmp_path, cert, name)
 
 
-def _best_slot(cert, info):
-    nd = next(x for x in cert.nodes if x["id"] == info["best_leaf"])
-    return nd["witness"]["slot"]
+def _with_doc(cert: Certificate, doc: dict) -> Certificate:
+    """The certificate's proof file under another document (the proof unchanged)."""
+    return Certificate(doc, cert.proof_bytes())
 
 
 def _failed(rep):
@@ -128,12 +134,14 @@ def test_in_memory_dict_and_path_agree(tmp_path, sq):
     r_obj = verify_certificate(cert, X, y)
     r_path = verify_certificate(path, X, y)
     r_dict = verify_certificate(json.loads(path.read_text()), X, y,
-                                sidecar=tmp_path / "c.npz")
+                                proof=tmp_path / "c.proof")
+    r_bytes = verify_certificate(json.loads(path.read_text()), X, y, proof=cert.proof_bytes())
     r_loaded = verify_certificate(Certificate.load(path), X, y)
-    for r in (r_obj, r_path, r_dict, r_loaded):
+    for r in (r_obj, r_path, r_dict, r_bytes, r_loaded):
         assert r.ok, str(r)
         assert r.certified_lower_bound == r_obj.certified_lower_bound
-    assert verify_certificate(json.loads(path.read_text()), X, y).exit_code == 2  # no sidecar
+        assert r.checks == r_obj.checks or [c[0] for c in r.checks] == [c[0] for c in r_obj.checks]
+    assert verify_certificate(json.loads(path.read_text()), X, y).exit_code == 2  # no proof
 
 
 def test_report_text_and_exit_codes(sq):
@@ -151,61 +159,61 @@ def test_report_text_and_exit_codes(sq):
 # ------------------------------------------------------------------------------ tampering
 
 
-def test_changed_dual_entry_without_rehash_fails_sidecar_hash(tmp_path, sq):
+def test_changed_dual_entry_without_rehash_fails_the_proof_hash(tmp_path, sq):
     X, y, cert, info = sq
-    doc, arr = _parts(cert)
-    arr["dual_values"][_best_slot(cert, info), 0] += 0.3
-    rep = verify_certificate(_write(tmp_path, doc, arr, update_hash=False), X, y)
-    assert _failed(rep) == {"sidecar"} and "SHA-256" in rep.failures[0][1]
+    doc, root, nodes = _edit(cert)
+    nodes[info["best_leaf"]].witness[1][0] += 0.3
+    rep = verify_certificate(_write(tmp_path, reforge(doc, root, rehash=False)), X, y)
+    assert _failed(rep) == {"proof"} and "SHA-256" in rep.failures[0][1]
     assert rep.exit_code == 1
 
 
 def test_changed_dual_entry_with_rehash_fails_leaf_bound(tmp_path, sq):
     X, y, cert, info = sq
-    doc, arr = _parts(cert)
-    arr["dual_values"][_best_slot(cert, info), 0] += 0.3
-    rep = verify_certificate(_write(tmp_path, doc, arr), X, y)
+    doc, root, nodes = _edit(cert)
+    nodes[info["best_leaf"]].witness[1][0] += 0.3
+    rep = verify_certificate(_write(tmp_path, reforge(doc, root)), X, y)
     assert _failed(rep) == {"leaf_bounds"}
     assert f"leaf {info['best_leaf']} (" in dict(rep.failures)["leaf_bounds"]
 
 
 def test_changed_shifted_entry_with_rehash_fails_leaf_bound(tmp_path, sq_shift):
     X, y, cert, info = sq_shift
-    doc, arr = _parts(cert)
-    off = arr["shifted_offsets"]
-    arr["shifted_values"][off[_best_slot(cert, info)]] += 0.3
-    rep = verify_certificate(_write(tmp_path, doc, arr), X, y)
+    doc, root, nodes = _edit(cert)
+    b = nodes[info["best_leaf"]].witness[1]
+    b[np.flatnonzero(b)[0]] += 0.3
+    rep = verify_certificate(_write(tmp_path, reforge(doc, root)), X, y)
     assert _failed(rep) == {"leaf_bounds"}
-    assert str(info["best_leaf"]) in dict(rep.failures)["leaf_bounds"]
+    assert f"leaf {info['best_leaf']} (" in dict(rep.failures)["leaf_bounds"]
 
 
 def test_dual_entry_outside_domain_fails_witness_check(tmp_path):
     X, y = make_data("logistic", n=30, p=5, seed=3)
     cert, info = enumeration_certificate(X, y, "logistic", 2, 0.3)
-    doc, arr = _parts(cert)
-    s = _best_slot(cert, info)
-    arr["dual_values"][s, 0] = 2.0 * y[0]  # t = -y z = -2: outside [0, 1]
-    rep = verify_certificate(_write(tmp_path, doc, arr), X, y)
+    doc, root, nodes = _edit(cert)
+    nodes[info["best_leaf"]].witness[1][0] = 2.0 * y[0]  # t = -y z = -2: outside [0, 1]
+    rep = verify_certificate(_write(tmp_path, reforge(doc, root)), X, y)
     assert _failed(rep) == {"leaf_witnesses"}
     assert "outside the domain" in dict(rep.failures)["leaf_witnesses"]
+    assert f"(node {info['best_leaf']})" in dict(rep.failures)["leaf_witnesses"]
 
 
 def test_dual_without_exact_zero_sum_fails_with_intercept(tmp_path, logi_icpt):
     X, y, cert, info = logi_icpt
     assert verify_certificate(cert, X, y).ok
-    doc, arr = _parts(cert)
-    s = _best_slot(cert, info)
-    arr["dual_values"][s] *= 1.0 + 1e-15 * np.arange(arr["dual_values"].shape[1])
-    rep = verify_certificate(_write(tmp_path, doc, arr), X, y)
+    doc, root, nodes = _edit(cert)
+    z = nodes[info["best_leaf"]].witness[1]
+    z *= 1.0 + 1e-15 * np.arange(z.size)
+    rep = verify_certificate(_write(tmp_path, reforge(doc, root)), X, y)
     assert "leaf_witnesses" in _failed(rep)
     assert "fsum" in dict(rep.failures)["leaf_witnesses"]
 
 
 def test_shifted_witness_rejected_without_squared_loss_or_shift(tmp_path, sq_shift, logi_icpt):
     X, y, cert, _ = sq_shift
-    doc, arr = _parts(cert)
+    doc = cert.to_dict()
     doc["relaxation"]["eig_shift"] = 0.0
-    rep = verify_certificate(_write(tmp_path, doc, arr), X, y)
+    rep = verify_certificate(_write(tmp_path, _with_doc(cert, doc)), X, y)
     assert "leaf_witnesses" in _failed(rep)
     assert "proven eigenvalue shift" in dict(rep.failures)["leaf_witnesses"]
     X, y, cert, _ = logi_icpt
@@ -219,108 +227,107 @@ def test_shifted_witness_rejected_without_squared_loss_or_shift(tmp_path, sq_shi
     assert {"eig_shift", "leaf_witnesses"} <= _failed(rep)
 
 
-def test_dropped_leaf_fails_tree_structure(tmp_path, sq):
+def test_a_dropped_record_fails_tree_structure(tmp_path, sq):
+    """The last leaf's record removed and the header's count lowered to match: the root's
+    subtree no longer adds up."""
     X, y, cert, _ = sq
-    doc, arr = _parts(cert)
-    nodes = doc["tree"]["nodes"]
-    parents = {nd["parent"] for nd in nodes}
-    leaf = next(nd for nd in nodes if nd["id"] not in parents)
-    nodes.remove(leaf)
-    rep = verify_certificate(_write(tmp_path, doc, arr), X, y)
-    assert "tree_structure" in _failed(rep)
-    assert "exactly two children" in dict(rep.failures)["tree_structure"]
+    proof = cert.proof_bytes()
+    recs = records_of(proof)[:-1]
+    n, p = X.shape
+    rows = _dual_rows(proof)
+    bad = raw_proof(n, p, [tuple(r) for r in recs], duals=rows)
+    rep = verify_certificate(rehashed(cert.to_dict(), bad), X, y)
+    assert _failed(rep) == {"tree_structure"}, str(rep)
+    assert "not a tree in preorder" in dict(rep.failures)["tree_structure"]
 
 
-def test_dropped_subtree_with_parent_as_leaf_fails_witness(tmp_path, sq):
+def _dual_rows(proof: bytes) -> np.ndarray:
+    import struct
+
+    n_nodes, n_dual = struct.unpack_from("<QQ", proof, 16)
+    n = struct.unpack_from("<Q", proof, 48)[0]
+    return np.frombuffer(proof, dtype="<f8", count=n * n_dual,
+                         offset=64 + 16 * n_nodes).reshape(-1, n)
+
+
+def test_a_root_alone_without_witness_fails_witness(tmp_path, sq):
     X, y, cert, _ = sq
-    doc, arr = _parts(cert)
-    nodes = doc["tree"]["nodes"]
-    root = nodes[0]
-    doc["tree"]["nodes"] = [root]  # the root alone, claimed pruned, without a witness
-    root["status"] = "pruned"
-    # the sidecar keeps no more witness slots than the tree has nodes (the format's cost bound)
-    arr["dual_values"] = arr["dual_values"][:0]
-    rep = verify_certificate(_write(tmp_path, doc, arr), X, y)
+    doc = cert.to_dict()
+    alone = reforge(doc, TNode(status="pruned"))
+    rep = verify_certificate(alone, X, y)
     assert _failed(rep) == {"leaf_witnesses"}
     assert "no witness" in dict(rep.failures)["leaf_witnesses"]
-    arr["dual_values"] = cert.arrays["dual_values"][:2]  # two slots for one node: refused
-    rep = verify_certificate(_write(tmp_path, doc, arr), X, y)
+    # no more witness slots than the tree has nodes (the format's cost bound): refused unread
+    n, p = X.shape
+    bad = raw_proof(n, p, [(1, 0, 0, 0)], duals=_dual_rows(cert.proof_bytes())[:2])
+    rep = verify_certificate(rehashed(doc, bad), X, y)
     assert rep.exit_code == 2 and "more than one per node" in rep.error_line, str(rep)
 
 
-def test_swapped_branching_variable_of_one_child_fails_structure(tmp_path, sq):
+def test_a_subtree_size_that_lies_fails_tree_structure(sq):
     X, y, cert, _ = sq
-    doc, arr = _parts(cert)
-    child = next(nd for nd in doc["tree"]["nodes"] if nd["parent"] == 0)
-    child["branch_var"] = 4
-    rep = verify_certificate(_write(tmp_path, doc, arr), X, y)
-    assert "tree_structure" in _failed(rep)
+    proof = cert.proof_bytes()
+    for delta in (-1, 1, 10 ** 6):
+        recs = records_of(proof)
+        recs[0, 3] = max(0, int(recs[0, 3]) + delta)
+        rep = verify_certificate(rehashed(cert.to_dict(), with_records(proof, recs)), X, y)
+        assert "tree_structure" in _failed(rep) or "leaf_bounds" in _failed(rep), str(rep)
+        assert not rep.ok
 
 
-def test_branching_on_a_variable_fixed_at_the_parent_fails(sq):
+def test_branching_on_a_variable_a_branching_above_fixed_fails(sq):
     X, y, cert, _ = sq
-    doc, _ = _parts(cert)
-    nodes = []
-    for nd in doc["tree"]["nodes"]:
-        d = dict(nd, witness=cert.witness(nd["id"]))
-        if nd["parent"] is not None and nd["branch_var"] == 1:
-            d["branch_var"] = 0  # var 0 is fixed at the grandparent
-        nodes.append(d)
-    bad = Certificate.build(
-        X, y, problem=doc["problem"],
-        incumbent=dict(coef=np.array(doc["incumbent"]["coef"]), intercept=0.0,
-                       objective=doc["incumbent"]["objective"]),
-        bounds=dict(lower_bound=cert.lower_bound, upper_bound=cert.upper_bound,
-                    status="optimal"),
-        nodes=nodes)
-    rep = verify_certificate(bad, X, y)
-    assert "tree_fixings" in _failed(rep)
-    assert "not free at its parent" in dict(rep.failures)["tree_fixings"]
+    doc, root, nodes = _edit(cert)
+    inner = next(nd for nd in nodes[1:] if nd.kids)
+    inner.var = root.var  # var already fixed by the root's branching
+    rep = verify_certificate(reforge(doc, root), X, y)
+    assert _failed(rep) == {"tree_fixings"}
+    assert "a branching above it already fixed" in dict(rep.failures)["tree_fixings"]
 
 
 def test_edited_lower_bound_fails(tmp_path, sq):
     X, y, cert, _ = sq
-    doc, arr = _parts(cert)
+    doc = cert.to_dict()
     bd = doc["bounds"]
     bd["lower_bound"] += 1.0  # forger keeps the informational gap fields consistent
     bd["absolute_gap"] = bd["upper_bound"] - bd["lower_bound"]
     bd["relative_gap"] = bd["absolute_gap"] / max(1.0, abs(bd["upper_bound"]))
-    rep = verify_certificate(_write(tmp_path, doc, arr), X, y)
+    rep = verify_certificate(_write(tmp_path, _with_doc(cert, doc)), X, y)
     assert {"leaf_bounds", "bounds_order", "status"} >= _failed(rep) >= {"leaf_bounds"}
     # the smallest forgery: the claim raised by one ulp above the verifier's own bound
     good = verify_certificate(cert, X, y).certified_lower_bound
-    doc2, arr2 = _parts(cert)
+    doc2 = cert.to_dict()
     doc2["bounds"]["lower_bound"] = float(np.nextafter(good, np.inf))
-    rep2 = verify_certificate(_write(tmp_path, doc2, arr2, name="c2"), X, y)
+    rep2 = verify_certificate(_write(tmp_path, _with_doc(cert, doc2), name="c2"), X, y)
     assert _failed(rep2) == {"leaf_bounds"}
     doc2["bounds"]["lower_bound"] = good
-    assert verify_certificate(_write(tmp_path, doc2, arr2, name="c3"), X, y).ok
+    assert verify_certificate(_write(tmp_path, _with_doc(cert, doc2), name="c3"), X, y).ok
 
 
 def test_edited_coefficient_fails_objective(tmp_path, sq):
     X, y, cert, info = sq
-    doc, arr = _parts(cert)
+    doc = cert.to_dict()
     j = doc["incumbent"]["support"][0]
     doc["incumbent"]["coef"][j] *= 1.001
-    rep = verify_certificate(_write(tmp_path, doc, arr), X, y)
+    rep = verify_certificate(_write(tmp_path, _with_doc(cert, doc)), X, y)
     assert _failed(rep) == {"incumbent_objective"}
 
 
 def test_added_coefficient_fails_support_and_sparsity(tmp_path, sq):
     X, y, cert, _ = sq
-    doc, arr = _parts(cert)
+    doc = cert.to_dict()
     j = next(j for j in range(6) if j not in doc["incumbent"]["support"])
     doc["incumbent"]["coef"][j] = 1e-3
-    rep = verify_certificate(_write(tmp_path, doc, arr), X, y)
+    rep = verify_certificate(_write(tmp_path, _with_doc(cert, doc)), X, y)
     assert {"incumbent_sparsity", "incumbent_support"} <= _failed(rep)
 
 
 def test_coefficient_outside_box_fails(tmp_path):
     X, y = make_data("squared", n=25, p=5, seed=1)
     cert, _ = enumeration_certificate(X, y, "squared", 2, LAM, M=0.4)
-    doc, arr = _parts(cert)
+    doc = cert.to_dict()
     doc["problem"]["max_abs_coef"] = 0.3
-    rep = verify_certificate(_write(tmp_path, doc, arr), X, y)
+    rep = verify_certificate(_write(tmp_path, _with_doc(cert, doc)), X, y)
     assert "incumbent_box" in _failed(rep)
 
 
@@ -342,48 +349,48 @@ def test_wrong_data_shape_fails(sq):
 
 def test_edited_k_fails(tmp_path, sq):
     X, y, cert, _ = sq
-    doc, arr = _parts(cert)
-    doc["problem"]["k"] = K - 1
-    rep = verify_certificate(_write(tmp_path, doc, arr), X, y)
-    assert {"incumbent_sparsity", "tree_fixings"} <= _failed(rep)
-    doc, arr = _parts(cert)
+    doc = cert.to_dict()
+    doc["problem"]["k"] = K - 1  # the leaves with K variables in are empty regions now
+    rep = verify_certificate(_write(tmp_path, _with_doc(cert, doc)), X, y)
+    assert _failed(rep) == {"incumbent_sparsity"}
+    doc = cert.to_dict()
     doc["problem"]["k"] = K + 1  # leaves with budget 0 now have budget 1: their bounds drop
-    rep = verify_certificate(_write(tmp_path, doc, arr, name="c2"), X, y)
+    rep = verify_certificate(_write(tmp_path, _with_doc(cert, doc), name="c2"), X, y)
     assert _failed(rep) == {"leaf_bounds"}
 
 
 def test_edited_lambda2_fails(tmp_path, sq):
     X, y, cert, _ = sq
-    doc, arr = _parts(cert)
+    doc = cert.to_dict()
     doc["problem"]["lambda2"] = LAM * 1.01
-    rep = verify_certificate(_write(tmp_path, doc, arr), X, y)
+    rep = verify_certificate(_write(tmp_path, _with_doc(cert, doc)), X, y)
     assert "incumbent_objective" in _failed(rep)
 
 
 def test_edited_upper_bound_fails(tmp_path, sq):
     X, y, cert, _ = sq
-    doc, arr = _parts(cert)
+    doc = cert.to_dict()
     doc["bounds"]["upper_bound"] -= 0.5
-    rep = verify_certificate(_write(tmp_path, doc, arr), X, y)
+    rep = verify_certificate(_write(tmp_path, _with_doc(cert, doc)), X, y)
     assert {"incumbent_objective", "bounds_order", "status"} >= _failed(rep) >= {
         "incumbent_objective"}
     # one ulp below what the verifier proves about the incumbent is already refused
     proven = verify_certificate(cert, X, y).objective_upper
-    doc, arr = _parts(cert)
+    doc = cert.to_dict()
     doc["bounds"]["upper_bound"] = float(np.nextafter(proven, -np.inf))
-    rep = verify_certificate(_write(tmp_path, doc, arr, name="c2"), X, y)
+    rep = verify_certificate(_write(tmp_path, _with_doc(cert, doc), name="c2"), X, y)
     assert "incumbent_objective" in _failed(rep)
 
 
 def test_optimal_status_with_large_gap_fails(tmp_path, sq):
     X, y, cert, _ = sq
-    doc, arr = _parts(cert)
+    doc = cert.to_dict()
     bd = doc["bounds"]
     bd["lower_bound"] -= 10.0  # an honest but weak bound
-    rep = verify_certificate(_write(tmp_path, doc, arr), X, y)
+    rep = verify_certificate(_write(tmp_path, _with_doc(cert, doc)), X, y)
     assert _failed(rep) == {"status"}
     bd["status"] = "time_limit"
-    rep = verify_certificate(_write(tmp_path, doc, arr, name="c2"), X, y)
+    rep = verify_certificate(_write(tmp_path, _with_doc(cert, doc), name="c2"), X, y)
     assert rep.ok and not rep.gap_within_tolerance and rep.exit_code == 3
     assert verify_certificate(tmp_path / "c2.json", X, y, rel_gap=1.0).exit_code == 0
 
@@ -392,19 +399,19 @@ def test_own_tolerance_never_replaces_the_users(tmp_path, sq):
     """A certificate with its own tolerance 1e9 and a lower bound of -1e6 is valid, but it is
     not verified as optimal: the default tolerance is 1e-4, the user's."""
     X, y, cert, _ = sq
-    doc, arr = _parts(cert)
+    doc = cert.to_dict()
     doc["bounds"].update(lower_bound=-1e6, rel_gap_tolerance=1e9, status="optimal")
-    rep = verify_certificate(_write(tmp_path, doc, arr), X, y)
+    rep = verify_certificate(_write(tmp_path, _with_doc(cert, doc)), X, y)
     assert rep.ok and rep.exit_code == 3 and not rep.gap_within_tolerance
     assert rep.rel_gap_tolerance == 1e-4 and rep.relative_gap > 1e3
 
 
 def test_too_large_eigen_shift_fails(tmp_path, sq_shift):
     X, y, cert, _ = sq_shift
-    doc, arr = _parts(cert)
+    doc = cert.to_dict()
     Xc = X - X.mean(0)
     doc["relaxation"]["eig_shift"] = np.linalg.eigvalsh(Xc.T @ Xc)[0] * (1 + 1e-12)
-    rep = verify_certificate(_write(tmp_path, doc, arr), X, y)
+    rep = verify_certificate(_write(tmp_path, _with_doc(cert, doc)), X, y)
     assert {"eig_shift", "leaf_witnesses"} == _failed(rep)
     assert "not proven positive definite" in dict(rep.failures)["eig_shift"]
 
@@ -416,54 +423,63 @@ def test_labels_follow_the_data_rule(tmp_path):
     good, _ = enumeration_certificate(X, y, "logistic", 2, 0.3)
     assert verify_certificate(good, X, y).ok
     forged, _ = enumeration_certificate(X, 1.0 - y, "logistic", 2, 0.3)  # coded [1, 0]
-    doc, arr = _parts(forged)
+    doc = forged.to_dict()
     doc["problem"]["y_sha256"] = good.problem["y_sha256"]  # re-bound to the true labels
     doc["problem"]["labels"] = [1.0, 0.0]  # a v1-style field: ignored
-    rep = verify_certificate(_write(tmp_path, doc, arr), X, y)
+    rep = verify_certificate(_write(tmp_path, _with_doc(forged, doc)), X, y)
     assert not rep.ok and {"incumbent_objective", "leaf_bounds"} & _failed(rep)
     y3 = y.copy()
     y3[0] = 2.0  # three label values: no coding exists
     bad, _ = enumeration_certificate(X, y, "logistic", 2, 0.3)
-    doc, arr = _parts(bad)
+    doc = bad.to_dict()
     from sparsecert.certificate.schema import array_sha256
 
     doc["problem"]["y_sha256"] = array_sha256(y3)
-    rep = verify_certificate(_write(tmp_path, doc, arr, name="c3"), X, y3)
+    rep = verify_certificate(_write(tmp_path, _with_doc(bad, doc), name="c3"), X, y3)
     assert _failed(rep) == {"labels"} and "two distinct" in dict(rep.failures)["labels"]
 
 
 # ------------------------------------------------------------------------------ malformed
 
 
-def test_missing_sidecar_is_an_input_error(tmp_path, sq):
+def test_missing_proof_file_is_an_input_error(tmp_path, sq):
     X, y, cert, _ = sq
     path = tmp_path / "c.json"
     cert.save(path)
-    (tmp_path / "c.npz").unlink()
+    (tmp_path / "c.proof").unlink()
     rep = verify_certificate(path, X, y)
-    assert _failed(rep) == {"sidecar"} and "cannot be read" in rep.failures[0][1]
+    assert _failed(rep) == {"proof"} and "cannot be read" in rep.failures[0][1]
     assert rep.exit_code == 2
 
 
-def test_garbage_sidecar_with_matching_hash_is_an_input_error(tmp_path, sq):
+def test_garbage_proof_with_matching_hash_is_an_input_error(tmp_path, sq):
     X, y, cert, _ = sq
-    doc, _ = _parts(cert)
-    (tmp_path / "c.npz").write_bytes(b"not a zip file")
-    doc["arrays"].update(sha256=sha256_bytes(b"not a zip file"))
-    (tmp_path / "c.json").write_text(json.dumps(doc))
-    rep = verify_certificate(tmp_path / "c.json", X, y)
-    assert _failed(rep) == {"sidecar"} and "not a readable" in rep.failures[0][1]
+    garbage = b"not a proof file" * 8
+    rep = verify_certificate(rehashed(cert.to_dict(), garbage), X, y)
+    assert _failed(rep) == {"proof"} and "magic" in rep.failures[0][1]
     assert rep.exit_code == 2
 
 
-def test_witness_slot_out_of_range_is_an_input_error(tmp_path, sq):
+def test_truncated_proof_file_fails(tmp_path, sq):
+    """A proof file cut short: its size is not the one the certificate records (a failed check,
+    exit 1); re-recorded, its header no longer matches its size (an input error)."""
     X, y, cert, _ = sq
-    doc, arr = _parts(cert)
-    leaf = next(nd for nd in doc["tree"]["nodes"] if nd["witness"])
-    leaf["witness"]["slot"] = 10_000
-    rep = verify_certificate(_write(tmp_path, doc, arr), X, y)
-    assert _failed(rep) == {"sidecar"} and "out of range" in rep.failures[0][1]
-    assert rep.exit_code == 2
+    proof = cert.proof_bytes()[:-8]
+    rep = verify_certificate(cert.to_dict(), X, y, proof=proof)
+    assert _failed(rep) == {"proof"} and rep.exit_code == 1
+    assert "truncated" in rep.failures[0][1]
+    rep = verify_certificate(rehashed(cert.to_dict(), proof), X, y)
+    assert rep.exit_code == 2 and "header" in rep.error_line
+
+
+def test_witness_slot_out_of_range_fails_tree_structure(sq):
+    X, y, cert, info = sq
+    proof = cert.proof_bytes()
+    recs = records_of(proof)
+    recs[info["best_leaf"], 2] = 10_000
+    rep = verify_certificate(rehashed(cert.to_dict(), with_records(proof, recs)), X, y)
+    assert _failed(rep) == {"tree_structure"} and "out of range" in rep.failures[0][1]
+    assert f"node {info['best_leaf']}:" in rep.failures[0][1]
 
 
 @pytest.mark.parametrize(
@@ -479,19 +495,20 @@ def test_witness_slot_out_of_range_is_an_input_error(tmp_path, sq):
         (lambda d: d["problem"].update(lambda2=2 ** 60 + 1), "not exactly representable"),
         (lambda d: d["problem"].update(loss="hinge"), "problem.loss"),
         (lambda d: d["incumbent"]["coef"].pop(), "incumbent.coef"),
-        (lambda d: d["tree"]["nodes"][0].update(status="weird"), "status"),
-        (lambda d: d["tree"]["nodes"][0].update(fixings=[[99, 0]]), "fixings"),
-        (lambda d: d["tree"]["nodes"][0].update(fixings=[[0, 0, 1]]), "pair"),
-        (lambda d: d["tree"]["nodes"][0].update(witness={"kind": "point", "slot": 0}),
-         "witness.kind"),
+        (lambda d: d.update(format_version=2), "format version 2 is not supported"),
+        (lambda d: d.pop("proof"), "missing field certificate.proof"),
+        (lambda d: d["proof"].update(bytes="12"), "proof.bytes must be an integer"),
+        (lambda d: d["proof"].update(bytes=12), "less than a proof file's header"),
+        (lambda d: d["proof"].pop("sha256"), "missing field proof.sha256"),
+        (lambda d: d["problem"].update(n_features=2 ** 33), "more than the format's"),
     ],
 )
 def test_malformed_json_is_an_input_error(tmp_path, sq, edit, needle):
     X, y, cert, _ = sq
-    doc, arr = _parts(cert)
+    doc = cert.to_dict()
     edit(doc)
-    rep = verify_certificate(_write(tmp_path, doc, arr), X, y)
-    assert _failed(rep) == {"format"} and needle in rep.failures[0][1]
+    rep = verify_certificate(_write(tmp_path, _with_doc(cert, doc)), X, y)
+    assert _failed(rep) == {"format"} and needle in rep.failures[0][1], str(rep)
     assert rep.exit_code == 2 and rep.input_error and needle in rep.error_line
 
 
@@ -543,31 +560,34 @@ def test_user_parameters_are_checked_and_reported(sq):
 
 def test_tampering_never_mutates_the_genuine_certificate(sq):
     X, y, cert, _ = sq
-    before = copy.deepcopy(cert.to_dict())
-    doc, arr = _parts(cert)
+    before, proof = copy.deepcopy(cert.to_dict()), cert.proof_bytes()
+    doc, root, nodes = _edit(cert)
     doc["bounds"]["lower_bound"] = 0.0
-    arr["dual_values"][:] = 0.0
-    assert cert.to_dict() == before and verify_certificate(cert, X, y).ok
+    for nd in nodes:
+        if nd.witness is not None:
+            nd.witness[1][:] = 0.0
+    assert cert.to_dict() == before and cert.proof_bytes() == proof
+    assert verify_certificate(cert, X, y).ok
 
 
-def test_arrays_file_field_is_ignored_the_sidecar_is_found_by_name(tmp_path, sq):
+def test_a_file_field_is_ignored_the_proof_is_found_by_name(tmp_path, sq):
     X, y, cert, _ = sq
     (tmp_path / "sub").mkdir()
     cert.save(tmp_path / "sub" / "a.json")
     doc = json.loads((tmp_path / "sub" / "a.json").read_text())
-    doc["arrays"]["file"] = "../elsewhere.npz"  # not part of the format: ignored
+    doc["proof"]["file"] = "../elsewhere.proof"  # not part of the format: ignored
     (tmp_path / "sub" / "a.json").write_text(json.dumps(doc))
     assert verify_certificate(tmp_path / "sub" / "a.json", X, y).ok
     (tmp_path / "sub" / "a.json").rename(tmp_path / "sub" / "b.json")
     rep = verify_certificate(tmp_path / "sub" / "b.json", X, y)
-    assert rep.exit_code == 2 and "b.npz" in rep.error_line
+    assert rep.exit_code == 2 and "b.proof" in rep.error_line
 
 
 def test_overflowing_witness_gives_no_bound(tmp_path):
     X, y = make_data("poisson", n=20, p=4, seed=0)
     cert, info = enumeration_certificate(X, y, "poisson", 2, 0.5)
-    doc, arr = _parts(cert)
-    arr["dual_values"][_best_slot(cert, info)] = 1e300  # w log w overflows
+    doc, root, nodes = _edit(cert)
+    nodes[info["best_leaf"]].witness[1][:] = 1e300  # w log w overflows
     with np.errstate(all="raise"):  # the verifier must not warn or raise on overflow
-        rep = verify_certificate(_write(tmp_path, doc, arr), X, y)
+        rep = verify_certificate(_write(tmp_path, reforge(doc, root)), X, y)
     assert rep.failed_checks == ["leaf_bounds"] and rep.certified_lower_bound == -np.inf

@@ -55,6 +55,20 @@ def test_verify_genuine_exit_0(files, capsys, data_args):
     assert "VERIFIED" in out and "leaf_bounds" in out
 
 
+def test_verify_with_two_processes_gives_the_same_report(files, capsys):
+    args = ["verify", str(files / "cert.json"), "--data", str(files / "data.npz")]
+    assert main(args) == 0
+    serial = capsys.readouterr().out
+    assert main(args + ["--jobs", "2"]) == 0
+    parallel = capsys.readouterr().out
+
+    def checks(text: str) -> list[str]:  # the check lines (the time line differs)
+        return [ln for ln in text.splitlines() if ln.strip().startswith("[")]
+
+    assert len(checks(serial)) > 10 and checks(parallel) == checks(serial)
+    assert "with 2 processes" in parallel
+
+
 def test_verify_tampered_exit_1_names_the_check(files, capsys):
     doc = json.loads((files / "cert.json").read_text())
     doc["incumbent"]["coef"][doc["incumbent"]["support"][0]] += 0.01
@@ -80,7 +94,7 @@ def test_verify_gap_above_tolerance_exit_3(files, capsys, problem):
     bd["absolute_gap"] = bd["upper_bound"] - bd["lower_bound"]
     bd["relative_gap"] = bd["absolute_gap"] / max(1.0, abs(bd["upper_bound"]))
     (files / "weak.json").write_text(json.dumps(doc))
-    (files / "weak.npz").write_bytes((files / "cert.npz").read_bytes())  # found by name
+    (files / "weak.proof").write_bytes((files / "cert.proof").read_bytes())  # found by name
     args = ["verify", str(files / "weak.json"), "--data", str(files / "data.npz")]
     assert main(args) == 3
     assert "gap above tolerance" in capsys.readouterr().out
@@ -159,7 +173,7 @@ def test_unreadable_certificate_exit_2_from_verify_and_show(files, capsys, text)
     line, never a traceback."""
     full = (files / "cert.json").read_text()
     (files / "junk.json").write_text(full[: len(full) // 2] if text is None else text)
-    (files / "junk.npz").write_bytes((files / "cert.npz").read_bytes())
+    (files / "junk.proof").write_bytes((files / "cert.proof").read_bytes())
     assert main(["verify", str(files / "junk.json"), "--data", str(files / "data.npz")]) == 2
     assert one_error_line(capsys).count("junk.json") == 1
     assert main(["show", str(files / "junk.json")]) == 2
@@ -171,13 +185,13 @@ def test_unreadable_certificate_exit_2_from_verify_and_show(files, capsys, text)
     (lambda d: d["problem"].update(lambda2=10 ** 400), "overflows"),
     (lambda d: d["problem"].update(k=10 ** 400), "out of range"),
     (lambda d: d["bounds"].update(lower_bound="NaN"), "finite number"),
-    (lambda d: d["tree"].update(nodes=[[[[[["x"]]]]]]), "JSON object"),
+    (lambda d: d.update(proof=[[[[[["x"]]]]]]), "JSON object"),
 ])
 def test_malformed_certificate_exit_2_one_line(files, capsys, edit, needle):
     doc = json.loads((files / "cert.json").read_text())
     edit(doc)
     (files / "bad.json").write_text(json.dumps(doc))
-    (files / "bad.npz").write_bytes((files / "cert.npz").read_bytes())
+    (files / "bad.proof").write_bytes((files / "cert.proof").read_bytes())
     assert main(["verify", str(files / "bad.json"), "--data", str(files / "data.npz")]) == 2
     assert needle in one_error_line(capsys)
 
@@ -207,7 +221,7 @@ def test_verify_user_fixes_the_problem(files, capsys):
 
 def test_renamed_pair_still_verifies(files, capsys):
     (files / "cert.json").rename(files / "renamed.json")
-    (files / "cert.npz").rename(files / "renamed.npz")
+    (files / "cert.proof").rename(files / "renamed.proof")
     assert main(["verify", str(files / "renamed.json"), "--data", str(files / "data.npz")]) == 0
     assert "VERIFIED" in capsys.readouterr().out
 
@@ -225,7 +239,8 @@ def test_usage_errors_exit_2(capsys):
     assert "sparsecert" in capsys.readouterr().out
     for bad, needle in ((["--k", "-1"], "-1 must be >= 0"), (["--k", "1.5"], "not an integer"),
                         (["--rel-gap", "nan"], "nan must be a finite number >= 0"),
-                        (["--rel-gap", "inf"], "inf must be a finite number >= 0")):
+                        (["--rel-gap", "inf"], "inf must be a finite number >= 0"),
+                        (["--jobs", "0"], "0 must be >= 1 (or -1: one per core)")):
         assert main(["verify", "c.json", "--data", "d.npz", *bad]) == 2
         assert needle in one_error_line(capsys)
     for argv in (["certify", "--k", "0"], ["certify", "--lambda2", "x"], ["verify"],
@@ -335,7 +350,7 @@ def test_certify_flow_with_stand_in_solver(files, capsys, fake_api, monkeypatch)
     assert code == 0
     text = capsys.readouterr().out
     assert "status      : optimal" in text and "VERIFIED" in text
-    assert out.exists() and (files / "new.npz").exists()
+    assert out.exists() and (files / "new.proof").exists()
     call = dict(fake_api[0])
     assert len(prepared) == 1 and call.pop("prepared") is prepared[0]
     assert {key: call[key] for key in ("k", "lambda2", "loss", "max_abs_coef", "fit_intercept",
@@ -378,7 +393,7 @@ def test_certify_default_job_uses_diabetes(tmp_path, monkeypatch, capsys, fake_a
     assert fake_api[0]["fit_intercept"] is True and fake_api[0]["lambda2"] == 0.1
     assert fake_api[0]["verbose"] == 0
     assert (tmp_path / "sparsecert-certificate.json").exists()
-    assert (tmp_path / "sparsecert-certificate.npz").exists()
+    assert (tmp_path / "sparsecert-certificate.proof").exists()
     assert main(["verify", "sparsecert-certificate.json", "--quiet"]) == 2  # no data: no guess
 
 

@@ -28,7 +28,7 @@ def saved(tmp_path_factory):
 
 def _write(d, text: str, name="edit"):
     (d / f"{name}.json").write_text(text)
-    (d / f"{name}.npz").write_bytes((d / "cert.npz").read_bytes())
+    (d / f"{name}.proof").write_bytes((d / "cert.proof").read_bytes())
     return str(d / f"{name}.json")
 
 

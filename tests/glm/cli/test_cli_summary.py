@@ -121,7 +121,7 @@ def _summary(result, report, **kw):
     y = X[:, 0] * 2 + 1.0 + np.array([0.1, -0.1, 0.0])
     return "\n".join(certify_summary(result, report, k=1, loss="squared", lambda2=0.5,
                                      fit_intercept=True, X=X, y_used=y, labels=None,
-                                     names=["dose", "age"], out="c.json", sidecar="c.npz",
+                                     names=["dose", "age"], out="c.json", sidecar="c.proof",
                                      rel_gap=1e-4, **kw))
 
 
@@ -177,7 +177,7 @@ def test_show_audit_lists_every_node(data_file, tmp_path, capsys):
     assert main(["certify", "--data", str(data_file), "--k", "2", "--lambda2", "0.5",
                  "--out", str(out), "--quiet"]) == 0
     capsys.readouterr()
-    nodes = json.loads(out.read_text())["tree"]["nodes"]
+    n_nodes = json.loads(out.read_text())["tree"]["n_nodes"]
     assert main(["show", str(out)]) == 0
     plain = capsys.readouterr().out
     assert "meaning   : no model with at most 2 features" in plain
@@ -185,5 +185,6 @@ def test_show_audit_lists_every_node(data_file, tmp_path, capsys):
     assert main(["show", "--audit", str(out)]) == 0
     audit = capsys.readouterr().out
     listed = [ln.strip() for ln in audit.splitlines() if ln.startswith("    ")]
-    assert [int(ln.split(":")[0]) for ln in listed] == [nd["id"] for nd in nodes]
+    assert n_nodes >= 1
+    assert sorted(int(ln.split(":")[0]) for ln in listed) == list(range(n_nodes))
     assert listed[0].startswith("0: root")

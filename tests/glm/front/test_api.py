@@ -78,7 +78,7 @@ def test_certificate_identical_across_executors(tmp_path):
     for doc in (ja, jb):
         doc.pop("producer")  # times and the executor used
     assert ja == jb
-    assert (tmp_path / "a.npz").read_bytes() == (tmp_path / "b.npz").read_bytes()
+    assert (tmp_path / "a.proof").read_bytes() == (tmp_path / "b.proof").read_bytes()
 
 
 def test_limits_give_honest_certificates(tmp_path):

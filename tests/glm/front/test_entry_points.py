@@ -168,7 +168,7 @@ def test_cheap_checks_come_before_the_expensive_setup(reg, monkeypatch, entry, b
             certify_path(X, y, [k], 1.0, **kw)
 
 
-@pytest.mark.parametrize("out, needle", [("d.json", "d.npz exists and is not"),
+@pytest.mark.parametrize("out, needle", [("d.json", "d.proof exists and is not"),
                                          ("d.npz", "must end in .json"),
                                          ("sub", "must end in .json")])
 def test_cli_refuses_a_bad_out_before_solving(reg, tmp_path, monkeypatch, capsys, out, needle):
@@ -185,6 +185,7 @@ def test_cli_refuses_a_bad_out_before_solving(reg, tmp_path, monkeypatch, capsys
     X, y = reg
     np.savez("d.npz", X=X, y=y)
     (tmp_path / "sub").mkdir()
+    (tmp_path / "d.proof").write_bytes(b"the user's own file")  # where d.json's proof goes
     data = (tmp_path / "d.npz").read_bytes()
     code = main(["certify", "--data", "d.npz", "--k", "2", "--lambda2", "1", "--out", out])
     captured = capsys.readouterr()
@@ -192,4 +193,5 @@ def test_cli_refuses_a_bad_out_before_solving(reg, tmp_path, monkeypatch, capsys
     assert code == 2 and len(lines) == 1 and needle in lines[0], captured.err
     assert captured.out == ""  # refused before the start line
     assert (tmp_path / "d.npz").read_bytes() == data
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["d.npz", "sub"]
+    assert (tmp_path / "d.proof").read_bytes() == b"the user's own file"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["d.npz", "d.proof", "sub"]

@@ -183,7 +183,7 @@ def test_cli_ctrl_c_while_writing_keeps_the_files(data, tmp_path, monkeypatch, c
                  "--quiet"])
     assert code == 0
     assert DEFERRED_MESSAGE in capsys.readouterr().err
-    assert out.exists() and out.with_suffix(".npz").exists()
+    assert out.exists() and out.with_suffix(".proof").exists()
 
 
 def test_cli_ctrl_c_while_checking_names_the_written_files(data, tmp_path, monkeypatch, capsys):
@@ -201,6 +201,6 @@ def test_cli_ctrl_c_while_checking_names_the_written_files(data, tmp_path, monke
     err = capsys.readouterr().err
     assert code == 130 and len(err.strip().splitlines()) == 1
     assert f"sparsecert show {out}" in err
-    assert out.exists() and out.with_suffix(".npz").exists()
+    assert out.exists() and out.with_suffix(".proof").exists()
     monkeypatch.undo()
     assert main(["verify", str(out), "--data", str(src), "--k", "3", "--lambda2", "1"]) == 0

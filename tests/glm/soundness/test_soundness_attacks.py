@@ -269,8 +269,14 @@ def test_class5_large_offsets_with_an_intercept(offset):
         incumbent=dict(coef=res.coef, intercept=res.intercept, objective=claim),
         bounds=dict(lower_bound=claim, upper_bound=claim, status="optimal"),
         nodes=[dict(id=0, parent=None, branch_var=None, branch_value=None, status="solved",
-                    witness=res.certificate.witness(res.certificate.nodes[-1]["id"]))])
+                    witness=_a_witness(res.certificate))])
     assert "incumbent_objective" in _refused(cert, X, y)
+
+
+def _a_witness(cert):
+    """(kind, vector) of the last witness of a certificate's tree."""
+    kind, slot = [nd["witness"] for nd in cert.nodes if nd["witness"]][-1]
+    return kind, cert.witness(kind, slot)
 
 
 def test_class5_producer_error_free_objective_beats_plain_float():

@@ -1,28 +1,26 @@
 """The verifier's cost is bounded by the data and by what the certificate's tree references.
 
-Small hostile files that cost minutes or gigabytes before: a positive eigenvalue shift on data
-with more columns than rows (a p x p Gram matrix for a proof that can never succeed), a sidecar
-that inflates from under a megabyte to 800 MB or carries arrays the format does not define, and
-20 million empty witnesses no node references. Each must be refused with one line before the
-expensive step: memory is measured with tracemalloc (numpy reports its buffers to it), never
+Small hostile files that would cost minutes or gigabytes: a positive eigenvalue shift on data
+with more columns than rows (a p x p Gram matrix for a proof that can never succeed), a proof
+file whose header declares a billion nodes or witnesses, more witness slots than nodes, a
+subtree size that lies, a file padded beyond its header's counts. Each must be refused with one
+line before the expensive step. And the walk of an honest tree costs memory independent of its
+number of nodes. Memory is measured with tracemalloc (numpy reports its buffers to it), never
 with a timer.
 """
 
 from __future__ import annotations
 
-import io
-import json
 import struct
 import tracemalloc
-import zipfile
-import zlib
 
 import numpy as np
 import pytest
+from _certgen import TNode, branch, make_certificate, raw_proof, records_of, rehashed
+from _certgen import with_records as _with_records
 
 from sparsecert.certificate import Certificate, verify_certificate
 from sparsecert.certificate import verify as V
-from sparsecert.certificate.schema import npz_bytes, sha256_bytes
 
 MB = 1 << 20
 
@@ -38,6 +36,7 @@ def _peak(fn, *args, **kwargs):
 
 
 def _one_node(X, y, *, mu=0.0, witness=None):
+    """A one-node certificate (its leaf bounded by ``witness``, default the dual at 0)."""
     n, p = X.shape
     return Certificate.build(
         X, y, problem=dict(loss="squared", k=1, lambda2=1.0, max_abs_coef=None,
@@ -116,59 +115,7 @@ def test_the_producer_and_the_verifier_share_the_size_limit():
     assert R.SHIFT_MAX_FEATURES == V.SHIFT_MAX_FEATURES
 
 
-# ------------------------------------------------------------------------------ the sidecar
-
-
-def _npy_header(dtype: str, shape: tuple[int, ...]) -> bytes:
-    buf = io.BytesIO()
-    np.lib.format.write_array_header_1_0(buf, {"descr": dtype, "fortran_order": False,
-                                               "shape": shape})
-    return buf.getvalue()
-
-
-def _deflated_zeros(head: bytes, nbytes: int) -> bytes:
-    """A raw deflate stream of ``head`` followed by ``nbytes`` zero bytes, built in
-    milliseconds: after a full flush every MiB of zeros compresses to the same bytes."""
-    c = zlib.compressobj(9, zlib.DEFLATED, -15)
-    out = [c.compress(head) + c.flush(zlib.Z_FULL_FLUSH)]
-    q, r = divmod(nbytes, MB)
-    if q:
-        piece = c.compress(bytes(MB)) + c.flush(zlib.Z_FULL_FLUSH)
-        again = c.compress(bytes(MB)) + c.flush(zlib.Z_FULL_FLUSH)
-        assert again == piece
-        out.append(piece * q)
-    out.append(c.compress(bytes(r)) + c.flush())
-    return b"".join(out)
-
-
-def _zip(members: list[tuple[str, bytes, int, int, int]]) -> bytes:
-    """A zip file by hand: (name, payload, method, crc, declared uncompressed size) each. The
-    CRC of a bomb is not computed (a reader that inflated it would pay before noticing)."""
-    body, central = io.BytesIO(), io.BytesIO()
-    for name, payload, method, crc, size in members:
-        nm = name.encode()
-        offset = body.tell()
-        body.write(struct.pack("<IHHHHHIIIHH", 0x04034B50, 20, 0, method, 0, 0x21, crc,
-                               len(payload), size, len(nm), 0) + nm + payload)
-        central.write(struct.pack("<IHHHHHHIIIHHHHHII", 0x02014B50, 20, 20, 0, method, 0,
-                                  0x21, crc, len(payload), size, len(nm), 0, 0, 0, 0, 0,
-                                  offset) + nm)
-    cd = central.getvalue()
-    return body.getvalue() + cd + struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, len(members),
-                                              len(members), len(cd), body.tell(), 0)
-
-
-def _stored(name: str, arr: np.ndarray):
-    buf = io.BytesIO()
-    np.save(buf, arr)
-    raw = buf.getvalue()
-    return (name, raw, zipfile.ZIP_STORED, zlib.crc32(raw), len(raw))
-
-
-def _bomb(name: str, dtype: str, shape: tuple[int, ...]):
-    head = _npy_header(dtype, shape)
-    nbytes = 8 * int(np.prod(shape))
-    return (name, _deflated_zeros(head, nbytes), zipfile.ZIP_DEFLATED, 0, len(head) + nbytes)
+# ------------------------------------------------------------------------------ the proof file
 
 
 def _small_problem(p: int = 3):
@@ -178,147 +125,180 @@ def _small_problem(p: int = 3):
     return X, y
 
 
-#: p such that one node may reference a shifted witness of p nonzeros (1 MiB of indices and
-#: values): the sidecar's file may then be over a megabyte, and it is the members' declared
-#: sizes that refuse the bombs below
-WIDE = 1 << 16
+def _with_header(proof: bytes, **counts) -> bytes:
+    """The proof bytes with some of the header's counts replaced."""
+    names = ("n_nodes", "n_dual", "n_shifted", "nnz", "n", "p")
+    values = list(struct.unpack_from("<6Q", proof, 16))
+    for key, v in counts.items():
+        values[names.index(key)] = v
+    return proof[:16] + struct.pack("<6Q", *values) + proof[64:]
 
 
-def _with_sidecar(tmp_path, cert, side: bytes):
-    doc = cert.to_dict()
-    doc["arrays"]["sha256"] = sha256_bytes(side)
-    (tmp_path / "h.json").write_text(json.dumps(doc))
-    (tmp_path / "h.npz").write_bytes(side)
-    return tmp_path / "h.json"
-
-
-def _valid_members(cert):
-    return [_stored(name + ".npy", cert.arrays[name]) for name in
-            ("dual_values", "shifted_offsets", "shifted_indices", "shifted_values")]
-
-
-def test_a_compressed_sidecar_is_never_inflated_beyond_what_the_tree_references(tmp_path):
-    """Under a megabyte on disk, 800 MiB of dual_values once inflated; one node references
-    one row of n = 4 values."""
-    X, y = _small_problem(WIDE)
-    cert = _one_node(X, y)
-    members = _valid_members(cert)
-    members[0] = _bomb("dual_values.npy", "<f8", (800 * MB // 32, 4))
-    path = _with_sidecar(tmp_path, cert, _zip(members))
-    assert path.with_suffix(".npz").stat().st_size < MB < V.sidecar_size_limit(V._parse(
-        cert.to_dict()))
-    rep, peak = _peak(verify_certificate, path, X, y)
-    assert rep.exit_code == 2 and "declares" in rep.error_line, str(rep)
-    assert peak < 16 * MB, peak
-
-
-def test_a_sidecar_with_arrays_the_format_does_not_define_is_refused_unread(tmp_path):
-    X, y = _small_problem(WIDE)
-    cert = _one_node(X, y)
-    members = _valid_members(cert) + [_bomb("extra.npy", "<f8", (800 * MB // 8,))]
-    path = _with_sidecar(tmp_path, cert, _zip(members))
-    rep, peak = _peak(verify_certificate, path, X, y)
-    assert rep.exit_code == 2 and "'extra.npy'" in rep.error_line, str(rep)
-    assert peak < 16 * MB, peak
-    with pytest.raises(ValueError, match="does not define"):
-        Certificate.load(path)
-
-
-def test_a_member_is_not_inflated_beyond_its_declared_size(tmp_path):
-    """The header says 200 bytes; the stream holds 100 MiB: reading stops at 200."""
-    X, y = _small_problem(WIDE)
-    cert = _one_node(X, y)
-    members = _valid_members(cert)
-    name, payload, method, crc, _ = _bomb("dual_values.npy", "<f8", (100 * MB // 32, 4))
-    members[0] = (name, payload, method, crc, 200)
-    path = _with_sidecar(tmp_path, cert, _zip(members))
-    rep, peak = _peak(verify_certificate, path, X, y)
-    assert rep.exit_code == 2 and "sidecar" in rep.failed_checks, str(rep)
-    assert peak < 16 * MB, peak
-
-
-def test_twenty_million_empty_shifted_witnesses_are_refused_unread(tmp_path):
-    """153 KB of deflated offsets for 20 million witnesses no node references: a Python loop
-    over them took 13-18 s."""
-    X, y = _small_problem(WIDE)
-    cert = _one_node(X, y)
-    members = _valid_members(cert)
-    members[1] = _bomb("shifted_offsets.npy", "<i8", (20_000_001,))
-    path = _with_sidecar(tmp_path, cert, _zip(members))
-    rep, peak = _peak(verify_certificate, path, X, y)
-    assert rep.exit_code == 2 and "shifted_offsets" in rep.error_line, str(rep)
-    assert peak < 16 * MB, peak
-
-
-def test_a_sidecar_file_larger_than_its_tree_can_reference_is_not_read(tmp_path):
+@pytest.mark.parametrize("counts, needle", [
+    (dict(n_nodes=10 ** 9), "header's counts"),  # a billion records in a file of one
+    (dict(n_nodes=2 ** 60), "nodes"),
+    (dict(n_dual=10 ** 9), "more than one per node"),
+    (dict(nnz=10 ** 12), "nonzeros"),
+    (dict(p=7), "n_features = 7"),
+])
+def test_a_header_that_lies_is_refused_before_anything_is_read(counts, needle):
     X, y = _small_problem()
     cert = _one_node(X, y)
-    side = bytes(8 * MB) + cert.sidecar_bytes()  # a zip may be preceded by other bytes
-    path = _with_sidecar(tmp_path, cert, side)
-    rep, peak = _peak(verify_certificate, path, X, y)
-    assert rep.exit_code == 2 and "its tree can reference" in rep.error_line, str(rep)
+    bad = _with_header(cert.proof_bytes(), **counts)
+    rep, peak = _peak(verify_certificate, rehashed(cert.to_dict(), bad), X, y)
+    assert rep.exit_code == 2 and needle in rep.error_line, str(rep)
+    assert "\n" not in rep.error_line
     assert peak < 2 * MB, peak
 
 
-def test_unreferenced_slots_are_bounded_by_the_nodes(tmp_path):
+def test_a_padded_proof_file_is_refused_unread(tmp_path):
+    """8 MB of padding after an honest proof: its size is not its header's, refused before the
+    hash (nothing but the header is read)."""
     X, y = _small_problem()
     cert = _one_node(X, y)
-    arrays = {k: v.copy() for k, v in cert.arrays.items()}
-    arrays["shifted_offsets"] = np.zeros(3, dtype="<i8")  # two empty shifted slots, one node
-    path = _with_sidecar(tmp_path, cert, npz_bytes(arrays))
-    rep = verify_certificate(path, X, y)
+    padded = cert.proof_bytes() + bytes(8 * MB)
+    (tmp_path / "c.proof").write_bytes(padded)
+    import hashlib
+    import json
+
+    doc = cert.to_dict()
+    doc["proof"].update(sha256=hashlib.sha256(padded).hexdigest(), bytes=len(padded))
+    (tmp_path / "c.json").write_text(json.dumps(doc))
+    calls = []
+    real = V._hash_file
+    try:
+        V._hash_file = lambda src: calls.append(src) or real(src)
+        rep, peak = _peak(verify_certificate, tmp_path / "c.json", X, y)
+    finally:
+        V._hash_file = real
+    assert rep.exit_code == 2 and "header's counts" in rep.error_line, str(rep)
+    assert not calls and peak < 2 * MB, peak
+
+
+def test_more_witness_slots_than_nodes_are_refused():
+    X, y = _small_problem()
+    cert = _one_node(X, y)
+    rows = [-2.0 * y] * 3
+    bad = raw_proof(4, 3, [(1 | 8, 0, 0, 0)], duals=rows)  # 3 slots, one node
+    rep = verify_certificate(rehashed(cert.to_dict(), bad), X, y)
     assert rep.exit_code == 2 and "more than one per node" in rep.error_line
 
 
-def test_sidecar_witnesses_are_checked_without_a_loop_over_slots():
-    """The vectorised check of strictly increasing indices within each shifted witness: the
-    boundaries between witnesses may decrease, nothing else may."""
-    def parsed(n_nodes):
-        return V._Parsed("squared", 1, 1.0, None, False, 2, 5, "", "", np.zeros(5), 0.0, [],
-                         0.0, 0.0, 0.0, 0.0, 0.0, "time_limit", 1.0,
-                         [V._Node(i, None if i == 0 else 0, None, None, "solved", None, [])
-                          for i in range(n_nodes)], "")
-
-    def side(off, idx):
-        return npz_bytes({"dual_values": np.zeros((0, 2)),
-                          "shifted_offsets": np.array(off, dtype="<i8"),
-                          "shifted_indices": np.array(idx, dtype="<i8"),
-                          "shifted_values": np.ones(len(idx))})
-
-    ok = V._load_sidecar(side([0, 2, 2, 5], [3, 4, 0, 1, 4]), parsed(3))
-    assert ok["shifted_offsets"].tolist() == [0, 2, 2, 5]
-    for off, idx, slot in (([0, 2, 5], [3, 3, 0, 1, 4], 0), ([0, 2, 5], [3, 4, 0, 4, 1], 1),
-                           ([0, 0, 3], [1, 2, 2], 1)):
-        with pytest.raises(V._Malformed, match=f"witness {slot}: indices are not strictly"):
-            V._load_sidecar(side(off, idx), parsed(2))
-
-
-@pytest.mark.parametrize("edit, needle", [
-    (lambda raw: raw.replace(b"'<f8'", b"'>f8'", 1), "dtype"),
-    (lambda raw: raw.replace(b"'fortran_order': False", b"'fortran_order': 0    ", 1),
-     "shape"),
-    (lambda raw: raw.replace(b"NUMPY", b"NUMPZ", 1), "not a .npy file"),
-    (lambda raw: raw[:-8], "data bytes"),
-    (lambda raw: raw.replace(b"'shape': (1, 4)", b"'shape': __import__('os')", 1),
-     "malformed header"),
-])
-def test_the_npy_header_is_parsed_strictly(tmp_path, edit, needle):
+@pytest.mark.parametrize("size0", [0, 2, 2 ** 32 - 1])
+def test_a_subtree_size_that_lies_fails_structure_and_costs_nothing(size0):
     X, y = _small_problem()
-    cert = _one_node(X, y)
-    members = _valid_members(cert)
-    name, raw, method, _, _ = members[0]
-    raw = edit(raw)
-    members[0] = (name, raw, method, zlib.crc32(raw), len(raw))
-    path = _with_sidecar(tmp_path, cert, _zip(members))
-    rep = verify_certificate(path, X, y)
-    assert rep.exit_code == 2 and needle in rep.error_line, rep.error_line
+    root = branch(0, TNode(status="open"), TNode(status="open"), witness=("dual", -2.0 * y))
+    cert = make_certificate(X, y, root, problem=dict(loss="squared", k=1, lambda2=1.0),
+                            incumbent=dict(coef=np.zeros(3), objective=float(y @ y)),
+                            bounds=dict(lower_bound=-1e6, upper_bound=float(y @ y) * 1.01,
+                                        status="time_limit"))
+    assert verify_certificate(cert, X, y).ok
+    proof = cert.proof_bytes()
+    recs = records_of(proof)
+    recs[0, 3] = size0
+    rep, peak = _peak(verify_certificate, rehashed(cert.to_dict(), _with_records(proof, recs)),
+                      X, y)
+    assert rep.failed_checks == ["tree_structure"] and "not a tree in preorder" in \
+        rep.failures[0][1], str(rep)
+    assert peak < 2 * MB
 
 
-def test_an_honest_compressed_sidecar_is_read(tmp_path):
-    """numpy's own compressed .npz (savez_compressed) is a sidecar like the writer's."""
-    X, y = _small_problem()
+def test_a_deep_chain_is_walked_without_recursion():
+    """A caterpillar tree as deep as p (every branching z_d = 1 deeper): walked on the undo
+    stack, verified."""
+    X, y = _small_problem(40)
+
+    def chain(depth: int) -> bytes:  # a caterpillar: the root's witness inherited by all
+        recs = []
+        for d in range(depth):
+            recs.append((0 | (8 if d == 0 else 0), d, 0, 1))  # branched on d, child 0 a leaf
+            recs.append((3, 0, 0, 0))
+        recs.append((3, 0, 0, 0))
+        sizes = [2 * (depth - d) + 1 for d in range(depth)]
+        recs = [(h, v, s, 1) if h & 3 == 0 else (h, v, s, z) for (h, v, s, z) in recs]
+        assert len(recs) == sizes[0]
+        return raw_proof(4, 40, recs, duals=[-2.0 * y])
+
+    peaks = []
     cert = _one_node(X, y)
-    buf = io.BytesIO()
-    np.savez_compressed(buf, **cert.arrays)
-    path = _with_sidecar(tmp_path, cert, buf.getvalue())
-    assert verify_certificate(path, X, y).ok
+    for depth in (32, 39):
+        proof = chain(depth)
+        c = rehashed(cert.to_dict(), proof)
+        c.data["problem"]["k"] = 40
+        rep, peak = _peak(verify_certificate, c, X, y)
+        assert rep.ok, str(rep)
+        peaks.append(peak)
+    assert peaks[1] < peaks[0] + MB
+
+
+def test_a_wide_tree_walks_in_memory_independent_of_its_size(monkeypatch):
+    """2^9 and 2^12 leaves under one witness, records read 256 at a time: the walk's peak
+    memory is the same (within 256 KB): no object per node is kept."""
+    monkeypatch.setattr(V, "_RECORD_CHUNK", 256)
+    X, y = _small_problem(18)
+
+    def balanced(depth: int, d: int = 0) -> TNode:
+        if d == depth:
+            return TNode(status="open")
+        return branch(d, balanced(depth, d + 1), balanced(depth, d + 1))
+
+    peaks = []
+    for depth in (9, 12):
+        root = balanced(depth)
+        root.witness = ("dual", -2.0 * y)
+        cert = make_certificate(X, y, root, problem=dict(loss="squared", k=18, lambda2=1.0),
+                                incumbent=dict(coef=np.zeros(18), objective=float(y @ y)),
+                                bounds=dict(lower_bound=-1e9, upper_bound=float(y @ y) * 1.01,
+                                            status="time_limit"))
+        ctx_peak = _walk_peak(cert, X, y)
+        peaks.append(ctx_peak)
+    assert peaks[1] < peaks[0] + MB // 4, peaks
+
+
+def _walk_peak(cert, X, y) -> int:
+    """Peak traced memory of the tree walk alone (the proof file's bytes are held by the test
+    already)."""
+    import io
+
+    c = V._parse(cert.to_dict())
+    src = V._Source(cert.proof_bytes())
+    with io.BytesIO(cert.proof_bytes()) as fh:
+        layout = V._read_layout(fh, len(cert.proof_bytes()), c)
+    ctx = V._Context(c, V._Design(X, y, "squared", False), src, layout, y, True)
+    out, peak = _peak(V._check_tree, ctx, 1, None)
+    assert out.stop is None and not out.bad and out.n_leaves == (layout.n_nodes + 1) // 2
+    return peak
+
+
+def test_shifted_witness_rows_are_checked_when_read(monkeypatch):
+    """A shifted witness whose offsets decrease, or whose indices repeat or leave [0, p), or
+    whose values are not finite gives no bound (a witness problem naming it); slots no node
+    references are never read."""
+    X = np.random.default_rng(2).standard_normal((8, 3))
+    y = X[:, 0] + 0.1
+    mu = 0.5 * float(np.linalg.eigvalsh(X.T @ X)[0])
+    cert = Certificate.build(
+        X, y, problem=dict(loss="squared", k=1, lambda2=1.0, max_abs_coef=None,
+                           fit_intercept=False),
+        incumbent=dict(coef=np.zeros(3), intercept=0.0, objective=float(y @ y)),
+        bounds=dict(lower_bound=-1e6, upper_bound=float(y @ y) * 1.01, status="time_limit"),
+        eig_shift=mu,
+        nodes=[dict(id=0, parent=None, branch_var=None, branch_value=None, status="solved",
+                    witness=("shifted", np.array([0.5, 0.0, -0.25])))])
+    assert verify_certificate(cert, X, y).ok
+    proof = bytearray(cert.proof_bytes())
+    n_nodes, n_dual, n_shifted, nnz = struct.unpack_from("<4Q", proof, 16)
+    off_at = 64 + 16 * n_nodes + 8 * 8 * n_dual
+    val_at = off_at + 8 * (n_shifted + 1)
+    idx_at = val_at + 8 * nnz
+    for edit, needle in (
+            (lambda b: struct.pack_into("<Q", b, off_at + 8, nnz + 1), "offsets"),
+            (lambda b: struct.pack_into("<II", b, idx_at, 2, 2), "strictly increasing"),
+            (lambda b: struct.pack_into("<II", b, idx_at, 0, 3), "strictly increasing"),
+            (lambda b: struct.pack_into("<d", b, val_at, float("nan")), "not finite")):
+        bad = bytearray(proof)
+        edit(bad)
+        rep = verify_certificate(rehashed(cert.to_dict(), bytes(bad)), X, y)
+        assert rep.failed_checks == ["leaf_witnesses"], str(rep)
+        assert needle in rep.failures[0][1] and "shifted witness 0 (node 0)" in \
+            rep.failures[0][1]

@@ -84,8 +84,9 @@ CASES = [
 
 
 def _fixings(cert: Certificate) -> dict[int, tuple[list[int], list[int]]]:
-    """(S1, S0) of every node from the parent chain (the tests here have no bound fixings)."""
-    by_id = {nd["id"]: nd for nd in cert.nodes}
+    """(S1, S0) of every node from its branchings (the bound fixings the verifier may derive
+    on top only shrink the regions)."""
+    by_id = {nd["index"]: nd for nd in cert.nodes}
     out: dict[int, tuple[list[int], list[int]]] = {}
 
     def get(i):
@@ -105,17 +106,17 @@ def _fixings(cert: Certificate) -> dict[int, tuple[list[int], list[int]]]:
 
 
 def _leaf_witnesses(cert: Certificate):
-    """(leaf id, witness) with the nearest ancestor's witness for leaves without one."""
-    by_id = {nd["id"]: nd for nd in cert.nodes}
-    parents = {nd["parent"] for nd in cert.nodes}
+    """(leaf position, witness) with the nearest ancestor's witness for leaves without one."""
+    by_id = {nd["index"]: nd for nd in cert.nodes}
     for nd in cert.nodes:
-        if nd["id"] in parents:
+        if nd["status"] == "branched":
             continue
         cur = nd
         while cur["witness"] is None and cur["parent"] is not None:
             cur = by_id[cur["parent"]]
         if cur["witness"] is not None:
-            yield nd["id"], cert.witness(cur["id"])
+            kind, slot = cur["witness"]
+            yield nd["index"], (kind, cert.witness(kind, slot))
 
 
 def _mutations(w, X, ym, loss, fit_intercept, rng):
@@ -151,10 +152,15 @@ def _with_witnesses(cert: Certificate, X, y, witnesses: dict[int, tuple],
                     lower: float) -> Certificate:
     """The certificate with leaf witnesses replaced and the lower bound claimed at ``lower``."""
     nodes = []
-    parents = {nd["parent"] for nd in cert.nodes}
     for nd in cert.nodes:
-        w = witnesses.get(nd["id"]) if nd["id"] not in parents else None
-        nodes.append(dict(nd, witness=w, fixings=nd.get("fixings")))
+        if nd["status"] != "branched":
+            w = witnesses.get(nd["index"])
+        else:
+            w = None if nd["witness"] is None else (nd["witness"][0],
+                                                     cert.witness(*nd["witness"]))
+        nodes.append(dict(id=nd["index"], parent=nd["parent"], branch_var=nd["branch_var"],
+                          branch_value=nd["branch_value"], status=nd["status"], witness=w,
+                          derive_fixings=nd["derive"]))
     inc = cert.incumbent
     return Certificate.build(
         X, y,
@@ -223,8 +229,10 @@ def test_accepted_certificates_contain_the_exact_optimum(family, loss, fit_inter
                 best, best_mutants[leaf] = b, mw
     # not vacuous: some leaf is bounded within the requested gap of its exact optimum
     assert tight or loss != "squared"
-    # the mutated certificate, its lower bound raised to the most the verifier accepts
-    mutated = _with_witnesses(cert, X, y, best_mutants, -1e300)
+    # the mutated certificate, its lower bound raised to the most the verifier accepts (probed
+    # with a claim at the upper bound: the bound fixings it derives only shrink the regions
+    # when the claim is then lowered to that minimum)
+    mutated = _with_witnesses(cert, X, y, best_mutants, cert.upper_bound)
     top = verify_certificate(mutated, X, y).certified_lower_bound
     if np.isfinite(top):
         mutated = _with_witnesses(cert, X, y, best_mutants, min(top, cert.upper_bound))

@@ -18,7 +18,7 @@ from sparsecert.certificate import Certificate, verify_certificate
 from sparsecert.certificate import verify as V
 
 
-def _one_node(X, y, k, lam, lb, ub, witness, fixings):
+def _one_node(X, y, k, lam, lb, ub, witness, derive):
     p = X.shape[1]
     return Certificate.build(
         X, y, problem=dict(loss="squared", k=k, lambda2=lam, max_abs_coef=None,
@@ -27,7 +27,7 @@ def _one_node(X, y, k, lam, lb, ub, witness, fixings):
         bounds=dict(lower_bound=lb, upper_bound=ub, status="optimal", rel_gap_tol=1e-4),
         eig_shift=0.0,
         nodes=[dict(id=0, parent=None, branch_var=None, branch_value=None, status="solved",
-                    witness=witness, fixings=fixings)])
+                    witness=witness, derive_fixings=derive)])
 
 
 def test_a_huber_term_that_is_not_a_number_ranks_first():
@@ -50,7 +50,8 @@ def test_overflowing_gradient_column_cannot_hide_the_optimum():
     """Column 0 is ~1e308: the exact (X^T zeta)_0 = 2e307, but the two halves of the product
     overflow to +inf and -inf, and OpenBLAS's split accumulators return NaN. The region cut off
     by the root's bound fixing [1, 1] (supports inside {0, 2}) holds the optimum, support {0};
-    its bound must not be computed as if h_0 were absent."""
+    its bound must not be computed as if h_0 were absent (the verifier derives that fixing only
+    if its region's bound is proven)."""
     X = np.zeros((4, 3))
     X[:, 0] = [1e308, 1e308, 0.95e308, 0.95e308]
     X[:, 1] = 1.0
@@ -58,7 +59,7 @@ def test_overflowing_gradient_column_cannot_hide_the_optimum():
     y = np.array([-1.0, -1.0, 1.0, 1.0])
     lb, ub = 4.0 - 1e-12, 4.0 + 1e-12
     assert squared_optimum(X, y, 1, 1.0) < lb  # the claim is false: b_0 ~ -2.6e-310 fits
-    cert = _one_node(X, y, 1, 1.0, lb, ub, ("dual", -2.0 * y), [[1, 1]])
+    cert = _one_node(X, y, 1, 1.0, lb, ub, ("dual", -2.0 * y), True)
     rep = verify_certificate(cert, X, y)
     assert rep.exit_code == 1 and rep.failed_checks == ["leaf_bounds"], str(rep)
 

@@ -255,18 +255,18 @@ def test_the_product_check_accepts_every_honest_product():
 # ------------------------------------------------------------------------------ selections
 
 
-def _one_leaf(X, y, fixings=()):
+def _one_leaf(X, y, derive=False, lower=-1e6):
     """A one-node certificate (budget k = 2 of p = 5 free variables: the leaf's bound selects
-    the 2 largest Huber terms; bound fixings use one sort of them); the claimed lower bound is
-    safely low."""
+    the 2 largest Huber terms; the bound fixings the verifier derives use one sort of them);
+    the claimed lower bound is ``lower``."""
     zeta = -2.0 * y  # the gradient of the squared loss at the zero model
     return Certificate.build(
         X, y, problem=dict(loss="squared", k=2, lambda2=0.5, max_abs_coef=None,
                            fit_intercept=False),
         incumbent=dict(coef=np.zeros(X.shape[1]), intercept=0.0, objective=float(y @ y)),
-        bounds=dict(lower_bound=-1e6, upper_bound=float(y @ y) * 1.01, status="time_limit"),
+        bounds=dict(lower_bound=lower, upper_bound=float(y @ y) * 1.01, status="time_limit"),
         nodes=[dict(id=0, parent=None, branch_var=None, branch_value=None, status="solved",
-                    witness=("dual", zeta), fixings=list(fixings))])
+                    witness=("dual", zeta), derive_fixings=derive)])
 
 
 def test_a_partition_that_returns_garbage_proves_nothing(monkeypatch, honest):
@@ -281,9 +281,15 @@ def test_a_partition_that_returns_garbage_proves_nothing(monkeypatch, honest):
 
 @pytest.mark.parametrize("garbage", ["identity", "ascending", "repeated", "out_of_range"])
 def test_an_argsort_that_returns_garbage_proves_nothing(monkeypatch, honest, garbage):
+    """The node's own bound is B; a claim above it needs the bound fixings the verifier derives
+    from one sort of the terms, and those cannot prove it (the node's best support stays in the
+    remainder). A sort returning garbage must not make it pass."""
     X, y, _, _ = honest
-    cert = _one_leaf(X, y, fixings=[(0, 0), (3, 1), (4, 0)])
-    assert verify_certificate(cert, X, y).ok
+    t = V._dual_terms(V._Design(X, y, "squared", False), -2.0 * y[None, :], 0.5, None)[0]
+    own = V._region_bound(t, V._g_star_up(t.h_up, np.zeros(X.shape[1], np.int8), 2))
+    assert verify_certificate(_one_leaf(X, y, derive=True, lower=own), X, y).ok
+    cert = _one_leaf(X, y, derive=True, lower=own + 1e-9 * abs(own))
+    assert verify_certificate(cert, X, y).failed_checks == ["leaf_bounds"]
     real = np.argsort
 
     def fake(a, *args, **kwargs):

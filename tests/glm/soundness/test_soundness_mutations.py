@@ -1,10 +1,10 @@
 """Mutation property test: honest certificates, randomly mutated by a forger (witnesses scaled,
-pushed along null directions or to the domain's boundary, bound fixings added, subtrees
-collapsed into leaves, witnesses swapped, the eigenvalue shift raised, coefficients nudged),
-re-hashed, and then claimed as tightly as the verifier allows (LB raised to the verifier's own
-recomputed minimum, UB lowered to its upper estimate). Whatever it accepts must be true in exact
-arithmetic: LB <= the exact optimum (squared loss: every support solved in ``fractions``) and UB
->= the exact objective of the incumbent.
+pushed along null directions or to the domain's boundary, nodes flagged for the verifier to
+derive bound fixings, subtrees collapsed into leaves, witnesses swapped, the eigenvalue shift
+raised, coefficients nudged), re-hashed, and then claimed as tightly as the verifier allows (LB
+raised to the verifier's own recomputed minimum, UB lowered to its upper estimate). Whatever it
+accepts must be true in exact arithmetic: LB <= the exact optimum (squared loss: every support
+solved in ``fractions``) and UB >= the exact objective of the incumbent.
 """
 
 from __future__ import annotations
@@ -15,12 +15,11 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from _certgen import enumeration_certificate, zero_sum
+from _certgen import enumeration_certificate, forge, reforge, zero_sum
 from _exact import F, squared_objective, squared_optimum
 
 import sparsecert
 from sparsecert.certificate import verify_certificate
-from sparsecert.certificate.schema import npz_bytes, sha256_bytes
 
 
 def _data(kind: str, rng):
@@ -42,72 +41,72 @@ def _data(kind: str, rng):
 
 def tightly_claimed_mutants(cert, X, y, fit_intercept, rng, tries: int):
     """The forger's mutants of ``cert`` (``tries`` of them) that the verifier accepts once
-    re-hashed and claimed as tightly as it allows: LB raised to its own recomputed minimum, UB
-    lowered to its upper estimate. Yields each accepted certificate (a dict)."""
-    doc, arr = cert.to_dict(), {key: v.copy() for key, v in cert.arrays.items()}
+    re-hashed and claimed as tightly as it allows: LB raised to its own recomputed minimum
+    (probed with a claim at the incumbent's objective: the bound fixings the verifier derives
+    only shrink the regions when the claim is then lowered to that minimum), UB lowered to its
+    upper estimate. Yields each accepted certificate's document."""
+    doc, root = forge(cert)
     for _ in range(tries):
-        d, a = _mutate(doc, arr, X, fit_intercept, rng)
-        side = npz_bytes(a)
-        d["arrays"]["sha256"] = sha256_bytes(side)
-        d["bounds"].update(lower_bound=-1e300, upper_bound=1e300, status="time_limit")
-        probe = verify_certificate(d, X, y, sidecar=side)
+        d, r = copy.deepcopy(doc), copy.deepcopy(root)
+        _mutate(d, r, X, fit_intercept, rng)
+        top = float(d["incumbent"]["objective"])
+        d["bounds"].update(lower_bound=top, upper_bound=1e300, status="time_limit")
+        mutant = reforge(d, r)
+        probe = verify_certificate(mutant, X, y)
         lb, ub = probe.certified_lower_bound, probe.objective_upper
         if not (np.isfinite(lb) and np.isfinite(ub)):
             continue
-        d["bounds"].update(lower_bound=float(min(lb, ub)), upper_bound=float(ub))
-        if verify_certificate(d, X, y, sidecar=side).ok:
-            yield d
+        mutant.data["bounds"].update(lower_bound=float(min(lb, ub)), upper_bound=float(ub))
+        if verify_certificate(mutant, X, y).ok:
+            yield mutant.to_dict()
 
 
-def _mutate(doc, arr, X, fit_intercept, rng):
-    d = copy.deepcopy(doc)
-    a = {k: v.copy() for k, v in arr.items()}
-    nodes = d["tree"]["nodes"]
-    Z = a["dual_values"]
+def _mutate(doc, root, X, fit_intercept, rng):
+    nodes = root.preorder()
+    duals = [nd for nd in nodes if nd.witness is not None and nd.witness[0] == "dual"]
+    shifted = [nd for nd in nodes if nd.witness is not None and nd.witness[0] == "shifted"]
     for _ in range(int(rng.integers(1, 4))):
         op = int(rng.integers(0, 7))
-        if op == 0 and Z.shape[0]:
-            Z[rng.integers(0, Z.shape[0])] *= rng.choice([0.5, 1.1, -1.0, 1e6, 1 + 1e-12])
-        elif op == 1 and Z.shape[0]:
+        if op == 0 and duals:
+            nd = duals[rng.integers(0, len(duals))]
+            nd.witness = ("dual", nd.witness[1] * rng.choice([0.5, 1.1, -1.0, 1e6, 1 + 1e-12]))
+        elif op == 1 and duals:
             v = np.linalg.svd(X.T)[2][-1]
-            Z[rng.integers(0, Z.shape[0])] += rng.choice([1e-8, 1.0, 1e8, 1e15]) * v
-        elif op == 2 and a["shifted_values"].size:
-            a["shifted_values"] = a["shifted_values"] * rng.choice([1.01, 1e3, -1.0])
-        elif op == 3:
-            nd = nodes[rng.integers(0, len(nodes))]
-            nd["fixings"] = (nd.get("fixings") or []) + [
-                [int(rng.integers(0, X.shape[1])), int(rng.integers(0, 2))]]
+            nd = duals[rng.integers(0, len(duals))]
+            nd.witness = ("dual", nd.witness[1] + rng.choice([1e-8, 1.0, 1e8, 1e15]) * v)
+        elif op == 2 and shifted:
+            scale = rng.choice([1.01, 1e3, -1.0])
+            for nd in shifted:
+                nd.witness = ("shifted", nd.witness[1] * scale)
+        elif op == 3:  # the verifier derives this node's bound fixings
+            nodes[rng.integers(0, len(nodes))].derive = True
         elif op == 4:
-            branched = [nd for nd in nodes if nd["status"] == "branched"]
+            branched = [nd for nd in nodes if nd.kids]
             if branched:
                 top = branched[rng.integers(0, len(branched))]
-                sub, grew = {top["id"]}, True
-                while grew:
-                    grew = False
-                    for x in nodes:
-                        if x["parent"] in sub and x["id"] not in sub:
-                            sub.add(x["id"])
-                            grew = True
-                wits = [x["witness"] for x in nodes if x["id"] in sub and x["witness"]]
-                nodes[:] = [x for x in nodes if x["id"] not in sub or x is top]
-                top["status"] = "solved"
+                wits = [x.witness for x in top.preorder() if x.witness is not None]
+                top.kids, top.var, top.status = None, None, "solved"
                 if wits:
-                    top["witness"] = wits[rng.integers(0, len(wits))]
+                    top.witness = wits[rng.integers(0, len(wits))]
+                nodes = root.preorder()
+                duals = [nd for nd in nodes if nd.witness is not None
+                         and nd.witness[0] == "dual"]
+                shifted = [nd for nd in nodes if nd.witness is not None
+                           and nd.witness[0] == "shifted"]
         elif op == 5:
-            mu = d["relaxation"]["eig_shift"]
-            d["relaxation"]["eig_shift"] = float(mu * rng.choice([1.5, 1 + 1e-9]) if mu > 0
-                                                 else 1e-20)
+            mu = doc["relaxation"]["eig_shift"]
+            doc["relaxation"]["eig_shift"] = float(mu * rng.choice([1.5, 1 + 1e-9]) if mu > 0
+                                                   else 1e-20)
         else:
-            leaves = [x for x in nodes if x["witness"]]
+            leaves = [x for x in nodes if x.witness is not None]
             if len(leaves) > 1:
                 i, j = rng.choice(len(leaves), 2, replace=False)
-                leaves[i]["witness"], leaves[j]["witness"] = (leaves[j]["witness"],
-                                                              leaves[i]["witness"])
+                leaves[i].witness, leaves[j].witness = leaves[j].witness, leaves[i].witness
     if fit_intercept:
-        for r in range(Z.shape[0]):
-            if math.fsum(Z[r].tolist()) != 0.0 and rng.random() < 0.8:
-                Z[r] = zero_sum(Z[r])
-    return d, a
+        for nd in root.preorder():
+            if nd.witness is not None and nd.witness[0] == "dual" and \
+                    math.fsum(nd.witness[1].tolist()) != 0.0 and rng.random() < 0.8:
+                nd.witness = ("dual", zero_sum(nd.witness[1]))
 
 
 @pytest.mark.parametrize("seed", range(6))

@@ -1,0 +1,339 @@
+"""The proof of a search, recorded as the search runs: what a node needs is written when it
+closes.
+
+The engine (:class:`sparsecert.bnb.BranchAndBound`, given ``proof=``) calls
+:meth:`ProofRecorder.closed` when a node closes (branched, pruned or solved) and then forgets
+the node. The recorder computes the node's claims there and then, rigorously on the user's data
+(the bound of a leaf's region and of every region its bound fixings cut off, the way
+:mod:`sparsecert.proof.producer` claims them), keeps only their minimum, and appends a small
+fixed-size record (id, parent, branching, status, whether the verifier derives the node's
+fixings, witness slot) to a temporary file. A witness is translated and written to a temporary
+file of its own the first time a closing node needs it (its slot is kept on the engine's
+witness record, which the node's open descendants share); its rigorous terms stay in a small
+cache (siblings usually close close together). So the producer's memory is the open frontier
+plus a bounded cache, whatever the number of nodes.
+
+:meth:`ProofRecorder.finish` then records the nodes still open (the frontier: their claims
+with their inherited witnesses), puts the tree in depth-first preorder
+(:func:`sparsecert.certificate.proof_file.tree_order`, numpy, no Python object per node) and
+streams the final proof file. Every step is safe against a Ctrl-C landing between any two of the
+engine's steps: a node is recorded before the engine forgets it (a node both recorded and still
+open counts once), a witness row carries its slot (a row written twice, or never referenced,
+is dropped), and the slots are renumbered densely in the final file.
+
+numpy and the standard library, and the producer's rigorous evaluation
+(:mod:`sparsecert.proof.bounds`); nothing of the standalone verifier.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import shutil
+import tempfile
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+
+import numpy as np
+
+from sparsecert.certificate.document import tree_summary
+from sparsecert.certificate.proof_file import ProofCounts, pack_records, tree_order, write_proof
+from sparsecert.certificate.schema import PROOF_SUFFIX, RECORD_STATUS, proof_size
+from sparsecert.proof.bounds import SafeEvaluator, WitnessBound
+from sparsecert.proof.claims import claim_lower, claim_lower_array
+from sparsecert.proof.regions import fixing_regions
+from sparsecert.proof.witnesses import ZeroWitness, certificate_witness
+from sparsecert.statuses import BRANCHED, OPEN
+
+__all__ = ["ProofRecorder", "ProofFile", "NODE_DTYPE"]
+
+#: a node's record in the recorder's temporary file
+NODE_DTYPE = np.dtype([("id", "<i8"), ("parent", "<i8"), ("bvar", "<i8"), ("bval", "<i1"),
+                       ("status", "<u1"), ("derive", "<u1"), ("wkind", "<u1"),
+                       ("wslot", "<i8")])
+#: records kept in memory before they go to the temporary file
+_FLUSH = 4096
+#: witnesses whose rigorous terms stay cached
+_CACHE = 256
+#: assumed seconds a node's claims take before any has been measured
+_DEFAULT_PER_NODE = 1e-3
+#: assumed bytes a second when the proof file is written and copied (a slow disk)
+_WRITE_RATE = 100e6
+#: witness rows read at once when the final file is written
+_ROWS = 1024
+
+
+@dataclass(frozen=True)
+class ProofFile:
+    """The final proof file: where it is (a temporary file), its SHA-256 and size, its counts,
+    the tree's summary and the least claim over its regions."""
+
+    path: str
+    sha256: str
+    size: int
+    counts: ProofCounts
+    tree: dict
+    min_claim: float
+
+
+@dataclass
+class _Entry:
+    """A witness in the cache: its certificate kind and vector, the columns its terms were
+    computed on (None: all) and the terms (None: it gives no bound)."""
+
+    kind: str
+    vector: np.ndarray
+    cols: np.ndarray | None
+    terms: WitnessBound | None
+
+
+class ProofRecorder:
+    """Records a search's proof as its nodes close.
+
+    Parameters
+    ----------
+    relaxation : sparsecert.solvers.perspective.RelaxationProblem
+        The engine's data (a point witness's dual is ``f'`` at ``X b~`` there) and its shift.
+    prepared : sparsecert._validation.PreparedProblem
+        The problem as the user posed it (``spec.k`` set), on the raw data.
+    directory : str, optional
+        Where the temporary files go (default: the system's temporary folder).
+    """
+
+    def __init__(self, relaxation, prepared, directory: str | None = None) -> None:
+        spec = prepared.spec
+        self.k = int(spec.k)
+        box = None if spec.max_abs_coef is None or math.isinf(spec.max_abs_coef) \
+            else float(spec.max_abs_coef)
+        self.relaxation = relaxation
+        self.ev = SafeEvaluator(prepared.X, prepared.y_used, relaxation.loss_fn, spec.lambda2,
+                                box, spec.fit_intercept, float(relaxation.mu),
+                                sample_weight=prepared.sample_weight, offset=prepared.offset,
+                                coef_lower=prepared.coef_lower, coef_upper=prepared.coef_upper)
+        self.n, self.p = prepared.X.shape
+        self.dir = tempfile.mkdtemp(prefix="sparsecert-proof-", dir=directory)
+        self._nodes = open(os.path.join(self.dir, "nodes"), "wb")
+        self._dual = open(os.path.join(self.dir, "dual"), "wb")
+        self._shifted = open(os.path.join(self.dir, "shifted"), "wb")
+        self._buf: list[tuple] = []
+        self._cache: OrderedDict[int, _Entry] = OrderedDict()
+        self.zero = ZeroWitness(np.zeros(self.n))
+        self.min_claim = math.inf
+        self.n_closed = 0
+        self.n_dual = 0  # slots allocated (a slot may end up unused: see finish)
+        self.n_shifted = 0
+        self.seconds = 0.0  # spent in closed(): the claims of the closed nodes
+        self.finished = False
+
+    # -- during the search ------------------------------------------------------------------
+    def closed(self, node, leaf: bool | None = None) -> None:
+        """Record a node that closed (``leaf``: whether it has no children; by default from its
+        status). Its claims enter :attr:`min_claim`; the engine may forget it afterwards."""
+        t0 = time.perf_counter()
+        if leaf is None:
+            leaf = node.status != BRANCHED
+        fixings = node.bound_fixings
+        witness = node.witness
+        if witness is None and leaf:
+            witness = self.zero
+        wkind = wslot = 0
+        claim = math.inf
+        if witness is not None and (leaf or fixings):
+            if fixings:
+                base_in, base_out = node.base_fixings()
+            else:
+                base_in, base_out = node.fixed_in, node.fixed_out
+            entry, (wkind, wslot) = self._witness(witness, base_out)
+            wb = entry.terms
+            if leaf:
+                claim = -math.inf if wb is None else claim_lower(
+                    *wb.node(np.asarray(node.fixed_in, bool), np.asarray(node.fixed_out, bool),
+                             self.k))
+            if fixings:
+                if wb is None:
+                    claim = -math.inf
+                else:
+                    values, lowers = fixing_regions(wb, base_in, base_out, self.k, fixings)
+                    claim = min(claim, float(claim_lower_array(values, lowers).min()))
+        elif leaf or fixings:  # a branched node with fixings always keeps its witness
+            claim = -math.inf
+        # the claim is counted before the record exists: a Ctrl-C in between leaves the node
+        # open in the engine, and finish() records it (again) with the same claim
+        self.min_claim = min(self.min_claim, claim)
+        status = RECORD_STATUS[BRANCHED if not leaf else
+                               (node.status if node.status != BRANCHED else OPEN)]
+        self._buf.append((node.id, -1 if node.parent is None else node.parent,
+                          -1 if node.branch_var is None else node.branch_var,
+                          0 if node.branch_value is None else node.branch_value,
+                          status, bool(fixings), wkind, wslot))
+        if len(self._buf) >= _FLUSH:
+            self._flush()
+        self.n_closed += 1
+        self.seconds += time.perf_counter() - t0
+
+    def _flush(self) -> None:
+        if self._buf:
+            rows = np.array(self._buf, dtype=NODE_DTYPE)
+            self._nodes.write(rows.tobytes())  # (a record written twice counts once)
+            self._buf = []
+
+    def _witness(self, witness, base_out) -> tuple[_Entry, tuple[int, int]]:
+        """The cached entry of a witness with terms on (at least) the columns not in
+        ``base_out``, and its (kind code, slot), written the first time."""
+        need = ~np.asarray(base_out, dtype=bool)
+        entry = self._cache.get(witness.id)
+        if entry is not None:
+            self._cache.move_to_end(witness.id)
+            if entry.cols is not None and (need & ~entry.cols).any():
+                entry = self._evaluate(entry.kind, entry.vector, entry.cols | need)
+                self._cache[witness.id] = entry
+        else:
+            kind, vec = certificate_witness(self.ev, self.relaxation, witness)
+            entry = self._evaluate(kind, vec, need)
+            self._cache[witness.id] = entry
+            if len(self._cache) > _CACHE:
+                self._cache.popitem(last=False)
+        if witness.cert is None:
+            witness.cert = self._write(entry.kind, entry.vector)
+        return entry, witness.cert
+
+    def _evaluate(self, kind: str, vec: np.ndarray, cols: np.ndarray) -> _Entry:
+        """Rigorous terms of a certificate witness on ``cols`` (a mask; all columns when most
+        are asked for, or for a shifted witness)."""
+        if kind == "shifted" or 4 * int(np.count_nonzero(cols)) >= 3 * self.p:
+            return _Entry(kind, vec, None, self.ev.witness(kind, vec))
+        return _Entry(kind, vec, cols, self.ev.witness(kind, vec, np.flatnonzero(cols)))
+
+    def _write(self, kind: str, vec: np.ndarray) -> tuple[int, int]:
+        """Append a witness row (its slot first) and return (kind code, slot)."""
+        if kind == "dual":
+            slot = self.n_dual
+            self.n_dual += 1
+            row = np.empty(self.n + 1)
+            row[1:] = vec
+            row[:1].view(np.int64)[0] = slot
+            self._dual.write(row.tobytes())
+            return 1, slot
+        slot = self.n_shifted
+        self.n_shifted += 1
+        row = np.empty(self.p + 1)
+        row[1:] = vec
+        row[:1].view(np.int64)[0] = slot
+        self._shifted.write(row.tobytes())
+        return 2, slot
+
+    def reserve(self, n_open: int) -> float:
+        """Seconds to keep for :meth:`finish` (the open nodes' claims, the final file, a copy of
+        it), estimated from the nodes closed so far."""
+        per = self.seconds / self.n_closed if self.n_closed >= 16 else _DEFAULT_PER_NODE
+        n_nodes = self.n_closed + n_open
+        size = proof_size(n_nodes, self.n_dual + n_open, self.n_shifted, self.p * self.n_shifted,
+                          self.n)
+        return 0.5 + 1.5 * per * n_open + 3.0 * size / _WRITE_RATE + 2e-6 * n_nodes
+
+    # -- after the search -------------------------------------------------------------------
+    def finish(self, live: Iterable, note: Callable[[str], None] | None = None) -> ProofFile:
+        """Record the nodes the engine still holds (``live``: the open frontier, and any node a
+        Ctrl-C left between two steps), then write the final proof file in preorder."""
+        self._flush()
+        self._nodes.flush()
+        recorded = np.fromfile(os.path.join(self.dir, "nodes"), dtype=NODE_DTYPE)
+        ids = np.unique(recorded["id"])
+        live = [nd for nd in live if not _contains(ids, nd.id)]
+        parents = np.unique(np.concatenate([recorded["parent"],
+                                            np.array([nd.parent for nd in live
+                                                      if nd.parent is not None],
+                                                     dtype=np.int64)]))
+        for i, nd in enumerate(live):
+            if note is not None and i % 1000 == 0:
+                note(f"certificate: the open nodes, {i:,} of {len(live):,}")
+            self.closed(nd, leaf=not _contains(parents, nd.id))
+        self._flush()
+        for fh in (self._nodes, self._dual, self._shifted):
+            fh.close()
+        if note is not None:
+            note("certificate: the proof file")
+        rows = np.fromfile(os.path.join(self.dir, "nodes"), dtype=NODE_DTYPE)
+        _, first = np.unique(rows["id"], return_index=True)
+        rows = rows[np.sort(first)]  # each node once
+        tree = tree_order(rows["id"], rows["parent"], rows["bvar"], rows["bval"])
+        wkind = rows["wkind"].astype(np.int64)
+        wslot = rows["wslot"].copy()
+        used = {}
+        for code in (1, 2):  # the slots the records use, renumbered densely in order
+            sel = wkind == code
+            old = np.unique(wslot[sel])
+            used[code] = old
+            wslot[sel] = np.searchsorted(old, wslot[sel])
+        records = pack_records(tree, rows["status"], rows["derive"].astype(bool), wkind, wslot)
+        del rows
+        nnz_per = self._shifted_nnz(used[2])
+        counts = ProofCounts(n_nodes=len(records), n_dual=int(used[1].size),
+                             n_shifted=int(used[2].size), shifted_nnz=int(nnz_per.sum()),
+                             n_samples=self.n, n_features=self.p)
+        offsets = np.zeros(counts.n_shifted + 1, dtype=np.int64)
+        offsets[1:] = np.cumsum(nnz_per)
+        path = os.path.join(self.dir, "certificate" + PROOF_SUFFIX)
+        with open(path, "wb") as fh:
+            sha, size = write_proof(
+                fh, counts, _chunks(records), self._dual_rows(used[1]), offsets,
+                (v for v, _ in self._shifted_rows(used[2])),
+                (i for _, i in self._shifted_rows(used[2])))
+        for name in ("nodes", "dual", "shifted"):
+            os.remove(os.path.join(self.dir, name))
+        self.finished = True
+        return ProofFile(path=path, sha256=sha, size=size, counts=counts,
+                         tree=tree_summary(records, tree.depth), min_claim=self.min_claim)
+
+    def _rows(self, name: str, width: int, used: np.ndarray) -> Iterator[np.ndarray]:
+        """The rows (slot first, then ``width`` values) of a witness file whose slot is in
+        ``used``, each once, in the order written (the slots' order)."""
+        if used.size == 0:
+            return
+        last = -1
+        with open(os.path.join(self.dir, name), "rb") as fh:
+            while raw := fh.read(8 * (width + 1) * _ROWS):
+                block = np.frombuffer(raw, dtype=np.float64).reshape(-1, width + 1)
+                slots = block[:, 0].view(np.int64)
+                keep = _contains_all(used, slots) & (slots > last)
+                if keep.any():
+                    last = int(slots[keep].max())
+                    yield block[keep, 1:]
+
+    def _dual_rows(self, used: np.ndarray) -> Iterator[np.ndarray]:
+        yield from self._rows("dual", self.n, used)
+
+    def _shifted_nnz(self, used: np.ndarray) -> np.ndarray:
+        out = [np.count_nonzero(b, axis=1) for b in self._rows("shifted", self.p, used)]
+        return np.concatenate(out).astype(np.int64) if out else np.zeros(0, dtype=np.int64)
+
+    def _shifted_rows(self, used: np.ndarray) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        for block in self._rows("shifted", self.p, used):
+            nz = np.nonzero(block)
+            yield block[nz], nz[1].astype(np.uint32)
+
+    def discard(self) -> None:
+        """Remove the temporary files (a search abandoned without a certificate)."""
+        for fh in (self._nodes, self._dual, self._shifted):
+            try:
+                fh.close()
+            except OSError:
+                pass
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def _contains(sorted_ids: np.ndarray, value: int) -> bool:
+    i = int(np.searchsorted(sorted_ids, value))
+    return i < sorted_ids.size and int(sorted_ids[i]) == value
+
+
+def _contains_all(sorted_ids: np.ndarray, values: np.ndarray) -> np.ndarray:
+    i = np.minimum(np.searchsorted(sorted_ids, values), sorted_ids.size - 1)
+    return sorted_ids[i] == values
+
+
+def _chunks(records: np.ndarray, size: int = 1 << 16) -> Iterator[np.ndarray]:
+    for i in range(0, len(records), size):
+        yield records[i:i + size]
