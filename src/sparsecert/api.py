@@ -292,7 +292,9 @@ def assemble_result(search, relaxation, prepared: PreparedProblem, options: Sear
 def verify(path, X, y, *, loss: str | None = None, k: int | None = None,
            lambda2: float | None = None, max_abs_coef=_NOT_GIVEN,
            fit_intercept: bool | None = None, rel_gap: float | None = None,
-           loss_params: dict | None = None):
+           loss_params: dict | None = None, sample_weight=None, offset=None,
+           coef_bounds=_NOT_GIVEN, positive: bool | None = None, always_select=None,
+           exclude=None):
     """Re-check a certificate against the data with the standalone verifier.
 
     Parameters
@@ -311,6 +313,14 @@ def verify(path, X, y, *, loss: str | None = None, k: int | None = None,
     loss_params : dict, optional
         The loss's parameters as you pose them (a value that differs from the certificate's
         fails the verification). Not given: the certificate's.
+    sample_weight, offset : array-like of shape (n_samples,), optional
+        The per-sample weights and offsets of the certified problem, data like ``X`` and ``y``
+        (the certificate holds their hashes). Not given: all 1 and all 0, so a certificate of
+        weighted or offset data fails without them.
+    coef_bounds, positive, always_select, exclude : optional
+        The coefficients' bounds and the features forced in and kept out, as you pose them (a
+        value that differs from the certificate's fails the verification). Not given: the
+        certificate's.
 
     Returns
     -------
@@ -322,6 +332,8 @@ def verify(path, X, y, *, loss: str | None = None, k: int | None = None,
     if isinstance(path, CertifyResult):
         path = path.certificate
     kwargs = {} if max_abs_coef is _NOT_GIVEN else {"max_abs_coef": max_abs_coef}
+    if coef_bounds is not _NOT_GIVEN:
+        kwargs["coef_bounds"] = coef_bounds
     if loss_params:
         from sparsecert.solvers.losses import LOSS_PARAMETERS
 
@@ -335,4 +347,5 @@ def verify(path, X, y, *, loss: str | None = None, k: int | None = None,
     return verify_certificate(path, X, y,
                               loss=loss, k=k, lambda2=lambda2, fit_intercept=fit_intercept,
                               rel_gap=DEFAULT_REL_GAP if rel_gap is None else rel_gap,
-                              **kwargs)
+                              sample_weight=sample_weight, offset=offset, positive=positive,
+                              always_select=always_select, exclude=exclude, **kwargs)
