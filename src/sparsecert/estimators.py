@@ -2,8 +2,12 @@
 
 Each estimator solves::
 
-    minimize_{b, c}  sum_i f(x_i^T b + c, y_i) + lambda2 * ||b||_2^2
-    subject to       ||b||_0 <= k,  |b_j| <= max_abs_coef
+    minimize_{b, c}  sum_i w_i f(x_i^T b + c + o_i, y_i) + lambda2 * ||b||_2^2
+    subject to       ||b||_0 <= k,  |b_j| <= max_abs_coef,
+                     lower_j <= b_j <= upper_j,
+                     always_select in the support, exclude out of it
+
+(``w_i = 1`` and ``o_i = 0`` unless ``fit`` is given ``sample_weight`` and ``offset``)
 
 to *proven* optimality with :func:`sparsecert.api.certify` and keeps the certificate, so a
 fitted model can be re-checked by the standalone verifier (:func:`sparsecert.api.verify`) on the
@@ -28,6 +32,7 @@ same optimisation problem.
 from __future__ import annotations
 
 import warnings
+from dataclasses import replace
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
@@ -35,6 +40,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from sparsecert._checks import check_offset
 from sparsecert._params import defaults, fill_parameters
 from sparsecert._validation import check_exact_input, prepare
 from sparsecert.api import certify_prepared, verify
@@ -57,7 +63,8 @@ _PARAMS_DOC = fill_parameters("""
     ----------
     k
         Values ``>= n_features`` leave the constraint inactive.
-    lambda2, max_abs_coef, fit_intercept, rel_gap
+    lambda2, max_abs_coef, coef_bounds, positive, always_select, exclude, fit_intercept
+    rel_gap
     time_limit
         A :class:`~sklearn.exceptions.ConvergenceWarning` then states the gap reached
         (``status_``).
@@ -148,6 +155,35 @@ def fitted_from_result(estimator, result, n_features: int, classes=None):
     return estimator._set_result(result, n_features=n_features, classes=classes)
 
 
+def _with_sample_data(estimator, spec: ProblemSpec, n_samples: int, sample_weight,
+                      offset) -> ProblemSpec:
+    """``spec`` with the per-sample weights and offsets given to ``fit`` (checked by the
+    parameter table, the message naming the estimator). As in scikit-learn, a number for
+    ``sample_weight`` weighs every sample alike; weights that are all 1 are the unweighted
+    problem (the same problem, the same certificate)."""
+    if sample_weight is None and offset is None:
+        return spec
+    try:
+        for name, v in (("sample_weight", sample_weight), ("offset", offset)):
+            if v is not None:
+                check_exact_input(v, name)  # before the conversion to an array rounds it
+        if sample_weight is not None and not isinstance(sample_weight, (str, bytes)):
+            sample_weight = np.asarray(sample_weight)  # also array-likes (a pandas Series)
+            if sample_weight.ndim == 0:
+                sample_weight = np.full(n_samples, sample_weight, dtype=np.float64)
+        if offset is not None and not isinstance(offset, (str, bytes)):
+            offset = np.asarray(offset)
+        for name, v in (("sample_weight", sample_weight), ("offset", offset)):
+            if isinstance(v, np.ndarray) and v.ndim == 1 and v.shape != (n_samples,):
+                raise ValueError(f"{name} has {v.shape[0]} entries, X has {n_samples} samples")
+        spec = replace(spec, sample_weight=sample_weight, offset=offset)
+    except (TypeError, ValueError) as exc:
+        raise type(exc)(f"{type(estimator).__name__}: {exc}") from None
+    if spec.sample_weight is not None and np.all(spec.sample_weight == 1.0):
+        spec = replace(spec, sample_weight=None)
+    return spec
+
+
 class _KSparseBase(BaseEstimator):
     """Shared fit logic: validate, certify (as :func:`sparsecert.api.certify`), store the
     record."""
@@ -155,13 +191,18 @@ class _KSparseBase(BaseEstimator):
     _loss: str  #: a name of the loss registry, set by each estimator
 
     def __init__(self, k: int = _E.k, lambda2: float = _E.lambda2,
-                 max_abs_coef: float | None = _E.max_abs_coef,
-                 fit_intercept: bool = _E.fit_intercept, rel_gap: float = _E.rel_gap,
-                 time_limit: float | None = _E.time_limit, n_jobs: int = _E.n_jobs,
-                 verbose: int = _E.verbose) -> None:
+                 max_abs_coef: float | None = _E.max_abs_coef, coef_bounds=_E.coef_bounds,
+                 positive: bool = _E.positive, always_select=_E.always_select,
+                 exclude=_E.exclude, fit_intercept: bool = _E.fit_intercept,
+                 rel_gap: float = _E.rel_gap, time_limit: float | None = _E.time_limit,
+                 n_jobs: int = _E.n_jobs, verbose: int = _E.verbose) -> None:
         self.k = k
         self.lambda2 = lambda2
         self.max_abs_coef = max_abs_coef
+        self.coef_bounds = coef_bounds
+        self.positive = positive
+        self.always_select = always_select
+        self.exclude = exclude
         self.fit_intercept = fit_intercept
         self.rel_gap = rel_gap
         self.time_limit = time_limit
@@ -183,10 +224,12 @@ class _KSparseBase(BaseEstimator):
         except (TypeError, ValueError) as exc:
             raise type(exc)(f"{type(self).__name__}: {exc}") from None
 
-    def _certify(self, X: np.ndarray, y: np.ndarray, records):
+    def _certify(self, X: np.ndarray, y: np.ndarray, records, sample_weight=None,
+                 offset=None):
         spec, options = records
         if spec.k > X.shape[1]:  # the constraint is inactive: the problem of k = n_features
             spec = spec.with_k(X.shape[1])
+        spec = _with_sample_data(self, spec, X.shape[0], sample_weight, offset)
         res = certify_prepared(prepare(X, y, spec), options,
                                feature_names=getattr(self, "feature_names_in_", None))
         return self._set_result(res)
@@ -219,16 +262,18 @@ class _KSparseBase(BaseEstimator):
     def _target_as_certified(self, y) -> np.ndarray:
         return np.asarray(y, dtype=np.float64)
 
-    def verify_certificate(self, X, y, rel_gap: float | None = None):
+    def verify_certificate(self, X, y, rel_gap: float | None = None, sample_weight=None,
+                           offset=None):
         """Re-check ``certificate_`` on ``(X, y)`` with the standalone verifier, for this
         estimator's problem and model.
 
         Pass the training data as given to :meth:`fit` (for classifiers, the original labels:
-        they are coded as for the certifier here). The problem is this estimator's (its loss,
-        ``k``, ``lambda2``, ``max_abs_coef`` and ``fit_intercept``), not the one the
-        certificate states, so a certificate of another problem fails; one more check,
-        ``estimator_model``, requires the certificate's incumbent to be ``coef_`` and
-        ``intercept_``.
+        they are coded as for the certifier here), with its ``sample_weight`` and ``offset``.
+        The problem is this estimator's (its loss, ``k``, ``lambda2``, ``max_abs_coef``,
+        ``coef_bounds``, ``positive``, ``always_select``, ``exclude`` and ``fit_intercept``),
+        not the one the certificate states, so a certificate of another problem fails; one
+        more check, ``estimator_model``, requires the certificate's incumbent to be ``coef_``
+        and ``intercept_``.
 
         Parameters
         ----------
@@ -236,6 +281,8 @@ class _KSparseBase(BaseEstimator):
         y : array-like of shape (n_samples,)
         rel_gap : float, optional
             Gap tolerance to judge against (default: this estimator's ``rel_gap``).
+        sample_weight, offset : array-like of shape (n_samples,), optional
+            As given to :meth:`fit`.
 
         Returns
         -------
@@ -245,12 +292,16 @@ class _KSparseBase(BaseEstimator):
         check_is_fitted(self)
         spec, options = self._records()
         X = validate_data(self, X, reset=False, dtype=np.float64)
+        data = _with_sample_data(self, spec.with_k(None), X.shape[0], sample_weight, offset)
         cert = self.certificate_
         report = verify(cert, X, self._target_as_certified(y), loss=spec.loss,
                         k=min(spec.k, self.n_features_in_), lambda2=spec.lambda2,
                         max_abs_coef=spec.max_abs_coef, fit_intercept=spec.fit_intercept,
                         rel_gap=options.rel_gap if rel_gap is None else rel_gap,
-                        loss_params=spec.loss_params)
+                        loss_params=spec.loss_params, sample_weight=data.sample_weight,
+                        offset=data.offset, coef_bounds=spec.coef_bounds,
+                        positive=spec.positive, always_select=spec.always_select,
+                        exclude=spec.exclude)
         if not report.input_error:
             report.add("estimator_model", *self._is_certified_model(cert))
         return report
@@ -274,14 +325,30 @@ class _KSparseBase(BaseEstimator):
         # with an intercept, a single sample leaves nothing to fit once it is centred out
         return 2 if records[0].fit_intercept else 1
 
-    def _linear(self, X) -> np.ndarray:
+    def _linear(self, X, offset=None) -> np.ndarray:
         check_is_fitted(self)
         X = validate_data(self, X, reset=False, dtype=np.float64)
-        return X @ self.coef_ + self.intercept_
+        u = X @ self.coef_ + self.intercept_
+        if offset is None:
+            return u
+        o = check_offset(offset)
+        if o.shape != u.shape:
+            raise ValueError(f"offset has {o.shape[0]} entries, X has {u.shape[0]} samples")
+        return u + o
+
+
+_FIT_SAMPLE_DOC = """        sample_weight : array-like of shape (n_samples,) or float, optional
+            Per-sample weights ``w_i >= 0`` (not all zero) in the objective ``sum_i w_i
+            loss_i``: a zero weight drops the sample, an integer weight repeats it. Part of the
+            certified problem (:meth:`verify_certificate` needs them again).
+        offset : array-like of shape (n_samples,), optional
+            A fixed term added to each sample's linear predictor (for counts, ``log(exposure)``);
+            give the new samples' offsets to ``predict`` too.
+"""
 
 
 class _KSparseRegressor(RegressorMixin, _KSparseBase):
-    def fit(self, X, y):
+    def fit(self, X, y, sample_weight=None, offset=None):
         """Fit the certified k-sparse model.
 
         Parameters
@@ -289,7 +356,7 @@ class _KSparseRegressor(RegressorMixin, _KSparseBase):
         X : array-like of shape (n_samples, n_features)
         y : array-like of shape (n_samples,)
             Real responses (non-negative counts or rates for the Poisson model).
-
+""" + _FIT_SAMPLE_DOC + """
         Returns
         -------
         self
@@ -303,7 +370,8 @@ class _KSparseRegressor(RegressorMixin, _KSparseBase):
             get_loss(self._loss).encode_target(y)
         except ValueError as exc:
             raise ValueError(f"{type(self).__name__}: {exc}") from None
-        return self._certify(X, np.asarray(y, dtype=np.float64), records)
+        return self._certify(X, np.asarray(y, dtype=np.float64), records, sample_weight,
+                             offset)
 
 
 class KSparseLinearRegression(_KSparseRegressor):
@@ -312,9 +380,9 @@ class KSparseLinearRegression(_KSparseRegressor):
                "``||b||_0 <= k``.\n" + _PARAMS_DOC + _ATTRS_DOC)
     _loss = "squared"
 
-    def predict(self, X) -> np.ndarray:
-        """``X @ coef_ + intercept_``."""
-        return self._linear(X)
+    def predict(self, X, offset=None) -> np.ndarray:
+        """``X @ coef_ + intercept_`` (``+ offset`` if given)."""
+        return self._linear(X, offset)
 
 
 class KSparsePoissonRegression(_KSparseRegressor):
@@ -329,9 +397,10 @@ class KSparsePoissonRegression(_KSparseRegressor):
         tags.target_tags.positive_only = True
         return tags
 
-    def predict(self, X) -> np.ndarray:
-        """Predicted mean ``exp(X @ coef_ + intercept_)``."""
-        return np.exp(self._linear(X))
+    def predict(self, X, offset=None) -> np.ndarray:
+        """Predicted mean ``exp(X @ coef_ + intercept_ + offset)`` (``offset``: the new
+        samples' offsets, e.g. ``log(exposure)``; none if not given)."""
+        return np.exp(self._linear(X, offset))
 
 
 class _KSparseClassifier(ClassifierMixin, _KSparseBase):
@@ -340,7 +409,7 @@ class _KSparseClassifier(ClassifierMixin, _KSparseBase):
         tags.classifier_tags.multi_class = False
         return tags
 
-    def fit(self, X, y):
+    def fit(self, X, y, sample_weight=None, offset=None):
         """Fit the certified k-sparse binary classifier.
 
         Parameters
@@ -348,7 +417,7 @@ class _KSparseClassifier(ClassifierMixin, _KSparseBase):
         X : array-like of shape (n_samples, n_features)
         y : array-like of shape (n_samples,)
             Two distinct labels (numbers or strings); ``classes_[1]`` is the positive class.
-
+""" + _FIT_SAMPLE_DOC + """
         Returns
         -------
         self
@@ -365,7 +434,7 @@ class _KSparseClassifier(ClassifierMixin, _KSparseBase):
                              f"needs exactly 2 classes in y; the type of the target is "
                              f"{y_type!r} with {classes.size} class(es) {classes[:5].tolist()}")
         y_pm, self.classes_ = binary_codes(y)  # the label rule: classes_[0] -> -1
-        return self._certify(X, y_pm, records)
+        return self._certify(X, y_pm, records, sample_weight, offset)
 
     def _target_as_certified(self, y) -> np.ndarray:
         y = np.asarray(y)
@@ -375,13 +444,14 @@ class _KSparseClassifier(ClassifierMixin, _KSparseBase):
                              f" (classes_ = {self.classes_.tolist()})")
         return np.where(y == self.classes_[1], 1.0, -1.0)
 
-    def decision_function(self, X) -> np.ndarray:
-        """Signed score ``X @ coef_ + intercept_``; positive means ``classes_[1]``."""
-        return self._linear(X)
+    def decision_function(self, X, offset=None) -> np.ndarray:
+        """Signed score ``X @ coef_ + intercept_`` (``+ offset`` if given); positive means
+        ``classes_[1]``."""
+        return self._linear(X, offset)
 
-    def predict(self, X) -> np.ndarray:
+    def predict(self, X, offset=None) -> np.ndarray:
         """Class labels: ``classes_[1]`` where the decision function is positive."""
-        d = self.decision_function(X)
+        d = self.decision_function(X, offset)
         return self.classes_[(d > 0).astype(np.intp)]
 
 
@@ -390,9 +460,9 @@ class KSparseLogisticRegression(_KSparseClassifier):
                               "log(1 + exp(-s_i u_i))")
     _loss = "logistic"
 
-    def predict_proba(self, X) -> np.ndarray:
+    def predict_proba(self, X, offset=None) -> np.ndarray:
         """Probabilities of ``classes_[0]`` and ``classes_[1]`` (columns in that order)."""
-        d = self.decision_function(X)
+        d = self.decision_function(X, offset)
         p1 = np.empty_like(d)
         pos = d >= 0
         p1[pos] = 1.0 / (1.0 + np.exp(-d[pos]))
@@ -400,9 +470,9 @@ class KSparseLogisticRegression(_KSparseClassifier):
         p1[~pos] = e / (1.0 + e)
         return np.column_stack([1.0 - p1, p1])
 
-    def predict_log_proba(self, X) -> np.ndarray:
+    def predict_log_proba(self, X, offset=None) -> np.ndarray:
         """Logarithm of :meth:`predict_proba` (computed stably)."""
-        d = self.decision_function(X)
+        d = self.decision_function(X, offset)
         return np.column_stack([-np.logaddexp(0.0, d), -np.logaddexp(0.0, -d)])
 
 
@@ -426,15 +496,18 @@ class KSparseHuberRegressor(_KSparseRegressor):
     _loss = "huber"
 
     def __init__(self, k: int = _E.k, lambda2: float = _E.lambda2, huber_delta: float = 1.0,
-                 max_abs_coef: float | None = _E.max_abs_coef,
-                 fit_intercept: bool = _E.fit_intercept, rel_gap: float = _E.rel_gap,
-                 time_limit: float | None = _E.time_limit, n_jobs: int = _E.n_jobs,
-                 verbose: int = _E.verbose) -> None:
+                 max_abs_coef: float | None = _E.max_abs_coef, coef_bounds=_E.coef_bounds,
+                 positive: bool = _E.positive, always_select=_E.always_select,
+                 exclude=_E.exclude, fit_intercept: bool = _E.fit_intercept,
+                 rel_gap: float = _E.rel_gap, time_limit: float | None = _E.time_limit,
+                 n_jobs: int = _E.n_jobs, verbose: int = _E.verbose) -> None:
         super().__init__(k=k, lambda2=lambda2, max_abs_coef=max_abs_coef,
+                         coef_bounds=coef_bounds, positive=positive,
+                         always_select=always_select, exclude=exclude,
                          fit_intercept=fit_intercept, rel_gap=rel_gap, time_limit=time_limit,
                          n_jobs=n_jobs, verbose=verbose)
         self.huber_delta = huber_delta
 
-    def predict(self, X) -> np.ndarray:
-        """``X @ coef_ + intercept_``."""
-        return self._linear(X)
+    def predict(self, X, offset=None) -> np.ndarray:
+        """``X @ coef_ + intercept_`` (``+ offset`` if given)."""
+        return self._linear(X, offset)
