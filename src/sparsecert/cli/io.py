@@ -10,6 +10,9 @@ Supported files:
 - ``.npy`` holding X, with the target in a second ``.npy`` given by ``--y FILE``;
 - ``.csv`` (comma-separated) with a header row naming every column; ``--target COLUMN`` names the
   target column, every other column is a feature and must be numeric.
+
+The sample weights and offsets (``--sample-weight NAME``, ``--offset NAME``) are a column of the
+``.csv`` (not a feature then), an array of the ``.npz`` besides X and y, or a ``.npy`` file.
 """
 
 from __future__ import annotations
@@ -18,12 +21,14 @@ import csv
 import os
 import pickle
 import zipfile
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
 from sparsecert._validation import check_exactly_float64
 
-__all__ = ["load_data", "load_default_data", "feature_names", "validate_data"]
+__all__ = ["load_data", "load_sample_data", "load_default_data", "feature_names",
+           "validate_data"]
 
 DEFAULT_DATA_DESCRIPTION = "the diabetes data (Efron et al. 2004, as scikit-learn ships them)"
 
@@ -36,12 +41,14 @@ def load_default_data() -> tuple[np.ndarray, np.ndarray, str]:
     return X, y, DEFAULT_DATA_DESCRIPTION
 
 
-def feature_names(path: str | os.PathLike | None, target: str | None = None) -> list[str] | None:
+def feature_names(path: str | os.PathLike | None, target: str | None = None,
+                  others: Sequence[str] = ()) -> list[str] | None:
     """The names of the feature columns, in the order of the columns of X.
 
-    A ``.csv`` gives its header without the target column; ``None`` (the default data) gives the
-    names of the diabetes features; ``.npz`` and ``.npy`` files have no names
-    (``None``). Call after :func:`load_data` succeeded: the header is not validated again.
+    A ``.csv`` gives its header without the target column (and the ``others``: the columns of
+    the sample weights and offsets); ``None`` (the default data) gives the names of the
+    diabetes features; ``.npz`` and ``.npy`` files have no names (``None``). Call after
+    :func:`load_data` succeeded: the header is not validated again.
     """
     if path is None:
         from sparsecert.datasets import DIABETES_FEATURE_NAMES
@@ -53,7 +60,8 @@ def feature_names(path: str | os.PathLike | None, target: str | None = None) -> 
     with open(path, newline="", encoding="utf-8-sig") as fh:
         for row in csv.reader(fh):
             if any(cell.strip() for cell in row):
-                return [h.strip() for h in row if h.strip() != target]
+                return [h.strip() for h in row if h.strip() != target
+                        and h.strip() not in others]
     return None
 
 
@@ -128,6 +136,70 @@ def load_data(
                          "use .npz (X, y), .npy with --y, or .csv with --target")
     X, y = validate_data(X, y, source=path)
     return X, y, desc
+
+
+def load_sample_data(path: str | os.PathLike, X: np.ndarray, names: Mapping[str, str | None],
+                     *, target: str | None = None) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """Per-sample vectors named on the command line (the sample weights, the offsets), read
+    with the data, and X without them.
+
+    ``names`` maps what each vector is (``"sample_weight"``) to where it is (None: not given):
+    a column of a ``.csv`` (taken out of the features), an array of a ``.npz``, or (for any
+    data) a ``.npy`` file holding the vector. Returns X (without the named columns of a
+    ``.csv``) and the vectors given, float64.
+
+    Raises
+    ------
+    ValueError
+        A name that is not a column, an array or a readable file; a column that is the target
+        or named twice; a vector that is not numeric or not 1-D (its values are checked with
+        the problem's parameters).
+    """
+    path = os.fspath(path)
+    given = {what: where for what, where in names.items() if where is not None}
+    if not given:
+        return X, {}
+    ext = os.path.splitext(path)[1].lower()
+    out: dict[str, np.ndarray] = {}
+    drop: list[int] = []
+    header = feature_names(path, target) if ext == ".csv" else None
+    if len(set(given.values())) != len(given):
+        raise ValueError(f"the same column or array is named for {' and '.join(given)}")
+    for what, where in given.items():
+        flag = "--" + what.replace("_", "-")
+        if where.lower().endswith(".npy"):
+            if not os.path.exists(where):
+                raise ValueError(f"{flag}: file {where} does not exist")
+            vec = _load_array(where, what)
+        elif ext == ".csv":
+            if where == target:
+                raise ValueError(f"{flag}: {where!r} is the target column")
+            if header is None or where not in header:
+                raise ValueError(f"{flag}: {path} has no column {where!r} (columns: "
+                                 f"{', '.join(header or [])})")
+            j = header.index(where)
+            drop.append(j)
+            vec = X[:, j]
+        elif ext == ".npz":
+            with np.load(path, allow_pickle=False) as z:
+                if where not in z.files or where in ("X", "y"):
+                    raise ValueError(f"{flag}: {path} has no array {where!r} besides X and y "
+                                     f"(found: {', '.join(z.files)})")
+                vec = z[where]
+        else:
+            raise ValueError(f"{flag}: name a .npy file holding the {what.replace('_', ' ')}s "
+                             f"(.npy data has no columns)")
+        vec = np.asarray(vec)
+        if vec.dtype.kind not in "biuf" or vec.ndim != 1:
+            raise ValueError(f"{flag}: {where} must be a 1-D numeric vector, got dtype "
+                             f"{vec.dtype} and shape {vec.shape}")
+        out[what] = vec
+    if drop:
+        X = np.delete(X, drop, axis=1)
+        if X.shape[1] == 0:
+            raise ValueError(f"{path}: no feature columns besides the target and "
+                             f"{', '.join(given.values())}")
+    return X, out
 
 
 def _load_csv(path: str, target: str | None) -> tuple[np.ndarray, np.ndarray]:

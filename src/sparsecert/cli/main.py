@@ -114,6 +114,13 @@ def _add_data_args(p: argparse.ArgumentParser, default_note: str) -> None:
     p.add_argument("--y", metavar="FILE", dest="y_file",
                    help="the target as a .npy file when --data is a .npy holding X")
     p.add_argument("--target", metavar="COLUMN", help="name of the target column of a .csv")
+    for what, desc in (("sample-weight", "per-sample weights w_i >= 0 (the objective sums w_i "
+                                         "times each loss)"),
+                       ("offset", "per-sample offsets added to the linear predictor (e.g. "
+                                  "log(exposure) for counts)")):
+        p.add_argument(f"--{what}", metavar="NAME", default=None,
+                       help=f"{desc}: a column of the .csv (not a feature then), an array of "
+                            "the .npz besides X and y, or a .npy file")
 
 
 def _state(report) -> str:
@@ -180,6 +187,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the box |b_j| <= M (inf: no box)")
     v.add_argument("--fit-intercept", action=argparse.BooleanOptionalAction, default=None,
                    help="whether the model has an unpenalised intercept")
+    for name in ("coef_bounds", "positive", "always_select", "exclude"):
+        flag = PARAMS[name].cli
+        kw = dict(type=_arg(flag.convert)) if flag.convert is not None else \
+            dict(action=argparse.BooleanOptionalAction)
+        v.add_argument(flag.flag, dest=name, default=None, help=f"the problem's {flag.help}",
+                       **({"metavar": flag.metavar} if flag.metavar else {}), **kw)
     v.add_argument("--rel-gap", type=_arg(float, _nonneg), default=1e-4, metavar="G",
                    help="relative-gap tolerance: exit 3 if the proven gap is above it (default "
                         "1e-4, never the certificate's own)")
@@ -201,13 +214,36 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _load(args) -> tuple:
-    from sparsecert.cli.io import load_data, load_default_data
+    """``(X, y, description, vectors)``: the data and the per-sample vectors named by
+    ``--sample-weight`` and ``--offset`` (a dict of those given)."""
+    from sparsecert.cli.io import load_data, load_default_data, load_sample_data
 
+    names = {"sample_weight": args.sample_weight, "offset": args.offset}
     if args.data is None:
         if args.y_file is not None or args.target is not None:
             raise _InputError("--y and --target need --data")
-        return load_default_data()
-    return load_data(args.data, y_path=args.y_file, target=args.target)
+        given = [f"--{k.replace('_', '-')}" for k, v in names.items() if v is not None]
+        if given:
+            raise _InputError(f"{' and '.join(given)} {'need' if len(given) > 1 else 'needs'} "
+                              "--data")
+        return (*load_default_data(), {})
+    X, y, desc = load_data(args.data, y_path=args.y_file, target=args.target)
+    X, vectors = load_sample_data(args.data, X, names, target=args.target)
+    return X, y, desc, vectors
+
+
+def _with_vectors(spec, vectors: dict):
+    """``spec`` with the sample weights and offsets read with the data (a bad value is the
+    usage error of its option)."""
+    from dataclasses import replace
+
+    if not vectors:
+        return spec
+    try:
+        return replace(spec, **vectors)
+    except (TypeError, ValueError) as exc:
+        name = getattr(exc, "param", None) or next(iter(vectors))
+        raise _InputError(f"argument --{name.replace('_', '-')}: {exc}") from None
 
 
 def _cmd_certify(args) -> int:
@@ -259,20 +295,28 @@ def _certify(args, records) -> int:
     spec, options = records
     k, lambda2, fit_intercept = spec.k, spec.lambda2, spec.fit_intercept
     params = spec.loss_params  # every parameter of the loss, the defaults filled in
-    X, y, desc = _load(args)
+    X, y, desc, vectors = _load(args)
+    spec = _with_vectors(spec, vectors)
     # the package's one validation path, before anything is printed or computed
     prepared = prepare(X, y, spec)
     # refuse a bad --out (or one that would replace a user's file) now, not after the solve
+    ext = dict(sample_weight=prepared.sample_weight, offset=prepared.offset,
+               coef_lower=prepared.coef_lower, coef_upper=prepared.coef_upper,
+               always_select=spec.always_select, exclude=spec.exclude)
     try:
         check_save_path(args.out, overwrite=args.force,
                         problem=problem_key(X, y, loss=args.loss, k=k, lambda2=lambda2,
                                             max_abs_coef=args.max_abs_coef,
-                                            fit_intercept=fit_intercept, loss_params=params))
+                                            fit_intercept=fit_intercept, loss_params=params,
+                                            extensions=ext))
     except OSError as exc:
         raise _InputError(f"cannot write {args.out}: {exc}") from None
-    names = feature_names(args.data, args.target)
+    names = feature_names(args.data, args.target, [v for v in (args.sample_weight, args.offset)
+                                                   if v is not None])
     say = (lambda *a: None) if args.quiet else print
     shown = "".join(f" {name}={value:g}" for name, value in params.items())
+    shown += "".join(f", {name} from {where}" for name, where in
+                     (("sample_weight", args.sample_weight), ("offset", args.offset)) if where)
     say(f"sparsecert {__version__}: certifying k={k}, lambda2={lambda2:g}, loss={args.loss}"
         f"{shown}, "
         f"fit_intercept={fit_intercept}, max_abs_coef={args.max_abs_coef} on {desc} "
@@ -295,7 +339,11 @@ def _certify(args, records) -> int:
     try:
         report = verify_certificate(args.out, X, y, loss=args.loss, k=k, lambda2=lambda2,
                                     fit_intercept=fit_intercept, rel_gap=options.rel_gap,
-                                    max_abs_coef=args.max_abs_coef, **params)
+                                    max_abs_coef=args.max_abs_coef,
+                                    sample_weight=spec.sample_weight, offset=spec.offset,
+                                    coef_bounds=spec.coef_bounds, positive=spec.positive,
+                                    always_select=spec.always_select, exclude=spec.exclude,
+                                    **params)
     except KeyboardInterrupt:  # the files are written: say where, not only "interrupted"
         print(f"sparsecert: interrupted while checking the written certificate {args.out}; "
               f"'sparsecert show {args.out}' prints its model, 'sparsecert verify' checks it",
@@ -315,7 +363,8 @@ def _certify(args, records) -> int:
         print("\n".join(certify_summary(
             result, report, k=k, loss=args.loss, lambda2=lambda2, fit_intercept=fit_intercept,
             X=prepared.X, y_used=prepared.y_used, labels=prepared.labels, names=names,
-            out=args.out, sidecar=sidecar_path(args.out), rel_gap=options.rel_gap)))
+            out=args.out, sidecar=sidecar_path(args.out), rel_gap=options.rel_gap,
+            sample_weight=spec.sample_weight, offset=spec.offset)))
         if args.verbose:
             print(f"support     : {support}{named}")
             print(f"gap         : {result.gap:.3e} (relative, (UB - LB) / max(1, |UB|))")
@@ -337,9 +386,14 @@ def _cmd_verify(args) -> int:
     if args.data is None:
         raise _InputError("verify needs --data FILE, the data the certificate is about (.npz "
                           "with arrays X and y; .npy with --y; .csv with --target)")
-    X, y, desc = _load(args)
+    X, y, desc, vectors = _load(args)
     extra = {} if args.max_abs_coef is None else {"max_abs_coef": args.max_abs_coef}
     extra.update(_loss_params(args))
+    extra.update(vectors)
+    if args.coef_bounds is not None:
+        extra["coef_bounds"] = args.coef_bounds
+    for name in ("positive", "always_select", "exclude"):
+        extra[name] = getattr(args, name)
     try:
         report = verify_certificate(args.certificate, X, y, loss=args.loss, k=args.k,
                                     lambda2=args.lambda2, fit_intercept=args.fit_intercept,

@@ -42,13 +42,17 @@ def _xlogy(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return out
 
 
-def _binary_deviance(y: np.ndarray, u: np.ndarray) -> float:
-    """``2 sum log(1 + exp(-y u))`` for labels ``y`` in {-1, +1} (stable for large ``|u|``)."""
-    return float(2.0 * np.sum(np.logaddexp(0.0, -y * u)))
+def _binary_deviance(y: np.ndarray, u: np.ndarray, w: np.ndarray | None = None) -> float:
+    """``2 sum w log(1 + exp(-y u))`` for labels ``y`` in {-1, +1} (stable for large ``|u|``;
+    ``w``: all 1 if None)."""
+    terms = np.logaddexp(0.0, -y * u)
+    return float(2.0 * (np.sum(terms) if w is None else w @ terms))
 
 
 def fit_measures(loss: str, X: np.ndarray, y: np.ndarray, coef: np.ndarray,
-                 intercept: float, fit_intercept: bool = True) -> dict[str, float]:
+                 intercept: float, fit_intercept: bool = True, *,
+                 sample_weight: np.ndarray | None = None,
+                 offset: np.ndarray | None = None) -> dict[str, float]:
     """How well a linear model fits ``(X, y)``, in the measures a statistician reads.
 
     Parameters
@@ -62,7 +66,10 @@ def fit_measures(loss: str, X: np.ndarray, y: np.ndarray, coef: np.ndarray,
     intercept : float
     fit_intercept : bool
         Whether the model has an intercept (the null model of the deviances is then the
-        intercept-only model, else the zero model).
+        intercept-only model, else the zero model; both with the offsets).
+    sample_weight, offset : numpy.ndarray of shape (n,), optional
+        The problem's per-sample weights (every sum and mean below is weighted) and offsets
+        (added to the linear predictor).
 
     Returns
     -------
@@ -73,31 +80,42 @@ def fit_measures(loss: str, X: np.ndarray, y: np.ndarray, coef: np.ndarray,
         ``null_deviance``. Counts (Poisson): ``deviance`` (``2 sum y log(y / mu) - (y - mu)``,
         ``mu = exp(u)``) and ``null_deviance``.
     """
-    u = X @ np.asarray(coef, dtype=float) + float(intercept)
     n = y.shape[0]
+    w = np.ones(n) if sample_weight is None else np.asarray(sample_weight, dtype=float)
+    o = np.zeros(n) if offset is None else np.asarray(offset, dtype=float)
+    u = X @ np.asarray(coef, dtype=float) + float(intercept) + o
     f = get_loss(loss)
     if f.target == "real":
-        sse = float(np.sum((y - u) ** 2))
-        sst = float(np.sum((y - y.mean()) ** 2))
-        return {"r2": 1.0 - sse / sst if sst > 0 else math.nan, "rmse": math.sqrt(sse / n)}
+        sse = float(w @ (y - u) ** 2)
+        ybar = float(w @ y) / float(w.sum())
+        sst = float(w @ (y - ybar) ** 2)
+        return {"r2": 1.0 - sse / sst if sst > 0 else math.nan,
+                "rmse": math.sqrt(sse / float(w.sum()))}
     if f.needs_binary_labels:
-        out = {"accuracy": float(np.mean(np.where(u > 0, 1.0, -1.0) == y))}
+        out = {"accuracy": float(w @ (np.where(u > 0, 1.0, -1.0) == y)) / float(w.sum())}
         if f.neg_log_likelihood:
-            out["deviance"] = _binary_deviance(y, u)
-            if fit_intercept:  # the intercept-only model predicts the share of +1 labels
-                share = float(np.mean(y > 0))
+            out["deviance"] = _binary_deviance(y, u, w)
+            if fit_intercept and offset is None:  # intercept only: the share of +1 labels
+                share = float(w @ (y > 0)) / float(w.sum())
                 u0 = (math.log(share / (1.0 - share)) if 0 < share < 1
                       else math.copysign(math.inf, share - 0.5))
-                out["null_deviance"] = _binary_deviance(y, np.full(n, u0))
+                out["null_deviance"] = _binary_deviance(y, np.full(n, u0), w)
+            elif fit_intercept:  # the offsets and the best intercept
+                from scipy.optimize import minimize_scalar
+
+                best = minimize_scalar(lambda c: _binary_deviance(y, o + c, w))
+                out["null_deviance"] = min(float(best.fun), _binary_deviance(y, o, w))
             else:
-                out["null_deviance"] = _binary_deviance(y, np.zeros(n))
+                out["null_deviance"] = _binary_deviance(y, o, w)
         return out
     if f.target == "counts":
         mu = np.exp(u)
-        mu0 = np.full(n, y.mean() if fit_intercept else 1.0)
+        # the intercept-only model with the offsets: exp(c + o), sum w exp(c + o) = sum w y
+        mu0 = (np.exp(o) * (float(w @ y) / float(w @ np.exp(o))) if fit_intercept
+               else np.exp(o))
 
         def deviance(m: np.ndarray) -> float:
-            return float(2.0 * np.sum(_xlogy(y, np.where(y > 0, y, 1.0) / m) - (y - m)))
+            return float(2.0 * (w @ (_xlogy(y, np.where(y > 0, y, 1.0) / m) - (y - m))))
 
         return {"deviance": deviance(mu), "null_deviance": deviance(mu0)}
     raise ValueError(f"unknown loss {loss!r}")
@@ -153,8 +171,11 @@ def _seconds(t: float) -> str:
 
 def certify_summary(result, report, *, k: int, loss: str, lambda2: float, fit_intercept: bool,
                     X: np.ndarray, y_used: np.ndarray, labels, names, out: str, sidecar: str,
-                    rel_gap: float) -> list[str]:
-    """The lines ``sparsecert certify`` prints after the search (without ``--verbose``)."""
+                    rel_gap: float, sample_weight: np.ndarray | None = None,
+                    offset: np.ndarray | None = None) -> list[str]:
+    """The lines ``sparsecert certify`` prints after the search (without ``--verbose``); the
+    fit measures and the objective weighted by ``sample_weight``, the offsets in the
+    predictor."""
     status = result.status
     ok = bool(report.ok)
     lines = [_line("status", status if status == OPTIMAL else
@@ -165,12 +186,15 @@ def certify_summary(result, report, *, k: int, loss: str, lambda2: float, fit_in
         meaning += "; the certificate did NOT verify"
     lines.append(_line("meaning", meaning))
     coef = np.asarray(result.coef, dtype=float)
-    lines.append(_line("model", model_equation(loss, coef, result.intercept, fit_intercept,
-                                               names, labels)))
-    measures = fit_measures(loss, X, y_used, coef, result.intercept, fit_intercept)
-    lines.append(_line("fit", format_fit(loss, measures, X.shape[0])))
-    what = ("sum of squared errors" if get_loss(loss).has_closed_form_refit
-            else f"sum of {loss} losses")
+    equation = model_equation(loss, coef, result.intercept, fit_intercept, names, labels)
+    lines.append(_line("model", equation if offset is None else equation + " + offset"))
+    measures = fit_measures(loss, X, y_used, coef, result.intercept, fit_intercept,
+                            sample_weight=sample_weight, offset=offset)
+    fit = format_fit(loss, measures, X.shape[0])
+    lines.append(_line("fit", fit if sample_weight is None else fit + " (weighted)"))
+    weighted = "" if sample_weight is None else "weighted "
+    what = (f"sum of {weighted}squared errors" if get_loss(loss).has_closed_form_refit
+            else f"sum of {weighted}{loss} losses")
     lines.append(_line("objective", f"{result.objective:.10g} ({what} + {lambda2:g} ||b||^2), "
                                     f"lower bound {result.lower_bound:.10g}"))
     search = getattr(result, "search", None)

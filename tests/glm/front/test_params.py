@@ -269,8 +269,8 @@ def test_certify_options_are_the_tables_rows_with_a_flag():
     parser = _certify_parser()
     by_flag = {flag: a for a in parser._actions for flag in a.option_strings}
     rows = [p for p in PARAMS.values() if p.cli is not None]
-    own = {"-h", "--help", "--data", "--y", "--target", "--out", "--force", "--quiet",
-           "--verbose"}  # the command's own: data, output, what it prints
+    own = {"-h", "--help", "--data", "--y", "--target", "--sample-weight", "--offset", "--out",
+           "--force", "--quiet", "--verbose"}  # the command's own: data, output, what it prints
     own |= {"--" + name.replace("_", "-") for name in LOSS_PARAMETERS}  # the loss registry's
     table_flags = {p.cli.flag for p in rows}
     switches = {f"--no-{p.cli.flag[2:]}" for p in rows if isinstance(p.default, bool)}
