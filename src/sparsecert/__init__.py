@@ -6,6 +6,8 @@ certify(X, y, k, lambda2, ...)
     Solve a k-sparse GLM to proven optimality; returns the model and its certificate.
 verify(path, X, y)
     Re-check a certificate with the standalone, numpy-only verifier.
+certified_gap(X, y, coef, intercept, k=..., lambda2=...)
+    How far any given model is from the optimum: a proven bound, the gap, a certificate.
 perspective_relaxation(X, y, k, lambda2, ...)
     The convex relaxation with a lower bound valid at every iterate.
 
@@ -24,6 +26,8 @@ _LAZY = {
     "perspective_relaxation": "sparsecert.solvers.perspective",
     "RelaxationResult": "sparsecert.solvers.perspective",
     "certify_path": "sparsecert.path",
+    "certified_gap": "sparsecert.gap",
+    "GapResult": "sparsecert.gap",
     "PathResult": "sparsecert.path",
     "KSparseCV": "sparsecert.path",
     "KSparseLinearRegressionCV": "sparsecert.path",
@@ -46,6 +50,8 @@ __all__ = [
     "RelaxationResult",
     "certify_path",
     "PathResult",
+    "certified_gap",
+    "GapResult",
     "KSparseCV",
     "KSparseLinearRegressionCV",
     "KSparseLinearRegression",

@@ -28,7 +28,7 @@ import numpy as np
 from sparsecert.proof.claims import claim_upper
 from sparsecert.proof.recorder import ProofRecorder
 from sparsecert.proof.status import certified_lower, demote, proven_gaps
-from sparsecert.statuses import OPEN
+from sparsecert.statuses import LIMITED, OPEN, OPTIMAL, TREE_EXHAUSTED
 
 __all__ = ["Proof", "ProofStats", "produce", "start", "extensions"]
 
@@ -130,7 +130,8 @@ def extensions(prepared) -> dict:
 
 def produce(search, relaxation, prepared, options, *, recorder: ProofRecorder | None = None,
             producer: Mapping[str, Any] | None = None, feature_names=None,
-            note: Callable[[str], None] | None = None) -> Proof:
+            note: Callable[[str], None] | None = None,
+            model: tuple[np.ndarray, float] | None = None) -> Proof:
     """The certified claims of a finished (or stopped) search, and their certificate.
 
     Parameters
@@ -155,6 +156,12 @@ def produce(search, relaxation, prepared, options, *, recorder: ProofRecorder | 
         Informational, written into the certificate.
     note : callable, optional
         Called with how far the production has got (the progress log's phase).
+    model : (coef, intercept), optional
+        The incumbent the certificate states, in the user's coordinates, instead of the
+        search's (a model to be judged against the tree's lower bound: it must be feasible,
+        which the verifier checks). Its status is ``optimal`` when its proven gap is within the
+        targets, else the search's when a limit stopped it, else ``tree_exhausted`` (the search
+        ended on its own, the gap of this model stays open).
 
     Returns
     -------
@@ -176,7 +183,8 @@ def produce(search, relaxation, prepared, options, *, recorder: ProofRecorder | 
     else:
         live = list(search.nodes)
     try:
-        coef, intercept = user_model(search, relaxation)
+        coef, intercept = user_model(search, relaxation) if model is None else \
+            (np.asarray(model[0], dtype=np.float64).copy(), float(model[1]))
         if not spec.fit_intercept:
             intercept = 0.0
         mu = float(relaxation.mu)  # proven when the relaxation was built (Rump's test)
@@ -190,7 +198,11 @@ def produce(search, relaxation, prepared, options, *, recorder: ProofRecorder | 
         raise
     lower = certified_lower([proof_file.min_claim], ub)
     abs_gap, rel_gap = proven_gaps(ub, lower)
-    status = demote(search.status, abs_gap, rel_gap, options.abs_gap, options.rel_gap)
+    status = search.status
+    if model is not None:  # the search's status is about its own incumbent
+        within = rel_gap <= options.rel_gap or abs_gap <= options.abs_gap
+        status = OPTIMAL if within else status if status in LIMITED else TREE_EXHAUSTED
+    status = demote(status, abs_gap, rel_gap, options.abs_gap, options.rel_gap)
     if note is not None:
         note("certificate: the document")
     from sparsecert.certificate import Certificate
