@@ -18,6 +18,7 @@ EXPECTED = {
     "dual_bound_convergence.py": ["dual_bound_convergence.png"],
     "bnb_progress.py": ["bnb_progress.png"],
     "certified_path.py": ["certified_path.png"],
+    "certified_gap_heuristics.py": ["certified_gap_heuristics.png"],
     "compare_cvxpy_relaxation.py": ["compare_cvxpy_relaxation.png"],
     "compare_cvxpy_mip.py": ["compare_cvxpy_mip.png"],
     "compare_cvxpy_logistic.py": ["compare_cvxpy_logistic.png"],

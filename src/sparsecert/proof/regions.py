@@ -1,5 +1,5 @@
 """Region bounds: the bounds of the regions ``z_j = 1`` and ``z_j = 0`` of a node, from one sort
-of its witness's terms (``docs/certificate-format.md``, section 4.4).
+of its witness's terms (``docs/certificate-format.md``, section 4.5).
 
 A witness (a dual vector zeta, or a point of the shifted relaxation) bounds every node by
 
