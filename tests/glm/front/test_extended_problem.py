@@ -129,3 +129,20 @@ def test_integer_weights_certify_the_problem_with_repeated_rows():
     assert a.lower_bound == pytest.approx(b.lower_bound, rel=1e-7)
     assert sparsecert.verify(a, X, y, sample_weight=w).ok
     assert sparsecert.verify(b, X[rep], y[rep]).ok
+
+
+def test_certify_path_carries_the_extended_problem_to_every_point():
+    from sparsecert.path import certify_path
+
+    X, y = _data("squared", seed=6)
+    w = np.random.default_rng(2).uniform(0.0, 2.0, len(y))
+    kw = dict(sample_weight=w, offset=0.1 * X[:, 4], coef_bounds=(-0.6, None), exclude=[3],
+              always_select=[2], fit_intercept=True)
+    path = certify_path(X, y, ks=[1, 2, 3], lambda2=0.1, verbose=0, **kw)
+    for k in (1, 2, 3):
+        r = path.result_for(k)
+        ref = brute_force(X, y, k, "squared", 0.1, w=w, o=kw["offset"], exclude=[3],
+                          always_select=[2], lower=np.full(5, -0.6), upper=np.full(5, np.inf),
+                          fit_intercept=True)[0]
+        assert r.objective == pytest.approx(ref, rel=2e-6)
+        assert sparsecert.verify(r, X, y, sample_weight=w, offset=kw["offset"]).ok
