@@ -837,6 +837,7 @@ def format_summary(data: dict, audit: bool = False, nodes: list[dict] | None = N
         f"p={pr.get('n_features')}, k={pr.get('k')}, lambda2={_fmt(pr.get('lambda2'))}, "
         f"max_abs_coef={'None' if M is None else _fmt(M)}, "
         f"fit_intercept={pr.get('fit_intercept')}",
+        *([f"  also      : {extra}"] if (extra := _extensions_line(pr, label)) else []),
         f"  status    : {status}",
         "  meaning   : "
         + ("none: the claims contradict each other" if problems else
@@ -871,6 +872,29 @@ def format_summary(data: dict, audit: bool = False, nodes: list[dict] | None = N
         lines.append("  (--audit lists every node of the tree; 'sparsecert verify CERT --data "
                      "FILE' checks the certificate and prints each check)")
     return "\n".join(lines)
+
+
+def _extensions_line(pr: dict, label) -> str:
+    """The problem's optional parts (section 2.2 of the format) in a few words ('' for the
+    plain problem): what a model is compared with besides k and the box."""
+    parts = []
+    if pr.get("sample_weight_sha256"):
+        parts.append("weighted samples (the weights are data: verify needs them)")
+    if pr.get("offset_sha256"):
+        parts.append("offsets (data, like the weights)")
+    lower, upper = pr.get("coef_lower"), pr.get("coef_upper")
+    if isinstance(lower, list) and isinstance(upper, list):
+        signs = sum(1 for v in lower if v == 0)
+        bounded = sum(1 for a, b in zip(lower, upper, strict=False)
+                      if a is not None or b is not None)
+        parts.append(f"bounds on {bounded} coefficient(s)"
+                     + (f", {signs} of them >= 0" if signs else ""))
+    for key, what in (("always_select", "forced in"), ("exclude", "excluded")):
+        idx = pr.get(key)
+        if isinstance(idx, list) and idx:
+            shown = ", ".join(label(j) if isinstance(j, int) else "?" for j in idx[:8])
+            parts.append(f"{what}: {shown}" + (f" (+{len(idx) - 8})" if len(idx) > 8 else ""))
+    return "; ".join(parts)
 
 
 def _meaning(k, upper, lower) -> str:

@@ -63,6 +63,11 @@ def test_weight_and_offset_columns_certify_and_verify(files, capsys, monkeypatch
     assert main([*base, "--data", "d.npz", "--sample-weight", "w", "--offset", "o",
                  "--always-select", "1"]) == 1
     assert "FAILED: parameters" in capsys.readouterr().out
+    # show states the optional parts of the problem (the column names label the features)
+    assert main(["show", "c.json"]) == 0
+    also = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("  also")]
+    assert also and "weighted samples" in also[0] and "offsets" in also[0]
+    assert "bounds on 4 coefficient(s)" in also[0] and "excluded: a" in also[0]
 
 
 @pytest.mark.parametrize("extra,match", [
