@@ -282,8 +282,6 @@ def _frozen(arr: np.ndarray) -> np.ndarray:
 def _real_vector(value, name: str) -> np.ndarray:
     """``value`` as a 1-D float64 array that is exactly the numbers given (the data's own
     checks: numeric, real, one-dimensional, no rounding in the conversion)."""
-    from sparsecert._validation import check_exact_source, check_exactly_float64
-
     if hasattr(value, "toarray") and not isinstance(value, np.ndarray):
         raise TypeError(f"{name} must be a dense 1-D array, got a sparse matrix")
     arr = np.asarray(value)
@@ -441,3 +439,75 @@ def check_always_select(indices) -> tuple[int, ...]:
 def check_exclude(indices) -> tuple[int, ...]:
     """Features kept out of the model."""
     return check_feature_indices(indices, "exclude")
+
+
+# ---- exactness of array data: the conversion to float64 must not round ------------------
+def _is_frame(X) -> bool:
+    """Whether ``X`` looks like a pandas data frame (columns with their own dtypes)."""
+    return (not isinstance(X, np.ndarray) and getattr(X, "dtypes", None) is not None
+            and hasattr(X, "iloc") and getattr(X, "ndim", 0) == 2)
+
+
+def check_exactly_float64(raw: np.ndarray, converted: np.ndarray, name: str) -> None:
+    """Refuse values that the conversion to float64 rounded (integers beyond 2^53, long
+    doubles): the problem solved, and its certificate, would be about other data than the
+    user's (the standalone verifier refuses such data too)."""
+    where = _rounded_entry(raw, converted)
+    if where is not None:
+        _refuse_rounded(name, where, raw[where], converted[where])
+
+
+def _rounded_entry(raw: np.ndarray, converted: np.ndarray) -> tuple | None:
+    """Index of an entry of the array ``raw`` that its float64 ``converted`` changed, or None."""
+    if raw.dtype.kind in "iu" and raw.dtype.itemsize >= 8:
+        for idx in map(tuple, np.argwhere((raw > 2 ** 53) | (raw < -(2 ** 53)))):
+            if int(converted[idx]) != int(raw[idx]):
+                return idx
+    elif raw.dtype.kind == "f" and raw.dtype.itemsize > 8:
+        diff = np.argwhere(converted.astype(raw.dtype) != raw)
+        if diff.size:
+            return tuple(diff[0])
+    return None
+
+
+def _refuse_rounded(name: str, where: tuple, value, rounded) -> None:
+    at = ", ".join(str(int(i)) for i in where)
+    raise ValueError(f"{name}[{at}] = {_show(value)} is not exactly a float64 (it would become "
+                     f"{float(rounded)!r}); convert the data to float64 yourself if that "
+                     "rounding is intended")
+
+
+def check_exact_source(source, converted: np.ndarray, name: str) -> None:
+    """Refuse an input that is not a numpy array (nested lists, a data frame, ...) when numpy's
+    conversion rounded one of its entries: numpy converts a list that mixes floats and integers
+    beyond 2^53, and pandas a data frame with such an integer column beside float columns, to
+    float64 before :func:`check_exactly_float64` sees a dtype to check. A data frame is checked
+    column by column (its float64 and narrower columns are exact), anything else entry by entry,
+    each entry compared exactly with its float64 value."""
+    if isinstance(source, np.ndarray) or converted.dtype != np.float64:
+        return
+    if _is_frame(source):
+        for j in range(converted.shape[1]):
+            column = np.asarray(source.iloc[:, j])
+            if column.dtype.kind in "fb" and column.dtype.itemsize <= 8:
+                continue
+            if column.dtype != object:
+                at = _rounded_entry(column, converted[:, j])
+                if at is not None:
+                    _refuse_rounded(name, (at[0], j), column[at], converted[at[0], j])
+                continue
+            for i, value in enumerate(column.tolist()):
+                if not _exactly(value, float(converted[i, j])):
+                    _refuse_rounded(name, (i, j), value, converted[i, j])
+        return
+    try:
+        obj = np.asarray(source, dtype=object)
+    except (TypeError, ValueError):  # pragma: no cover - numpy converted it just before
+        return
+    if obj.shape != converted.shape:
+        return
+    for i, (value, rounded) in enumerate(zip(obj.ravel().tolist(),
+                                             converted.ravel().tolist(), strict=True)):
+        if not _exactly(value, rounded):
+            where = tuple(int(j) for j in np.unravel_index(i, converted.shape))
+            _refuse_rounded(name, where, value, rounded)

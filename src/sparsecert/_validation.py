@@ -22,10 +22,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from sparsecert._checks import (
-    _exactly,
-    _show,
+    _is_frame,
+    _refuse_rounded,
+    _rounded_entry,
     check_abs_gap,
     check_eig_shift,
+    check_exact_source,
+    check_exactly_float64,
     check_fit_intercept,
     check_k,
     check_k_fits,
@@ -220,12 +223,6 @@ def check_array_2d(X, name: str = "X") -> np.ndarray:
     return arr
 
 
-def _is_frame(X) -> bool:
-    """Whether ``X`` looks like a pandas data frame (columns with their own dtypes)."""
-    return (not isinstance(X, np.ndarray) and getattr(X, "dtypes", None) is not None
-            and hasattr(X, "iloc") and getattr(X, "ndim", 0) == 2)
-
-
 def _frame_as_float64(X, name: str) -> np.ndarray:
     """A data frame of numeric and boolean columns as a float64 array, column by column (its
     own conversion gives objects when bool columns stand beside float ones); each column is
@@ -270,71 +267,6 @@ def check_vector(v, name: str, length: int | None = None) -> np.ndarray:
     check_exactly_float64(raw, arr, name)
     check_exact_source(v, arr, name)
     return arr
-
-
-def check_exactly_float64(raw: np.ndarray, converted: np.ndarray, name: str) -> None:
-    """Refuse values that the conversion to float64 rounded (integers beyond 2^53, long
-    doubles): the problem solved, and its certificate, would be about other data than the
-    user's (the standalone verifier refuses such data too)."""
-    where = _rounded_entry(raw, converted)
-    if where is not None:
-        _refuse_rounded(name, where, raw[where], converted[where])
-
-
-def _rounded_entry(raw: np.ndarray, converted: np.ndarray) -> tuple | None:
-    """Index of an entry of the array ``raw`` that its float64 ``converted`` changed, or None."""
-    if raw.dtype.kind in "iu" and raw.dtype.itemsize >= 8:
-        for idx in map(tuple, np.argwhere((raw > 2 ** 53) | (raw < -(2 ** 53)))):
-            if int(converted[idx]) != int(raw[idx]):
-                return idx
-    elif raw.dtype.kind == "f" and raw.dtype.itemsize > 8:
-        diff = np.argwhere(converted.astype(raw.dtype) != raw)
-        if diff.size:
-            return tuple(diff[0])
-    return None
-
-
-def _refuse_rounded(name: str, where: tuple, value, rounded) -> None:
-    at = ", ".join(str(int(i)) for i in where)
-    raise ValueError(f"{name}[{at}] = {_show(value)} is not exactly a float64 (it would become "
-                     f"{float(rounded)!r}); convert the data to float64 yourself if that "
-                     "rounding is intended")
-
-
-def check_exact_source(source, converted: np.ndarray, name: str) -> None:
-    """Refuse an input that is not a numpy array (nested lists, a data frame, ...) when numpy's
-    conversion rounded one of its entries: numpy converts a list that mixes floats and integers
-    beyond 2^53, and pandas a data frame with such an integer column beside float columns, to
-    float64 before :func:`check_exactly_float64` sees a dtype to check. A data frame is checked
-    column by column (its float64 and narrower columns are exact), anything else entry by entry,
-    each entry compared exactly with its float64 value."""
-    if isinstance(source, np.ndarray) or converted.dtype != np.float64:
-        return
-    if _is_frame(source):
-        for j in range(converted.shape[1]):
-            column = np.asarray(source.iloc[:, j])
-            if column.dtype.kind in "fb" and column.dtype.itemsize <= 8:
-                continue
-            if column.dtype != object:
-                at = _rounded_entry(column, converted[:, j])
-                if at is not None:
-                    _refuse_rounded(name, (at[0], j), column[at], converted[at[0], j])
-                continue
-            for i, value in enumerate(column.tolist()):
-                if not _exactly(value, float(converted[i, j])):
-                    _refuse_rounded(name, (i, j), value, converted[i, j])
-        return
-    try:
-        obj = np.asarray(source, dtype=object)
-    except (TypeError, ValueError):  # pragma: no cover - numpy converted it just before
-        return
-    if obj.shape != converted.shape:
-        return
-    for i, (value, rounded) in enumerate(zip(obj.ravel().tolist(),
-                                             converted.ravel().tolist(), strict=True)):
-        if not _exactly(value, rounded):
-            where = tuple(int(j) for j in np.unravel_index(i, converted.shape))
-            _refuse_rounded(name, where, value, rounded)
 
 
 def check_exact_input(X, name: str) -> None:
