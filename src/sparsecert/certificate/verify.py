@@ -781,9 +781,12 @@ def _weighted_dual_problem(loss: str, z: np.ndarray, y: np.ndarray, w: np.ndarra
         ok = (t >= 0) & (t <= w)
     elif loss == "squared_hinge":  # y zeta <= 0 (exact)
         ok = y * z <= 0
-    elif loss == "huber":  # |zeta| <= 2 delta w: exactly, or below fl(2 delta w) rounded down
-        p, exact = _product_is_exact(np.full(w.shape, 2.0 * _huber_delta(huber_delta)), w)
-        ok = np.abs(z) <= np.where(exact, p, _dn(p))
+    elif loss == "huber":  # |zeta| <= 2 (delta w): delta w exactly or rounded down, then
+        # doubled (exact in binary; an overflow to inf means 2 delta w is above every float).
+        # Not fl(2 delta) w: 2 delta overflows for delta above half the largest float, and
+        # inf * w would admit every finite zeta whatever the weight
+        p, exact = _product_is_exact(np.full(w.shape, _huber_delta(huber_delta)), w)
+        ok = np.abs(z) <= 2.0 * np.where(exact, p, np.maximum(_dn(p), 0.0))
     elif loss == "poisson":  # zeta + w y >= 0: exactly, or above -fl(w y) rounded up
         p, exact = _product_is_exact(w, y)
         ok = z >= np.where(exact, -p, _up(-p))
