@@ -786,7 +786,8 @@ def _weighted_dual_problem(loss: str, z: np.ndarray, y: np.ndarray, w: np.ndarra
         # Not fl(2 delta) w: 2 delta overflows for delta above half the largest float, and
         # inf * w would admit every finite zeta whatever the weight
         p, exact = _product_is_exact(np.full(w.shape, _huber_delta(huber_delta)), w)
-        ok = np.abs(z) <= 2.0 * np.where(exact, p, np.maximum(_dn(p), 0.0))
+        with np.errstate(over="ignore"):
+            ok = np.abs(z) <= 2.0 * np.where(exact, p, np.maximum(_dn(p), 0.0))
     elif loss == "poisson":  # zeta + w y >= 0: exactly, or above -fl(w y) rounded up
         p, exact = _product_is_exact(w, y)
         ok = z >= np.where(exact, -p, _up(-p))

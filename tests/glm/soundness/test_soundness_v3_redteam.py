@@ -9,7 +9,18 @@ from __future__ import annotations
 from fractions import Fraction
 
 import numpy as np
-from _certgen import TNode, data_sha256, document, encode_proof
+import pytest
+from _certgen import (
+    TNode,
+    data_sha256,
+    document,
+    encode_proof,
+    enumeration_certificate,
+    forge,
+    make_data,
+    reforge,
+)
+from _exact import squared_optimum
 
 from sparsecert.certificate import verify as V
 from sparsecert.certificate import verify_certificate
@@ -50,3 +61,110 @@ def test_weighted_huber_domain_when_twice_delta_overflows():
     inside = np.array([1e-12, 0.5])
     assert abs(Fraction(inside[0])) <= 2 * Fraction(delta) * Fraction(w[0])
     assert V._weighted_dual_problem("huber", inside, y, w, False, delta) is None
+
+
+# ---------------------------------------------------------------------------------------------
+# The tree: a forger who claims a lower bound just above the exact optimum must leave the
+# optimum's support in some region the walk bounds with a witness, whatever the records say
+# ---------------------------------------------------------------------------------------------
+
+K, LAM = 2, 0.5
+
+
+@pytest.fixture(scope="module")
+def honest():
+    """An honest enumeration certificate (squared loss, p = 4, k = 2), its tree, the position
+    of its optimal leaf, and the exact optimum (fractions)."""
+    X, y = make_data("squared", n=10, p=4, seed=5)
+    cert, info = enumeration_certificate(X, y, "squared", K, LAM)
+    assert verify_certificate(cert, X, y).ok
+    return X, y, cert, info, squared_optimum(X, y, K, LAM)
+
+
+def _above(opt: Fraction) -> float:
+    """The smallest float above the exact optimum: a false lower bound."""
+    f = float(opt)
+    return f if Fraction(f) > opt else float(np.nextafter(f, np.inf))
+
+
+def _false_claim(doc: dict, opt: Fraction) -> dict:
+    doc["bounds"].update(lower_bound=_above(opt), status="time_limit")
+    assert doc["bounds"]["lower_bound"] <= doc["bounds"]["upper_bound"]
+    return doc
+
+
+def test_derived_fixings_cannot_cut_off_the_optimal_support(honest):
+    """The derive bit on every node (the root given the optimal leaf's witness, the best one
+    for the optimum's region, so every branched node derives with it), with the claim just
+    above the optimum: the fixings are derived at the claimed bound, so none of them can cut
+    off the region holding the optimal support, and that region's bound stays below the claim."""
+    X, y, cert, info, opt = honest
+    doc, root = forge(cert)
+    root.witness = root.preorder()[info["best_leaf"]].witness
+    for nd in root.preorder():
+        nd.derive = True
+    fair = verify_certificate(reforge(doc, root), X, y)  # the honest claim: fixings derived
+    assert fair.ok and "bound fixings derived" in dict(
+        (n, m) for n, _, m in fair.checks)["tree_fixings"], str(fair)
+    rep = verify_certificate(reforge(_false_claim(doc, opt), root), X, y)
+    assert rep.failed_checks == ["leaf_bounds"], str(rep)
+    assert "safe bound below the claimed lower bound" in dict(rep.failures)["leaf_bounds"]
+
+
+def test_swapped_children_move_every_witness_to_another_region(honest):
+    """The children of the root swapped (the z_j = 0 subtree read as z_j = 1 and back): every
+    leaf keeps its witness but is bounded over the other region, which holds the optimum."""
+    X, y, cert, _, opt = honest
+    doc, root = forge(cert)
+    root.kids.reverse()
+    rep = verify_certificate(reforge(_false_claim(doc, opt), root), X, y)
+    assert rep.failed_checks == ["leaf_bounds"], str(rep)
+
+
+def test_the_optimal_subtree_replaced_by_one_leaf_with_another_witness(honest):
+    """The branched node above the optimal leaf replaced by a single leaf that carries a
+    sibling's witness (and the records renumbered to a valid preorder): that leaf's region holds
+    the optimal support and its witness does not bound it above the claim."""
+    X, y, cert, info, opt = honest
+    doc, root = forge(cert)
+    order = root.preorder()
+    best = order[info["best_leaf"]]
+    parent = next(nd for nd in order if nd.kids and any(c is best for c in nd.kids))
+    other = parent.kids[1] if parent.kids[0] is best else parent.kids[0]
+    while other.witness is None:
+        other = other.kids[0]
+    parent.status, parent.var, parent.kids = "solved", None, None
+    parent.witness = other.witness
+    rep = verify_certificate(reforge(_false_claim(doc, opt), root), X, y)
+    assert rep.failed_checks == ["leaf_bounds"], str(rep)
+
+
+def test_every_leaf_aliasing_one_witness_slot(honest):
+    """Every leaf's record pointing at one non-optimal leaf's witness slot (slots may be
+    shared; the cache keys by slot): each region is bounded with that witness, and the region
+    holding the optimum is not bounded above the claim."""
+    X, y, cert, info, opt = honest
+    doc, root = forge(cert)
+    order = root.preorder()
+    best = order[info["best_leaf"]]
+    donor = next(nd for nd in order if nd.witness is not None and nd is not best)
+    for nd in order:
+        if nd.witness is not None:
+            nd.witness = donor.witness
+    rep = verify_certificate(reforge(_false_claim(doc, opt), root), X, y)
+    assert rep.failed_checks == ["leaf_bounds"], str(rep)
+
+
+def test_a_certificate_that_excludes_the_optimal_support_is_about_another_problem(honest):
+    """The problem's exclude (the root's fixings) can certify a higher bound: of the problem
+    without those features. A user who poses the plain problem (exclude=[]) gets a failed
+    parameter check, not a verified bound above the plain problem's optimum."""
+    X, y, cert, info, opt = honest
+    doc, root = forge(cert)
+    j = int(np.flatnonzero(info["coef"])[0])
+    doc["problem"]["exclude"] = [j]
+    doc["incumbent"].update(coef=[0.0] * X.shape[1], support=[])
+    doc["bounds"]["upper_bound"] = float(y @ y) * 2
+    rep = verify_certificate(reforge(_false_claim(doc, opt), root), X, y, exclude=[])
+    assert rep.failed_checks == ["parameters"], str(rep)
+    assert f"exclude = [] (user) but [{j}] in the certificate" in dict(rep.failures)["parameters"]
