@@ -24,6 +24,7 @@ from _exact import squared_optimum
 
 from sparsecert.certificate import verify as V
 from sparsecert.certificate import verify_certificate
+from sparsecert.solvers.losses import get_loss
 
 
 def _single_leaf(X, y, problem, zeta, *, extensions=None, lb=-1e300, ub=1e300):
@@ -61,6 +62,26 @@ def test_weighted_huber_domain_when_twice_delta_overflows():
     inside = np.array([1e-12, 0.5])
     assert abs(Fraction(inside[0])) <= 2 * Fraction(delta) * Fraction(w[0])
     assert V._weighted_dual_problem("huber", inside, y, w, False, delta) is None
+
+
+def test_the_producers_weighted_huber_domain_is_inside_the_exact_one():
+    """The producer clips its witnesses to this interval: with 2 delta overflowing it had no
+    ends, so its witnesses fell outside the domain the verifier (now) checks."""
+    delta = 9e307
+    y = np.array([1.0, -1.0, 2.0, 0.5])
+    w = np.array([1e-320, 1.0, 0.0, 3.0])
+    lo, hi = get_loss("huber", {"huber_delta": delta}).weighted_dual_domain(y, w)
+    for i in range(y.size):
+        assert lo[i] == -hi[i]
+        if np.isfinite(hi[i]):
+            assert Fraction(hi[i]) <= 2 * Fraction(delta) * Fraction(w[i])
+        else:  # every float is inside
+            assert 2 * Fraction(delta) * Fraction(w[i]) > Fraction(np.finfo(float).max)
+    assert hi[2] == 0.0 and hi[0] > 0.0 and hi[1] == np.inf
+    # the ends (the largest float for an infinite one) are what the verifier accepts
+    end = np.minimum(hi, np.finfo(float).max)
+    assert V._weighted_dual_problem("huber", end, y, w, False, delta) is None
+    assert V._weighted_dual_problem("huber", -end, y, w, False, delta) is None
 
 
 # ---------------------------------------------------------------------------------------------
