@@ -6,6 +6,7 @@ would.
 
 from __future__ import annotations
 
+import struct
 from fractions import Fraction
 
 import numpy as np
@@ -18,7 +19,9 @@ from _certgen import (
     enumeration_certificate,
     forge,
     make_data,
+    raw_proof,
     reforge,
+    rehashed,
 )
 from _exact import squared_optimum
 
@@ -189,3 +192,20 @@ def test_a_certificate_that_excludes_the_optimal_support_is_about_another_proble
     rep = verify_certificate(reforge(_false_claim(doc, opt), root), X, y, exclude=[])
     assert rep.failed_checks == ["parameters"], str(rep)
     assert f"exclude = [] (user) but [{j}] in the certificate" in dict(rep.failures)["parameters"]
+
+
+def test_header_counts_that_wrap_around_64_bits_are_refused():
+    """Counts chosen so that the file's size, computed in wrapping 64-bit arithmetic (as a
+    C port might), equals the real size of a one-node file: 16 (2^60 + 1) = 2^64 + 16 and
+    8 n (2^59 + 1) = 2^64 + 8 n for n = 4. The verifier's counts are exact integers."""
+    X = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0], [2.0, -1.0]])
+    y = np.array([1.0, 2.0, 0.5, -1.0])
+    real = raw_proof(4, 2, [(2 | 8, 0, 0, 0)], duals=[-2.0 * y])
+    n_nodes, n_dual = 2 ** 60 + 1, 2 ** 59 + 1
+    size = V.PROOF_HEADER_SIZE + 16 * n_nodes + 8 * 4 * n_dual + 8 * 1 + 0
+    assert size % 2 ** 64 == len(real)
+    forged = real[:16] + struct.pack("<4Q", n_nodes, n_dual, 0, 0) + real[48:]
+    doc, _ = _single_leaf(X, y, dict(loss="squared", k=1, lambda2=1.0, max_abs_coef=None,
+                                     fit_intercept=False), -2.0 * y)
+    rep = verify_certificate(rehashed(doc, forged), X, y)
+    assert rep.exit_code == 2 and "more than the format's" in rep.error_line, str(rep)
