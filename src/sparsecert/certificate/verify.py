@@ -2522,7 +2522,7 @@ def _user_params(loss, k, lambda2, max_abs_coef, fit_intercept, rel_gap,
             raise ValueError(f"k must be an integer >= 0, got {k!r}")
         out["k"] = int(k)
     if max_abs_coef is not _NOT_GIVEN:
-        if max_abs_coef is None or math.isinf(_user_float(max_abs_coef, "max_abs_coef")):
+        if max_abs_coef is None or _user_float(max_abs_coef, "max_abs_coef") == math.inf:
             out["max_abs_coef"] = None
         else:
             m = _user_float(max_abs_coef, "max_abs_coef")

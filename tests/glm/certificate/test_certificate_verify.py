@@ -552,6 +552,8 @@ def test_user_parameters_are_checked_and_reported(sq):
     assert rep.ok and all(src == "user" for _, src in rep.parameters.values())
     rep = verify_certificate(cert, X, y, max_abs_coef=float("inf"))
     assert rep.ok and rep.parameters["max_abs_coef"] == (None, "user")
+    with pytest.raises(ValueError, match="max_abs_coef must be > 0"):  # not "no box"
+        verify_certificate(cert, X, y, max_abs_coef=-float("inf"))
     rep = verify_certificate(cert, X, y, k=K + 1, lambda2=2 * LAM)
     assert _failed(rep) == {"parameters"} and rep.exit_code == 1
     msg = dict(rep.failures)["parameters"]
