@@ -8,7 +8,7 @@ and hence the certificate -- does not depend on which executor ran it or in whic
 finished. Running the heuristics inside the task (instead of in the engine between batches) keeps
 the engine's serial part small: the workers do all the per-node work.
 
-Executors:
+Executors (each has ``n_jobs`` workers, the engine's own thread or process being the last one):
 
 * serial (``n_jobs=1``): the tasks run in the calling thread;
 * threads (the default for ``n_jobs > 1``): ``n_jobs - 1`` pool threads and the calling
@@ -16,11 +16,18 @@ Executors:
   the relaxation kernels release the GIL; BLAS is pinned to one thread for the whole search
   (:func:`blas_single_thread`), since each worker already keeps a core busy;
 * processes (``backend="processes"``) and MPI (``backend="mpi"``: an
-  ``mpi4py.futures.MPIPoolExecutor`` of ``n_jobs`` workers, spawned or from ``mpiexec -n N python
-  -m mpi4py.futures``): the problem is sent once to each worker by the pool initializer, which
-  also pins BLAS to one thread there; a task then carries only the fixings and the warm start;
-* any user executor (a Dask client's executor, an executor made elsewhere, ...): the problem
-  travels with every task (it is pickled each time: prefer the backends above for large data).
+  ``mpi4py.futures.MPIPoolExecutor``, spawned or from ``mpiexec -n N python -m mpi4py.futures``):
+  ``n_jobs - 1`` worker processes and the calling thread, as with threads; the problem is sent
+  once to each worker by the pool initializer, which also pins BLAS to one thread there;
+* any user executor (a Dask client's ``get_executor()``, a pool made elsewhere, ...): its
+  workers are the user's. The problem is not sent with the tasks: a worker that does not hold
+  it yet answers its first task with :class:`ContextMissing`, and the engine sends that task
+  again with the problem, which the worker then keeps (:data:`WORKER_CACHE_SIZE` searches at
+  most) for every later task of the search: each worker receives the data once.
+
+Whatever the executor, a task carries the search's token (a short string), the node's fixings
+(as index arrays when pickled), the cutoff, the warm start and the inherited witness; its
+outcome carries the relaxation's vectors and the models found.
 """
 
 from __future__ import annotations
@@ -28,8 +35,10 @@ from __future__ import annotations
 import concurrent.futures as cf
 import contextlib
 import os
+import uuid
+from collections import OrderedDict
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -44,8 +53,9 @@ from sparsecert.solvers.heuristics import (
 )
 from sparsecert.solvers.perspective import RelaxationProblem, RelaxationResult, solve_node
 
-__all__ = ["NodeContext", "NodeTask", "NodeOutcome", "evaluate_task", "BatchEvaluator",
-           "make_executor", "release", "blas_single_thread", "node_witness"]
+__all__ = ["NodeContext", "NodeTask", "NodeOutcome", "ContextMissing", "evaluate_task",
+           "BatchEvaluator", "make_executor", "register", "release", "new_token",
+           "blas_single_thread", "node_witness", "WORKER_CACHE_SIZE"]
 
 #: heuristic levels of a task
 NO_HEURISTIC, ROUND, ROUND_AND_SWAP = 0, 1, 2
@@ -96,13 +106,28 @@ class NodeContext:
         self.__dict__.update(state)
 
 
-# Contexts registered in worker processes by the pool initializer (token -> context), so that a
-# process pool created by the engine does not pickle the data with every task.
-_CONTEXTS: dict[str, NodeContext] = {}
+#: how many searches' contexts a process keeps (least recently used dropped first): a
+#: long-lived worker (a Dask cluster's) serving search after search does not keep every data set
+WORKER_CACHE_SIZE = 4
+
+# Contexts this process holds (token -> context): registered by a pool's initializer, by a
+# task that carries its context (after a ContextMissing) and, in the engine's process, by the
+# engine itself, so that tasks travel with the token only.
+_CONTEXTS: OrderedDict[str, NodeContext] = OrderedDict()
 
 
-def _register(token: str, context: NodeContext, blas_threads: int | None = None) -> None:
+def new_token() -> str:
+    """A token naming one search's context in the processes that hold it."""
+    return f"sparsecert-{uuid.uuid4().hex}"
+
+
+def register(token: str, context: NodeContext, blas_threads: int | None = None) -> None:
+    """Keep ``context`` under ``token`` in this process (a pool initializer, or the engine);
+    ``blas_threads`` pins BLAS to that many threads for the life of the process."""
     _CONTEXTS[token] = context
+    _CONTEXTS.move_to_end(token)
+    while len(_CONTEXTS) > WORKER_CACHE_SIZE:
+        _CONTEXTS.popitem(last=False)
     if blas_threads is not None:
         from threadpoolctl import threadpool_limits
 
@@ -110,9 +135,39 @@ def _register(token: str, context: NodeContext, blas_threads: int | None = None)
 
 
 def release(token: str | None) -> None:
-    """Forget a context registered for a process pool."""
+    """Forget a context registered in this process."""
     if token is not None:
         _CONTEXTS.pop(token, None)
+
+
+class ContextMissing:
+    """What a task answers where its worker does not hold the search's context (a user
+    executor's worker, on its first task of the search): the engine sends the task again with
+    the context (:attr:`NodeTask.carried`). A returned value, not an exception, so that an
+    executor does not log it as a failure."""
+
+    def __init__(self, token: str) -> None:
+        self.token = token
+
+    def __repr__(self) -> str:
+        return f"ContextMissing({self.token!r})"
+
+
+def _pack(mask: np.ndarray | None):
+    """A boolean mask as (length, indices of its True entries): what a task's fixings pickle
+    to (a node fixes few of its variables)."""
+    if mask is None or mask.dtype != bool:
+        return mask
+    idx = np.flatnonzero(mask)
+    return ("indices", mask.shape[0], idx.astype(np.int32 if mask.shape[0] < 2**31 else np.int64))
+
+
+def _unpack(packed):
+    if isinstance(packed, tuple) and packed and packed[0] == "indices":
+        mask = np.zeros(packed[1], dtype=bool)
+        mask[packed[2]] = True
+        return mask
+    return packed
 
 
 @dataclass
@@ -124,7 +179,7 @@ class NodeTask:
     (``leaf=True``: no cardinality coupling left) the task refits the leaf's support instead.
     """
 
-    context: NodeContext | str  # the context, or a token registered in the worker
+    context: NodeContext | str  # the context, or the token of one the worker holds
     fixed_in: np.ndarray
     fixed_out: np.ndarray
     cutoff: float
@@ -141,6 +196,18 @@ class NodeTask:
     solver: str = "auto"  # the node strategy (solve_node's solver)
     iterations: Any = None  # the iterations expected of each strategy (the root's race)
     race: bool = False  # solve with both strategies and measure their iterations (the root)
+    carried: NodeContext | None = None  # the context itself, sent after a ContextMissing
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state["fixed_in"] = _pack(self.fixed_in)
+        state["fixed_out"] = _pack(self.fixed_out)
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        state["fixed_in"] = _unpack(state["fixed_in"])
+        state["fixed_out"] = _unpack(state["fixed_out"])
+        self.__dict__.update(state)
 
 
 @dataclass
@@ -154,8 +221,18 @@ class NodeOutcome:
     fixing: FixingPlan | None = None
 
 
-def _context(task: NodeTask) -> NodeContext:
-    return _CONTEXTS[task.context] if isinstance(task.context, str) else task.context
+def _context(task: NodeTask) -> NodeContext | None:
+    """The task's context: its own, the one it carries (then kept here under its token) or the
+    one this process holds under its token; None when this process holds none."""
+    if not isinstance(task.context, str):
+        return task.context
+    if task.carried is not None:
+        register(task.context, task.carried)
+        return task.carried
+    ctx = _CONTEXTS.get(task.context)
+    if ctx is not None:
+        _CONTEXTS.move_to_end(task.context)
+    return ctx
 
 
 def _leaf_support(task: NodeTask, k: int) -> tuple[int, ...]:
@@ -165,9 +242,14 @@ def _leaf_support(task: NodeTask, k: int) -> tuple[int, ...]:
     return tuple(int(j) for j in np.flatnonzero(chosen))
 
 
-def evaluate_task(task: NodeTask) -> NodeOutcome:
-    """Solve one node relaxation and run its heuristics (module-level: it pickles)."""
+def evaluate_task(task: NodeTask) -> NodeOutcome | ContextMissing:
+    """Solve one node relaxation and run its heuristics (module-level: it pickles).
+
+    Returns :class:`ContextMissing` instead when the task names a context by its token and
+    this process holds none under it (nor does the task carry it)."""
     ctx = _context(task)
+    if ctx is None:
+        return ContextMissing(task.context)
     res = solve_node(ctx.problem, ctx.k, task.fixed_in, task.fixed_out, rel_tol=task.rel_tol,
                      max_iter=task.max_iter, time_limit=task.time_limit, cutoff=task.cutoff,
                      warm_start=task.warm_start, solver=task.solver,
@@ -197,38 +279,33 @@ def evaluate_task(task: NodeTask) -> NodeOutcome:
     return out
 
 
-def make_executor(n_jobs: int, backend: str, context: NodeContext
-                  ) -> tuple[cf.Executor | None, str | None]:
+def make_executor(n_jobs: int, backend: str, context: NodeContext, token: str
+                  ) -> cf.Executor | None:
     """The engine's own executor for ``n_jobs`` workers (``None`` when serial).
 
-    With threads the pool has ``n_jobs - 1`` threads: the calling thread is the last worker
-    (see :class:`BatchEvaluator`), so that ``n_jobs`` threads share ``n_jobs`` cores instead of
-    ``n_jobs`` workers and an engine thread. Returns the executor and the token under which
-    process workers know the context.
+    The pool has ``n_jobs - 1`` workers: the calling thread is the last one (see
+    :class:`BatchEvaluator`), so that ``n_jobs`` workers share ``n_jobs`` cores instead of
+    ``n_jobs`` workers and an engine waiting beside them. Process and MPI workers receive the
+    context once, by the pool's initializer, under ``token``.
     """
     if n_jobs == -1:
         n_jobs = os.cpu_count() or 1
     if n_jobs <= 1:
-        return None, None
+        return None
+    workers = n_jobs - 1  # the calling thread is the n_jobs-th worker (caller_runs=True)
     if backend == "threads":
-        # the calling thread is the n_jobs-th worker (BatchEvaluator(caller_runs=True))
-        return cf.ThreadPoolExecutor(max_workers=n_jobs - 1, thread_name_prefix="sparsecert"), None
-    if backend in ("processes", "mpi"):
-        token = f"context-{id(context)}-{os.getpid()}"
-        _register(token, context)  # also here: single-task batches run in this process
-        if backend == "processes":
-            ex = cf.ProcessPoolExecutor(max_workers=n_jobs, initializer=_register,
-                                        initargs=(token, context, 1))
-        else:
-            try:
-                from mpi4py.futures import MPIPoolExecutor
-            except ImportError as exc:
-                release(token)
-                raise ImportError("backend='mpi' needs mpi4py (pip install 'sparsecert[mpi]')"
-                                  ) from exc
-            ex = MPIPoolExecutor(max_workers=n_jobs, initializer=_register,
-                                 initargs=(token, context, 1))
-        return ex, token
+        return cf.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="sparsecert")
+    if backend == "processes":
+        return cf.ProcessPoolExecutor(max_workers=workers, initializer=register,
+                                      initargs=(token, context, 1))
+    if backend == "mpi":
+        try:
+            from mpi4py.futures import MPIPoolExecutor
+        except ImportError as exc:
+            raise ImportError("backend='mpi' needs mpi4py (pip install 'sparsecert[mpi]')"
+                              ) from exc
+        return MPIPoolExecutor(max_workers=workers, initializer=register,
+                               initargs=(token, context, 1))
     raise ValueError(f"unknown backend {backend!r}; use 'threads', 'processes' or 'mpi', or "
                      "pass an executor")
 
@@ -252,24 +329,50 @@ class BatchEvaluator:
     caller_runs : bool
         The calling thread works too: while it waits for the next outcome in order, it takes
         the first task of the batch that no worker has started (cancelling its future) and runs
-        it itself. For the engine's thread pool, whose calling thread would otherwise sit
-        waiting and wake for every outcome: ``n_jobs`` threads then keep ``n_jobs`` cores busy
-        with no third thread competing for them (measured on the parallel figure's tree,
-        2 cores: 1.69x-1.77x against 1.57x-1.70x for two pool threads, and 1.04-1.06 times the
-        serial CPU time against 1.07-1.14). The outcomes are the same: every task is a pure
-        function of its inputs, and each runs exactly once.
+        it itself. For the engine's own pools of ``n_jobs - 1`` workers, whose calling thread
+        would otherwise sit waiting and wake for every outcome: ``n_jobs`` workers then keep
+        ``n_jobs`` cores busy with no engine competing for them (measured with threads on the
+        parallel figure's tree, 2 cores: 1.69x-1.77x against 1.57x-1.70x for two pool threads,
+        and 1.04-1.06 times the serial CPU time against 1.07-1.14). The outcomes are the same:
+        every task is a pure function of its inputs, and each runs exactly once.
     run_task : callable
         The function a task is evaluated with (:func:`evaluate_task`).
+    context : NodeContext, optional
+        The search's context: sent with a task again when its worker answers
+        :class:`ContextMissing` (a user executor's worker on its first task of the search),
+        and used for the tasks the calling thread runs.
     """
 
     def __init__(self, executor: cf.Executor | None = None, caller_runs: bool = False,
-                 run_task: Callable[[NodeTask], NodeOutcome] | None = None) -> None:
+                 run_task: Callable[[NodeTask], NodeOutcome] | None = None,
+                 context: NodeContext | None = None) -> None:
         self.executor = executor
         self.caller_runs = caller_runs
         self.run_task = evaluate_task if run_task is None else run_task
+        self.context = context
+        #: tasks sent again with their context (one per worker that did not hold it)
+        self.n_resent = 0
 
     def map(self, tasks: list[NodeTask]) -> list[NodeOutcome]:
         return list(self.outcomes(tasks))
+
+    def _here(self, task: NodeTask) -> NodeOutcome:
+        """Run ``task`` in the calling thread (with the search's own context object)."""
+        if (self.context is not None and isinstance(task, NodeTask)
+                and isinstance(task.context, str)):
+            task = replace(task, context=self.context)
+        return self.run_task(task)
+
+    def _result(self, future: cf.Future, task: NodeTask) -> NodeOutcome:
+        out = future.result()
+        while isinstance(out, ContextMissing):
+            if self.context is None:
+                raise RuntimeError(f"a worker does not hold the search's context {out.token!r} "
+                                   "and the evaluator has none to send")
+            self.n_resent += 1
+            out = self.executor.submit(self.run_task, replace(task, carried=self.context)
+                                       ).result()
+        return out
 
     def outcomes(self, tasks: list[NodeTask]) -> Iterator[NodeOutcome]:
         """The tasks' outcomes in task order, each as soon as it and those before it are done.
@@ -278,14 +381,14 @@ class BatchEvaluator:
         outcomes while the workers still evaluate the rest (the outcomes do not depend on
         when they are applied: every task's inputs were fixed when it was made).
         """
-        run = self.run_task
         if self.executor is None or len(tasks) == 1:
-            yield from [run(t) for t in tasks]
+            yield from [self._here(t) for t in tasks]
             return
+        run = self.run_task
         futures = [self.executor.submit(run, t) for t in tasks]
         if not self.caller_runs:
-            for f in futures:
-                yield f.result()
+            for f, t in zip(futures, tasks, strict=True):
+                yield self._result(f, t)
             return
         here: dict[int, NodeOutcome] = {}  # outcomes of the tasks this thread ran
         nxt = 0  # every task before this one has started, on a worker or here
@@ -296,6 +399,6 @@ class BatchEvaluator:
                     nxt += 1  # started (or done) on a worker
                 if nxt == len(futures):
                     break  # nothing left to take: wait for the worker
-                here[nxt] = run(tasks[nxt])
+                here[nxt] = self._here(tasks[nxt])
                 nxt += 1
-            yield here.pop(i) if i in here else f.result()
+            yield here.pop(i) if i in here else self._result(f, tasks[i])

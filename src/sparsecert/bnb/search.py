@@ -45,7 +45,9 @@ from sparsecert.bnb.evaluate import (
     NodeTask,
     blas_single_thread,
     make_executor,
+    new_token,
     node_witness,
+    register,
     release,
 )
 from sparsecert.bnb.fixing import FixingPlan
@@ -535,16 +537,24 @@ class BranchAndBound:
         tl, t_start = self.settings.time_limit, self._t0 if started is None else (
             started + self.compile_time)
         self._deadline = None if tl is None else t_start + tl
+        # tasks name the search's data by a token: the processes that run them hold it (the
+        # pool initializers send it once per worker, a user executor's worker receives it with
+        # its first task); this process holds it too, for the tasks its own thread runs
+        registered = token = new_token()
+        register(token, self._context)
         if self.user_executor is not None:
-            executor, token, own = self.user_executor, None, False
+            executor, own = self.user_executor, False
         else:
-            executor, token = make_executor(self.n_jobs, self.backend, self._context)
+            executor = make_executor(self.n_jobs, self.backend, self._context, token)
             own = executor is not None
-        # the engine's thread pool leaves one worker's share to this thread
-        evaluator = BatchEvaluator(executor, caller_runs=own and self.backend == "threads")
+        # the engine's pools leave one worker's share to this thread
+        evaluator = BatchEvaluator(executor, caller_runs=own, context=self._context)
+        remote = executor is not None and not (own and self.backend == "threads")
+        if not remote:
+            token = None  # threads share the context object itself
         stopped: str | None = None
-        # the engine's threads: one busy worker per core, so BLAS gets one thread while they run
-        blas = blas_single_thread(own and self.backend == "threads")
+        # the engine's workers: one busy worker per core, so BLAS gets one thread while they run
+        blas = blas_single_thread(own)
         blas.__enter__()
         try:
             with self.progress.ticking(self._t0):
@@ -568,7 +578,7 @@ class BranchAndBound:
                 blas.__exit__(None, None, None)
                 if own:
                     executor.shutdown(wait=True, cancel_futures=True)
-                    release(token)
+                release(registered)
         with deferred_interrupt():
             return self._result(stopped)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pickle
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -351,3 +352,151 @@ def test_polish_pins_blas_to_one_thread_and_restores_it():
             with _single_thread_blas():
                 assert all(t == 1 for t in blas_threads())
             assert blas_threads() == before
+
+
+def test_a_task_pickles_its_fixings_as_indices():
+    """A task's fixings travel as index arrays (a node fixes few of its p variables), and come
+    back as the same masks."""
+    p = 20000
+    fi, fo = np.zeros(p, bool), np.zeros(p, bool)
+    fi[[3, 17]] = True
+    fo[[5, 9000, 19999]] = True
+    task = NodeTask(context="token", fixed_in=fi, fixed_out=fo, cutoff=1.0, warm_start=None,
+                    rel_tol=1e-6, max_iter=10, time_limit=None)
+    data = pickle.dumps(task)
+    assert len(data) < 2000  # two boolean masks alone are 40,000 bytes
+    back = pickle.loads(data)
+    np.testing.assert_array_equal(back.fixed_in, fi)
+    np.testing.assert_array_equal(back.fixed_out, fo)
+    assert back.fixed_in.dtype == bool and back.context == "token"
+
+
+def test_a_worker_without_the_context_asks_for_it_and_keeps_it():
+    """A task naming a context this process does not hold answers ContextMissing; the same
+    task carrying the context is evaluated and leaves the context here for the next task."""
+    import sparsecert.bnb.evaluate as evaluate
+
+    ctx = _context()
+    token = evaluate.new_token()
+    try:
+        missing = evaluate_task(_task(ctx, fixed_in=(2,), context=token))
+        assert isinstance(missing, evaluate.ContextMissing) and missing.token == token
+        want = evaluate_task(_task(ctx, fixed_in=(2,)))
+        got = evaluate_task(_task(ctx, fixed_in=(2,), context=token, carried=ctx))
+        assert got.relaxation.lower_bound == want.relaxation.lower_bound
+        again = evaluate_task(_task(ctx, fixed_out=(1,), context=token))
+        assert not isinstance(again, evaluate.ContextMissing)
+    finally:
+        evaluate.release(token)
+    assert isinstance(evaluate_task(_task(ctx, context=token)), evaluate.ContextMissing)
+
+
+def test_the_worker_cache_keeps_the_latest_contexts_only():
+    import sparsecert.bnb.evaluate as evaluate
+
+    ctx = _context()
+    tokens = [evaluate.new_token() for _ in range(evaluate.WORKER_CACHE_SIZE + 2)]
+    try:
+        for t in tokens:
+            evaluate.register(t, ctx)
+        held = [t for t in tokens if t in evaluate._CONTEXTS]
+        assert held == tokens[-evaluate.WORKER_CACHE_SIZE:]
+    finally:
+        for t in tokens:
+            evaluate.release(t)
+
+
+def _mark_task(task):
+    """A task for a process pool: record (in a file of its own, created exclusively: a second
+    run of the same task fails) which process ran it."""
+    import os
+
+    directory, i = task
+    with open(os.path.join(directory, str(i)), "x") as fh:
+        fh.write(str(os.getpid()))
+    return 10 * i
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_a_process_pool_and_the_calling_thread_run_each_task_once(tmp_path):
+    """caller_runs on a process pool: outcomes in order, every task run exactly once, by the
+    worker process and by this one."""
+    import concurrent.futures as cf
+    import os
+
+    with cf.ProcessPoolExecutor(1) as pool:
+        evaluator = BatchEvaluator(pool, caller_runs=True, run_task=_mark_task)
+        tasks = [(str(tmp_path), i) for i in range(40)]
+        assert list(evaluator.outcomes(tasks)) == [10 * i for i in range(40)]
+    pids = {(tmp_path / str(i)).read_text() for i in range(40)}
+    assert str(os.getpid()) in pids and len(pids) == 2
+
+
+class _Counting:
+    """An executor around another that counts the tasks submitted and those carrying the
+    search's data (what a worker is sent after it answered ContextMissing)."""
+
+    def __init__(self, inner) -> None:
+        self.inner = inner
+        self.tasks = 0
+        self.with_data = 0
+
+    def submit(self, fn, task):
+        self.tasks += 1
+        self.with_data += task.carried is not None
+        return self.inner.submit(fn, task)
+
+
+def _larger_tree():
+    """A problem whose tree has some 60 evaluated nodes, and the settings."""
+    from sparsecert.bnb import BnBSettings
+
+    X, y = _data(n=20, p=30, seed=1)
+    X = X + np.random.default_rng(0).normal(size=X.shape)
+    s = BnBSettings(rel_gap=0.0, abs_gap=0.0, node_limit=60, batch_size=8, fixing=False,
+                    verbose=0)
+    return RelaxationProblem.from_data(X, y, 0.01), s
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_a_user_process_pool_receives_the_data_once_per_worker():
+    """A user executor's tasks carry the search's token, not its data: each worker is sent the
+    context once (with its first task), and the tree is the serial one."""
+    import concurrent.futures as cf
+
+    from sparsecert.bnb import BranchAndBound
+
+    prob, s = _larger_tree()
+    serial = BranchAndBound(prob, 4, s).run()
+    with cf.ProcessPoolExecutor(2) as pool:
+        # the workers start before the search (a fork after it would inherit its data)
+        assert list(pool.map(abs, [-1, -2, -3, -4])) == [1, 2, 3, 4]
+        ex = _Counting(pool)
+        res = BranchAndBound(prob, 4, replace(s, executor=ex)).run()
+    assert _tree(res) == _tree(serial)
+    assert ex.tasks > 40
+    # once per worker, or a few times more (a task sent again may land on a worker that holds
+    # the data already, and the other worker then asks again); every task carried it before
+    assert 2 <= ex.with_data <= 4
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_a_dask_executor_gives_the_serial_tree_and_sends_the_data_once_per_worker():
+    pytest.importorskip("distributed", reason="Dask's distributed scheduler is not installed "
+                                              "(pip install 'dask[distributed]')")
+    from distributed import Client, LocalCluster
+
+    from sparsecert.bnb import BranchAndBound
+
+    prob, s = _larger_tree()
+    serial = BranchAndBound(prob, 4, s).run()
+    with (LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                       dashboard_address=None) as cluster, Client(cluster) as client):
+        ex = _Counting(client.get_executor())
+        res = BranchAndBound(prob, 4, replace(s, executor=ex)).run()
+    assert _tree(res) == _tree(serial)
+    assert ex.tasks > 40
+    assert 2 <= ex.with_data <= 4
