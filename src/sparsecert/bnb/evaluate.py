@@ -54,8 +54,8 @@ from sparsecert.solvers.heuristics import (
 from sparsecert.solvers.perspective import RelaxationProblem, RelaxationResult, solve_node
 
 __all__ = ["NodeContext", "NodeTask", "NodeOutcome", "ContextMissing", "evaluate_task",
-           "BatchEvaluator", "make_executor", "register", "release", "new_token",
-           "blas_single_thread", "node_witness", "WORKER_CACHE_SIZE"]
+           "execute_task", "context_of", "BatchEvaluator", "make_executor", "register", "release",
+           "new_token", "blas_single_thread", "node_witness", "WORKER_CACHE_SIZE"]
 
 #: heuristic levels of a task
 NO_HEURISTIC, ROUND, ROUND_AND_SWAP = 0, 1, 2
@@ -198,6 +198,17 @@ class NodeTask:
     race: bool = False  # solve with both strategies and measure their iterations (the root)
     carried: NodeContext | None = None  # the context itself, sent after a ContextMissing
 
+    def run(self) -> NodeOutcome | ContextMissing:
+        return evaluate_task(self)
+
+    def with_context(self, context: NodeContext) -> NodeTask:
+        """The same task holding ``context`` itself (run where the context is at hand)."""
+        return self if self.context is context else replace(self, context=context)
+
+    def carrying(self, context: NodeContext) -> NodeTask:
+        """The same task carrying ``context`` to a worker that does not hold it yet."""
+        return replace(self, carried=context)
+
     def __getstate__(self) -> dict:
         state = dict(self.__dict__)
         state["fixed_in"] = _pack(self.fixed_in)
@@ -221,7 +232,7 @@ class NodeOutcome:
     fixing: FixingPlan | None = None
 
 
-def _context(task: NodeTask) -> NodeContext | None:
+def context_of(task: NodeTask) -> NodeContext | None:
     """The task's context: its own, the one it carries (then kept here under its token) or the
     one this process holds under its token; None when this process holds none."""
     if not isinstance(task.context, str):
@@ -247,7 +258,7 @@ def evaluate_task(task: NodeTask) -> NodeOutcome | ContextMissing:
 
     Returns :class:`ContextMissing` instead when the task names a context by its token and
     this process holds none under it (nor does the task carry it)."""
-    ctx = _context(task)
+    ctx = context_of(task)
     if ctx is None:
         return ContextMissing(task.context)
     res = solve_node(ctx.problem, ctx.k, task.fixed_in, task.fixed_out, rel_tol=task.rel_tol,
@@ -277,6 +288,12 @@ def evaluate_task(task: NodeTask) -> NodeOutcome | ContextMissing:
                                       fixed_in=np.flatnonzero(task.fixed_in),
                                       allowed=~task.fixed_out, n_candidates=task.n_candidates))
     return out
+
+
+def execute_task(task) -> Any:
+    """Run a task of any kind (a :class:`NodeTask`, or a subtree task; module-level: what the
+    executors receive)."""
+    return task.run()
 
 
 def make_executor(n_jobs: int, backend: str, context: NodeContext, token: str
@@ -336,7 +353,7 @@ class BatchEvaluator:
         and 1.04-1.06 times the serial CPU time against 1.07-1.14). The outcomes are the same:
         every task is a pure function of its inputs, and each runs exactly once.
     run_task : callable
-        The function a task is evaluated with (:func:`evaluate_task`).
+        The function a task is evaluated with (:func:`execute_task`: the task's own ``run``).
     context : NodeContext, optional
         The search's context: sent with a task again when its worker answers
         :class:`ContextMissing` (a user executor's worker on its first task of the search),
@@ -348,7 +365,7 @@ class BatchEvaluator:
                  context: NodeContext | None = None) -> None:
         self.executor = executor
         self.caller_runs = caller_runs
-        self.run_task = evaluate_task if run_task is None else run_task
+        self.run_task = execute_task if run_task is None else run_task
         self.context = context
         #: tasks sent again with their context (one per worker that did not hold it)
         self.n_resent = 0
@@ -358,9 +375,8 @@ class BatchEvaluator:
 
     def _here(self, task: NodeTask) -> NodeOutcome:
         """Run ``task`` in the calling thread (with the search's own context object)."""
-        if (self.context is not None and isinstance(task, NodeTask)
-                and isinstance(task.context, str)):
-            task = replace(task, context=self.context)
+        if self.context is not None and hasattr(task, "with_context"):
+            task = task.with_context(self.context)
         return self.run_task(task)
 
     def _result(self, future: cf.Future, task: NodeTask) -> NodeOutcome:
@@ -370,8 +386,7 @@ class BatchEvaluator:
                 raise RuntimeError(f"a worker does not hold the search's context {out.token!r} "
                                    "and the evaluator has none to send")
             self.n_resent += 1
-            out = self.executor.submit(self.run_task, replace(task, carried=self.context)
-                                       ).result()
+            out = self.executor.submit(self.run_task, task.carrying(self.context)).result()
         return out
 
     def outcomes(self, tasks: list[NodeTask]) -> Iterator[NodeOutcome]:

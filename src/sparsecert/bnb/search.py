@@ -57,6 +57,7 @@ from sparsecert.bnb.progress import ProgressLog
 from sparsecert.bnb.proof_sink import ProofSink, time_left
 from sparsecert.bnb.queues import make_queue
 from sparsecert.bnb.results import HistoryRecord, SearchResult
+from sparsecert.bnb.subtree import SubtreeOutcome, SubtreeRules, SubtreeTask
 from sparsecert.problem import EXECUTION_FIELDS, SearchOptions
 from sparsecert.solvers.heuristics import SubsetModel, SupportRefitter, beam_search, swap_search
 from sparsecert.solvers.perspective import RelaxationProblem, RelaxationResult
@@ -110,6 +111,12 @@ class BnBSettings(SearchOptions):
         Reduced-cost fixing at every node from its witness (:mod:`sparsecert.bnb.fixing`):
         free variables whose forced-in (forced-out) region has a bound past the cutoff are
         fixed out (in) for the node's subtree; the certificate carries each fixing.
+    subtree_nodes : int
+        Nodes a task evaluates: its node and, depth first, up to ``subtree_nodes - 1`` of its
+        descendants against the cutoff known when the task was made and the incumbents it
+        finds itself (:mod:`sparsecert.bnb.subtree`: a worker owns a subtree for the length
+        of its task, the global queue balances the tasks). The tree depends on it and on
+        ``batch_size``, not on the executor or the number of workers.
     node_strategy : {"auto", "fista", "zspace"}
         How node relaxations are solved (``solve_node``'s ``solver``). ``"auto"``: where
         z-space applies, the root is solved by both z-space and FISTA (a race counted in
@@ -128,6 +135,7 @@ class BnBSettings(SearchOptions):
     n_candidates: int = 10
     heuristic_every: int = 10
     fixing: bool = True
+    subtree_nodes: int = 1
     node_strategy: str = "auto"
     log_interval: float = 5.0
 
@@ -142,6 +150,10 @@ class BnBSettings(SearchOptions):
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        if (isinstance(self.subtree_nodes, bool) or not isinstance(self.subtree_nodes, int)
+                or self.subtree_nodes < 1):
+            raise ValueError(f"subtree_nodes must be a positive integer, got "
+                             f"{self.subtree_nodes!r}")
         if self.node_strategy not in NODE_STRATEGIES:
             raise ValueError(f"unknown node_strategy {self.node_strategy!r}; choose from "
                              f"{list(NODE_STRATEGIES)}")
@@ -151,6 +163,16 @@ class BnBSettings(SearchOptions):
         (:data:`sparsecert.problem.EXECUTION_FIELDS`)."""
         return {f.name: getattr(self, f.name) for f in fields(self)
                 if f.name not in EXECUTION_FIELDS}
+
+
+class _Staging:
+    """Where a subtree's replay puts the children it makes (see ``BranchAndBound._replay``)."""
+
+    def __init__(self) -> None:
+        self.nodes: list[Node] = []
+
+    def push(self, node: Node) -> None:
+        self.nodes.append(node)
 
 
 class BranchAndBound:
@@ -287,13 +309,23 @@ class BranchAndBound:
         self._n_witnesses += 1
         return node_witness(self.problem, res, self._n_witnesses - 1)
 
-    def _task(self, node: Node, token: str | None, remaining: float | None) -> NodeTask:
+    def _task(self, node: Node, token: str | None, remaining: float | None
+              ) -> NodeTask | SubtreeTask:
         """The node's evaluation: its relaxation, then (in the worker) the leaf's exact refit or
-        the node heuristics: rounding, and swap search from every ``heuristic_every``-th node."""
+        the node heuristics: rounding, and swap search from every ``heuristic_every``-th node;
+        with ``subtree_nodes > 1``, the same for its subtree, depth first."""
         leaf = node.is_leaf_problem(self.k)
         s = self.settings
         self._n_tasks += 1
         level = ROUND_AND_SWAP if self._n_tasks % s.heuristic_every == 0 else ROUND
+        task = self._node_task(node, token, remaining, leaf, level)
+        if s.subtree_nodes == 1:
+            return task
+        return SubtreeTask(task, s.subtree_nodes, self._cutoff(), self._rules, self._n_tasks)
+
+    def _node_task(self, node: Node, token: str | None, remaining: float | None, leaf: bool,
+                   level: int) -> NodeTask:
+        s = self.settings
         return NodeTask(context=token if token is not None else self._context,
                         fixed_in=node.fixed_in, fixed_out=node.fixed_out,
                         cutoff=np.inf if leaf else self._cutoff(), warm_start=node.warm_start,
@@ -449,6 +481,11 @@ class BranchAndBound:
         self._root_race: dict | None = None
         self._strategies: dict[str, int] = {}
         self._context = NodeContext(self.problem, self.k, self.refitter)
+        s = self.settings
+        self._rules = SubtreeRules(s.rel_gap, s.abs_gap, s.branching, s.heuristic_every,
+                                   s.node_rel_tol, s.node_max_iter, s.leaf_rel_tol,
+                                   s.leaf_max_iter, s.fixing)
+        self._n_dropped = 0  # subtree records whose node the engine had closed above them
         self.queue = make_queue(self.settings.node_selection)
         root = Node(0, None, 0, *self._root_fixings())
         if self.root_warm_start is not None:
@@ -496,11 +533,43 @@ class BranchAndBound:
                     self.queue.push(n)
                 raise
             try:
-                self._process(node, out)
+                if isinstance(out, SubtreeOutcome):
+                    self._replay(node, out)
+                else:
+                    self._process(node, out)
             except KeyboardInterrupt:  # (or from the node callback) the rest is not applied
                 for n in ([node] if node.status == OPEN else []) + batch[i + 1:]:
                     self.queue.push(n)
                 raise
+
+    def _replay(self, node: Node, sub: SubtreeOutcome) -> None:
+        """Apply a subtree task's records in the order the task evaluated them: each through
+        :meth:`_process`, on the node this engine made for its path. A record whose node this
+        engine closed above it (its cutoff is never above the task's, so it may prune a node
+        the task branched) is dropped, its models offered all the same; the children no record
+        evaluated join the queue."""
+        queue, staged = self.queue, _Staging()
+        self.queue = staged  # the children made here, in the order made
+        at = {(): node}
+        try:
+            for rec in sub.records:
+                n = at.pop(rec.path, None)
+                if n is None or n.status != OPEN:
+                    self._n_dropped += 1
+                    for model in rec.outcome.models:
+                        self._offer(model)
+                    continue
+                first = len(staged.nodes)
+                self._process(n, rec.outcome)
+                kids = staged.nodes[first:]
+                if (rec.branch_var is not None and len(kids) == 2
+                        and kids[0].branch_var == rec.branch_var):
+                    at[(*rec.path, 0)], at[(*rec.path, 1)] = kids
+        finally:
+            self.queue = queue
+            for c in staged.nodes:
+                if c.status == OPEN:
+                    queue.push(c)
 
     def announce(self) -> None:
         """The log's first line: the problem and the tolerance (once per run; :meth:`run` says

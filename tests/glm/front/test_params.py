@@ -148,8 +148,8 @@ def test_engine_settings_extend_the_search_options_and_record_the_tree_settings_
     assert list(s.record()) == [
         "rel_gap", "abs_gap", "time_limit", "node_limit", "node_selection", "branching",
         "batch_size", "node_rel_tol", "node_max_iter", "leaf_rel_tol", "leaf_max_iter",
-        "beam_width", "n_candidates", "heuristic_every", "fixing", "node_strategy",
-        "log_interval"]
+        "beam_width", "n_candidates", "heuristic_every", "fixing", "subtree_nodes",
+        "node_strategy", "log_interval"]
     assert not set(s.record()) & set(EXECUTION_FIELDS)
     with pytest.raises(ValueError, match="node_selection"):
         BnBSettings(node_selection="random")
