@@ -317,11 +317,11 @@ _TABLE = [
                                 "a larger --batch-size too", "N", int)),
     Param("batch_size", "int",
           "Nodes evaluated per batch. The tree, and so the certificate, depends on it (not on "
-          "``n_jobs`` or the executor).",
-          lambda v: check_positive_int(v, "batch_size"), default=4, record="search",
+          "``n_jobs`` or the executor); the default keeps two workers busy.",
+          lambda v: check_positive_int(v, "batch_size"), default=16, record="search",
           none_is_default=True,
-          cli=CliFlag("--batch-size", "nodes evaluated per batch (default %(default)s; with "
-                                      "--jobs, 16 per job or more keeps the threads busy); the "
+          cli=CliFlag("--batch-size", "nodes evaluated per batch (default %(default)s, enough "
+                                      "for two jobs; with more, 8 per job or more); the "
                                       "tree and the certificate depend on it, not on --jobs",
                       "B", int)),
     Param("backend", _names(BACKENDS),

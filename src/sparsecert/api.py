@@ -189,9 +189,9 @@ def certify(X, y, k: int, lambda2: float, *, loss: str = _D.loss,
         not counted (``search.compile_time``).
     node_limit
     n_jobs
-        With the default threads, this thread and ``n_jobs - 1`` more; give them a larger
-        ``batch_size`` too (16 per thread or more keeps them busy; on two cores the search of a
-        10,000-node tree ran 1.8x as fast at 32).
+        With the default threads, this thread and ``n_jobs - 1`` more. The default
+        ``batch_size`` (16) keeps two of them busy (on two cores the search of a 10,000-node
+        tree ran 1.75x-1.78x as fast at 16); give more workers 8 nodes a batch each or more.
     batch_size, backend, executor, node_selection, branching, verbose, log
     feature_names : sequence of str, optional
         Names of the columns of ``X`` (default: the columns of a pandas DataFrame, when they are

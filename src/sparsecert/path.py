@@ -173,7 +173,7 @@ def certify_path(X, y, ks, lambda2: float, *, loss: str = _D.loss,
     node_limit
         The limit is per point.
     n_jobs
-        Give them a larger ``batch_size`` too (see :func:`~sparsecert.api.certify`).
+        More than two want a larger ``batch_size`` too (see :func:`~sparsecert.api.certify`).
     batch_size, backend, executor, node_selection, branching, verbose, log, warm_start
 
     Returns

@@ -192,7 +192,8 @@ class BranchAndBound:
         relaxation kernels release the GIL; BLAS pinned to one thread during the search;
         ``"processes"`` or ``"mpi"``, an ``mpi4py.futures.MPIPoolExecutor``, send the problem
         once per worker), or ``settings.executor`` (a Dask client's executor, a pool made
-        elsewhere, ...; its tasks carry the problem, pickled once per task);
+        elsewhere, ...; a task names the problem by a token, and a worker that does not hold
+        it yet receives it once, with its first task of the search);
         ``settings.verbose`` 1 prints a progress line every ``settings.log_interval`` seconds
         to ``settings.log`` (default: standard output).
     refitter : SupportRefitter, optional
