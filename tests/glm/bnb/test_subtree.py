@@ -151,3 +151,9 @@ def test_a_subtree_search_certificate_verifies(tmp_path):
     assert docs[0] == docs[1]
     assert (tmp_path / "a.proof").read_bytes() == (tmp_path / "b.proof").read_bytes()
     assert sparsecert.verify(tmp_path / "a.json", X, y).ok
+
+
+@pytest.mark.parametrize("bad", [0, -1, 2.0, True, "4"])
+def test_subtree_nodes_must_be_a_positive_integer(bad):
+    with pytest.raises(ValueError, match="subtree_nodes must be a positive integer"):
+        BnBSettings(subtree_nodes=bad)
