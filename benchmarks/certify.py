@@ -329,7 +329,10 @@ def fixing_effect() -> dict:
 
 
 def _tree_signature(res):
-    return [(n.id, n.parent, n.branch_var, n.branch_value, n.status) for n in res.search.nodes]
+    """The proof file's digest (the whole tree, in preorder: the search streams it, keeping only
+    the open nodes), the node count and the open nodes."""
+    return (res.certificate.data["proof"]["sha256"], res.n_nodes,
+            [(n.id, n.parent, n.branch_var, n.branch_value, n.status) for n in res.search.nodes])
 
 
 class _TimedInline(cf.Executor):
