@@ -313,8 +313,8 @@ _TABLE = [
     Param("n_jobs", "int",
           "Parallel node evaluations (-1: all cores); the certificate does not depend on it.",
           check_n_jobs, default=1, record="search",
-          cli=CliFlag("--jobs", "parallel node evaluations (threads; -1: all cores); give them "
-                                "a larger --batch-size too", "N", int)),
+          cli=CliFlag("--jobs", "parallel node evaluations (threads; -1: all cores); more than "
+                                "two want a larger --batch-size too", "N", int)),
     Param("batch_size", "int",
           "Nodes evaluated per batch. The tree, and so the certificate, depends on it (not on "
           "``n_jobs`` or the executor); the default keeps two workers busy.",
