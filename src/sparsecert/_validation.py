@@ -44,6 +44,7 @@ from sparsecert._checks import (
 )
 from sparsecert.problem import ProblemSpec
 from sparsecert.solvers.losses import LOSS_NAMES, check_loss, get_loss
+from sparsecert.sparse import SparseDesign, as_sparse_design, is_sparse
 
 __all__ = [
     "LOSSES",
@@ -91,8 +92,9 @@ class PreparedProblem:
 
     Attributes
     ----------
-    X : numpy.ndarray of shape (n_samples, n_features)
-        The data as float64 (C-contiguous).
+    X : numpy.ndarray of shape (n_samples, n_features), or SparseDesign
+        The data as float64 (C-contiguous), or a scipy.sparse ``X`` in canonical compressed
+        sparse column form (:class:`sparsecert.sparse.SparseDesign`, never densified).
     y : numpy.ndarray of shape (n_samples,)
         The targets as given, as a new float64 array.
     y_used : numpy.ndarray of shape (n_samples,)
@@ -115,7 +117,7 @@ class PreparedProblem:
     with ``inf`` for no box, ``fit_intercept``, ``eig_shift``: resolved for the loss).
     """
 
-    X: np.ndarray
+    X: np.ndarray | SparseDesign
     y: np.ndarray
     y_used: np.ndarray
     labels: list[float] | None
@@ -152,6 +154,13 @@ def prepare(X, y, spec: ProblemSpec) -> PreparedProblem:
     n, p = X.shape
     if spec.k is not None:
         check_k_fits(spec.k, p)
+    if isinstance(X, SparseDesign):
+        check_sparse_shift(spec.eig_shift)
+        if (spec.sample_weight is not None and spec.fit_intercept
+                and get_loss(spec.loss).has_closed_form_refit):
+            raise ValueError(f"sample_weight with a sparse X and an intercept is not supported "
+                             f"for the {spec.loss} loss (its weighted centring would densify "
+                             "X); pass X dense (X.toarray()) for this combination")
     for name in ("sample_weight", "offset"):
         v = getattr(spec, name)
         if v is not None and v.shape[0] != n:
@@ -273,7 +282,11 @@ def check_exact_input(X, name: str) -> None:
     """Refuse an array-like that the conversion to float64 would round (as
     :func:`check_exactly_float64` and :func:`check_exact_source`), and nothing else: for callers
     that hand the input to another validator (scikit-learn's) afterwards, which reports every
-    other problem in its own words."""
+    other problem in its own words. A scipy.sparse ``X`` gets the checks of a sparse design
+    (:func:`sparsecert.sparse.as_sparse_design`: NaN, inexact values, entries stored twice)."""
+    if is_sparse(X):
+        as_sparse_design(X, name)
+        return
     try:
         raw = np.asarray(X)
         if raw.dtype == object or np.iscomplexobj(raw):  # the other validator refuses complex
@@ -285,18 +298,32 @@ def check_exact_input(X, name: str) -> None:
     check_exact_source(X, converted, name)
 
 
-def check_X_y(X, y) -> tuple[np.ndarray, np.ndarray]:
+def check_X_y(X, y) -> tuple[np.ndarray | SparseDesign, np.ndarray]:
     """Validate a design matrix and a response vector of matching length.
 
-    Returns float64 arrays (``X`` C-contiguous; ``y`` always a fresh copy).
+    Returns float64 arrays (``X`` C-contiguous; ``y`` always a fresh copy); a scipy.sparse
+    ``X`` is returned in canonical compressed sparse column form
+    (:func:`sparsecert.sparse.as_sparse_design`: checked, never densified).
     """
-    X = check_array_2d(X, "X")
+    sparse = is_sparse(X)
+    X = as_sparse_design(X, "X") if sparse else check_array_2d(X, "X")
     y = check_vector(y, "y")
     if y.shape[0] != X.shape[0]:
         raise ValueError(f"X and y have inconsistent numbers of samples: X has {X.shape[0]} rows, "
                          f"y has length {y.shape[0]}")
-    check_scale(X, y)
+    if sparse:  # (X's columns were checked by the conversion)
+        check_scale(np.zeros((1, 1)), y)
+    else:
+        check_scale(X, y)
     return X, y
+
+
+def check_sparse_shift(eig_shift) -> None:
+    """Refuse a positive eigenvalue shift with a sparse X (its proof would form the dense p x p
+    matrix X^T X); ``"auto"`` and ``None`` mean no shift there."""
+    if eig_shift is not None and eig_shift != "auto" and float(eig_shift) > 0.0:
+        raise ValueError(f"eig_shift = {eig_shift!r} needs a dense X (its proof forms the p x p "
+                         "matrix X^T X); with a sparse X use eig_shift='auto' (no shift) or None")
 
 
 #: the largest sum of squares of a column of X or of y: the Gram matrix, the losses and the

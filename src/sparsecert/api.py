@@ -173,7 +173,9 @@ def certify(X, y, k: int, lambda2: float, *, loss: str = _D.loss,
 
     Parameters
     ----------
-    X : array-like of shape (n_samples, n_features)
+    X : array-like or scipy.sparse matrix of shape (n_samples, n_features)
+        A sparse X (CSR, CSC, ...) is never densified (:mod:`sparsecert.sparse`; a positive
+        ``eig_shift`` needs a dense X).
     y : array-like of shape (n_samples,)
         Targets: real responses (``"squared"``); for ``"logistic"``/``"squared_hinge"`` any two
         distinct numeric labels, the smaller coded -1 and the larger +1 (the label rule of the

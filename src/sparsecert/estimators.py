@@ -46,6 +46,7 @@ from sparsecert._validation import check_exact_input, prepare
 from sparsecert.api import certify_prepared, verify
 from sparsecert.problem import ProblemSpec, SearchOptions, build_records
 from sparsecert.solvers.losses import binary_codes, get_loss
+from sparsecert.sparse import SCIPY_FORMATS as _SPARSE
 from sparsecert.statuses import CERTIFIED, STATUS_HINTS
 
 __all__ = [
@@ -277,7 +278,7 @@ class _KSparseBase(BaseEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : array-like or scipy.sparse matrix of shape (n_samples, n_features)
         y : array-like of shape (n_samples,)
         rel_gap : float, optional
             Gap tolerance to judge against (default: this estimator's ``rel_gap``).
@@ -291,7 +292,8 @@ class _KSparseBase(BaseEstimator):
         """
         check_is_fitted(self)
         spec, options = self._records()
-        X = validate_data(self, X, reset=False, dtype=np.float64)
+        X = validate_data(self, X, reset=False, dtype=np.float64,
+                          accept_sparse=_SPARSE)
         data = _with_sample_data(self, spec.with_k(None), X.shape[0], sample_weight, offset)
         cert = self.certificate_
         report = verify(cert, X, self._target_as_certified(y), loss=spec.loss,
@@ -327,7 +329,8 @@ class _KSparseBase(BaseEstimator):
 
     def _linear(self, X, offset=None) -> np.ndarray:
         check_is_fitted(self)
-        X = validate_data(self, X, reset=False, dtype=np.float64)
+        X = validate_data(self, X, reset=False, dtype=np.float64,
+                          accept_sparse=_SPARSE)
         u = X @ self.coef_ + self.intercept_
         if offset is None:
             return u
@@ -353,7 +356,7 @@ class _KSparseRegressor(RegressorMixin, _KSparseBase):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : array-like or scipy.sparse matrix of shape (n_samples, n_features)
         y : array-like of shape (n_samples,)
             Real responses (non-negative counts or rates for the Poisson model).
 """ + _FIT_SAMPLE_DOC + """
@@ -364,8 +367,8 @@ class _KSparseRegressor(RegressorMixin, _KSparseBase):
         records = self._records()
         check_exact_input(X, "X")  # before scikit-learn's conversion rounds it silently
         check_exact_input(y, "y")
-        X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True,
-                             ensure_min_samples=self._min_samples(records))
+        X, y = validate_data(self, X, y, dtype=np.float64, accept_sparse=_SPARSE,
+                             y_numeric=True, ensure_min_samples=self._min_samples(records))
         try:  # the loss's target rule (Poisson: y >= 0), from the loss registry
             get_loss(self._loss).encode_target(y)
         except ValueError as exc:
@@ -414,7 +417,7 @@ class _KSparseClassifier(ClassifierMixin, _KSparseBase):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : array-like or scipy.sparse matrix of shape (n_samples, n_features)
         y : array-like of shape (n_samples,)
             Two distinct labels (numbers or strings); ``classes_[1]`` is the positive class.
 """ + _FIT_SAMPLE_DOC + """
@@ -424,7 +427,7 @@ class _KSparseClassifier(ClassifierMixin, _KSparseBase):
         """
         records = self._records()
         check_exact_input(X, "X")  # before scikit-learn's conversion rounds it silently
-        X, y = validate_data(self, X, y, dtype=np.float64,
+        X, y = validate_data(self, X, y, dtype=np.float64, accept_sparse=_SPARSE,
                              ensure_min_samples=self._min_samples(records))
         check_classification_targets(y)
         y_type = type_of_target(y, input_name="y", raise_unknown=True)

@@ -43,6 +43,7 @@ from sparsecert.api import CertifyResult, assemble_result
 from sparsecert.bnb import BnBSettings, BranchAndBound
 from sparsecert.bnb.interrupts import deferred_interrupt
 from sparsecert.problem import ProblemSpec, SearchOptions, build_records
+from sparsecert.sparse import SCIPY_FORMATS as _SPARSE
 from sparsecert.statuses import INTERRUPTED
 
 __all__ = ["certify_path", "solve_path", "PathResult", "KSparseCV",
@@ -160,7 +161,7 @@ def certify_path(X, y, ks, lambda2: float, *, loss: str = _D.loss,
 
     Parameters
     ----------
-    X : array-like of shape (n_samples, n_features)
+    X : array-like or scipy.sparse matrix of shape (n_samples, n_features)
     y : array-like of shape (n_samples,)
         As for :func:`~sparsecert.api.certify` (two numeric labels for the classification
         losses, coded by the label rule of the user guide; non-negative counts for Poisson).
@@ -394,8 +395,8 @@ class KSparseCV(MetaEstimatorMixin, BaseEstimator):
         check_exact_input(X, "X")  # before scikit-learn's conversion rounds it silently
         if not classifier:
             check_exact_input(y, "y")
-        X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=not classifier,
-                             ensure_min_samples=2)
+        X, y = validate_data(self, X, y, dtype=np.float64, accept_sparse=_SPARSE,
+                             y_numeric=not classifier, ensure_min_samples=2)
         if classifier:
             from sklearn.utils.multiclass import check_classification_targets
 

@@ -113,8 +113,11 @@ def dual_terms(problem, zeta: np.ndarray) -> tuple[float, np.ndarray]:
     """
     if problem.mu != 0.0:
         raise ValueError("dual_terms: the problem has an eigen shift (use its shifted witness)")
+    from sparsecert.solvers.perspective._linalg import xtz
+
     K = -problem.loss_fn.conjugate_sum(zeta, problem.y)
-    a = np.abs(problem.X.T @ zeta) / (2.0 * problem.lambda2)
+    a = np.abs(xtz(problem.design, zeta) if problem.sparse else problem.X.T @ zeta)
+    a /= 2.0 * problem.lambda2
     return float(K), _box_terms(a, problem.M)
 
 
@@ -187,7 +190,12 @@ class WitnessTerms:
     def _zeta(self, witness) -> np.ndarray:
         if witness.kind == "dual":
             return np.asarray(witness.vector, dtype=float)
-        return self._gradient(self.problem.X @ witness.vector)
+        prob = self.problem
+        if prob.sparse:
+            from sparsecert.solvers.perspective._linalg import xb
+
+            return self._gradient(xb(prob.design, witness.vector))
+        return self._gradient(prob.X @ witness.vector)
 
     def _conjugate_sum(self, zeta: np.ndarray) -> float:
         """``sum_i f*(zeta_i; y_i)`` (least squares: ``f*(z) = z^2 / 4 + y z``, every z in its
@@ -227,17 +235,17 @@ class WitnessTerms:
         if kind == "point" and self._plain_ls and whole:
             # with the residual w = X b~ - y: zeta = 2 w, sum_i f*(zeta_i) = w^T (w + 2 y) and
             # h_j = a_j^2 / 2 with a_j = |x_j^T zeta| / (2 lam) = |x_j^T w| / lam
-            w = xb(prob.XT, vec) - prob.y
-            v = xtz(prob.X, w)
+            w = xb(prob.design, vec) - prob.y
+            v = xtz(prob.design, w)
             h = v * v
             h *= 0.5 / (lam * lam)
             return -float(w @ (w + self._two_y)), lam, h
-        zeta = vec if kind == "dual" else self._gradient(xb(prob.XT, vec))
+        zeta = vec if kind == "dual" else self._gradient(xb(prob.design, vec))
         K = -self._conjugate_sum(zeta)
         # X_cols^T zeta: all of X^T zeta when most columns are active (a gather of X's columns
         # costs more than the whole product), else from the contiguous rows of X^T
-        if whole:
-            return float(K), lam, self._terms(xtz(prob.X, zeta), lam)
+        if whole or prob.sparse:  # (a sparse product costs its entries: all of them is cheap)
+            return float(K), lam, self._terms(xtz(prob.design, zeta), lam)
         h = np.full(prob.n_features, np.inf)
         g = prob.XT[cols] @ zeta
         h[cols] = (_box_terms(np.abs(g) / (2.0 * lam), prob.M) if self._lower is None else

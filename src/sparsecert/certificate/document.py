@@ -49,11 +49,13 @@ from sparsecert.certificate.schema import (
     RECORD_STATUS,
     RECORD_WITNESS,
     RELATIVE_GAP_DEFINITION,
+    SPARSE_HASH_DEFINITION,
     STATUSES,
     SUPPORTED_FORMAT_VERSIONS,
     WITNESS_KINDS,
     array_sha256,
     check_loss_params,
+    data_hash,
 )
 from sparsecert.statuses import what_it_means
 
@@ -143,12 +145,12 @@ def problem_key(X, y, *, loss: str, k: int, lambda2: float, max_abs_coef: float 
                 extensions: Mapping[str, Any] | None = None) -> dict:
     """The :data:`PROBLEM_KEYS` fields of the certificate that :meth:`Certificate.build` would
     write for this problem and data (what :func:`check_save_path` compares)."""
-    X = np.asarray(X)
+    _, x_hash = data_hash(X if _is_sparse_design(X) else np.asarray(X))
     M = max_abs_coef
     M = None if M is None or math.isinf(float(M)) else float(M)
     return dict(loss=loss, k=int(k), lambda2=float(lambda2), max_abs_coef=M,
                 fit_intercept=bool(fit_intercept), n_samples=int(X.shape[0]),
-                n_features=int(X.shape[1]), X_sha256=array_sha256(X), y_sha256=array_sha256(y),
+                n_features=int(X.shape[1]), X_sha256=x_hash, y_sha256=array_sha256(y),
                 **check_loss_params(loss, loss_params),
                 **encode_extensions(extensions, X.shape[0], X.shape[1]))
 
@@ -185,6 +187,12 @@ def encode_extensions(extensions: Mapping[str, Any] | None, n: int, p: int) -> d
         if idx:
             out[name] = idx
     return out
+
+
+def _is_sparse_design(X) -> bool:
+    from sparsecert.sparse import SparseDesign
+
+    return isinstance(X, SparseDesign)
 
 
 def _other_problem(path: str, problem: Mapping[str, Any]) -> str:
@@ -315,13 +323,14 @@ class Certificate:
         The other arguments are :meth:`build`'s (``extensions``: the problem's optional parts,
         :func:`encode_extensions`: sample weights and offsets, bound by their hashes, every
         coefficient's bounds, the features forced in and kept out); every field is checked."""
-        X = np.asarray(X)
+        x_format, x_hash = data_hash(X if _is_sparse_design(X) else np.asarray(X))
+        X = X if x_format is not None else np.asarray(X)
         y = np.asarray(y)
         if X.ndim != 2 or y.ndim != 1 or X.shape[0] != y.shape[0]:
             raise ValueError(f"X must be (n, p) and y (n,), got {X.shape} and {y.shape}")
-        if X.dtype.kind not in "biuf" or y.dtype.kind not in "biuf":
+        if (x_format is None and X.dtype.kind not in "biuf") or y.dtype.kind not in "biuf":
             raise TypeError("X and y must be numeric arrays")
-        n, p = X.shape
+        n, p = (int(d) for d in X.shape)
         loss = problem.get("loss")
         if loss not in LOSSES:
             raise ValueError(f"problem['loss'] must be one of {LOSSES}, got {loss!r}")
@@ -382,10 +391,12 @@ class Certificate:
                 "fit_intercept": fit_intercept,
                 "n_samples": n,
                 "n_features": p,
-                "X_sha256": array_sha256(X),
+                **({} if x_format is None else {"X_format": x_format}),
+                "X_sha256": x_hash,
                 "y_sha256": array_sha256(y),
                 **ext_fields,
-                "hash_definition": HASH_DEFINITION,
+                "hash_definition": (HASH_DEFINITION if x_format is None else
+                                    f"X: {SPARSE_HASH_DEFINITION}; y: {HASH_DEFINITION}"),
                 "label_rule": LABEL_RULE,
                 "objective_definition": OBJECTIVE_DEFINITION,
                 "feature_names": names,
@@ -471,7 +482,7 @@ class Certificate:
             On inputs that cannot be encoded (shapes, non-finite values, unknown names, a
             parent that does not exist, a cycle, a node with one child).
         """
-        X = np.asarray(X)
+        X = X if _is_sparse_design(X) else np.asarray(X)
         n, p = (X.shape if X.ndim == 2 else (0, 0))
         data, counts, records, dual, shifted = cls._encode_tree(nodes, n, p)
         buf = io.BytesIO()

@@ -49,6 +49,14 @@ HASH_DEFINITION = (
 #: in and kept out.
 EXTENSION_FIELDS = ("sample_weight_sha256", "offset_sha256", "coef_lower", "coef_upper",
                     "always_select", "exclude")
+#: ``problem.X_format`` of a certificate whose X is sparse (absent: a dense X)
+SPARSE_X_FORMAT = "csc"
+SPARSE_HASH_DEFINITION = (
+    "sha256 of the ASCII header 'csc <i8 <i8 <f8 ' + n + 'x' + p + ' ' + nnz + '\\n' followed "
+    "by the canonical compressed sparse column arrays of X: indptr (p + 1, little-endian int64), "
+    "indices (nnz row indices strictly increasing within each column, little-endian int64) and "
+    "data (nnz finite non-zero values, little-endian float64); explicit zeros are not entries"
+)
 
 # -- the proof file (docs/certificate-format.md, section 2.7) ----------------------------------
 #: the proof file is the certificate's name with this extension (``cert.json`` -> ``cert.proof``)
@@ -112,3 +120,13 @@ def array_sha256(a: np.ndarray) -> str:
 def sha256_bytes(data: bytes) -> str:
     """Hex SHA-256 of raw bytes."""
     return hashlib.sha256(data).hexdigest()
+
+
+def data_hash(X) -> tuple[str | None, str]:
+    """``(X_format, X_sha256)`` of a design: ``(None, array_sha256(X))`` for a dense one, and
+    ``("csc", its canonical CSC hash)`` for a :class:`sparsecert.sparse.SparseDesign`."""
+    from sparsecert.sparse import SparseDesign
+
+    if isinstance(X, SparseDesign):
+        return SPARSE_X_FORMAT, X.sha256()
+    return None, array_sha256(X)

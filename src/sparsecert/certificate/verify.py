@@ -49,6 +49,8 @@ STATUSES = ("optimal", "time_limit", "node_limit", "interrupted", "tree_exhauste
             "precision_limited")
 NODE_STATUSES = ("branched", "pruned", "solved", "open")
 WITNESS_KINDS = ("dual", "shifted")
+#: ``problem.X_format`` of a sparse X (absent: dense)
+SPARSE_X_FORMAT = "csc"
 RELATIVE_GAP_DEFINITION = "(UB - LB) / max(1, |UB|)"
 #: The relative-gap tolerance a verification is judged against unless the user gives one.
 DEFAULT_REL_GAP = 1e-4
@@ -649,8 +651,294 @@ class _Design:
 
 
 # ----------------------------------------------------------------------------------------------
-# Witness terms: bound(region) = K - 2 lam * g*_region(a), with K_low, lam and H_up(|a|) safe
+# A sparse X: its canonical compressed sparse column form, its hash and its products
 # ----------------------------------------------------------------------------------------------
+
+#: entries per block of the passes over a sparse X (the temporaries stay small)
+_SPARSE_BLOCK = 1 << 16
+
+
+class _CSC:
+    """A matrix in canonical compressed sparse column form (section 3): ``indptr`` (p + 1,
+    int64, from 0, non-decreasing, to nnz), ``indices`` (nnz row indices, int64, strictly
+    increasing within each column, in [0, n)) and ``data`` (nnz finite non-zero float64)."""
+
+    ndim = 2
+
+    def __init__(self, indptr: np.ndarray, indices: np.ndarray, data: np.ndarray,
+                 shape: tuple[int, int]):
+        self.indptr, self.indices, self.data = indptr, indices, data
+        self.shape = (int(shape[0]), int(shape[1]))
+
+    @property
+    def nnz(self) -> int:
+        return int(self.data.size)
+
+    def counts(self) -> np.ndarray:
+        """The number of entries of each column."""
+        return np.diff(self.indptr)
+
+    def column_blocks(self):
+        """Ranges [j0, j1) of columns of about _SPARSE_BLOCK entries at most."""
+        p = self.shape[1]
+        j0 = 0
+        while j0 < p:
+            j1 = int(np.searchsorted(self.indptr, self.indptr[j0] + _SPARSE_BLOCK,
+                                     side="right")) - 1
+            j1 = min(max(j1, j0 + 1), p)
+            yield j0, j1
+            j0 = j1
+
+    def segment_sums(self, fn) -> np.ndarray:
+        """Per column j, fl(sum over its entries e of fn(block's entries)[e]) (elementwise
+        operations and numpy's sums only; 0 for an empty column). ``fn(a, b)`` returns the
+        values of the entries a:b."""
+        out = np.zeros(self.shape[1])
+        for j0, j1 in self.column_blocks():
+            a, b = int(self.indptr[j0]), int(self.indptr[j1])
+            ptr = self.indptr[j0:j1 + 1] - a
+            full = np.flatnonzero(np.diff(ptr) > 0)
+            if full.size:
+                out[j0 + full] = np.add.reduceat(fn(a, b), ptr[full])
+        return out
+
+    def columns(self, S: np.ndarray) -> np.ndarray:
+        """The columns S as a dense (n, len(S)) array."""
+        out = np.zeros((self.shape[0], len(S)))
+        for t, j in enumerate(np.asarray(S, dtype=np.int64).tolist()):
+            a, b = int(self.indptr[j]), int(self.indptr[j + 1])
+            out[self.indices[a:b], t] = self.data[a:b]
+        return out
+
+    def toarray(self) -> np.ndarray:
+        """The dense matrix."""
+        out = np.zeros(self.shape)
+        cols = np.repeat(np.arange(self.shape[1]), self.counts())
+        out[self.indices, cols] = self.data
+        return out
+
+
+def csc_sha256(X: _CSC) -> str:
+    """The hash of a sparse X (section 3): ASCII ``"csc <i8 <i8 <f8 {n}x{p} {nnz}\\n"``, then
+    indptr and indices as little-endian int64 and data as little-endian float64."""
+    n, p = X.shape
+    h = hashlib.sha256(f"csc <i8 <i8 <f8 {n}x{p} {X.nnz}\n".encode("ascii"))
+    for arr, dt in ((X.indptr, "<i8"), (X.indices, "<i8"), (X.data, "<f8")):
+        for s in range(0, arr.size, _SPARSE_BLOCK):
+            h.update(np.ascontiguousarray(arr[s:s + _SPARSE_BLOCK], dtype=dt).tobytes())
+    return h.hexdigest()
+
+
+def _is_sparse_input(X: Any) -> bool:
+    """A sparse matrix given by its arrays (scipy's CSR / CSC, read through their ``indptr``,
+    ``indices``, ``data`` and ``shape`` attributes; scipy itself is not imported)."""
+    return (not isinstance(X, np.ndarray) and all(
+        hasattr(X, a) for a in ("indptr", "indices", "data", "shape")))
+
+
+def _sparse_input(X: Any) -> _CSC:
+    """A sparse matrix as given (duck-typed) in canonical CSC form; ValueError / TypeError
+    with one line when it is not a consistent, finite, exactly-float64 CSR or CSC matrix."""
+    fmt = getattr(X, "format", None)
+    if fmt not in ("csr", "csc"):
+        raise TypeError(f"X is a sparse matrix of format {fmt!r}: give it as CSR or CSC")
+    try:
+        shape = tuple(X.shape)
+        n, p = (int(d) for d in shape)
+    except (TypeError, ValueError):
+        raise ValueError(f"X has no valid 2-D shape ({_short(getattr(X, 'shape', None))})") \
+            from None
+    return _canonical_csc(fmt, X.indptr, X.indices, X.data, (n, p))
+
+
+def _canonical_csc(fmt: str, indptr: Any, indices: Any, data: Any,
+                   shape: tuple[int, int]) -> _CSC:
+    """Check a CSR or CSC matrix given by its arrays and return its canonical CSC form. Every
+    check runs before anything is allocated from a size the arrays claim (their own lengths
+    bound the cost): shapes, index ranges, a non-decreasing indptr ending at nnz; then the
+    values (numeric, finite, exactly float64), the sort (checked: a permutation in (column,
+    row) order), no entry stored twice, and explicit zeros dropped."""
+    n, p = shape
+    if n < 1 or p < 1:
+        raise ValueError(f"X has shape {shape}: at least one sample and one feature needed")
+    major, minor = (n, p) if fmt == "csr" else (p, n)
+    ptr, idx, val = np.asarray(indptr), np.asarray(indices), np.asarray(data)
+    if ptr.ndim != 1 or idx.ndim != 1 or val.ndim != 1:
+        raise ValueError("X's sparse arrays (indptr, indices, data) must be 1-D")
+    if ptr.dtype.kind not in "iu" or idx.dtype.kind not in "iu":
+        raise TypeError(f"X's indptr and indices must be integers, got {ptr.dtype} and "
+                        f"{idx.dtype}")
+    if val.dtype.kind not in "biuf":
+        raise TypeError(f"X must be numeric, got sparse values of dtype {val.dtype}")
+    nnz = val.size
+    if ptr.size != major + 1:
+        raise ValueError(f"X's indptr has {ptr.size} entries; a {fmt.upper()} matrix of shape "
+                         f"{shape} has {major + 1}")
+    if idx.size != nnz:
+        raise ValueError(f"X's indices ({idx.size}) and data ({nnz}) differ in length")
+    if not ((ptr >= 0).all() and (ptr <= nnz).all()):  # range first: diff could wrap around
+        raise ValueError(f"X's indptr must lie in [0, nnz = {nnz}]")
+    ptr = ptr.astype(np.int64)
+    if ptr[0] != 0 or ptr[-1] != nnz or (np.diff(ptr) < 0).any():
+        raise ValueError("X's indptr must start at 0, never decrease and end at nnz")
+    if nnz and not ((idx >= 0).all() and (idx < minor).all()):
+        raise ValueError(f"X's indices must lie in [0, {minor})")
+    idx = idx.astype(np.int64)
+    v64 = np.ascontiguousarray(val, dtype=np.float64)
+    bad = _inexact_entry(val, v64)
+    if bad is not None:
+        raise ValueError(f"X stores the value {val[bad]} at entry {bad[0]}, which is not exactly "
+                         f"a float64 (it would be verified as {float(v64[bad])!r}): give the data "
+                         "as float64")
+    if not np.isfinite(v64).all():
+        raise ValueError("X must not contain NaN or infinity")
+    own = np.repeat(np.arange(major, dtype=np.int64), np.diff(ptr))  # each entry's major index
+    cols, rows = (idx, own) if fmt == "csr" else (own, idx)
+    del own
+    key_sorted = nnz < 2 or bool(((cols[1:] > cols[:-1]) |
+                                  ((cols[1:] == cols[:-1]) & (rows[1:] > rows[:-1]))).all())
+    if not key_sorted:
+        order = np.asarray(np.lexsort((rows, cols)))
+        seen = np.zeros(nnz, dtype=bool)
+        if order.shape != (nnz,) or order.dtype.kind not in "iu" or (nnz and (
+                order.min() < 0 or order.max() >= nnz)):
+            raise ValueError("X's entries could not be sorted (the library's sort failed)")
+        seen[order] = True
+        cols, rows, v64 = cols[order], rows[order], v64[order]
+        del order
+        step_ok = (cols[1:] > cols[:-1]) | ((cols[1:] == cols[:-1]) & (rows[1:] >= rows[:-1]))
+        if not (seen.all() and step_ok.all()):
+            raise ValueError("X's entries could not be sorted (the library's sort failed)")
+        twice = np.flatnonzero((cols[1:] == cols[:-1]) & (rows[1:] == rows[:-1]))
+        if twice.size:
+            e = int(twice[0])
+            raise ValueError(f"X stores entry ({int(rows[e])}, {int(cols[e])}) twice (its value "
+                             "would be a floating-point sum): give each entry once")
+    keep = v64 != 0.0  # an explicit zero is not an entry
+    if not keep.all():
+        cols, rows, v64 = cols[keep], rows[keep], v64[keep]
+    ptr = np.zeros(p + 1, dtype=np.int64)
+    np.cumsum(np.bincount(cols, minlength=p), out=ptr[1:])
+    return _CSC(ptr, rows, v64, (n, p))
+
+
+def _dense_to_csc(X: np.ndarray) -> _CSC:
+    """The canonical CSC form of a dense matrix (its non-zeros in column order, checked)."""
+    n, p = X.shape
+    cols, rows = (np.asarray(a, dtype=np.int64) for a in np.nonzero(X.T))
+    vals = X[rows, cols]
+    ordered = cols.size < 2 or bool(((cols[1:] > cols[:-1]) |
+                                     ((cols[1:] == cols[:-1]) & (rows[1:] > rows[:-1]))).all())
+    if not (ordered and (vals != 0.0).all() and cols.size == np.count_nonzero(X)):
+        raise ValueError("X's non-zero entries could not be listed (the library's nonzero "
+                         "failed)")
+    ptr = np.zeros(p + 1, dtype=np.int64)
+    np.cumsum(np.bincount(cols, minlength=p), out=ptr[1:])
+    return _CSC(ptr, rows, np.ascontiguousarray(vals, dtype=np.float64), (n, p))
+
+
+def _as_format(X: np.ndarray | _CSC, x_format: str | None) -> np.ndarray | _CSC:
+    """X in the form the certificate's hash is defined on: canonical CSC for a sparse
+    certificate, dense (formed here: the verifier of a dense certificate reads X densely)
+    otherwise."""
+    if x_format == SPARSE_X_FORMAT:
+        return X if isinstance(X, _CSC) else _dense_to_csc(X)
+    return X.toarray() if isinstance(X, _CSC) else X
+
+
+def _data_sha256(X: np.ndarray | _CSC) -> str:
+    return csc_sha256(X) if isinstance(X, _CSC) else array_sha256(X)
+
+
+def _gamma_array(m: np.ndarray) -> np.ndarray:
+    """Floats >= gamma_m for an integer array m (m U and 1 - m U are exact in float64: the one
+    rounded operation is the division, rounded up)."""
+    m = np.asarray(m, dtype=np.int64)
+    if m.size and int(m.max()) >= 2 ** 51:
+        raise ValueError("problem too large for the error bounds")
+    mu = m.astype(np.float64) * U
+    return np.where(m > 0, _up(mu / (1.0 - mu)), 0.0)
+
+
+class _SparseDesign:
+    """A sparse X (canonical CSC) as the bounds use it, never centred: with an intercept every
+    dual witness sums to exactly zero, so X^T zeta = (X - 1 m^T)^T zeta for any m, m = 0
+    included (and a sparse certificate has no shifted witnesses). Column j's product is a dot
+    product of nnz_j terms: |fl(X^T z)_j - (X^T z)_j| <= gamma_{nnz_j} ||X_j|| ||z|| + nnz_j ETA.
+    """
+
+    centred = False
+    e = 0.0
+
+    def __init__(self, X: _CSC, y: np.ndarray, loss: str, fit_intercept: bool,
+                 huber_delta: float | None = None, extra: _Extras | None = None):
+        self.X = X
+        self.n, self.p = X.shape
+        self.loss = loss
+        self.delta = huber_delta
+        ex = extra if extra is not None else _Extras()
+        self.w, self.lo, self.hi = ex.w, ex.lo, ex.hi
+        self.y = y
+        # an offset: as for a dense X (in the linear coefficient y - o of the quadratic
+        # conjugates, a term of its own for the others)
+        self.o = ex.o
+        y_lin, y_rad = y, None
+        if ex.o is not None and loss in _QUADRATIC_CONJUGATES:
+            y_lin = y - ex.o
+            y_rad = _up(U * np.abs(y_lin))
+            self.o = None
+        if loss == "squared" and fit_intercept:  # y enters linearly: centre it (any centre)
+            self.yd = y_lin - (y_lin.mean() if ex.w is None else (ex.w @ y_lin) / ex.w.sum())
+            self.yr = _up(_CENTRE_ERR * np.abs(self.yd))
+            if y_rad is not None:
+                self.yr = _up(self.yr + y_rad)
+        elif y_rad is not None:
+            self.yd, self.yr = y_lin, y_rad
+        else:
+            self.yd, self.yr = y, np.zeros(self.n)
+        self._counts = X.counts()
+        self._coln = None
+
+    @property
+    def coln(self) -> np.ndarray:
+        """Upper bounds of the column norms of X."""
+        if self._coln is None:
+            X = self.X
+            sq = X.segment_sums(lambda a, b: X.data[a:b] * X.data[a:b])
+            m = int(self._counts.max(initial=0))
+            self._coln = _up(np.sqrt(_dot_self_up(sq, m)))
+        return self._coln
+
+    def times_xd(self, Z: np.ndarray) -> np.ndarray:
+        """fl(Z X) (rows fl(X^T zeta)), by elementwise products and numpy's sums only."""
+        X = self.X
+        out = np.empty((Z.shape[0], self.p))
+        for r in range(Z.shape[0]):
+            z = Z[r]
+            out[r] = X.segment_sums(lambda a, b, z=z: X.data[a:b] * z[X.indices[a:b]])
+        return out
+
+    def xt_ball_radius(self, nzc: np.ndarray, nzr: np.ndarray | float) -> np.ndarray:
+        """Radius of X^T z around fl(X^T zc) for z in the ball (zc, zr), given nzc >= ||zc||
+        and nzr >= ||zr|| (one row per z): ||X_j|| (gamma_{nnz_j} ||zc|| + ||zr||) + nnz_j ETA."""
+        g = _gamma_array(self._counts)
+        nzc = np.asarray(nzc, dtype=np.float64)
+        nzr = np.broadcast_to(np.asarray(nzr, dtype=np.float64), nzc.shape)
+        a = _up(_up(g[None, :] * nzc[:, None]) + nzr[:, None])
+        return _up(_up(self.coln[None, :] * a) + self._counts[None, :] * ETA)
+
+
+def _design_of(X: np.ndarray | _CSC, y: np.ndarray, loss: str, fit_intercept: bool,
+               huber_delta: float | None = None, extra: _Extras | None = None):
+    """The data as the bounds use them: :class:`_Design` or :class:`_SparseDesign`."""
+    if isinstance(X, _CSC):
+        return _SparseDesign(X, y, loss, fit_intercept, huber_delta, extra)
+    return _Design(X, y, loss, fit_intercept, huber_delta, extra)
+
+
+def _support_columns(X: np.ndarray | _CSC, S: np.ndarray) -> np.ndarray:
+    """The columns S of X, dense."""
+    return X.columns(S) if isinstance(X, _CSC) else X[:, S]
 
 
 @dataclass
@@ -1212,7 +1500,7 @@ def node_lower_bound(X: np.ndarray, y: np.ndarray, loss: str, k: int, lambda2: f
         A lower bound, valid in exact arithmetic, of min F over the node's supports; ``-inf``
         when the witness is outside the domain, breaks the zero sum, or overflows.
     """
-    X = np.asarray(X, dtype=np.float64)
+    X = _sparse_input(X) if _is_sparse_input(X) else np.asarray(X, dtype=np.float64)
     y = np.asarray(y, dtype=np.float64)
     M = None if max_abs_coef is None or math.isinf(max_abs_coef) else float(max_abs_coef)
     extra = _Extras()
@@ -1224,7 +1512,7 @@ def node_lower_bound(X: np.ndarray, y: np.ndarray, loss: str, k: int, lambda2: f
         box = math.inf if M is None else M
         extra.lo = np.maximum(np.asarray(coef_lower, dtype=np.float64), -box)
         extra.hi = np.minimum(np.asarray(coef_upper, dtype=np.float64), box)
-    des = _Design(X, y, loss, fit_intercept, huber_delta, extra)
+    des = _design_of(X, y, loss, fit_intercept, huber_delta, extra)
     state = np.zeros(des.p, dtype=np.int8)
     state[list(fixed_out)] = 2
     state[list(fixed_in)] = 1
@@ -1240,6 +1528,8 @@ def node_lower_bound(X: np.ndarray, y: np.ndarray, loss: str, k: int, lambda2: f
                 return -math.inf
             terms = _dual_terms(des, vec, float(lambda2), M)[0]
         elif kind == "shifted":
+            if isinstance(des, _SparseDesign):  # no shift with a sparse X
+                return -math.inf
             terms = _shifted_terms(des, vec, float(lambda2), float(eig_shift), M)[0]
         else:
             raise ValueError(f"unknown witness kind {kind!r}")
@@ -1575,14 +1865,17 @@ def objective_upper_bound(X: np.ndarray, y: np.ndarray, loss: str, lambda2: floa
                           sample_weight: np.ndarray | None = None,
                           offset: np.ndarray | None = None) -> tuple[float, float]:
     """(value, upper bound) of F(coef, intercept) = sum_i w_i f(x_i^T coef + c + o_i, y_i) +
-    lambda2 ||coef||^2 on the raw data (classification labels already -1/+1; ``huber_delta``:
-    the Huber loss's threshold; w = ``sample_weight``, all 1 if None; o = ``offset``, all 0 if
-    None); the bound is valid in exact arithmetic (inf when it cannot be established)."""
-    X = np.asarray(X, dtype=np.float64)
+    lambda2 ||coef||^2 on the raw data (X dense or sparse; classification labels already
+    -1/+1; ``huber_delta``: the Huber loss's threshold; w = ``sample_weight``, all 1 if None;
+    o = ``offset``, all 0 if None); the bound is valid in exact arithmetic (inf when it cannot
+    be established)."""
+    if _is_sparse_input(X) and not isinstance(X, _CSC):
+        X = _sparse_input(X)
+    X = X if isinstance(X, _CSC) else np.asarray(X, dtype=np.float64)
     y = np.asarray(y, dtype=np.float64)
     coef = np.asarray(coef, dtype=np.float64)
     S = np.flatnonzero(coef)
-    cols, cs = X[:, S], coef[S]
+    cols, cs = _support_columns(X, S), coef[S]
     n = X.shape[0]
     with np.errstate(all="ignore"):
         if (cols.size and np.abs(cols).max() >= _SPLIT_MAX) or (
@@ -1933,6 +2226,7 @@ class _Parsed:
     proof_bytes: int
     loss_params: dict = field(default_factory=dict)  # the loss's parameters
     extensions: dict = field(default_factory=dict)  # the problem's optional fields (2.2)
+    X_format: str | None = None  # "csc": X is hashed and read as a sparse matrix
 
     @property
     def huber_delta(self) -> float | None:
@@ -1966,6 +2260,9 @@ def _parse(doc: Any) -> _Parsed:
     p = _as_int(_field(pr, "n_features", "problem"), "problem.n_features")
     xh = _as_str(_field(pr, "X_sha256", "problem"), "problem.X_sha256")
     yh = _as_str(_field(pr, "y_sha256", "problem"), "problem.y_sha256")
+    x_format = None
+    if "X_format" in pr:  # absent: a dense X (section 3)
+        x_format = _as_str(pr["X_format"], "problem.X_format", (SPARSE_X_FORMAT,))
     if n < 1 or p < 1:
         raise _Malformed(f"problem.n_samples = {n} and problem.n_features = {p} must be >= 1")
     if p > RECORD_MAX:
@@ -2018,7 +2315,7 @@ def _parse(doc: Any) -> _Parsed:
                          f"({PROOF_HEADER_SIZE} bytes)")
     return _Parsed(loss, k, lambda2, M, fit_intercept, n, p, xh, yh, coef, intercept, support,
                    objective, lb, ub, rel_tol, abs_tol, status, mu, psha, pbytes, loss_params,
-                   _parse_extensions(pr, n, p, k))
+                   _parse_extensions(pr, n, p, k), x_format)
 
 
 #: The user's arguments of the problem's optional parts.
@@ -2377,7 +2674,11 @@ def _obtain(certificate: Any, proof: Any) -> tuple[Any, Any, str]:
     return doc, ppath, ppath
 
 
-def _check_data(X_given: Any, y_given: Any) -> tuple[np.ndarray, np.ndarray]:
+def _check_data(X_given: Any, y_given: Any) -> tuple[np.ndarray | _CSC, np.ndarray]:
+    if _is_sparse_input(X_given):  # a sparse X, read through its arrays (section 3)
+        X_sparse = _sparse_input(X_given)
+        _, y64 = _check_data(np.zeros((1, 1)), y_given)
+        return X_sparse, y64
     X = np.asarray(X_given)
     y = np.asarray(y_given)
     if X.dtype == object and hasattr(X_given, "iloc") and X.ndim == 2:
@@ -2756,8 +3057,12 @@ def verify_certificate(
     certificate : path to the JSON file, the parsed JSON dict, or a ``Certificate``.
         A path's proof file is the file next to it with the same name and extension
         ``.proof``.
-    X : array_like of shape (n_samples, n_features)
-        The data exactly as given to the solver.
+    X : array_like of shape (n_samples, n_features), or a sparse matrix
+        The data exactly as given to the solver. A sparse matrix (scipy's CSR or CSC, read
+        through its ``indptr``, ``indices``, ``data`` and ``shape`` attributes: scipy is not
+        imported) is checked and put in canonical compressed sparse column form; a certificate
+        of a sparse X (``X_format`` ``"csc"``) verifies with X given sparse or dense, and one
+        of a dense X with X given dense or sparse (then formed densely here).
     y : array_like of shape (n_samples,)
         The targets / raw labels exactly as given to the solver (classification labels are
         mapped by the package's rule: the smaller of the two values -> -1, the larger -> +1).
@@ -2897,8 +3202,14 @@ def _verify(certificate, X, y, user, rel_gap, proof, jobs, progress) -> Verifica
                                      f"n_samples={c.n}, n_features={c.p}")
         return rep
     rep.add("data_shape", True, f"n={c.n}, p={c.p}")
-    bad = [name for name, arr, h in (("X", X, c.X_sha256), ("y", y, c.y_sha256))
-           if array_sha256(arr) != h]
+    try:  # the form the certificate's hash is defined on (section 3)
+        X = _as_format(X, c.X_format)
+    except (MemoryError, ValueError) as exc:
+        return rep.fail_input("data", f"X cannot be read as the certificate's "
+                                      f"{'sparse' if c.X_format else 'dense'} X "
+                                      f"({_short(str(exc)) or type(exc).__name__})")
+    bad = [name for name, h, ok in (("X", c.X_sha256, _data_sha256(X) == c.X_sha256),
+                                    ("y", c.y_sha256, array_sha256(y) == c.y_sha256)) if not ok]
     if bad:
         rep.add("data_hash", False, f"SHA-256 of {' and '.join(bad)} differ"
                                     f"{'s' if len(bad) == 1 else ''} from the certificate: the "
@@ -2973,6 +3284,10 @@ def _verify(certificate, X, y, user, rel_gap, proof, jobs, progress) -> Verifica
         if c.loss != "squared":
             shift_ok = rep.add("eig_shift", False, f"eig_shift = {c.mu!r} > 0 is only defined "
                                                    f"for the squared loss, not {c.loss}")
+        elif isinstance(X, _CSC):
+            shift_ok = rep.add("eig_shift", False, f"eig_shift = {c.mu!r} > 0 with a sparse X "
+                                                   "(X_format csc): a shift is proven for a "
+                                                   "dense X only")
         else:
             ok, msg = (proves_eig_shift(X, c.mu, c.fit_intercept) if extra.w is None else
                        proves_eig_shift_weighted(X, c.mu, c.fit_intercept, extra.w))
@@ -2981,7 +3296,7 @@ def _verify(certificate, X, y, user, rel_gap, proof, jobs, progress) -> Verifica
         rep.add("eig_shift", True, "no eigenvalue shift (mu = 0)")
 
     # 8.-11. the tree, its witnesses and the bounds of its regions, in one streamed walk
-    ctx = _Context(c, _Design(X, ym, c.loss, c.fit_intercept, c.huber_delta, extra), src,
+    ctx = _Context(c, _design_of(X, ym, c.loss, c.fit_intercept, c.huber_delta, extra), src,
                    layout, ym, shift_ok, extra)
     try:
         out = _check_tree(ctx, jobs, progress)
@@ -3430,7 +3745,7 @@ def _start_worker(state) -> None:
         ctx = _FORKED
     else:
         c, X, ym, src, layout, shift_ok, extra = state
-        ctx = _Context(c, _Design(X, ym, c.loss, c.fit_intercept, c.huber_delta, extra),
+        ctx = _Context(c, _design_of(X, ym, c.loss, c.fit_intercept, c.huber_delta, extra),
                        _Source(src), layout, ym, shift_ok, extra)
     _WORKER = _Walker(ctx)
 
@@ -3464,6 +3779,23 @@ def _check_tree(ctx: _Context, jobs: int, report: Callable[[str], None] | None) 
     return out
 
 
+def _npz_sparse(z) -> Any:
+    """A sparse X stored in a data ``.npz`` as its index and value arrays (``X_indptr``,
+    ``X_indices``, ``X_data``, ``X_shape``, optional ``X_format``): an object with the
+    attributes the verifier reads a sparse matrix through (checked by :func:`_sparse_input`)."""
+    from types import SimpleNamespace
+
+    missing = [m for m in ("X_indptr", "X_indices", "X_data", "X_shape") if m not in z.files]
+    if missing:
+        raise KeyError(f"no array X (dense) nor {', '.join(missing)} (a sparse X)")
+    fmt = str(z["X_format"]) if "X_format" in z.files else "csc"
+    shape = np.asarray(z["X_shape"])
+    if shape.shape != (2,) or shape.dtype.kind not in "iu":
+        raise ValueError("X_shape must be two integers")
+    return SimpleNamespace(format=fmt, indptr=z["X_indptr"], indices=z["X_indices"],
+                           data=z["X_data"], shape=(int(shape[0]), int(shape[1])))
+
+
 def _main(argv: list[str] | None = None) -> int:
     """``python -m sparsecert.certificate.verify CERT.json DATA.npz [options]``."""
     import argparse
@@ -3472,7 +3804,9 @@ def _main(argv: list[str] | None = None) -> int:
                                  description="Standalone numpy-only certificate verifier.")
     ap.add_argument("certificate")
     ap.add_argument("data", help=".npz file with arrays X and y (and sample_weight, offset "
-                                 "when the problem has them)")
+                                 "when the problem has them); a sparse X as the arrays X_indptr, "
+                                 "X_indices, X_data and X_shape (and X_format, 'csc' or 'csr'; "
+                                 "default 'csc')")
     ap.add_argument("--loss", choices=LOSSES)
     ap.add_argument("--k", type=int)
     ap.add_argument("--lambda2", type=float)
@@ -3485,7 +3819,7 @@ def _main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     try:
         with np.load(args.data, allow_pickle=False) as z:
-            X, y = z["X"], z["y"]
+            X, y = (z["X"] if "X" in z.files else _npz_sparse(z)), z["y"]
             data_extra = {name: z[name] for name in ("sample_weight", "offset")
                           if name in z.files}
     except Exception as exc:  # noqa: BLE001 - any unreadable data file is one line, exit 2

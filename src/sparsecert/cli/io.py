@@ -6,7 +6,9 @@ exit code 2.
 
 Supported files:
 
-- ``.npz`` with arrays ``X`` (n x p) and ``y`` (n);
+- ``.npz`` with arrays ``X`` (n x p) and ``y`` (n); a sparse X as its index and value arrays
+  ``X_indptr``, ``X_indices``, ``X_data``, ``X_shape`` (and ``X_format``, ``"csc"`` (the
+  default) or ``"csr"``), read as a scipy.sparse matrix and never densified;
 - ``.npy`` holding X, with the target in a second ``.npy`` given by ``--y FILE``;
 - ``.csv`` (comma-separated) with a header row naming every column; ``--target COLUMN`` names the
   target column, every other column is a feature and must be numeric.
@@ -106,11 +108,15 @@ def load_data(
             raise ValueError("--y and --target do not apply to .npz data (arrays X and y)")
         try:
             with np.load(path, allow_pickle=False) as z:
-                missing = [a for a in ("X", "y") if a not in z.files]
+                sparse = "X" not in z.files and "X_indptr" in z.files
+                need = ("X_indptr", "X_indices", "X_data", "X_shape", "y") if sparse else \
+                    ("X", "y")
+                missing = [a for a in need if a not in z.files]
                 if missing:
                     raise ValueError(f"{path} has no array {' or '.join(missing)} "
                                      f"(found: {', '.join(z.files) or 'none'})")
-                X, y = z["X"], z["y"]
+                X = _sparse_from_arrays(z) if sparse else z["X"]
+                y = z["y"]
         except OSError:
             raise
         except (EOFError, zipfile.BadZipFile, pickle.UnpicklingError) as exc:
@@ -134,6 +140,12 @@ def load_data(
     else:
         raise ValueError(f"{path}: unsupported data file type {ext or '(none)'!r}; "
                          "use .npz (X, y), .npy with --y, or .csv with --target")
+    if not isinstance(X, np.ndarray):  # sparse: its entries are checked by the prepare step
+        _, y = validate_data(np.zeros((np.asarray(y).shape[0] if np.ndim(y) else 0, 1)), y,
+                             source=path)
+        if X.shape[0] != y.shape[0]:
+            raise ValueError(f"{path}: X has {X.shape[0]} rows but y has {y.shape[0]} entries")
+        return X, y, desc
     X, y = validate_data(X, y, source=path)
     return X, y, desc
 
@@ -200,6 +212,21 @@ def load_sample_data(path: str | os.PathLike, X: np.ndarray, names: Mapping[str,
             raise ValueError(f"{path}: no feature columns besides the target and "
                              f"{', '.join(given.values())}")
     return X, out
+
+
+def _sparse_from_arrays(z):
+    """A scipy.sparse matrix from its arrays in a ``.npz`` (``X_format``: csc or csr)."""
+    import scipy.sparse
+
+    fmt = str(z["X_format"]) if "X_format" in z.files else "csc"
+    if fmt not in ("csc", "csr"):
+        raise ValueError(f"X_format must be 'csc' or 'csr', got {fmt!r}")
+    shape = np.asarray(z["X_shape"])
+    if shape.shape != (2,) or shape.dtype.kind not in "iu" or (shape < 0).any():
+        raise ValueError("X_shape must be two non-negative integers")
+    cls = scipy.sparse.csc_matrix if fmt == "csc" else scipy.sparse.csr_matrix
+    return cls((z["X_data"], z["X_indices"], z["X_indptr"]),
+               shape=(int(shape[0]), int(shape[1])))
 
 
 def _load_csv(path: str, target: str | None) -> tuple[np.ndarray, np.ndarray]:

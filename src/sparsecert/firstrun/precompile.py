@@ -77,7 +77,7 @@ def shared_calls(config: tuple) -> list[tuple]:
     call, with the argument types those callers pass for ``config``'s problems."""
     from sparsecert.solvers.loss_kernels import loss_value_grad
     from sparsecert.solvers.perspective._gfun import g_node, gstar_node
-    from sparsecert.solvers.perspective._linalg import xt_dot
+    from sparsecert.solvers.perspective._linalg import rmatvec
 
     prob = tiny_problem(*config)
     n, p = prob.n_samples, prob.n_features
@@ -85,7 +85,7 @@ def shared_calls(config: tuple) -> list[tuple]:
     state = np.full(p, 2, dtype=np.int8)
     M = float(prob.M)
     return [(g_node, (b, state, 1, M)), (gstar_node, (b, state, 1, M)),
-            (loss_value_grad, (prob.loss_spec, u, prob.y, z)), (xt_dot, (prob.X, z, b))]
+            (loss_value_grad, (prob.loss_spec, u, prob.y, z)), (rmatvec, (prob.design, z, b))]
 
 
 def compile_shared(config: tuple) -> None:
@@ -104,7 +104,7 @@ def callee_calls(prob) -> list[tuple]:
     from sparsecert.solvers.loss_kernels import conjugate_sum, loss_value
     from sparsecert.solvers.perspective._bound import icpt_grad_dual
     from sparsecert.solvers.perspective._fista import _polish_due, new_iterate
-    from sparsecert.solvers.perspective._linalg import x_dot
+    from sparsecert.solvers.perspective._linalg import matvec
 
     n, p = prob.n_samples, prob.n_features
     b, u = np.zeros(p), np.zeros(n)
@@ -113,10 +113,10 @@ def callee_calls(prob) -> list[tuple]:
     it.set("pol_active", p)
     calls = [("polish_due", _polish_due, (it.x, it.sig, it.sc[0])),
              ("loss_value", loss_value, (prob.loss_spec, u, prob.y)),
-             ("x_dot", x_dot, (prob.XT, b, np.zeros(n)))]
+             ("matvec", matvec, (prob.design, b, np.zeros(n)))]
     if prob.icpt:
         calls += [("icpt_grad_dual", icpt_grad_dual,
-                   (prob.X, prob.y, prob.loss_spec, u, prob.Xty, np.zeros(p),
+                   (prob.design, prob.y, prob.loss_spec, u, prob.Xty, np.zeros(p),
                     np.zeros(n), np.zeros(p))),
                   ("conjugate_sum", conjugate_sum, (prob.loss_spec, u, prob.y))]
     return calls
@@ -184,15 +184,15 @@ def zspace_calls(prob) -> list[tuple]:
     ``prob`` (a problem to which z-space applies: least squares, no box, shift or carried
     intercept)."""
     from sparsecert.solvers.perspective._fista import fista_data
+    from sparsecert.solvers.perspective._linalg import sub_design
     from sparsecert.solvers.perspective._zspace import ZColumns, new_ziterate, zspace_chunk
 
     n, m = prob.n_samples, 2
-    XA = np.ascontiguousarray(prob.X[:, :m])
-    XTA = np.ascontiguousarray(prob.XT[:m])
+    DA = sub_design(prob.design, np.arange(m))
     state = np.full(m, 2, dtype=np.int8)
     cols = ZColumns(np.flatnonzero(state == 2), np.ones(m))
     it = new_ziterate(np.zeros(m), n, m)
-    return [(zspace_chunk, (fista_data(prob, XA, XTA), cols, state, 1, it, 1e-6, 0, np.inf))]
+    return [(zspace_chunk, (fista_data(prob, DA), cols, state, 1, it, 1e-6, 0, np.inf))]
 
 
 def compile_zspace(prob) -> None:

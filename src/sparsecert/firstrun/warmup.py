@@ -187,7 +187,7 @@ def _compile_bound(tiny) -> None:
     p = tiny.n_features
     state = np.full(p, 2, dtype=np.int8)
     b = np.zeros(p)
-    ub = xb(tiny.XT, b)
+    ub = xb(tiny.design, b)
     objective(tiny, state, 2, b, ub)
     full_bound(tiny, state, 2, b, ub)
 
@@ -201,7 +201,7 @@ def _compile_polish(tiny, problem) -> None:
         return
     p = tiny.n_features
     state = np.full(p, 2, dtype=np.int8)
-    newton_candidate(tiny.X, tiny.y, tiny.loss_spec, float(tiny.lam_eff), float(tiny.mu),
+    newton_candidate(tiny.design, tiny.y, tiny.loss_spec, float(tiny.lam_eff), float(tiny.mu),
                      np.ones(p), state, 1, 1)
 
 

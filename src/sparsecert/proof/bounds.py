@@ -24,6 +24,7 @@ from sparsecert.proof.rounding import (
     U,
     dn,
     gamma,
+    gamma_array,
     inv_one_minus,
     norm_hi,
     pos_sum_hi,
@@ -33,6 +34,7 @@ from sparsecert.proof.rounding import (
     up,
 )
 from sparsecert.solvers.losses import Loss, get_loss
+from sparsecert.sparse import SparseDesign
 
 __all__ = ["SafeEvaluator", "WitnessBound"]
 
@@ -128,9 +130,15 @@ def bounded_terms_hi(a_lo, a_hi, lower, upper):
 class SafeEvaluator:
     """Rigorous bounds of one problem, on the user's raw data.
 
+    A sparse design (:class:`sparsecert.sparse.SparseDesign`) is read as it is, never centred
+    (any centre serves a zero-sum dual witness, so none is used: ``m = 0``), and the error
+    bound of ``X^T w`` uses, for column ``j``, the length of its dot product, the column's
+    number of entries ``nnz_j``: ``|fl(X^T w)_j - (X^T w)_j| <= gamma_{nnz_j} ||X_j|| ||w|| +
+    nnz_j eta``. It has no shifted witnesses (no eigenvalue shift).
+
     Parameters
     ----------
-    X : ndarray (n, p)
+    X : ndarray (n, p) or SparseDesign
         The raw design (as given by the user).
     y : ndarray (n,)
         The raw targets, classification labels already mapped to -1/+1.
@@ -146,9 +154,10 @@ class SafeEvaluator:
     def __init__(self, X, y, loss: Loss | str, lambda2: float, max_abs_coef,
                  fit_intercept: bool, eig_shift: float = 0.0, *, sample_weight=None,
                  offset=None, coef_lower=None, coef_upper=None):
-        self.X = np.ascontiguousarray(X, dtype=np.float64)
+        self.sparse = isinstance(X, SparseDesign)
+        self.X = X if self.sparse else np.ascontiguousarray(X, dtype=np.float64)
         self.y = np.asarray(y, dtype=np.float64)
-        self.n, self.p = self.X.shape
+        self.n, self.p = (int(d) for d in self.X.shape)
         self.loss = get_loss(loss) if isinstance(loss, str) else loss
         self.lambda2 = float(lambda2)
         self.M = (None if max_abs_coef is None or math.isinf(float(max_abs_coef))
@@ -163,7 +172,9 @@ class SafeEvaluator:
             box = math.inf if self.M is None else self.M
             self.lower = np.maximum(np.asarray(coef_lower, dtype=np.float64), -box)
             self.upper = np.minimum(np.asarray(coef_upper, dtype=np.float64), box)
-        if self.fit_intercept:
+        if self.sparse:  # any centre works for a zero-sum dual: none (m = 0), exact
+            self.Xd, self.e = None, 0.0
+        elif self.fit_intercept:
             # any centre m works (a dual witness sums to zero, P annihilates 1): the rounding
             # of X - 1 m^T is at most e |Xd| entrywise
             centre = self.X.mean(axis=0) if self.w is None else (self.w @ self.X) / self.w.sum()
@@ -181,8 +192,9 @@ class SafeEvaluator:
             yrad = up(U * np.abs(ylin))
         if self.loss.has_closed_form_refit and self.fit_intercept:
             # the targets are centred as the engine centres them (smaller linear terms)
+            # (the rounding of the centring: CENTRE_ERR |yc|, a sparse X's e being 0)
             yc = ylin - (ylin.mean() if self.w is None else (self.w @ ylin) / self.w.sum())
-            self.yb = Ball(yc, up(up(self.e * np.abs(yc)) + yrad))
+            self.yb = Ball(yc, up(up(CENTRE_ERR * np.abs(yc)) + yrad))
         else:
             self.yb = Ball(ylin, yrad)
         self._col = None
@@ -196,7 +208,12 @@ class SafeEvaluator:
     @property
     def col_norm(self) -> np.ndarray:
         if self._col is None:
-            self._col = up(np.sqrt(sumsq_hi(np.einsum("ij,ij->j", self.Xd, self.Xd), self.n)))
+            if self.sparse:  # sums of nnz_j <= max nnz squares
+                m = int(self.X.column_nnz().max(initial=0))
+                self._col = up(np.sqrt(sumsq_hi(self.X.column_sq_sums(), m)))
+            else:
+                self._col = up(np.sqrt(sumsq_hi(np.einsum("ij,ij->j", self.Xd, self.Xd),
+                                                self.n)))
         return self._col
 
     @property
@@ -208,6 +225,8 @@ class SafeEvaluator:
     def _xt(self, w: Ball, cols: np.ndarray | None = None) -> Ball:
         """(X - 1 m^T)^T w as a ball (Cauchy-Schwarz on the a priori product bound); with
         ``cols``, its entries on those columns only."""
+        if self.sparse:
+            return self._xt_sparse(w, cols)
         # with most columns asked for, the product over every column read on ``cols`` (one
         # pass over X); with few, the product over a copy of those columns (each entry's error
         # bound below holds for any order of its sum, so both are proven alike)
@@ -222,6 +241,24 @@ class SafeEvaluator:
         rn = float(norm_hi(w.rad))
         f = up(up(up(gamma(self.n) + self.e) * wn) + up(up(1.0 + self.e) * rn))
         return Ball(mid, up(up(cn * f) + self.n * ETA))
+
+    def _xt_sparse(self, w: Ball, cols: np.ndarray | None = None) -> Ball:
+        """X^T w as a ball for a sparse X (no centre): column j's product is a dot product of
+        nnz_j terms, so |fl - exact| <= gamma_{nnz_j} ||X_j|| ||w.mid|| + nnz_j eta, plus
+        ||X_j|| ||w.rad|| for the ball."""
+        from sparsecert.solvers.perspective._linalg import csc_rmatvec
+
+        X = self.X
+        mid = np.empty(self.p)
+        csc_rmatvec(X.indptr, X.indices, X.data, np.empty(0),
+                    np.ascontiguousarray(w.mid, dtype=np.float64), mid)
+        cn, nnz = self.col_norm, X.column_nnz()
+        if cols is not None:
+            mid, cn, nnz = mid[cols], cn[cols], nnz[cols]
+        wn = float(norm_hi(w.mid))
+        rn = float(norm_hi(w.rad))
+        f = up(up(gamma_array(nnz) * wn) + rn)
+        return Ball(mid, up(up(cn * f) + nnz * ETA))
 
     # -- witnesses ------------------------------------------------------------------------
     def dual_domain(self) -> tuple[np.ndarray, np.ndarray]:
@@ -262,9 +299,10 @@ class SafeEvaluator:
             return None
         with np.errstate(all="ignore"):
             if self.w is None:
-                c_mid, c_hi = self.loss.conjugate_sum_upper(z, self.yb)
+                c_mid, c_hi = _by_blocks(self.loss.conjugate_sum_upper, z, self.yb)
             else:
-                c_mid, c_hi = self.loss.weighted_conjugate_sum_upper(z, self.yb, self.w)
+                c_mid, c_hi = _by_blocks(self.loss.weighted_conjugate_sum_upper, z, self.yb,
+                                         self.w)
             k_mid, k_lo = -c_mid, -c_hi
             if self.o_term is not None:  # + o^T zeta, from below
                 od = float(z @ self.o_term)
@@ -284,7 +322,7 @@ class SafeEvaluator:
     def shifted(self, b: np.ndarray) -> WitnessBound | None:
         """Terms of a shifted witness b~ (a loss that takes the shift, mu > 0 proven by the
         caller)."""
-        if not self.loss.takes_shift or not self.mu > 0:
+        if not self.loss.takes_shift or not self.mu > 0 or self.sparse:
             return None
         b = np.asarray(b, dtype=np.float64)
         if not np.isfinite(b).all():
@@ -406,11 +444,13 @@ class SafeEvaluator:
         """
         coef = np.asarray(coef, dtype=np.float64)
         S = np.flatnonzero(coef)
-        A, cb = self.X[:, S], coef[S]
+        cb = coef[S]
+        # a sparse X: its support's columns in blocks of rows (never all n rows densely)
+        A = ((lambda r0, r1: self.X.columns(S, (r0, r1))) if self.sparse else self.X[:, S])
+        big = _abs_max(self.X.data[_entries(self.X, S)]) if self.sparse else _abs_max(A)
         c = np.full(self.n, float(intercept) if self.fit_intercept else 0.0)
         with np.errstate(all="ignore"):
-            if (A.size and np.abs(A).max() >= 2.0 ** 995) or (cb.size and
-                                                              np.abs(cb).max() >= 2.0 ** 995):
+            if big >= 2.0 ** 995 or _abs_max(cb) >= 2.0 ** 995:
                 return math.nan, math.inf
             y = self.y
             offs = [] if self.o is None else [self.o]
@@ -425,13 +465,75 @@ class SafeEvaluator:
         return float(value), (upper if math.isfinite(upper) else math.inf)
 
 
-def lin_ball(A: np.ndarray, coef: np.ndarray, extra: list[np.ndarray]) -> Ball:
+#: samples per block of the conjugate sums (their temporaries stay small)
+_CONJ_BLOCK = 1 << 15
+
+
+def _by_blocks(fn, z: np.ndarray, yb: Ball, w: np.ndarray | None = None) -> tuple[float, float]:
+    """``fn``'s ``(computed, upper bound)`` of a sum over the samples, summed over blocks of
+    samples (the blocks' bounds added with upward rounding: a bound of the whole sum)."""
+    n = z.shape[0]
+    if n <= _CONJ_BLOCK:
+        return fn(z, yb) if w is None else fn(z, yb, w)
+    mid, hi = 0.0, 0.0
+    for a in range(0, n, _CONJ_BLOCK):
+        b = a + _CONJ_BLOCK
+        yblk = Ball(yb.mid[a:b], yb.rad[a:b])
+        m, h = fn(z[a:b], yblk) if w is None else fn(z[a:b], yblk, w[a:b])
+        mid += float(m)
+        hi = float(up(hi + float(h)))
+    return mid, hi
+
+
+def _abs_max(a: np.ndarray) -> float:
+    """max |a_i| (0 for an empty array; NaN propagates), without a temporary of |a|."""
+    return float(max(a.max(), -a.min())) if a.size else 0.0
+
+
+def _entries(X, S: np.ndarray) -> np.ndarray:
+    """The positions in ``X.data`` of the entries of the columns ``S`` of a sparse X."""
+    if not len(S):
+        return np.zeros(0, dtype=np.int64)
+    return np.concatenate([np.arange(X.indptr[j], X.indptr[j + 1]) for j in S])
+
+
+def lin_ball(A, coef: np.ndarray, extra: list[np.ndarray]) -> Ball:
     """Rows of A @ coef plus the ``extra`` vectors, nearly exactly (TwoProduct + Sum2).
+
+    ``A``: a dense (n, m) array, or a function of a row range ``(r0, r1)`` giving those rows
+    of the m columns densely (a sparse X's support: only a block of rows is ever dense).
 
     Sum2 (Ogita, Rump, Oishi, SIAM J. Sci. Comput. 2005): |res - s| <= u |s| + gamma_m^2
     sum |t_i| for m terms; a product below 2^-968, whose error term may not be exact, adds
     2^-1020 to the radius.
     """
+    if callable(A):
+        rows_of = A
+        m = coef.shape[0]
+        n = extra[0].shape[0]
+    else:
+        def rows_of(r0: int, r1: int) -> np.ndarray:
+            return A[r0:r1]
+
+        m = A.shape[1]
+        n = A.shape[0] if A.ndim == 2 else extra[0].shape[0]
+        if n <= max(1, _LIN_BLOCK // (2 * m + len(extra) + 1)):
+            return _lin_rows(A, coef, extra)
+    step = max(1, _LIN_BLOCK // (2 * m + len(extra) + 1))
+    if n > step or callable(A):  # row by row the same: in blocks, the temporaries stay small
+        balls = [_lin_rows(rows_of(i, min(i + step, n)), coef, [e[i:i + step] for e in extra])
+                 for i in range(0, n, step)]
+        return Ball(np.concatenate([b.mid for b in balls]),
+                    np.concatenate([b.rad for b in balls]))
+    return _lin_rows(A, coef, extra)
+
+
+#: entries of the temporaries of one block of rows of :func:`lin_ball`
+_LIN_BLOCK = 1 << 17
+
+
+def _lin_rows(A: np.ndarray, coef: np.ndarray, extra: list[np.ndarray]) -> Ball:
+    """:func:`lin_ball` of a block of rows."""
     n = A.shape[0] if A.ndim == 2 else extra[0].shape[0]
     terms = []
     tiny = np.zeros(n)

@@ -25,8 +25,8 @@ from fractions import Fraction
 import numpy as np
 
 __all__ = ["U", "ETA", "EPS_ELEM", "CENTRE_ERR", "up", "dn", "rat_up", "rat_dn", "gamma",
-           "inv_one_minus", "inv_one_plus", "elem_err", "pos_sum_hi", "pos_sum_lo", "sum_hi",
-           "sumsq_hi", "norm_hi", "sums_to_zero", "Ball"]
+           "gamma_array", "inv_one_minus", "inv_one_plus", "elem_err", "pos_sum_hi",
+           "pos_sum_lo", "sum_hi", "sumsq_hi", "norm_hi", "sums_to_zero", "Ball"]
 
 U = 2.0 ** -53
 ETA = 2.0 ** -1074
@@ -69,6 +69,17 @@ def gamma(m: int) -> float:
             raise ValueError("problem too large for the rounding-error bounds")
         _G[m] = rat_up(mu / (1 - mu))
     return _G[m]
+
+
+def gamma_array(m: np.ndarray) -> np.ndarray:
+    """Float upper bounds of gamma_m for an integer array ``m`` (ValueError when some m u >=
+    1/2): ``m u`` and ``1 - m u`` are exact in float64 (u a power of two, m < 2^52), so the
+    one rounded operation is the division, rounded up by :func:`up`."""
+    m = np.maximum(np.asarray(m, dtype=np.int64), 0)
+    if m.size and int(m.max()) >= 2 ** 52:
+        raise ValueError("problem too large for the rounding-error bounds")
+    mu = m.astype(np.float64) * U
+    return np.where(m > 0, up(mu / (1.0 - mu)), 0.0)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -121,9 +132,21 @@ def sumsq_hi(s, m: int):
 
 
 def norm_hi(v, axis=None):
-    """Upper bound of the Euclidean norm of exact floats ``v`` (along ``axis``)."""
-    v = np.abs(np.asarray(v, dtype=np.float64))
+    """Upper bound of the Euclidean norm of exact floats ``v`` (along ``axis``; a long vector
+    in blocks, whose bounds are added with upward rounding: the temporaries stay small)."""
+    v = np.asarray(v, dtype=np.float64)
+    if axis is None and v.ndim == 1 and v.size > _NORM_BLOCK:
+        total = 0.0
+        for s in range(0, v.size, _NORM_BLOCK):
+            b = np.abs(v[s:s + _NORM_BLOCK])
+            total = float(up(total + float(pos_sum_hi(up(b * b)))))
+        return up(np.sqrt(total))
+    v = np.abs(v)
     return up(np.sqrt(pos_sum_hi(up(v * v), axis=axis)))
+
+
+#: entries per block of :func:`norm_hi` of a long vector
+_NORM_BLOCK = 1 << 15
 
 
 @dataclass
@@ -173,6 +196,18 @@ def sums_to_zero(z: np.ndarray) -> bool:
     """Whether the exact sum of the float64 entries is zero (``math.fsum`` is correctly rounded;
     finite entries whose partial sums overflow, or infinities, are not a zero-sum witness)."""
     try:
-        return math.fsum(np.asarray(z, dtype=np.float64).tolist()) == 0.0
+        return exact_sum(z) == 0.0
     except (OverflowError, ValueError):
         return False
+
+
+#: entries per block of :func:`exact_sum` (a block is a Python list: 32 bytes an entry)
+_FSUM_BLOCK = 1 << 14
+
+
+def exact_sum(z: np.ndarray) -> float:
+    """``math.fsum`` of the float64 entries (the correctly rounded exact sum), fed in blocks so
+    that no Python list of all the entries is ever made."""
+    z = np.asarray(z, dtype=np.float64).reshape(-1)
+    return math.fsum(v for s in range(0, z.size, _FSUM_BLOCK)
+                     for v in z[s:s + _FSUM_BLOCK].tolist())

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from sparsecert.proof.bounds import SafeEvaluator
-from sparsecert.proof.rounding import sums_to_zero
+from sparsecert.proof.rounding import exact_sum, sums_to_zero
 
 __all__ = ["ZERO_ID", "ZeroWitness", "certificate_witness", "dual_witness", "exact_zero_sum",
            "point_dual", "raw_dual"]
@@ -58,35 +58,68 @@ def exact_zero_sum(zeta: np.ndarray, lower: np.ndarray | None = None,
     ValueError
         If the box leaves no room to reach a zero sum.
     """
+    # (the n-vectors are made one after the other and released early: a witness of a large
+    # problem costs a few copies of itself, not a dozen)
     z = np.asarray(zeta, dtype=np.float64)
     n = z.size
     lo = np.full(n, -np.inf) if lower is None else np.asarray(lower, dtype=np.float64)
     hi = np.full(n, np.inf) if upper is None else np.asarray(upper, dtype=np.float64)
-    z = np.clip(z - z.mean(), lo, hi)
-    scale = max(float(np.abs(z).max(initial=0.0)),
-                float(np.abs(lo[np.isfinite(lo)]).max(initial=0.0)),
-                float(np.abs(hi[np.isfinite(hi)]).max(initial=0.0)), 1e-300)
+    z = z - z.mean()
+    np.clip(z, lo, hi, out=z)
+    scale = max(_abs_max(z), _abs_max(lo[np.isfinite(lo)]), _abs_max(hi[np.isfinite(hi)]),
+                1e-300)
     e = math.frexp(scale)[1]  # scale < 2**e
     q = math.ldexp(1.0, e + math.ceil(math.log2(n + 1)) + 1 - 52)
     big = float(2 ** 52)
-    lo_u = np.ceil(np.clip(lo / q, -big, big)).astype(np.int64)
-    hi_u = np.floor(np.clip(hi / q, -big, big)).astype(np.int64)
-    units = np.clip(np.rint(z / q).astype(np.int64), lo_u, hi_u)
+    z /= q
+    np.rint(z, out=z)
+    units = z.astype(np.int64)
+    del z
+    np.minimum(units, _grid_units(hi, q, big, np.floor), out=units)
+    np.maximum(units, _grid_units(lo, q, big, np.ceil), out=units)
     r = int(units.sum())  # entries are < 2**(52 - log2 n): the int64 sum is exact
     if r != 0:
-        room = (units - lo_u) if r > 0 else (hi_u - units)
-        order = np.argsort(-room, kind="stable")
+        # the |r| grid units are taken from the entries with the most room, in decreasing
+        # order of room (ties: the first entry first)
+        if r > 0:
+            room = units - _grid_units(lo, q, big, np.ceil)
+        else:
+            room = _grid_units(hi, q, big, np.floor) - units
         need = abs(r)
-        take = np.minimum(room[order], need)
-        cum = np.cumsum(take)
-        take = np.where(cum <= need, take, np.maximum(0, need - (cum - take)))
-        if int(take.sum()) != need:
-            raise ValueError("the box [lower, upper] leaves no room for an exact zero sum")
-        units[order] -= np.sign(r) * take
-    out = units.astype(np.float64) * q
-    if math.fsum(out.tolist()) != 0.0:  # cannot happen: all entries lie on the grid q
+        first = int(np.argmax(room))
+        if int(room[first]) >= need:  # (the usual case: one entry has room for all of it)
+            del room
+            units[first] -= np.sign(r) * need
+        else:
+            order = np.argsort(-room, kind="stable")
+            take = room[order]
+            del room
+            np.minimum(take, need, out=take)
+            cum = np.cumsum(take)
+            take = np.where(cum <= need, take, np.maximum(0, need - (cum - take)))
+            del cum
+            if int(take.sum()) != need:
+                raise ValueError("the box [lower, upper] leaves no room for an exact zero sum")
+            units[order] -= np.sign(r) * take
+    out = units.astype(np.float64)
+    del units
+    out *= q
+    if exact_sum(out) != 0.0:  # cannot happen: all entries lie on the grid q
         raise RuntimeError("exact_zero_sum: internal error, the sum is not exactly zero")
     return out
+
+
+def _abs_max(a: np.ndarray) -> float:
+    """max |a_i| (0 for an empty array), without a temporary of |a|."""
+    return float(max(a.max(), -a.min())) if a.size else 0.0
+
+
+def _grid_units(bound: np.ndarray, q: float, big: float, rounding) -> np.ndarray:
+    """``rounding(clip(bound / q, -big, big))`` as int64 (a bound on the grid of step q)."""
+    t = bound / q
+    np.clip(t, -big, big, out=t)
+    rounding(t, out=t)
+    return t.astype(np.int64)
 
 
 def dual_witness(ev: SafeEvaluator, zeta: np.ndarray) -> np.ndarray:
@@ -105,7 +138,7 @@ def point_dual(relaxation, b: np.ndarray) -> np.ndarray:
     fn = getattr(relaxation, "dual_of_point", None)
     if fn is not None:
         return fn(b)
-    return relaxation.loss_fn.gradient(relaxation.X @ b, relaxation.y)
+    return relaxation.loss_fn.gradient(_xb(relaxation, b), relaxation.y)
 
 
 def raw_dual(relaxation, zeta: np.ndarray) -> np.ndarray:
@@ -113,6 +146,16 @@ def raw_dual(relaxation, zeta: np.ndarray) -> np.ndarray:
     positive weight, and fold the weights of least squares into its data)."""
     fn = getattr(relaxation, "raw_dual", None)
     return np.asarray(zeta, dtype=np.float64) if fn is None else fn(zeta)
+
+
+def _xb(rx, vec: np.ndarray) -> np.ndarray:
+    """``X b~`` on the engine's data (a sparse design through its kernels, centred as the
+    engine centres it)."""
+    if getattr(rx, "sparse", False):
+        from sparsecert.solvers.perspective._linalg import xb
+
+        return xb(rx.design, vec)
+    return rx.X @ vec
 
 
 def certificate_witness(ev: SafeEvaluator, relaxation, witness) -> tuple[str, np.ndarray]:

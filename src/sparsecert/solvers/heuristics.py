@@ -25,7 +25,8 @@ import scipy.linalg
 from sparsecert.solvers._ridge_refit import ridge_objective, ridge_refit
 from sparsecert.solvers.losses import Loss, get_loss
 
-__all__ = ["SubsetModel", "SupportRefitter", "beam_search", "swap_search", "round_relaxation"]
+__all__ = ["SubsetModel", "SupportRefitter", "SparseSupportRefitter", "beam_search",
+           "swap_search", "round_relaxation"]
 
 
 @dataclass(frozen=True)
@@ -121,6 +122,13 @@ class SupportRefitter:
         (its data as used internally; an intercept variable for a loss without a closed-form
         refit, least squares being centred instead)."""
         bounds = getattr(problem, "coef_bounds", None)
+        if problem.sparse:
+            return SparseSupportRefitter(problem.design, problem.y, problem.loss_fn,
+                                         problem.lambda2, problem.M, fit_intercept=problem.icpt,
+                                         sample_weight=getattr(problem, "sample_weight", None),
+                                         offset=getattr(problem, "offset", None),
+                                         coef_lower=None if bounds is None else bounds.lower,
+                                         coef_upper=None if bounds is None else bounds.upper)
         return cls(problem.X, problem.y, problem.loss_fn, problem.lambda2, problem.M,
                    fit_intercept=problem.icpt, XT=problem.XT,
                    sample_weight=getattr(problem, "sample_weight", None),
@@ -345,6 +353,194 @@ class SupportRefitter:
             curv = 2.0 * self._col_sq
         else:
             curv = (self.X * self.X).T @ g2
+        if self._boxed:  # the step -grad / curv, clipped into the bounds: its decrease
+            h = curv + 2.0 * self.lambda2
+            step = np.clip(-grad / h, self.lower, self.upper)
+            scores = -(grad * step + 0.5 * h * step * step)
+        else:
+            scores = grad * grad / (2.0 * (curv + 2.0 * self.lambda2))
+        scores[list(model.support)] = -np.inf
+        return scores
+
+
+class SparseSupportRefitter(SupportRefitter):
+    """:class:`SupportRefitter` on a sparse design, never densified.
+
+    Parameters
+    ----------
+    D : sparsecert.solvers.perspective._linalg.Design
+        The sparse design as the solver uses it (its implicit centre ``m``, when it has one,
+        makes the columns ``X - 1 m^T``).
+    y, loss, lambda2, max_abs_coef, fit_intercept, sample_weight, offset, coef_lower, coef_upper
+        As for :class:`SupportRefitter`.
+
+    A support's columns are taken as a small scipy CSC matrix of their entries (``O(their
+    nnz)``), and every refit is Newton's method (one step for least squares) or, with a box,
+    L-BFGS-B on them. On centred columns the model is fitted on the raw columns with an
+    intercept variable: ``(X - 1 m^T) b + c = X b + (c - m^T b)``, so both have the same
+    optimum ``b`` (a centred least-squares problem's own intercept is then ``0``: its response
+    is centred too).
+    """
+
+    def __init__(self, D, y: np.ndarray, loss: Loss | str, lambda2: float,
+                 max_abs_coef: float = np.inf, fit_intercept: bool = False, *,
+                 sample_weight: np.ndarray | None = None, offset: np.ndarray | None = None,
+                 coef_lower: np.ndarray | None = None,
+                 coef_upper: np.ndarray | None = None) -> None:
+        from sparsecert.solvers.perspective._linalg import design_sq_norms
+
+        self.X = D
+        self._XT = None
+        self.y = y
+        self._loss = get_loss(loss) if isinstance(loss, str) else loss
+        self.loss = self._loss.name
+        self.w = None if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
+        self.o = None if offset is None else np.asarray(offset, dtype=np.float64)
+        self._ridge = self._loss.has_closed_form_refit and self.w is None and self.o is None
+        self.lambda2 = float(lambda2)
+        self.M = float(max_abs_coef)
+        self.fit_intercept = bool(fit_intercept)
+        self.n, self.p = int(D.n), int(D.p)
+        self.lower = np.full(self.p, -self.M)
+        self.upper = np.full(self.p, self.M)
+        if coef_lower is not None:
+            self.lower = np.maximum(self.lower, coef_lower)
+            self.upper = np.minimum(self.upper, coef_upper)
+        self._boxed = bool(np.isfinite(self.lower).any() or np.isfinite(self.upper).any())
+        self._centred = D.centre.shape[0] > 0
+        self._cache = {}
+        self._col_sq = design_sq_norms(D)
+        self.n_fits = 0
+
+    def _columns(self, key: tuple[int, ...]):
+        """The raw columns ``key`` as a scipy CSC matrix (n, len(key)) and their centre."""
+        import scipy.sparse
+
+        from sparsecert.solvers.perspective._linalg import sub_design
+
+        cols = np.asarray(key, dtype=np.int64)
+        sd = sub_design(self.X, cols)
+        XS = scipy.sparse.csc_matrix((sd.values, sd.indices, sd.indptr),
+                                     shape=(self.n, cols.size))
+        m = self.X.centre[cols] if self._centred else np.zeros(cols.size)
+        return XS, m
+
+    def _lin(self, key: tuple[int, ...], coef: np.ndarray, intercept: float) -> np.ndarray:
+        """``(X_S - 1 m_S^T) coef + intercept`` on the solver's data."""
+        if not key:
+            return np.full(self.n, float(intercept))
+        XS, m = self._columns(key)
+        return XS @ coef + (float(intercept) - float(m @ coef))
+
+    def objective(self, support: tuple[int, ...], coef: np.ndarray, intercept: float) -> float:
+        """Exact objective of a restricted model."""
+        coef = np.asarray(coef, dtype=np.float64)
+        u = self._lin(tuple(support), coef, intercept)
+        return self._value(u) + self.lambda2 * float(coef @ coef)
+
+    def fit(self, support) -> SubsetModel:
+        """Optimal model on ``support`` (cached)."""
+        key = tuple(sorted(map(int, support)))
+        hit = self._cache.get(key)
+        if hit is not None:
+            return hit
+        self.n_fits += 1
+        XS, m = self._columns(key)
+        icpt = self.fit_intercept or self._centred  # an intercept variable on the raw columns
+        coef, c = self._newton(XS, icpt)
+        if self._outside(key, coef):
+            coef, c = self._box(XS, coef, c, icpt, key)
+        # the intercept on the solver's (centred) data; none for a centred closed-form loss
+        c = float(c + m @ coef) if self.fit_intercept else 0.0
+        model = SubsetModel(key, coef, c, self.objective(key, coef, c))
+        self._cache[key] = model
+        return model
+
+    def _newton(self, XS, icpt: bool, tol: float = 1e-11,
+                max_iter: int = 100) -> tuple[np.ndarray, float]:
+        s = XS.shape[1]
+        d = s + int(icpt)
+        if d == 0:
+            return np.zeros(0), 0.0
+        reg = np.full(d, 2.0 * self.lambda2)
+        if icpt:
+            reg[-1] = 0.0
+        w = np.zeros(d)
+        if icpt:
+            w[-1] = self._loss.initial_intercept(self.y) if not self._ridge else float(
+                np.mean(self.y))
+
+        def full(w):
+            b = w[:s]
+            u = XS @ b + (w[s] if icpt else 0.0)
+            val, g1, g2 = self._derivatives(u)
+            g = np.empty(d)
+            g[:s] = XS.T @ g1
+            if icpt:
+                g[s] = g1.sum()
+            return val + 0.5 * float(reg @ (w * w)), g + reg * w, g2
+
+        f, grad, h = full(w)
+        for _ in range(max_iter):
+            H = np.empty((d, d))
+            XSh = XS.multiply(h[:, None]).tocsc()
+            H[:s, :s] = (XS.T @ XSh).toarray()
+            if icpt:
+                col = np.asarray(XSh.sum(axis=0)).ravel()
+                H[:s, s] = col
+                H[s, :s] = col
+                H[s, s] = h.sum()
+            H[np.diag_indices_from(H)] += reg + 1e-12 * max(1.0, np.max(np.abs(np.diag(H))))
+            step = scipy.linalg.solve(H, grad, assume_a="sym")
+            dec = float(grad @ step)
+            if dec <= tol * max(1.0, abs(f)):
+                break
+            t = 1.0
+            while True:
+                f_new, grad_new, h_new = full(w - t * step)
+                if f_new <= f - 0.25 * t * dec or t < 1e-12:
+                    break
+                t *= 0.5
+            w, f, grad, h = w - t * step, f_new, grad_new, h_new
+        return (w[:s], float(w[s])) if icpt else (w, 0.0)
+
+    def _box(self, XS, coef0: np.ndarray, c0: float, icpt: bool,
+             key: tuple[int, ...]) -> tuple[np.ndarray, float]:
+        s = XS.shape[1]
+        lo, hi = self.lower[list(key)], self.upper[list(key)]
+
+        def fun(w):
+            b = w[:s]
+            c = w[s] if icpt else 0.0
+            val, g1, _ = self._derivatives(XS @ b + c)
+            g = np.empty_like(w)
+            g[:s] = XS.T @ g1 + 2.0 * self.lambda2 * b
+            if icpt:
+                g[s] = g1.sum()
+            return val + self.lambda2 * float(b @ b), g
+
+        w0 = np.append(np.clip(coef0, lo, hi), c0) if icpt else np.clip(coef0, lo, hi)
+        bounds = [(None if not np.isfinite(a) else float(a),
+                   None if not np.isfinite(b) else float(b)) for a, b in zip(lo, hi, strict=True)]
+        bounds += [(None, None)] if icpt else []
+        import scipy.optimize
+
+        res = scipy.optimize.minimize(fun, w0, jac=True, method="L-BFGS-B", bounds=bounds,
+                                      options={"ftol": 1e-15, "gtol": 1e-10, "maxiter": 5000})
+        w = np.clip(res.x[:s], lo, hi)
+        return w, (float(res.x[s]) if icpt else 0.0)
+
+    def screening_scores(self, model: SubsetModel) -> np.ndarray:
+        """Second-order estimate of the decrease from adding each coordinate to ``model``."""
+        from sparsecert.solvers.perspective._linalg import rmatvec_sq, xtz
+
+        u = self._lin(model.support, model.coef, model.intercept)
+        _, g1, g2 = self._derivatives(u)
+        grad = xtz(self.X, g1)
+        if self._ridge:  # f'' = 2
+            curv = 2.0 * self._col_sq
+        else:
+            curv = rmatvec_sq(self.X, g2)
         if self._boxed:  # the step -grad / curv, clipped into the bounds: its decrease
             h = curv + 2.0 * self.lambda2
             step = np.clip(-grad / h, self.lower, self.upper)

@@ -43,7 +43,7 @@ def test_chunks_of_one_iteration_equal_one_long_run(loss, icpt):
     assert (icpt_arg is None) == (not icpt)
     x0 = np.zeros(p)
     c0 = 0.2 if icpt else 0.0
-    ux0 = xb(prob.XT, x0) + c0
+    ux0 = xb(prob.design, x0) + c0
 
     def fresh():
         it = new_iterate(x0, ux0, initial_L(prob, prob.norm_sq, ux0),
@@ -116,7 +116,7 @@ def test_the_kernels_polishing_schedule_equals_the_python_schedule():
     prob = RelaxationProblem.from_data(X, y, 0.05, loss="squared")
     state, budget = node_state(p, k, np.zeros(p, bool), np.zeros(p, bool))
     x0 = np.zeros(p)
-    ux0 = xb(prob.XT, x0)
+    ux0 = xb(prob.design, x0)
 
     def fresh():
         return new_iterate(x0, ux0, initial_L(prob, prob.norm_sq, ux0),
@@ -157,7 +157,7 @@ def test_step_search_ends_when_the_values_are_not_numbers():
     state, budget = node_state(2, 1, np.zeros(2, bool), np.zeros(2, bool))
     data = fista_data(prob)._replace(lam=1.7e308)
     x0 = np.zeros(2)
-    ux0 = xb(prob.XT, x0)
+    ux0 = xb(prob.design, x0)
     it = new_iterate(x0, ux0, initial_L(prob, prob.norm_sq, ux0),
                      objective(prob, state, budget, x0, ux0))
     it.set("restart", RESTART_BOTH)

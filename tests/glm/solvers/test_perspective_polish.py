@@ -9,6 +9,7 @@ import scipy.optimize
 import sparsecert.solvers.perspective.polish as polish
 from sparsecert.solvers.losses import get_loss
 from sparsecert.solvers.perspective import perspective_relaxation
+from sparsecert.solvers.perspective._linalg import dense_design
 from sparsecert.solvers.perspective.node import node_state
 from sparsecert.solvers.perspective.polish import _structure, newton_candidate, structure
 
@@ -54,7 +55,8 @@ def test_newton_candidate_minimises_the_smooth_piece(loss):
     state, budget = node_state(p, k, fin, np.zeros(p, bool))
     x = _point(rng, p, state) * 0.3
     S, in_R, s, kr = structure(x, state, budget)
-    ok, cand = newton_candidate(X, y, get_loss(loss).spec, lam, mu, x, state, budget, 50)
+    ok, cand = newton_candidate(dense_design(X), y, get_loss(loss).spec, lam, mu, x, state,
+                                 budget, 50)
     assert ok
     assert np.all(cand[np.setdiff1d(np.arange(p), S)] == 0.0)
     XS = X[:, S]
@@ -79,7 +81,8 @@ def test_newton_candidate_minimises_the_smooth_piece(loss):
 def test_newton_candidate_refuses_a_degenerate_point():
     X = np.ones((5, 4))
     state = np.full(4, 2, dtype=np.int8)
-    ok, cand = newton_candidate(X, np.ones(5), get_loss("squared").spec, 0.5, 0.0, np.zeros(4),
+    ok, cand = newton_candidate(dense_design(X), np.ones(5), get_loss("squared").spec, 0.5,
+                                0.0, np.zeros(4),
                                 state, 2, 8)
     assert not ok and np.all(cand == 0.0)
 

@@ -11,6 +11,7 @@ import sparsecert
 from sparsecert.solvers.perspective import RelaxationProblem, solve_node
 from sparsecert.solvers.perspective import zspace as zspace_mod
 from sparsecert.solvers.perspective._fista import fista_data
+from sparsecert.solvers.perspective._linalg import dense_design
 from sparsecert.solvers.perspective._zspace import (
     ZColumns,
     ZPoint,
@@ -42,7 +43,7 @@ def _data(X, y, lam, act):
     XA = np.ascontiguousarray(X[:, act])
     XTA = np.ascontiguousarray(X.T[act])
     prob = RelaxationProblem.from_data(X, y, lam)
-    return fista_data(prob, XA, XTA), XTA
+    return fista_data(prob, dense_design(XA, XTA)), XTA
 
 
 def _eval(X, y, lam, state, zf):

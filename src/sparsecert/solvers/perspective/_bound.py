@@ -19,7 +19,7 @@ from numba import njit
 
 from sparsecert.solvers.loss_kernels import conjugate_sum, loss_value_grad, zero_sum_parts
 from sparsecert.solvers.perspective._coef_bounds import g_node_any, gstar_node_any
-from sparsecert.solvers.perspective._linalg import xt_dot
+from sparsecert.solvers.perspective._linalg import rmatvec
 
 __all__ = ["sq_norm", "point_values", "icpt_grad_dual", "dual_value"]
 
@@ -51,9 +51,8 @@ def point_values(data, state, budget, b, ub, zeta, bound):
     P = F + 2.0 * lam * g_node_any(b, state, budget, data.M, data.bounds)
     lb = -np.inf
     if bound:
-        X = data.X
-        grad = np.empty(X.shape[1])
-        xt_dot(X, zeta, grad)
+        grad = np.empty(data.D.p)
+        rmatvec(data.D, zeta, grad)
         twolam = 2.0 * lam
         m = b.shape[0]
         a = np.empty(m)
@@ -70,8 +69,9 @@ def point_values(data, state, budget, b, ub, zeta, bound):
 
 
 @njit(cache=True, nogil=True)
-def icpt_grad_dual(X, y, loss, zeta, Xty, grad, zproj, gproj):
-    """Gradient ``X^T zeta`` and a zero-sum dual ``zproj`` (with ``gproj = X^T zproj``).
+def icpt_grad_dual(D, y, loss, zeta, Xty, grad, zproj, gproj):
+    """Gradient ``X^T zeta`` and a zero-sum dual ``zproj`` (with ``gproj = X^T zproj``), ``D``
+    the design (a ``_linalg.Design``).
 
     With an unpenalised intercept the Fenchel dual needs ``sum(zeta) = 0``. The loss splits
     ``zeta`` into parts whose scaling gives a zero sum inside the conjugate's domain
@@ -80,8 +80,8 @@ def icpt_grad_dual(X, y, loss, zeta, Xty, grad, zproj, gproj):
     y`` with ``e >= 0`` scaled to ``sum(e) = sum(y)`` (Poisson; ``Xty = X^T y``). The parts are
     multiplied separately, so the cost is one mat-vec. Returns ``sum(zeta)``.
     """
-    n = X.shape[0]
-    p = X.shape[1]
+    n = D.n
+    p = D.p
     sz = 0.0
     for i in range(n):
         sz += zeta[i]
@@ -89,7 +89,7 @@ def icpt_grad_dual(X, y, loss, zeta, Xty, grad, zproj, gproj):
     v2 = np.zeros(n)
     a1, a2, shifted = zero_sum_parts(loss, y, zeta, v1, v2)
     g1 = np.empty(p)
-    xt_dot(X, v1, g1)
+    rmatvec(D, v1, g1)
     if shifted:  # zeta = v1 - v2 (v2 = y, times the weights)
         for i in range(n):
             zproj[i] = a1 * v1[i] - v2[i]
@@ -98,7 +98,7 @@ def icpt_grad_dual(X, y, loss, zeta, Xty, grad, zproj, gproj):
             gproj[j] = a1 * g1[j] - Xty[j]
         return sz
     g2 = np.empty(p)
-    xt_dot(X, v2, g2)
+    rmatvec(D, v2, g2)
     for i in range(n):
         zproj[i] = a1 * v1[i] + a2 * v2[i]
     for j in range(p):
@@ -108,12 +108,13 @@ def icpt_grad_dual(X, y, loss, zeta, Xty, grad, zproj, gproj):
 
 
 @njit(cache=True, nogil=True)
-def dual_value(X, y, loss, lam, M, state, budget, zeta, bounds):
-    """Fenchel dual ``D(zeta) = -sum f*(zeta_i) - 2 lam g*_node(-X^T zeta / (2 lam))`` (the
-    box ``M``, or the per-coefficient ``bounds`` when not None)."""
-    p = X.shape[1]
+def dual_value(D, y, loss, lam, M, state, budget, zeta, bounds):
+    """Fenchel dual ``D(zeta) = -sum f*(zeta_i) - 2 lam g*_node(-X^T zeta / (2 lam))`` (``D``
+    the design, a ``_linalg.Design``; the box ``M``, or the per-coefficient ``bounds`` when
+    not None)."""
+    p = D.p
     g = np.empty(p)
-    xt_dot(X, zeta, g)
+    rmatvec(D, zeta, g)
     a = np.empty(p)
     for j in range(p):
         a[j] = -g[j] / (2.0 * lam) if state[j] != 0 else 0.0

@@ -41,7 +41,7 @@ from sparsecert.solvers.perspective._coef_bounds import (
     gstar_node_any,
     prox_node_any,
 )
-from sparsecert.solvers.perspective._linalg import copy_into, x_dot, xt_dot
+from sparsecert.solvers.perspective._linalg import Design, copy_into, matvec, rmatvec
 
 __all__ = ["FistaData", "Intercept", "intercept", "FistaIterate", "SCALARS", "fista_data",
            "new_iterate", "fista_chunk", "prox_grad_step", "ST_RUNNING", "ST_CONVERGED",
@@ -85,13 +85,12 @@ SCALARS = np.dtype([
 class FistaData(NamedTuple):
     """What the kernel reads: the (possibly working-set) design and the problem's scalars.
 
-    ``X`` (n, p) and ``XT = X^T`` (p, n) are both C-contiguous (see ``_linalg``). ``bounds``:
-    the columns' per-coefficient bounds (``_coef_bounds.CoefBounds``), or None for the box
-    ``M`` alone (the bounds' code is then not compiled).
+    ``D`` is the design, dense or sparse (a ``_linalg.Design``). ``bounds``: the columns'
+    per-coefficient bounds (``_coef_bounds.CoefBounds``), or None for the box ``M`` alone (the
+    bounds' code is then not compiled).
     """
 
-    X: np.ndarray
-    XT: np.ndarray
+    D: Design
     y: np.ndarray
     loss: LossSpec
     lam: float
@@ -140,9 +139,8 @@ class FistaIterate(NamedTuple):
         self.sc[0][name] = value
 
 
-def fista_data(prob, X: np.ndarray | None = None, XT: np.ndarray | None = None,
-               cols: np.ndarray | None = None) -> FistaData:
-    """The kernel's data for ``prob`` (a ``RelaxationProblem``), on its own columns or on ``X``
+def fista_data(prob, D: Design | None = None, cols: np.ndarray | None = None) -> FistaData:
+    """The kernel's data for ``prob`` (a ``RelaxationProblem``), on its own design or on ``D``
     (the columns ``cols`` of the problem's: their bounds).
 
     Every scalar is converted to one fixed type, so the kernel is compiled once.
@@ -151,9 +149,8 @@ def fista_data(prob, X: np.ndarray | None = None, XT: np.ndarray | None = None,
     if bounds is not None and cols is not None:
         bounds = CoefBounds(np.ascontiguousarray(bounds.lower[cols]),
                             np.ascontiguousarray(bounds.upper[cols]))
-    return FistaData(prob.X if X is None else X, prob.XT if XT is None else XT, prob.y,
-                     prob.loss_spec, float(prob.lam_eff), float(prob.mu), float(prob.M),
-                     bounds)
+    return FistaData(prob.design if D is None else D, prob.y, prob.loss_spec,
+                     float(prob.lam_eff), float(prob.mu), float(prob.M), bounds)
 
 
 def intercept(prob) -> Intercept | None:
@@ -245,8 +242,7 @@ def fista_chunk(data, icpt, state, budget, it, rel_tol, max_iter, cutoff):
     With an intercept, ``ux`` holds ``X x + c`` and the bound is the Fenchel
     dual at the zero-sum projection of ``zeta`` (``icpt_grad_dual``), valid whatever ``c``.
     """
-    X = data.X
-    XT = data.XT
+    D = data.D
     y = data.y
     loss = data.loss
     lam = data.lam
@@ -260,8 +256,8 @@ def fista_chunk(data, icpt, state, budget, it, rel_tol, max_iter, cutoff):
     bound_point = it.bound_point
     dual = it.dual
     sc = it.sc[0]
-    n = X.shape[0]
-    p = X.shape[1]
+    n = D.n
+    p = D.p
     t = sc["t"]
     L = sc["L"]
     best = sc["best"]
@@ -298,7 +294,7 @@ def fista_chunk(data, icpt, state, budget, it, rel_tol, max_iter, cutoff):
         cy = c + beta * (c - c_prev)
         gc = 0.0
         if icpt is not None:
-            gc = icpt_grad_dual(X, y, loss, zeta, icpt.Xty, grad, zproj, gproj)
+            gc = icpt_grad_dual(D, y, loss, zeta, icpt.Xty, grad, zproj, gproj)
             for j in range(p):
                 a[j] = -gproj[j] / twolam if state[j] != 0 else 0.0
             lb = -conjugate_sum(loss, zproj, y) - twolam * gstar_node_any(a, state, budget, M,
@@ -309,7 +305,7 @@ def fista_chunk(data, icpt, state, budget, it, rel_tol, max_iter, cutoff):
                 copy_into(dual, zproj)
                 c_bp = cy
         else:
-            xt_dot(X, zeta, grad)
+            rmatvec(D, zeta, grad)
             if mu != 0.0:
                 Fy -= mu * sq_norm(yv)
                 for j in range(p):
@@ -338,7 +334,7 @@ def fista_chunk(data, icpt, state, budget, it, rel_tol, max_iter, cutoff):
             for j in range(p):
                 v[j] = yv[j] - inv * grad[j]
             xn = prox_node_any(v, state, budget, twolam * inv, M, bounds)
-            x_dot(XT, xn, uxn)
+            matvec(D, xn, uxn)
             cn = cy - inv * gc
             if icpt is not None:
                 for i in range(n):
@@ -418,21 +414,21 @@ def prox_grad_step(data, state, budget, b, L):
 
     (No intercept: used by polishing only.)
     """
-    X = data.X
-    n = X.shape[0]
-    p = X.shape[1]
+    D = data.D
+    n = D.n
+    p = D.p
     u = np.empty(n)
-    x_dot(data.XT, b, u)
+    matvec(D, b, u)
     zeta = np.empty(n)
     loss_value_grad(data.loss, u, data.y, zeta)
     grad = np.empty(p)
-    xt_dot(X, zeta, grad)
+    rmatvec(D, zeta, grad)
     v = np.empty(p)
     for j in range(p):
         v[j] = b[j] - (grad[j] - 2.0 * data.mu * b[j]) / L
     xn = prox_node_any(v, state, budget, 2.0 * data.lam / L, data.M, data.bounds)
     un = np.empty(n)
-    x_dot(data.XT, xn, un)
+    matvec(D, xn, un)
     F = loss_value(data.loss, un, data.y)
     if data.mu != 0.0:
         F -= data.mu * sq_norm(xn)

@@ -250,9 +250,9 @@ def zspace_eval(data, cols, state, zf, work, point):
     """``phi(z)`` at the free indicators ``zf``, with ``point`` (:class:`ZPoint`: ``alpha``,
     ``c = X_A^T alpha`` and the free gradient) written; NaN when the system is lost to rounding.
 
-    ``data.X`` holds the active columns (C-contiguous, ``(n, m_A)``) and ``data.XT`` its
-    transpose (C-contiguous), ``state`` their states (1 in, 2 free), ``cols`` the positions of
-    the free ones and the squared norms (:class:`ZColumns`), ``work`` the work space
+    ``data.D`` holds the active columns (a dense design: ``X`` C-contiguous ``(n, m_A)`` and
+    ``XT`` its C-contiguous transpose), ``state`` their states (1 in, 2 free), ``cols`` the
+    positions of the free ones and the squared norms (:class:`ZColumns`), ``work`` the work space
     (:class:`ZWork`). With the ``s`` columns of positive ``z`` scaled to ``sqrt(z_r / lambda2)
     x_r`` (the rows of ``B``, s x n), ``alpha = (I + B^T B)^{-1} y`` is computed from the smaller
     of the two systems: for ``s <= n`` by Woodbury, ``alpha = y - B^T (I + B B^T)^{-1} B y``
@@ -260,8 +260,8 @@ def zspace_eval(data, cols, state, zf, work, point):
     ``B``'s rows). Every product is a sweep of row updates (no floating-point reduction to
     reorder: they vectorise without fastmath).
     """
-    XA = data.X
-    XTA = data.XT
+    XA = data.D.X
+    XTA = data.D.XT
     y = data.y
     lam = data.lam
     norms = cols.norms
@@ -392,7 +392,7 @@ def zspace_chunk(data, cols, state, budget, it, rel_tol, max_iter, cutoff):
     ``phi - best <= rel_tol * max(1, |phi|)`` or ``best >= cutoff``.
     """
     lam = data.lam
-    mA, n = data.XT.shape
+    mA, n = data.D.XT.shape
     nf = cols.free.shape[0]
     zf = it.z
     zp = it.z_prev

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from sparsecert.sparse import SparseDesign
+
 __all__ = ["Centring"]
 
 
@@ -33,11 +35,23 @@ class Centring:
 
         ``centre_y``: the response is centred too (least squares, whose intercept is then
         exact; with ``weights``, by the weighted means, which makes the weighted least
-        squares' intercept exact). ``X`` used is C-contiguous.
+        squares' intercept exact). ``X`` used is C-contiguous; a sparse ``X`` (a
+        :class:`~sparsecert.sparse.SparseDesign`) is returned as it is (the column means are
+        its implicit centre: the relaxation's kernels read ``X - 1 m^T`` without forming it;
+        weighted least squares with an intercept is refused for it by the prepare step).
         """
         p = X.shape[1]
         if not fit_intercept:
             return cls(np.zeros(p)), X, y
+        if isinstance(X, SparseDesign):  # never centred: the kernels centre it implicitly
+            if weights is not None and centre_y:
+                raise ValueError("a sparse X has no weighted centring (weighted least squares "
+                                 "with an intercept)")
+            x_mean = X.column_sums() / X.shape[0]
+            if not centre_y:
+                return cls(x_mean), X, y
+            y_mean = float(y.mean())
+            return cls(x_mean, y_mean), X, y - y_mean
         if weights is not None and centre_y:
             x_mean = (weights @ X) / weights.sum()
         else:

@@ -53,7 +53,7 @@ def finish(node, limits, run, data=None) -> RelaxationResult:
     prob, state, budget, out = node.prob, node.state, node.budget, node.out
     best, bp, dual, c = run.best, run.bound_point, run.dual, run.c
     coef = np.where(out, 0.0, run.coef)
-    ux = xb(prob.XT, coef)
+    ux = xb(prob.design, coef)
     if prob.icpt:
         ux += c
     zeta_end = np.empty(prob.n_samples)
@@ -72,8 +72,8 @@ def finish(node, limits, run, data=None) -> RelaxationResult:
     if prob.icpt:
         # certify with a dual whose entries are dyadic and whose sum is exactly zero
         dual = dyadic_zero_sum(dual, prob.y, prob.loss_fn, prob.sample_weight)
-        best = float(dual_value(prob.X, prob.y, prob.loss_spec, prob.lambda2, prob.M, state,
-                                budget, dual, prob.coef_bounds))
+        best = float(dual_value(prob.design, prob.y, prob.loss_spec, prob.lambda2, prob.M,
+                                state, budget, dual, prob.coef_bounds))
     gap = (obj - best) / max(1.0, abs(obj)) if math.isfinite(obj) else math.inf
     status = run.status
     if status in ("max_iter", "time_limit"):

@@ -15,6 +15,7 @@ import math
 import numpy as np
 
 from sparsecert.solvers.perspective._gfun import IN
+from sparsecert.solvers.perspective._linalg import dense_columns
 from sparsecert.solvers.perspective.evaluate import finish
 from sparsecert.solvers.perspective.node import Iterated
 
@@ -50,7 +51,7 @@ def exact_ridge(prob, state: np.ndarray) -> np.ndarray:
     idx = np.flatnonzero(state == IN)
     if idx.size == 0:
         return coef
-    XI = prob.X[:, idx]
+    XI = dense_columns(prob.design, idx)  # (at most k columns)
     n = XI.shape[0]
     if idx.size <= n:
         G = XI.T @ XI

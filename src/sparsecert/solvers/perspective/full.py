@@ -25,7 +25,7 @@ from sparsecert.solvers.perspective._fista import (
     intercept,
     new_iterate,
 )
-from sparsecert.solvers.perspective._linalg import spectral_norm_sq, xb
+from sparsecert.solvers.perspective._linalg import design_norm_sq, sub_design, xb
 from sparsecert.solvers.perspective.cost import fista_cost
 from sparsecert.solvers.perspective.evaluate import finish, full_bound, objective
 from sparsecert.solvers.perspective.node import Iterated
@@ -113,7 +113,7 @@ def solve_full(node, start, limits, runner=None, done: Iterated | None = None):
         return _solve_restricted(node, start, limits, runner, done)
     x0, c0 = start.x, start.c
     data = fista_data(prob)
-    ux = xb(prob.XT, x0)
+    ux = xb(prob.design, x0)
     if c0 != 0.0:  # (adding a zero would change nothing: X b holds no -0.0)
         ux += c0
     # (new_iterate copies x0 and ux)
@@ -139,15 +139,15 @@ def _final_scalars(it) -> tuple[float, int, float]:
     return float(sc["best"][0]), int(sc["n_restart"][0]), float(sc["c"][0])
 
 
-def lift_best(node, cols, XcT, it, done: Iterated) -> Iterated:
+def lift_best(node, cols, Dc, it, done: Iterated) -> Iterated:
     """The node's bound over all columns at the best bound point of a FISTA run on the columns
-    ``cols`` (``XcT`` their rows of ``X^T``), lifted to all columns with zeros: ``done`` with
-    its best bound, point and dual replaced when this one beats it."""
+    ``cols`` (``Dc`` their design), lifted to all columns with zeros: ``done`` with its best
+    bound, point and dual replaced when this one beats it."""
     prob = node.prob
     if np.isfinite(it.get("best")):
         b2 = np.zeros(prob.n_features)
         b2[cols] = it.bound_point
-        lb2, zeta2 = full_bound(prob, node.state, node.budget, b2, xb(XcT, it.bound_point))
+        lb2, zeta2 = full_bound(prob, node.state, node.budget, b2, xb(Dc, it.bound_point))
         if lb2 > done.best:
             return replace(done, best=lb2, bound_point=b2, dual=zeta2)
     return done
@@ -165,25 +165,23 @@ def _solve_restricted(node, start, limits, runner, done: Iterated):
     """
     prob, active, c0 = node.prob, node.active, start.c
     p = prob.n_features
-    XA = np.ascontiguousarray(prob.X[:, active])
-    XAT = np.ascontiguousarray(prob.XT[active])
+    DA = sub_design(prob.design, active)
     stA = np.ascontiguousarray(node.state[active])
     xA = start.x[active].copy()
-    uxA = xb(XAT, xA) + c0
-    ns = spectral_norm_sq(XA, tol=1e-6, XT=XAT) * LIPSCHITZ_SAFETY
+    uxA = xb(DA, xA) + c0
+    ns = design_norm_sq(DA, tol=1e-6) * LIPSCHITZ_SAFETY
     icpt = None
     if prob.icpt:
         icpt = Intercept(np.ascontiguousarray(prob.Xty[active]))
-        ns += XA.shape[0]  # the intercept is an extra smooth variable: ||[X_A, 1]||^2
+        ns += DA.n  # the intercept is an extra smooth variable: ||[X_A, 1]||^2
     it = new_iterate(xA, uxA, initial_L(prob, ns, uxA),
                      objective(prob, stA, node.budget, xA, uxA), c0=c0)
-    status, n_it = run_fista(runner, (fista_data(prob, XA, XAT, active), icpt, stA,
-                                      node.budget), it,
+    status, n_it = run_fista(runner, (fista_data(prob, DA, active), icpt, stA, node.budget), it,
                              limits, limits.max_iter - done.n_iter)
     x = np.zeros(p)
     x[active] = it.x
     if icpt is None:
-        done = lift_best(node, active, XAT, it, done)
+        done = lift_best(node, active, DA, it, done)
     elif it.get("best") > done.best:
         bp = np.zeros(p)
         bp[active] = it.bound_point

@@ -36,7 +36,7 @@ from sparsecert.solvers.perspective._fista import (
     prox_grad_step,
 )
 from sparsecert.solvers.perspective._gfun import FREE, IN, OUT
-from sparsecert.solvers.perspective._linalg import xb
+from sparsecert.solvers.perspective._linalg import dense_columns, xb
 from sparsecert.solvers.perspective.evaluate import full_bound, objective
 
 __all__ = ["structure", "newton_polish", "newton_candidate", "Polisher", "POLISH",
@@ -100,14 +100,14 @@ def _single_thread_blas():
     return _BLAS_CONTROLLER[0].limit(limits=1, user_api="blas")
 
 
-def newton_polish(X, y, loss, lam, mu, x, state, budget, max_steps=8):
+def newton_polish(D, y, loss, lam, mu, x, state, budget, max_steps=8):
     """Minimise the smooth piece ``Q`` around ``x``; returns the candidate (p,) or None.
 
-    (The compiled :func:`newton_candidate` with BLAS held to one thread; ``loss`` is the
-    problem's ``loss_spec``.)
+    (The compiled :func:`newton_candidate` with BLAS held to one thread; ``D`` is the design,
+    ``loss`` the problem's ``loss_spec``.)
     """
     with _single_thread_blas():
-        ok, out = newton_candidate(X, y, loss, float(lam), float(mu), x, state,
+        ok, out = newton_candidate(D, y, loss, float(lam), float(mu), x, state,
                                    int(budget), int(max_steps))
     return out if ok else None
 
@@ -223,7 +223,7 @@ def _q_val_grad(XS, y, loss, lam, mu, dR, s, kr, b, u, zeta, g):
 
 
 @njit(cache=True, nogil=True)
-def newton_candidate(X, y, loss, lam, mu, x, state, budget, max_steps):
+def newton_candidate(D, y, loss, lam, mu, x, state, budget, max_steps):
     """Newton steps on the smooth piece ``Q`` around ``x``: ``(ok, candidate (p,))``.
 
     The Hessian ``X_S^T diag(f'') X_S + 2 lam' D_R - 2 mu I + (2 lam' / (k' - r)) s s^T`` (with
@@ -238,11 +238,8 @@ def newton_candidate(X, y, loss, lam, mu, x, state, budget, max_steps):
     m = S.shape[0]
     if m == 0:
         return False, out
-    n = X.shape[0]
-    XS = np.empty((n, m))
-    for i in range(n):
-        for j in range(m):
-            XS[i, j] = X[i, S[j]]
+    n = D.n
+    XS = dense_columns(D, S)
     b = np.empty(m)
     dR = np.empty(m)
     for j in range(m):
@@ -341,6 +338,13 @@ class Polisher:
         self.n_polish = 0
         self.n_active = int(np.count_nonzero(state != OUT)) if n_active is None else n_active
 
+    def _fits(self, x) -> bool:
+        """A sparse design's polish forms two dense copies of the support's columns: allowed
+        when they are smaller than the matrix itself."""
+        prob = self.prob
+        m = int(np.count_nonzero((x != 0.0) & (self.state != OUT)))
+        return 16 * prob.n_samples * m <= prob.X.nbytes
+
     def arm(self, it) -> None:
         """Switch the kernel's polishing schedule on for the FISTA state ``it``."""
         sc = it.sc  # (one field of a one-element array each: cheaper than ``it.set``)
@@ -352,13 +356,16 @@ class Polisher:
         """Try one polish of the FISTA state ``it`` (the kernel said one is due); returns the
         kernel status (1 converged, 2 cutoff) if it settled the node, else 0."""
         prob, state, budget = self.prob, self.state, self.budget
-        cand = newton_polish(prob.X, prob.y, prob.loss_spec, prob.lam_eff, prob.mu, it.x, state,
-                             budget)
+        if prob.sparse and not self._fits(it.x):
+            cand = None  # the support's dense columns would cost more than the matrix
+        else:
+            cand = newton_polish(prob.design, prob.y, prob.loss_spec, prob.lam_eff, prob.mu,
+                                 it.x, state, budget)
         self.n_polish += 1
         if cand is None:
             it.set("pol_fail", it.get("pol_fail") + 1)
             return 0
-        uc = xb(prob.XT, cand)
+        uc = xb(prob.design, cand)
         Pc = objective(prob, state, budget, cand, uc)
         lb, zeta = full_bound(prob, state, budget, cand, uc)
         newton = cand

@@ -15,13 +15,19 @@ from sparsecert._validation import PreparedProblem, prepare_problem
 from sparsecert.solvers.losses import Loss, LossSpec, get_loss
 from sparsecert.solvers.perspective._coef_bounds import CoefBounds, coef_bounds
 from sparsecert.solvers.perspective._linalg import (
+    Design,
     c_transpose,
+    dense_design,
     lanczos_norm_sq,
+    sparse_design,
     spectral_norm_sq,
+    xb,
+    xtz,
 )
 from sparsecert.solvers.perspective.centring import Centring
 from sparsecert.solvers.perspective.samples import Samples
 from sparsecert.solvers.rigorous import proves_eig_shift
+from sparsecert.sparse import SparseDesign
 
 __all__ = ["RelaxationProblem", "safe_eig_shift", "check_eig_shift"]
 
@@ -98,9 +104,16 @@ class RelaxationProblem:
 
     Attributes
     ----------
-    X : ndarray (n, p)
-        Design matrix as used internally (float64, C-contiguous; columns centred if
-        ``fit_intercept``).
+    X : ndarray (n, p) or SparseDesign
+        Design matrix as used internally: dense (float64, C-contiguous; columns centred if
+        ``fit_intercept``), or the user's sparse matrix in canonical compressed-column form
+        (:class:`sparsecert.sparse.SparseDesign`, never centred: the kernels centre it
+        implicitly, see ``design``).
+    design : Design
+        The design as the compiled kernels read it (``_linalg.Design``; a sparse one carries
+        the column means as its implicit centre when ``fit_intercept``).
+    sparse : bool
+        Whether the design is sparse.
     y : ndarray (n,)
         Response as used internally (labels in {-1, +1} for logistic / squared hinge; centred for
         squared loss with intercept).
@@ -127,8 +140,8 @@ class RelaxationProblem:
     centring : Centring
         The intercept by centring (its means, ``x_mean`` and ``y_mean``, are also attributes):
         the reduction that made ``X`` and ``y`` and its inverse to the user's intercept.
-    XT : ndarray (p, n)
-        ``X.T`` as a C-contiguous copy (used by the kernels).
+    XT : ndarray (p, n) or None
+        ``X.T`` as a C-contiguous copy (used by the kernels; None for a sparse design).
     samples : Samples
         How the relaxation's samples relate to the user's (the samples of positive weight;
         least squares: the weights folded into the data), and the map of a dual back.
@@ -142,7 +155,7 @@ class RelaxationProblem:
         The problem's features forced into and kept out of the support (the search's root).
     """
 
-    X: np.ndarray
+    X: np.ndarray | SparseDesign
     y: np.ndarray
     loss: str
     lambda2: float
@@ -165,6 +178,7 @@ class RelaxationProblem:
     loss_spec: LossSpec = field(init=False, repr=False)
     icpt: bool = field(init=False)
     Xty: np.ndarray = field(init=False, repr=False)
+    design: Design = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.loss_fn = get_loss(self.loss, self.loss_params)
@@ -174,13 +188,21 @@ class RelaxationProblem:
             self.samples = Samples(int(self.X.shape[0]))
         # an intercept that FISTA carries as an extra variable (no closed form by centring)
         self.icpt = bool(self.fit_intercept and not self.loss_fn.has_closed_form_refit)
+        if self.sparse:  # never densified: the kernels centre it implicitly
+            centre = self.centring.x_mean if self.fit_intercept else None
+            self.design = sparse_design(self.X, centre)
+            self.XT = None
+        else:
+            # X^T stored C-contiguous for the single-threaded X @ b kernel (see _linalg)
+            if self.XT is None:
+                self.XT = np.ascontiguousarray(self.X.T)
+            self.design = dense_design(self.X, self.XT)
         # X^T (w y), for a zero-sum dual of the form zeta = e - w y (loss_kernels.zero_sum_parts)
-        wy = self.y if self.sample_weight is None else self.sample_weight * self.y
-        self.Xty = (self.X.T @ wy if self.loss_fn.dual_zero_sum == "shifted"
-                    else np.zeros(self.X.shape[1]))
-        # X^T stored C-contiguous for the single-threaded X @ b kernel (see _linalg)
-        if self.XT is None:
-            self.XT = np.ascontiguousarray(self.X.T)
+        if self.loss_fn.dual_zero_sum != "shifted":
+            self.Xty = np.zeros(self.n_features)
+        else:
+            wy = self.y if self.sample_weight is None else self.sample_weight * self.y
+            self.Xty = xtz(self.design, wy) if self.sparse else self.X.T @ wy
 
     @property
     def x_mean(self) -> np.ndarray:
@@ -191,6 +213,11 @@ class RelaxationProblem:
     def y_mean(self) -> float:
         """The response mean the centring removed (least squares with an intercept)."""
         return self.centring.y_mean
+
+    @property
+    def sparse(self) -> bool:
+        """Whether the design is sparse (:class:`sparsecert.sparse.SparseDesign`)."""
+        return isinstance(self.X, SparseDesign)
 
     @property
     def n_samples(self) -> int:
@@ -205,7 +232,7 @@ class RelaxationProblem:
         data), on the user's samples."""
         from sparsecert.solvers.loss_kernels import loss_value_grad
 
-        u = np.ascontiguousarray(self.X @ np.asarray(b, dtype=np.float64))
+        u = xb(self.design, np.asarray(b, dtype=np.float64))
         g = np.empty(u.shape[0])
         loss_value_grad(self.loss_spec, u, self.y, g)
         return self.raw_dual(g)
@@ -275,19 +302,34 @@ class RelaxationProblem:
         # a loss with a closed-form refit has its intercept exact by centring the targets too)
         centring, Xc, yc = Centring.apply(Xc, yc, fit_intercept, centre_y=closed_form,
                                           weights=samples.weights)
-        if samples.scale is not None:  # least squares: the weights folded into the data
-            Xc = np.ascontiguousarray(samples.scale[:, None] * Xc)
-            yc = samples.scale * yc
-        mu = _resolve_shift(Xc, loss, eig_shift, fit_intercept,
-                            weighted=_weighted_prover(prepared, fit_intercept)
-                            if samples.scale is not None else None)
-        XT = c_transpose(Xc)
-        Xn = Xc if w is None else np.ascontiguousarray(np.sqrt(w)[:, None] * Xc)
-        XnT = XT if w is None else c_transpose(Xn)
-        if min(Xn.shape) <= 64:
-            norm_sq = spectral_norm_sq(Xn) * LIPSCHITZ_SAFETY
+        if isinstance(Xc, SparseDesign):
+            if samples.scale is not None:  # least squares: the weights folded into the data
+                Xc = Xc.scale_rows(samples.scale)  # (no intercept: refused by the centring)
+                yc = samples.scale * yc
+            mu = _resolve_sparse_shift(eig_shift)
+            XT = None
+            centre = centring.x_mean if fit_intercept else None
+            if w is None:
+                norm_sq = lanczos_norm_sq(sparse_design(Xc, centre))
+            elif centre is None:  # ||W^(1/2) X||^2 on the rows scaled (a copy of the values)
+                norm_sq = lanczos_norm_sq(sparse_design(Xc.scale_rows(np.sqrt(w))))
+            else:  # ||W^(1/2) (X - 1 m^T)||^2 <= max(w) ||X - 1 m^T||^2 (the step size only)
+                norm_sq = float(w.max()) * lanczos_norm_sq(sparse_design(Xc, centre))
+            norm_sq *= LIPSCHITZ_SAFETY
         else:
-            norm_sq = lanczos_norm_sq(Xn, XnT) * LIPSCHITZ_SAFETY
+            if samples.scale is not None:  # least squares: the weights folded into the data
+                Xc = np.ascontiguousarray(samples.scale[:, None] * Xc)
+                yc = samples.scale * yc
+            mu = _resolve_shift(Xc, loss, eig_shift, fit_intercept,
+                                weighted=_weighted_prover(prepared, fit_intercept)
+                                if samples.scale is not None else None)
+            XT = c_transpose(Xc)
+            Xn = Xc if w is None else np.ascontiguousarray(np.sqrt(w)[:, None] * Xc)
+            XnT = XT if w is None else c_transpose(Xn)
+            if min(Xn.shape) <= 64:
+                norm_sq = spectral_norm_sq(Xn) * LIPSCHITZ_SAFETY
+            else:
+                norm_sq = lanczos_norm_sq(Xn, XnT) * LIPSCHITZ_SAFETY
         if fit_intercept and not closed_form:
             # the intercept is an extra smooth variable: ||[X, 1]||_W^2 <= ||X||_W^2 + sum w
             norm_sq = norm_sq + (Xc.shape[0] if w is None else float(w.sum()))
@@ -301,6 +343,18 @@ class RelaxationProblem:
                   coef_bounds=bounds, forced_in=getattr(prepared, "forced_in", None),
                   forced_out=getattr(prepared, "forced_out", None))
         return out
+
+
+def _resolve_sparse_shift(eig_shift) -> float:
+    """The shift of a sparse design: none (``"auto"`` gives 0.0; its proof would form the dense
+    p x p matrix ``X^T X``). A positive shift is refused by the prepare step."""
+    if eig_shift is None or eig_shift == "auto":
+        return 0.0
+    mu = float(eig_shift)
+    if mu > 0.0:
+        raise ValueError("eig_shift > 0 needs a dense X (its proof forms X^T X); use "
+                         "eig_shift='auto' or None with a sparse X")
+    return 0.0
 
 
 def _resolve_shift(X: np.ndarray, loss: str, eig_shift, centred: bool = False,

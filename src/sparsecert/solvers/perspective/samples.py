@@ -50,7 +50,8 @@ class Samples:
         rows = None
         if w is not None and not (w > 0).all():
             rows = np.flatnonzero(w > 0)
-            X, y, w = np.ascontiguousarray(X[rows]), y[rows], w[rows]
+            X = X.take_rows(rows) if hasattr(X, "take_rows") else np.ascontiguousarray(X[rows])
+            y, w = y[rows], w[rows]
             o = None if o is None else o[rows]
         if fold:
             if o is not None:

@@ -19,7 +19,7 @@ import numpy as np
 
 from sparsecert.solvers.perspective._fista import fista_data, new_iterate
 from sparsecert.solvers.perspective._gfun import FREE, IN, OUT
-from sparsecert.solvers.perspective._linalg import spectral_norm_sq, xb, xtz
+from sparsecert.solvers.perspective._linalg import design_norm_sq, sub_design, xb, xtz
 from sparsecert.solvers.perspective.cost import working_set_columns, working_set_cost
 from sparsecert.solvers.perspective.evaluate import finish, full_bound, objective
 from sparsecert.solvers.perspective.full import initial_L, lift_best, run_fista, solve_full
@@ -83,13 +83,13 @@ def ws_scores(prob, grad: np.ndarray) -> np.ndarray:
 def solve_ws(node, start, limits):
     """Working-set outer loop from ``start.x`` (no carried intercept)."""
     prob, state, budget = node.prob, node.state, node.budget
-    X, p = prob.X, prob.n_features
+    D, p = prob.design, prob.n_features
     free = state == FREE
     runner = Runner(limits.deadline)
     x = start.x.copy()
-    ux = xb(prob.XT, x)
+    ux = xb(D, x)
     best, zeta = full_bound(prob, state, budget, x, ux)
-    grad = xtz(X, zeta) - 2.0 * prob.mu * x
+    grad = xtz(D, zeta) - 2.0 * prob.mu * x
     done = Iterated(x, best=best, bound_point=x.copy(), dual=zeta.copy())
     h = ws_scores(prob, grad)
     m0 = max(3 * budget, 50)
@@ -104,15 +104,14 @@ def solve_ws(node, start, limits):
         if in_w.sum() > WS_MAX_FRACTION * node.n_active:
             return solve_full(node, Start(x), limits, runner, done)
         W = np.flatnonzero(in_w)
-        XW = np.ascontiguousarray(X[:, W])
-        XWT = np.ascontiguousarray(prob.XT[W])
+        DW = sub_design(D, W)
         stW = np.ascontiguousarray(state[W])
         xW = x[W].copy()
-        uxW = xb(XWT, xW)
-        nsW = spectral_norm_sq(XW, tol=1e-6, XT=XWT) * LIPSCHITZ_SAFETY
+        uxW = xb(DW, xW)
+        nsW = design_norm_sq(DW, tol=1e-6) * LIPSCHITZ_SAFETY
         it = new_iterate(xW, uxW, initial_L(prob, nsW, uxW),
                          objective(prob, stW, budget, xW, uxW))
-        _, n_sub = run_fista(runner, (fista_data(prob, XW, XWT, W), None, stW, budget), it,
+        _, n_sub = run_fista(runner, (fista_data(prob, DW, W), None, stW, budget), it,
                              replace(limits, rel_tol=inner_tol, cutoff=np.inf),
                              limits.max_iter - done.n_iter)
         done = replace(done, n_iter=done.n_iter + n_sub,
@@ -125,7 +124,7 @@ def solve_ws(node, start, limits):
         lb_x, zeta_x = full_bound(prob, state, budget, x, uxW)
         if lb_x > done.best:
             done = replace(done, best=lb_x, bound_point=x.copy(), dual=zeta_x)
-        done = lift_best(node, W, XWT, it, done)
+        done = lift_best(node, W, DW, it, done)
         Px = it.get("px")
         if done.best >= limits.cutoff:
             status = "cutoff"
@@ -140,7 +139,7 @@ def solve_ws(node, start, limits):
             status = "max_iter"
             break
         # grow W with the free columns outside W that would enter the top-(budget) of g*_node
-        grad = xtz(X, zeta_x) - 2.0 * prob.mu * x
+        grad = xtz(D, zeta_x) - 2.0 * prob.mu * x
         h = ws_scores(prob, grad)
         hw = h[W][stW == FREE]
         thr = 0.0 if hw.size < budget else float(np.partition(hw, hw.size - budget)[hw.size -

@@ -35,9 +35,9 @@ def icpt_bound(prob, state: np.ndarray, budget: int, ub: np.ndarray) -> tuple[fl
     zeta = np.empty(n)
     loss_value_grad(prob.loss_spec, ub, prob.y, zeta)
     grad, zproj, gproj = np.empty(p), np.empty(n), np.empty(p)
-    icpt_grad_dual(prob.X, prob.y, prob.loss_spec, zeta, prob.Xty, grad, zproj, gproj)
-    lb = float(dual_value(prob.X, prob.y, prob.loss_spec, prob.lambda2, prob.M, state, budget,
-                          zproj, prob.coef_bounds))
+    icpt_grad_dual(prob.design, prob.y, prob.loss_spec, zeta, prob.Xty, grad, zproj, gproj)
+    lb = float(dual_value(prob.design, prob.y, prob.loss_spec, prob.lambda2, prob.M, state,
+                          budget, zproj, prob.coef_bounds))
     return lb, zproj
 
 

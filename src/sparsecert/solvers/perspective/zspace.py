@@ -1,10 +1,11 @@
 r"""Strategy: the relaxation in the space of the indicators z (least squares, p >> n).
 
 Applies to the squared loss without a box, an eigen shift or an intercept carried as a variable
-(a centred intercept is fine), with free features; ``solve_node(solver="auto")`` uses it when
-its expected cost on the node is below FISTA's (``cost``: an iteration costs a product with the
-active columns and a factorisation of the smaller of ``s x s`` and ``n x n``, ``s`` the
-positive entries of z), ``solver="zspace"`` forces it. There FISTA on b is slow because its
+(a centred intercept is fine), with free features, on a dense design;
+``solve_node(solver="auto")`` uses it when its expected cost on the node is below FISTA's
+(``cost``: an iteration costs a product with the active columns and a factorisation of the
+smaller of ``s x s`` and ``n x n``, ``s`` the positive entries of z), ``solver="zspace"``
+forces it. There FISTA on b is slow because its
 step is ``1 / ||X||^2`` (riboflavin: ``||X||^2 = 1.8e7``), while the conditioning of X enters
 z-space only through small solves.
 
@@ -40,6 +41,7 @@ import numpy as np
 
 from sparsecert.solvers.perspective._fista import fista_data
 from sparsecert.solvers.perspective._gfun import FREE, relaxed_z
+from sparsecert.solvers.perspective._linalg import sub_design
 from sparsecert.solvers.perspective._zspace import (
     ST_FAILED,
     ZColumns,
@@ -60,9 +62,10 @@ CHUNK = 100
 
 def applies(prob, n_free: int) -> bool:
     """Can the node be solved in z-space (a loss with a closed-form refit, least squares; no
-    box nor other coefficient bounds, no shift, no carried intercept, some free feature)?"""
+    box nor other coefficient bounds, no shift, no carried intercept, some free feature; a
+    dense design: the loop reads the active columns densely)?"""
     return (prob.loss_fn.has_closed_form_refit and prob.M == np.inf and prob.mu == 0.0
-            and prob.coef_bounds is None and not prob.icpt and n_free > 0)
+            and prob.coef_bounds is None and not prob.icpt and n_free > 0 and not prob.sparse)
 
 
 class ZSpaceFailed(ArithmeticError):
@@ -99,9 +102,10 @@ class ZSpace:
         freeA = np.flatnonzero(stA == FREE)
         free = act[freeA]
         if act.size == p:
-            XA, XTA = np.ascontiguousarray(prob.X), prob.XT
+            DA = prob.design
         else:
-            XA, XTA = np.ascontiguousarray(prob.X[:, act]), np.ascontiguousarray(prob.XT[act])
+            DA = sub_design(prob.design, act)
+        XTA = DA.XT
         if not start.is_zero:
             zf = relaxed_z(start.x, state, budget)[free]
         else:  # the budget free columns most correlated with y
@@ -109,7 +113,7 @@ class ZSpace:
             zf = np.zeros(free.size)
             zf[np.argsort(-c0)[:budget]] = 1.0
         zf = project_capped(np.ascontiguousarray(zf, dtype=np.float64), float(budget))
-        data = fista_data(prob, XA, XTA, act)
+        data = fista_data(prob, DA, act)
         cols = ZColumns(freeA, np.einsum("ij,ij->i", XTA, XTA))
         it = new_ziterate(zf, prob.n_samples, act.size)
         runner = Runner(limits.deadline, max_chunk=CHUNK)
