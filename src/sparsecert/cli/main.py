@@ -305,7 +305,7 @@ def _certify(args, records) -> int:
                always_select=spec.always_select, exclude=spec.exclude)
     try:
         check_save_path(args.out, overwrite=args.force,
-                        problem=problem_key(X, y, loss=args.loss, k=k, lambda2=lambda2,
+                        problem=problem_key(prepared.X, y, loss=args.loss, k=k, lambda2=lambda2,
                                             max_abs_coef=args.max_abs_coef,
                                             fit_intercept=fit_intercept, loss_params=params,
                                             extensions=ext))

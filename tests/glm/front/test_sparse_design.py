@@ -250,3 +250,23 @@ def test_a_positive_eig_shift_is_refused_with_a_sparse_X():
     X, y = _data("squared")
     with pytest.raises(ValueError, match="needs a dense X"):
         sparsecert.certify(X, y, k=2, lambda2=LAM, eig_shift=0.5, verbose=False)
+
+
+def test_command_line_certifies_a_sparse_X_from_its_npz_arrays(tmp_path, capsys):
+    from sparsecert.cli.main import main
+
+    X, y = _data("squared")
+    data = tmp_path / "d.npz"
+    np.savez(data, X_indptr=X.indptr, X_indices=X.indices, X_data=X.data,
+             X_shape=np.array(X.shape), X_format=np.array("csr"), y=y)
+    out = tmp_path / "c.json"
+    assert main(["certify", "--data", str(data), "--k", "3", "--lambda2", str(LAM), "--out",
+                 str(out), "--quiet"]) == 0
+    assert json.loads(out.read_text())["problem"]["X_format"] == "csc"
+    assert verify_certificate(out, X.toarray(), y).ok
+    np.savez(tmp_path / "bad.npz", X_indptr=X.indptr, X_indices=X.indices, X_data=X.data,
+             X_shape=np.array(X.shape), X_format=np.array("coo"), y=y)
+    capsys.readouterr()
+    assert main(["certify", "--data", str(tmp_path / "bad.npz"), "--k", "3", "--lambda2",
+                 "0.1", "--out", str(tmp_path / "b.json")]) == 2
+    assert "X_format" in capsys.readouterr().err
