@@ -191,6 +191,11 @@ class _KSparseBase(BaseEstimator):
 
     _loss: str  #: a name of the loss registry, set by each estimator
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True  # a scipy.sparse X (CSR / CSC), never densified
+        return tags
+
     def __init__(self, k: int = _E.k, lambda2: float = _E.lambda2,
                  max_abs_coef: float | None = _E.max_abs_coef, coef_bounds=_E.coef_bounds,
                  positive: bool = _E.positive, always_select=_E.always_select,

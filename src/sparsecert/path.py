@@ -372,6 +372,7 @@ class KSparseCV(MetaEstimatorMixin, BaseEstimator):
         tags.classifier_tags = base_tags.classifier_tags
         tags.regressor_tags = base_tags.regressor_tags
         tags.target_tags = base_tags.target_tags
+        tags.input_tags.sparse = base_tags.input_tags.sparse
         return tags
 
     def fit(self, X, y):

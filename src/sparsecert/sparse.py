@@ -321,6 +321,9 @@ def as_sparse_design(X, name: str = "X") -> SparseDesign:
     if fmt not in ("csr", "csc", "coo", *_CONVERTED):
         raise TypeError(f"{name} is a sparse matrix of format {fmt!r}; give it as CSR or CSC "
                         "(X.tocsr())")
+    if fmt in _CONVERTED:  # (no entry twice: scipy's conversion is exact)
+        X = X.tocsc()
+        fmt = "csc"
     _check_values(np.asarray(X.data), name)  # before any conversion: NaN, dtype, exactness
     if fmt == "csc":
         csc = X
