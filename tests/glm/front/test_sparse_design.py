@@ -13,7 +13,6 @@ import scipy.sparse as sp
 from _bruteforce import brute_force
 
 import sparsecert
-from sparsecert.certificate.schema import npz_bytes, sha256_bytes
 from sparsecert.certificate.verify import _main as verify_main
 from sparsecert.certificate.verify import _sparse_input, array_sha256, verify_certificate
 from sparsecert.certificate.verify import csc_sha256 as verifier_csc_sha256
@@ -174,16 +173,20 @@ def test_tampered_sparse_data_or_sidecar_is_refused(tmp_path):
     X3 = X.tolil()
     X3[0, 0] = 1e-300 if X[0, 0] == 0 else 0.0  # one entry more or less
     assert "data_hash" in verify_certificate(path, X3.tocsr(), y).failed_checks
-    # a careful forger rewrites the sidecar (and its hash): the duals no longer bound
-    with np.load(tmp_path / "c.npz") as z:
-        arrays = {name: z[name].copy() for name in z.files}
-    arrays["dual_values"] *= 3.0
-    side = npz_bytes(arrays)
-    doc = json.loads(path.read_text())
-    doc["arrays"]["sha256"] = sha256_bytes(side)
-    (tmp_path / "f.npz").write_bytes(side)
-    (tmp_path / "f.json").write_text(json.dumps(doc))
-    rep = verify_certificate(tmp_path / "f.json", X, y)
+    # the proof file changed (one byte), or the model changed in the document: refused
+    proof = tmp_path / "c.proof"
+    raw = bytearray(proof.read_bytes())
+    raw[len(raw) // 2] ^= 0xFF
+    proof.write_bytes(bytes(raw))
+    rep = verify_certificate(path, X, y)
+    assert not rep.ok and rep.exit_code in (1, 2)
+    res.save(tmp_path / "d.json")
+    doc = json.loads((tmp_path / "d.json").read_text())
+    coef = doc["incumbent"]["coef"]
+    j = next(i for i, v in enumerate(coef) if v)
+    coef[j] *= 1.5
+    (tmp_path / "d.json").write_text(json.dumps(doc))
+    rep = verify_certificate(tmp_path / "d.json", X, y)
     assert not rep.ok and rep.exit_code == 1
 
 
