@@ -456,7 +456,7 @@ class SparseSupportRefitter(SupportRefitter):
         self._cache[key] = model
         return model
 
-    def _newton(self, XS, icpt: bool, tol: float = 1e-11,
+    def _newton(self, XS, icpt: bool, tol: float = 1e-15,
                 max_iter: int = 100) -> tuple[np.ndarray, float]:
         s = XS.shape[1]
         d = s + int(icpt)
