@@ -61,8 +61,9 @@ _CACHE = 256
 _DEFAULT_PER_NODE = 1e-3
 #: assumed bytes a second when the proof file is written and copied (a slow disk)
 _WRITE_RATE = 100e6
-#: witness rows read at once when the final file is written
-_ROWS = 1024
+#: bytes of witness rows read at once when the final file is written (a read asks for its
+#: whole size up front, so a fixed number of rows would cost rows x n x 8 bytes at large n)
+_READ_BYTES = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -293,8 +294,9 @@ class ProofRecorder:
         if used.size == 0:
             return
         last = -1
+        rows = max(1, _READ_BYTES // (8 * (width + 1)))
         with open(os.path.join(self.dir, name), "rb") as fh:
-            while raw := fh.read(8 * (width + 1) * _ROWS):
+            while raw := fh.read(8 * (width + 1) * rows):
                 block = np.frombuffer(raw, dtype=np.float64).reshape(-1, width + 1)
                 slots = block[:, 0].view(np.int64)
                 keep = _contains_all(used, slots) & (slots > last)
