@@ -150,7 +150,7 @@ def dask_pairs(prob, k, node_limit: int) -> list[dict]:
     from dataclasses import replace
 
     try:
-        from distributed import Client, LocalCluster
+        from dask.distributed import Client, LocalCluster
     except ImportError:
         print("[skip] Dask: distributed is not installed (pip install 'dask[distributed]')")
         return [dict(skip="distributed is not installed")]
