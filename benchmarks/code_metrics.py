@@ -109,7 +109,7 @@ def _n_params(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
 ENTRY_POINT = re.compile(r"^sparsecert/(api\.py:(certify|verify)|path\.py:(certify_path|"
                          r"KSparse\w*\.\w+)|estimators\.py:KSparse\w*\.\w+|"
                          r"solvers/perspective/api\.py:perspective_relaxation|"
-                         r"certified_gap\.py:certified_gap)$")
+                         r"gap\.py:certified_gap)$")
 MAX_LINES = 600
 MAX_PARAMS = 8
 
