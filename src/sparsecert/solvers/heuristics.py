@@ -316,10 +316,12 @@ class SupportRefitter:
             w, f, grad, h = w_new, f_new, grad_new, h_new
         return w, False
 
-    def _fit_box_lbfgs(self, XS: np.ndarray, coef0: np.ndarray, c0: float,
-                       key: tuple[int, ...]) -> tuple[np.ndarray, float]:
+    def _fit_box_lbfgs(self, XS, coef0: np.ndarray, c0: float, key: tuple[int, ...],
+                       fi: bool | None = None) -> tuple[np.ndarray, float]:
+        """The bounded refit by L-BFGS-B (``XS`` dense or sparse; ``fi``: with an intercept
+        variable, the problem's ``fit_intercept`` when None)."""
         s = XS.shape[1]
-        fi = self.fit_intercept
+        fi = self.fit_intercept if fi is None else fi
         lo, hi = self.lower[list(key)], self.upper[list(key)]
 
         def fun(w):
@@ -449,7 +451,7 @@ class SparseSupportRefitter(SupportRefitter):
         icpt = self.fit_intercept or self._centred  # an intercept variable on the raw columns
         coef, c = self._newton(XS, icpt)
         if self._outside(key, coef):
-            coef, c = self._box(XS, coef, c, icpt, key)
+            coef, c = self._fit_box_lbfgs(XS, coef, c, key, icpt)
         # the intercept on the solver's (centred) data; none for a centred closed-form loss
         c = float(c + m @ coef) if self.fit_intercept else 0.0
         model = SubsetModel(key, coef, c, self.objective(key, coef, c))
@@ -503,32 +505,6 @@ class SparseSupportRefitter(SupportRefitter):
                 t *= 0.5
             w, f, grad, h = w - t * step, f_new, grad_new, h_new
         return (w[:s], float(w[s])) if icpt else (w, 0.0)
-
-    def _box(self, XS, coef0: np.ndarray, c0: float, icpt: bool,
-             key: tuple[int, ...]) -> tuple[np.ndarray, float]:
-        s = XS.shape[1]
-        lo, hi = self.lower[list(key)], self.upper[list(key)]
-
-        def fun(w):
-            b = w[:s]
-            c = w[s] if icpt else 0.0
-            val, g1, _ = self._derivatives(XS @ b + c)
-            g = np.empty_like(w)
-            g[:s] = XS.T @ g1 + 2.0 * self.lambda2 * b
-            if icpt:
-                g[s] = g1.sum()
-            return val + self.lambda2 * float(b @ b), g
-
-        w0 = np.append(np.clip(coef0, lo, hi), c0) if icpt else np.clip(coef0, lo, hi)
-        bounds = [(None if not np.isfinite(a) else float(a),
-                   None if not np.isfinite(b) else float(b)) for a, b in zip(lo, hi, strict=True)]
-        bounds += [(None, None)] if icpt else []
-        import scipy.optimize
-
-        res = scipy.optimize.minimize(fun, w0, jac=True, method="L-BFGS-B", bounds=bounds,
-                                      options={"ftol": 1e-15, "gtol": 1e-10, "maxiter": 5000})
-        w = np.clip(res.x[:s], lo, hi)
-        return w, (float(res.x[s]) if icpt else 0.0)
 
     def screening_scores(self, model: SubsetModel) -> np.ndarray:
         """Second-order estimate of the decrease from adding each coordinate to ``model``."""
