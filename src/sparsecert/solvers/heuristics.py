@@ -104,7 +104,7 @@ class SupportRefitter:
         self._ridge = self._loss.has_closed_form_refit and self.w is None and self.o is None
         self.lambda2 = float(lambda2)
         self.M = float(max_abs_coef)
-        self.n, self.p = X.shape
+        self.n, self.p = self._dims(X)
         self.lower = np.full(self.p, -self.M)
         self.upper = np.full(self.p, self.M)
         if coef_lower is not None:
@@ -113,8 +113,16 @@ class SupportRefitter:
         self._boxed = bool(np.isfinite(self.lower).any() or np.isfinite(self.upper).any())
         self.fit_intercept = bool(fit_intercept)
         self._cache: dict[tuple[int, ...], SubsetModel] = {}
-        self._col_sq = np.einsum("ij,ij->j", X, X)
+        self._col_sq = self._column_sq_norms(X)
         self.n_fits = 0
+
+    @staticmethod
+    def _dims(X) -> tuple[int, int]:
+        return X.shape
+
+    @staticmethod
+    def _column_sq_norms(X) -> np.ndarray:
+        return np.einsum("ij,ij->j", X, X)
 
     @classmethod
     def for_problem(cls, problem) -> SupportRefitter:
@@ -389,30 +397,20 @@ class SparseSupportRefitter(SupportRefitter):
                  sample_weight: np.ndarray | None = None, offset: np.ndarray | None = None,
                  coef_lower: np.ndarray | None = None,
                  coef_upper: np.ndarray | None = None) -> None:
+        super().__init__(D, y, loss, lambda2, max_abs_coef, fit_intercept,
+                         sample_weight=sample_weight, offset=offset, coef_lower=coef_lower,
+                         coef_upper=coef_upper)
+        self._centred = D.centre.shape[0] > 0
+
+    @staticmethod
+    def _dims(D) -> tuple[int, int]:
+        return int(D.n), int(D.p)
+
+    @staticmethod
+    def _column_sq_norms(D) -> np.ndarray:
         from sparsecert.solvers.perspective._linalg import design_sq_norms
 
-        self.X = D
-        self._XT = None
-        self.y = y
-        self._loss = get_loss(loss) if isinstance(loss, str) else loss
-        self.loss = self._loss.name
-        self.w = None if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
-        self.o = None if offset is None else np.asarray(offset, dtype=np.float64)
-        self._ridge = self._loss.has_closed_form_refit and self.w is None and self.o is None
-        self.lambda2 = float(lambda2)
-        self.M = float(max_abs_coef)
-        self.fit_intercept = bool(fit_intercept)
-        self.n, self.p = int(D.n), int(D.p)
-        self.lower = np.full(self.p, -self.M)
-        self.upper = np.full(self.p, self.M)
-        if coef_lower is not None:
-            self.lower = np.maximum(self.lower, coef_lower)
-            self.upper = np.minimum(self.upper, coef_upper)
-        self._boxed = bool(np.isfinite(self.lower).any() or np.isfinite(self.upper).any())
-        self._centred = D.centre.shape[0] > 0
-        self._cache = {}
-        self._col_sq = design_sq_norms(D)
-        self.n_fits = 0
+        return design_sq_norms(D)
 
     def _columns(self, key: tuple[int, ...]):
         """The raw columns ``key`` as a scipy CSC matrix (n, len(key)) and their centre."""
