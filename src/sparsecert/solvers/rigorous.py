@@ -157,24 +157,32 @@ def proves_eig_shift(Xd: np.ndarray, mu: float, centred: bool,
         G = np.matmul(Xd.T, Xd) if gram is None else np.array(gram, dtype=np.float64)
         if G.shape != (p, p) or not _product_consistent(Xd.T, Xd, G):
             return False
-        G = np.triu(G) + np.triu(G, 1).T
-        d = _dn(np.diag(G) - shift)
-        if (d < 0).any():
-            return False
-        N = p + 1  # as the verifier: covers a factorisation dividing through reciprocals
-        under = float(_up(4.0 * ETA * N * float(_up(2.0 * (N + 1) + float(d.max())))))
-        c = float(_up(_up(0.5 * float(_up(gamma(2 * (N + 1)) * float(pos_sum_hi(d)))))
-                      + under))
-        a_diag = _dn(d - c)
-        if not (math.isfinite(c) and np.isfinite(a_diag).all()) or (a_diag <= 0).any():
-            return False
-        G[np.diag_indices_from(G)] = a_diag
-        try:
-            L = np.linalg.cholesky(G)
-        except np.linalg.LinAlgError:
-            return False
-        return _factor_ok(G, L, under)
+        return _shifted_factor_ok(G, shift)
 
+
+
+def _shifted_factor_ok(G: np.ndarray, shift: float) -> bool:
+    """Rump's test on a checked Gram matrix ``G`` (its upper triangle, symmetrised) less
+    ``shift`` on the diagonal: the diagonal lowered by the factorisation's error bound c must
+    stay positive, and the library's Cholesky factor of the result must pass
+    :func:`_factor_ok` (the verifier's section 5)."""
+    p = G.shape[0]
+    G = np.triu(G) + np.triu(G, 1).T
+    d = _dn(np.diag(G) - shift)
+    if (d < 0).any():
+        return False
+    N = p + 1  # as the verifier: covers a factorisation dividing through reciprocals
+    under = float(_up(4.0 * ETA * N * float(_up(2.0 * (N + 1) + float(d.max())))))
+    c = float(_up(_up(0.5 * float(_up(gamma(2 * (N + 1)) * float(pos_sum_hi(d))))) + under))
+    a_diag = _dn(d - c)
+    if not (math.isfinite(c) and np.isfinite(a_diag).all()) or (a_diag <= 0).any():
+        return False
+    G[np.diag_indices_from(G)] = a_diag
+    try:
+        L = np.linalg.cholesky(G)
+    except np.linalg.LinAlgError:
+        return False
+    return _factor_ok(G, L, under)
 
 def _proves_weighted(Xd: np.ndarray, mu: float, centred: bool, w: np.ndarray) -> bool:
     """The weighted shift: with Y = fl(w * Xd) (row scaling) and G = fl(Xd^T Y), X^T Q X - mu I
@@ -215,20 +223,4 @@ def _proves_weighted(Xd: np.ndarray, mu: float, centred: bool, w: np.ndarray) ->
         G = np.matmul(Xd.T, Y)
         if G.shape != (p, p) or not _product_consistent(Xd.T, Y, G):
             return False
-        G = np.triu(G) + np.triu(G, 1).T
-        d = _dn(np.diag(G) - shift)
-        if (d < 0).any():
-            return False
-        N = p + 1
-        under = float(_up(4.0 * ETA * N * float(_up(2.0 * (N + 1) + float(d.max())))))
-        c = float(_up(_up(0.5 * float(_up(gamma(2 * (N + 1)) * float(pos_sum_hi(d)))))
-                      + under))
-        a_diag = _dn(d - c)
-        if not (math.isfinite(c) and np.isfinite(a_diag).all()) or (a_diag <= 0).any():
-            return False
-        G[np.diag_indices_from(G)] = a_diag
-        try:
-            L = np.linalg.cholesky(G)
-        except np.linalg.LinAlgError:
-            return False
-        return _factor_ok(G, L, under)
+        return _shifted_factor_ok(G, shift)
