@@ -65,8 +65,8 @@ def node_witness(problem: RelaxationProblem, res: RelaxationResult, wid: int = -
     """The witness of a relaxation result (numbered ``wid``): its dual point ``zeta`` when an
     intercept is carried as a variable, its bound point ``b~`` otherwise."""
     if problem.icpt:
-        return Witness("dual", np.asarray(res.dual, dtype=float).copy(), wid)
-    return Witness("point", np.asarray(res.bound_point, dtype=float).copy(), wid)
+        return Witness("dual", np.asarray(res.dual, dtype=float), wid)  # kept as a copy
+    return Witness("point", np.asarray(res.bound_point, dtype=float), wid)
 
 
 class NodeContext:

@@ -1,17 +1,56 @@
-"""Nodes of the branch-and-bound tree."""
+"""Nodes of the branch-and-bound tree.
+
+A search keeps every open node in memory, so a node is small: its fixings are bit-packed
+(``p / 8`` bytes each) and its warm start is the parent's relaxed solution kept once for both
+children; it and the witness's vector are kept as their non-zeros when they are sparse (as
+they usually are: a relaxed solution has a few dozen non-zeros on a 4,088-column problem). The
+attributes read as full-length arrays built on access (``fixed_in``, ``fixed_out``,
+``warm_start``, ``Witness.vector``), exact bit for bit.
+"""
 
 from __future__ import annotations
-
-from dataclasses import dataclass, field
 
 import numpy as np
 
 from sparsecert.statuses import OPEN
 
-__all__ = ["Node", "Witness"]
+__all__ = ["Node", "Witness", "CompactVector"]
 
 
-@dataclass(eq=False)
+class CompactVector:
+    """A read-only float vector of length ``size`` kept compactly: its non-zero entries (indices
+    and values; ``-0.0`` counts as non-zero) when at most a quarter of them are, else a dense
+    copy. Exact: :meth:`dense` returns the vector it was built from, bit for bit."""
+
+    __slots__ = ("size", "index", "values")
+
+    def __init__(self, vector: np.ndarray) -> None:
+        v = np.ascontiguousarray(vector, dtype=np.float64).reshape(-1)
+        self.size = int(v.size)
+        nz = np.flatnonzero(v.view(np.int64)) if v.size else np.zeros(0, np.int64)
+        if 4 * nz.size <= v.size:
+            self.index: np.ndarray | None = nz.astype(np.int32)
+            self.values = v[nz].copy()
+        else:
+            self.index, self.values = None, v.copy()
+
+    def dense(self, zero: int = -1) -> np.ndarray:
+        """A fresh full-length copy, with entry ``zero`` set to 0 when ``zero >= 0``."""
+        if self.index is None:
+            out = self.values.copy()
+        else:
+            out = np.zeros(self.size)
+            out[self.index] = self.values
+        if zero >= 0:
+            out[zero] = 0.0
+        return out
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held by the arrays."""
+        return self.values.nbytes + (0 if self.index is None else self.index.nbytes)
+
+
 class Witness:
     """What proves a node's bound: a point ``b~`` of the relaxation (``kind`` ``"point"``,
     ``vector`` of length p) or a dual point ``zeta`` (``"dual"``, length n).
@@ -20,15 +59,34 @@ class Witness:
     only looked at); a child inherits its parent's record, so the id says which nodes share a
     witness (the certificate evaluates each once). ``cert`` is where the proof recorder wrote
     it in the certificate (its kind code and slot), set the first time a closing node needs it.
+    The vector is kept as a :class:`CompactVector` (a point is usually sparse) and read back
+    exactly, as a fresh array.
     """
 
-    kind: str
-    vector: np.ndarray
-    id: int = -1
-    cert: tuple[int, int] | None = None
+    __slots__ = ("kind", "_vector", "id", "cert")
+
+    def __init__(self, kind: str, vector: np.ndarray, id: int = -1,
+                 cert: tuple[int, int] | None = None) -> None:
+        self.kind, self.id, self.cert = kind, id, cert
+        self._vector = CompactVector(vector)
+
+    @property
+    def vector(self) -> np.ndarray:
+        return self._vector.dense()
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held by the vector's storage."""
+        return self._vector.nbytes
+
+    def __repr__(self) -> str:
+        return f"Witness({self.kind!r}, <{self._vector.size} entries>, id={self.id})"
 
 
-@dataclass(eq=False)
+def _pack(mask: np.ndarray) -> np.ndarray:
+    return np.packbits(np.asarray(mask, dtype=bool))
+
+
 class Node:
     """One node: a subproblem with some indicators fixed.
 
@@ -37,7 +95,8 @@ class Node:
     id, parent, depth : int
         Position in the tree (the root has ``parent=None`` and depth 0).
     fixed_in, fixed_out : numpy.ndarray of bool
-        ``z_j = 1`` (S1) and ``z_j = 0`` (S0) fixings.
+        ``z_j = 1`` (S1) and ``z_j = 0`` (S0) fixings (stored bit-packed; each read builds a
+        fresh array, so change them by assigning a new one).
     branch_var, branch_value : int or None
         The fixing that created this node from its parent.
     lower_bound : float
@@ -45,7 +104,9 @@ class Node:
     witness : Witness or None
         What proves ``lower_bound`` (inherited from the parent until evaluated).
     warm_start : numpy.ndarray or None
-        Relaxed solution of the parent, to warm-start this node's relaxation.
+        Relaxed solution of the parent (entry ``branch_var`` zeroed in the ``z = 0`` child),
+        to warm-start this node's relaxation; a fresh copy on each read, shared storage with
+        the sibling.
     status : str
         One of :data:`sparsecert.statuses.NODE_STATUSES`: ``"open"``, ``"branched"``,
         ``"pruned"`` (bound above the cutoff) or ``"solved"`` (a leaf solved exactly: its free
@@ -60,28 +121,68 @@ class Node:
         parent's extended ones plus its branching); see :mod:`sparsecert.bnb.fixing`.
     """
 
-    id: int
-    parent: int | None
-    depth: int
-    fixed_in: np.ndarray
-    fixed_out: np.ndarray
-    branch_var: int | None = None
-    branch_value: int | None = None
-    lower_bound: float = -np.inf
-    witness: Witness | None = None
-    warm_start: np.ndarray | None = None
-    status: str = OPEN
-    n_iter: int = 0
-    children: list[int] = field(default_factory=list)
-    bound_fixings: list[tuple[int, int]] = field(default_factory=list)
+    __slots__ = ("id", "parent", "depth", "_p", "_in", "_out", "branch_var", "branch_value",
+                 "lower_bound", "witness", "_warm", "_warm_zero", "status", "n_iter",
+                 "children", "bound_fixings")
+
+    def __init__(self, id: int, parent: int | None, depth: int, fixed_in: np.ndarray,
+                 fixed_out: np.ndarray, branch_var: int | None = None,
+                 branch_value: int | None = None, lower_bound: float = -np.inf,
+                 witness: Witness | None = None, warm_start: np.ndarray | None = None,
+                 status: str = OPEN) -> None:
+        self.id, self.parent, self.depth = id, parent, depth
+        self._p = int(np.asarray(fixed_in).size)
+        self.fixed_in, self.fixed_out = fixed_in, fixed_out
+        self.branch_var, self.branch_value = branch_var, branch_value
+        self.lower_bound = lower_bound
+        self.witness = witness
+        self.warm_start = warm_start
+        self.status = status
+        self.n_iter = 0
+        self.children: list[int] = []
+        self.bound_fixings: list[tuple[int, int]] = []
+
+    @property
+    def fixed_in(self) -> np.ndarray:
+        return np.unpackbits(self._in, count=self._p).view(bool)
+
+    @fixed_in.setter
+    def fixed_in(self, mask: np.ndarray) -> None:
+        self._in = _pack(mask)
+
+    @property
+    def fixed_out(self) -> np.ndarray:
+        return np.unpackbits(self._out, count=self._p).view(bool)
+
+    @fixed_out.setter
+    def fixed_out(self, mask: np.ndarray) -> None:
+        self._out = _pack(mask)
+
+    @property
+    def warm_start(self) -> np.ndarray | None:
+        return None if self._warm is None else self._warm.dense(self._warm_zero)
+
+    @warm_start.setter
+    def warm_start(self, vector: np.ndarray | CompactVector | None) -> None:
+        self._warm_zero = -1
+        if vector is None or isinstance(vector, CompactVector):
+            self._warm = vector
+        else:
+            self._warm = CompactVector(vector)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held by the node's arrays (its fixings and its share of the warm start)."""
+        warm = 0 if self._warm is None else self._warm.nbytes
+        return self._in.nbytes + self._out.nbytes + warm
 
     def free_budget(self, k: int) -> int:
         """``k - |S1|``."""
-        return k - int(self.fixed_in.sum())
+        return k - int(np.unpackbits(self._in).sum())
 
     def free_mask(self) -> np.ndarray:
         """Boolean mask of the variables fixed neither in nor out."""
-        return ~(self.fixed_in | self.fixed_out)
+        return np.unpackbits(~(self._in | self._out), count=self._p).view(bool)
 
     def n_free(self) -> int:
         """Number of variables fixed neither in nor out."""
@@ -94,19 +195,20 @@ class Node:
 
     def base_fixings(self) -> tuple[np.ndarray, np.ndarray]:
         """``(fixed_in, fixed_out)`` without this node's own bound fixings."""
-        fi, fo = self.fixed_in.copy(), self.fixed_out.copy()
+        fi, fo = self.fixed_in, self.fixed_out
         for j, v in self.bound_fixings:
             (fi if v == 1 else fo)[j] = False
         return fi, fo
 
     def child(self, new_id: int, var: int, value: int) -> Node:
         """The child fixing ``z_var = value`` (inherits bound, witness and warm start)."""
-        fi, fo = self.fixed_in.copy(), self.fixed_out.copy()
+        fi, fo = self.fixed_in, self.fixed_out
         (fi if value == 1 else fo)[var] = True
-        warm = None
-        if self.warm_start is not None:
-            warm = self.warm_start.copy()
-            if value == 0:
-                warm[var] = 0.0
-        return Node(new_id, self.id, self.depth + 1, fi, fo, var, value, self.lower_bound,
-                    self.witness, warm)
+        warm = self._warm
+        if warm is not None and self._warm_zero >= 0:  # this node's own zeroed entry, kept
+            warm = CompactVector(self.warm_start)
+        kid = Node(new_id, self.id, self.depth + 1, fi, fo, var, value, self.lower_bound,
+                   self.witness, warm)
+        if warm is not None and value == 0:
+            kid._warm_zero = var
+        return kid
