@@ -13,7 +13,12 @@ own, so its peak resident memory (``ru_maxrss``) is its own:
    (``assembly_time``) and the process's peak memory;
 2. *verify*: the standalone verifier on the saved files, serially and with two processes
    (``n_jobs=2``): time, peak memory (of the serial run's process) and the verdict, which must
-   be the same.
+   be the same;
+3. *growth*: during the certify run a thread samples the process's resident memory; the
+   search's history gives the nodes at each sample, and the slope of memory over nodes in the
+   run's second half (the bounded caches are full by then) is the producer's memory per node
+   of the tree (its open frontier grows with the tree), from which the peak at 10^5 and 10^6
+   nodes is projected.
 
 Targets (the claims): the whole call <= 1.05 T + 10 s, certify peak memory <= 1 GB, <= 1 KB a
 node, verification <= 10% of the limit with peak memory <= 1 GB. The cost of a tree of 10^6
@@ -54,14 +59,65 @@ def _data():
     return load_riboflavin(standardize=True)
 
 
+def _rss() -> int | None:
+    """The process's resident memory now (Linux; None elsewhere)."""
+    try:
+        with open("/proc/self/statm") as fh:
+            return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _sample_rss(samples: list, stop, period: float = 0.25) -> None:
+    while not stop.wait(period):
+        r = _rss()
+        if r is not None:
+            samples.append((time.perf_counter(), r))
+
+
+def growth_slope(samples: list[tuple[float, int]], history: list[tuple[float, int]]
+                 ) -> float | None:
+    """Bytes of resident memory per node of the tree: the least-squares slope of the memory
+    samples ``(time, bytes)`` against the nodes the search had then (``history``: ``(time,
+    nodes)``, the same clock), over the second half of the nodes; None with too few samples."""
+    import numpy as np
+
+    if len(samples) < 8 or len(history) < 2:
+        return None
+    ht = np.array([h[0] for h in history])
+    hn = np.array([h[1] for h in history], dtype=float)
+    t = np.array([s[0] for s in samples])
+    m = np.array([s[1] for s in samples], dtype=float)
+    inside = (t >= ht[0]) & (t <= ht[-1])
+    nodes = np.interp(t[inside], ht, hn)
+    m = m[inside]
+    late = nodes >= 0.5 * hn[-1]
+    if late.sum() < 4 or np.ptp(nodes[late]) < 100:
+        return None
+    return float(max(0.0, np.polyfit(nodes[late], m[late], 1)[0]))
+
+
 def _child_certify(limit: float, out: str) -> dict:
+    import threading
+
     import sparsecert
 
     X, y = _data()
+    samples: list[tuple[float, int]] = []
+    stop = threading.Event()
+    sampler = threading.Thread(target=_sample_rss, args=(samples, stop), daemon=True)
+    sampler.start()
     t0 = time.perf_counter()
     res = sparsecert.certify(X, y, K, LAMBDA2, fit_intercept=False, time_limit=limit,
                              verbose=0)
     t_cert = time.perf_counter()
+    stop.set()
+    sampler.join()
+    # the search's history is in seconds since its start: its end is at t0 + the call's time
+    # less the assembly after it, so shift the samples onto that clock
+    t_search0 = t_cert - res.assembly_time - res.search.time
+    slope = growth_slope([(ts - t_search0, r) for ts, r in samples],
+                         [(h.time, h.n_nodes) for h in res.search.history])
     res.save(out)
     t1 = time.perf_counter()
     st = res.proof_stats
@@ -71,7 +127,8 @@ def _child_certify(limit: float, out: str) -> dict:
                 search_time=res.search.time, assembly_time=res.assembly_time,
                 save_time=t1 - t_cert, claim_seconds=st.claim_seconds,
                 json_bytes=st.json_bytes, proof_bytes=st.proof_bytes,
-                bytes_per_node=st.bytes_per_node, peak_memory=_peak_rss())
+                bytes_per_node=st.bytes_per_node, peak_memory=_peak_rss(),
+                growth_bytes_per_node=slope)
 
 
 def _child_verify(path: str, jobs: int) -> dict:
@@ -130,13 +187,18 @@ def claims_of(run: dict) -> list[dict]:
 
 
 def estimate(run: dict, nodes: float = 1e6) -> dict:
-    """A tree of ``nodes`` nodes from the measured per-node costs (linear in the nodes)."""
+    """A tree of ``nodes`` nodes from the measured per-node costs (linear in the nodes): the
+    certificate's size, the verification's time and the producer's peak memory (the verifier's
+    memory is the path to the current node and a bounded cache: it does not grow)."""
     c, v = run["certify"], run["verify"]
     per = nodes / max(1, c["n_nodes"])
+    slope = c["growth_bytes_per_node"] or 0.0
+    extra = slope * max(0.0, nodes - c["n_nodes"])
     return dict(nodes=nodes, certificate_mb=c["bytes_per_node"] * nodes / 1e6,
                 verify_seconds=v["seconds"] * per,
-                note="memory of the producer (the open frontier) and of the verifier (the "
-                     "path to the current node) does not grow with the nodes")
+                certify_peak_mb=(c["peak_memory"] + extra) / 2 ** 20,
+                peak_growth_bytes_per_node=slope,
+                growth_measured=c["growth_bytes_per_node"] is not None)
 
 
 def _print(run: dict) -> None:
@@ -161,6 +223,9 @@ def _print(run: dict) -> None:
          f"exit {v['exit_code']} / {w['exit_code']}, "
          f"{'the same' if run['same_verdict'] else 'DIFFERENT'}", "the same"),
     ]
+    g = c["growth_bytes_per_node"]
+    rows.insert(8, ("  its growth with the tree (2nd half)",
+                    "not measured" if g is None else f"{g / 1024:.1f} KB a node", ""))
     for name, val, target in rows:
         print(f"  {name:<44} {val:>24}   {target}")
 
@@ -190,10 +255,13 @@ def main(argv: list[str] | None = None) -> int:
             _print(run)
             runs.append(run)
             claims += claims_of(run)
-    est = estimate(max(runs, key=lambda r: r["certify"]["n_nodes"]))
-    print(f"\n  estimate for 10^6 nodes (from the per-node costs): certificate "
-          f"{est['certificate_mb']:.0f} MB, verification {est['verify_seconds']:.0f} s "
-          "(one process); memory does not grow with the nodes")
+    big = max(runs, key=lambda r: r["certify"]["n_nodes"])
+    est = {f"{n:.0e}": estimate(big, n) for n in (1e5, 1e6)}
+    for n, e in est.items():
+        print(f"\n  estimate for {n} nodes (from the measured per-node costs): certificate "
+              f"{e['certificate_mb']:.0f} MB, verification {e['verify_seconds']:.0f} s (one "
+              f"process), certify peak {e['certify_peak_mb']:.0f} MB"
+              + ("" if e["growth_measured"] else " (its growth not measured)"))
     print("\nclaims:")
     for c in claims:
         ok = c["measured"] <= c["target"] if c["better"] == "lower" else \
@@ -203,7 +271,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         import platform
 
-        result = dict(benchmark="proofs", quick=args.quick, runs=runs, estimate_1e6=est,
+        result = dict(benchmark="proofs", quick=args.quick, runs=runs, estimates=est,
                       claims=claims, machine=dict(platform=platform.platform(),
                                                   cpus=os.cpu_count(),
                                                   load=os.getloadavg()))
