@@ -288,9 +288,11 @@ def _certify(args, records) -> int:
     import numpy as np
 
     from sparsecert._validation import prepare
-    from sparsecert.certificate.document import check_save_path, problem_key
+    from sparsecert.certificate.paths import check_save_path
+    from sparsecert.certificate.problem import problem_key
     from sparsecert.certificate.verify import verify_certificate
     from sparsecert.cli.io import feature_names
+    from sparsecert.proof.producer import extensions
 
     spec, options = records
     k, lambda2, fit_intercept = spec.k, spec.lambda2, spec.fit_intercept
@@ -300,15 +302,12 @@ def _certify(args, records) -> int:
     # the package's one validation path, before anything is printed or computed
     prepared = prepare(X, y, spec)
     # refuse a bad --out (or one that would replace a user's file) now, not after the solve
-    ext = dict(sample_weight=prepared.sample_weight, offset=prepared.offset,
-               coef_lower=prepared.coef_lower, coef_upper=prepared.coef_upper,
-               always_select=spec.always_select, exclude=spec.exclude)
     try:
         check_save_path(args.out, overwrite=args.force,
-                        problem=problem_key(prepared.X, y, loss=args.loss, k=k, lambda2=lambda2,
-                                            max_abs_coef=args.max_abs_coef,
-                                            fit_intercept=fit_intercept, loss_params=params,
-                                            extensions=ext))
+                        problem=problem_key(prepared.X, y, dict(
+                            loss=args.loss, k=k, lambda2=lambda2,
+                            max_abs_coef=args.max_abs_coef, fit_intercept=fit_intercept,
+                            **params, **extensions(prepared))))
     except OSError as exc:
         raise _InputError(f"cannot write {args.out}: {exc}") from None
     names = feature_names(args.data, args.target, [v for v in (args.sample_weight, args.offset)
@@ -334,7 +333,7 @@ def _certify(args, records) -> int:
             result.certificate.save(args.out, overwrite=args.force)
     except OSError as exc:
         raise _InputError(f"cannot write {args.out}: {exc.strerror or exc}") from None
-    from sparsecert.certificate.document import sidecar_path
+    from sparsecert.certificate.paths import sidecar_path
 
     try:
         report = verify_certificate(args.out, X, y, loss=args.loss, k=k, lambda2=lambda2,
@@ -415,8 +414,8 @@ def _cmd_verify(args) -> int:
 
 
 def _cmd_show(args) -> int:
-    from sparsecert.certificate.document import format_summary
     from sparsecert.certificate.schema import FORMAT_NAME, FORMAT_VERSION
+    from sparsecert.certificate.summary import format_summary
     from sparsecert.certificate.verify import check_document, read_document
 
     try:  # the verifier's strict parser: no NaN, no repeated key

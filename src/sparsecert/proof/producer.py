@@ -119,7 +119,7 @@ def user_model(search, relaxation) -> tuple[np.ndarray, float]:
 
 def extensions(prepared) -> dict:
     """The problem's optional parts as the certificate writes them
-    (:func:`sparsecert.certificate.document.encode_extensions`): the sample weights and offsets
+    (:func:`sparsecert.certificate.problem.encode_extensions`): the sample weights and offsets
     (their hashes), every coefficient's bounds (with the box), the features forced in and
     kept out; empty for the plain problem."""
     spec = prepared.spec
@@ -210,12 +210,13 @@ def produce(search, relaxation, prepared, options, *, recorder: ProofRecorder | 
     doc = Certificate.document(
         prepared.X, prepared.y,
         problem=dict(loss=spec.loss, k=k, lambda2=float(spec.lambda2), max_abs_coef=box,
-                     fit_intercept=bool(spec.fit_intercept), **loss.params),
+                     fit_intercept=bool(spec.fit_intercept), **loss.params,
+                     feature_names=feature_names, **extensions(prepared)),
         incumbent=dict(coef=coef, intercept=intercept, objective=value),
         bounds=dict(lower_bound=lower, upper_bound=ub, status=status,
                     rel_gap_tol=float(options.rel_gap), abs_gap_tol=float(options.abs_gap)),
-        eig_shift=mu, proof=dict(sha256=proof_file.sha256, bytes=proof_file.size),
-        tree=proof_file.tree, feature_names=feature_names, extensions=extensions(prepared),
+        eig_shift=mu,
+        proof=dict(sha256=proof_file.sha256, bytes=proof_file.size, tree=proof_file.tree),
         producer=dict(settings=search.settings, elapsed=search.time, **(producer or {})))
     cert = Certificate(doc, proof_file.path, temporary=True)
     stats = ProofStats(n_nodes=proof_file.counts.n_nodes,

@@ -38,9 +38,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sparsecert.certificate.document import tree_summary
 from sparsecert.certificate.proof_file import ProofCounts, pack_records, tree_order, write_proof
 from sparsecert.certificate.schema import PROOF_SUFFIX, RECORD_STATUS, proof_size
+from sparsecert.certificate.tree import tree_summary
 from sparsecert.proof.bounds import SafeEvaluator, WitnessBound
 from sparsecert.proof.claims import claim_lower, claim_lower_array
 from sparsecert.proof.regions import fixing_regions

@@ -196,7 +196,7 @@ def _build(X, y, **over):
         (dict(problem=dict(k=9)), ValueError, "k"),
         (dict(problem=dict(lambda2=0.0)), ValueError, "lambda2"),
         (dict(problem=dict(loss="hinge")), ValueError, "loss"),
-        (dict(feature_names=["a"]), ValueError, "feature_names"),
+        (dict(problem=dict(feature_names=["a"])), ValueError, "feature_names"),
         (dict(problem=dict(k=1.5)), TypeError, "k"),
         (dict(incumbent=dict(coef=np.zeros(3))), ValueError, "coef"),
         (dict(bounds=dict(lower_bound=-np.inf)), ValueError, "lower_bound"),

@@ -12,7 +12,7 @@ from _certgen import enumeration_certificate, make_data
 from _cli import one_error_line
 
 from sparsecert.certificate import verify_certificate
-from sparsecert.certificate.document import claims_problems, format_summary
+from sparsecert.certificate.summary import claims_problems, format_summary
 from sparsecert.cli.main import main
 
 
