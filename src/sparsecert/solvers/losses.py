@@ -32,8 +32,9 @@ huber          r^2 if abs(r) <= d,      z^2/4 + y z, abs(z) <= 2 d             2
 The gradient of ``b -> sum_i f(x_i^T b)`` is Lipschitz with constant ``c ||X||_2^2``; the Poisson
 loss has no global constant (solvers use backtracking).
 
-Adding a loss: a subclass of :class:`Loss` here (its maths, capabilities, target rule and
-rigorous enclosures) in :data:`REGISTRY`, a branch in each kernel of
+Adding a loss: a subclass of :class:`Loss` (the interface, :mod:`sparsecert.solvers.loss_base`)
+here (its maths, capabilities, target rule and rigorous enclosures, built from
+:mod:`sparsecert.solvers.loss_enclosures`) in :data:`REGISTRY`, a branch in each kernel of
 :mod:`sparsecert.solvers.loss_kernels` under a new integer id, and the same maths in the verifier
 (``sparsecert/certificate/verify.py``); ``tests/glm/solvers/test_losses.py`` then checks the
 three against each other and against closed forms.
@@ -41,16 +42,16 @@ three against each other and against closed forms.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any, ClassVar, NamedTuple
+from typing import Any
 
 import numpy as np
 
-from sparsecert.proof.rounding import ETA, Ball, U, elem_err, gamma, pos_sum_hi, sum_hi, sumsq_hi
+from sparsecert.proof.rounding import U, elem_err, sum_hi
 from sparsecert.proof.rounding import dn as _dn
 from sparsecert.proof.rounding import up as _up
+from sparsecert.solvers.loss_base import Loss, LossParameter, LossSpec, binary_codes
+from sparsecert.solvers.loss_enclosures import entropy_hi, inward, xlogx_minus_x_hi
 
 __all__ = [
     "SQUARED", "LOGISTIC", "SQUARED_HINGE", "POISSON", "HUBER",
@@ -61,60 +62,6 @@ __all__ = [
 
 #: integer ids of the numba kernels (one compiled solver serves every loss)
 SQUARED, LOGISTIC, SQUARED_HINGE, POISSON, HUBER = 0, 1, 2, 3, 4
-
-
-#: the kernels' "none" of the per-sample arrays (no weights, no offsets)
-_NONE = np.zeros(0)
-_NONE.setflags(write=False)
-
-
-class LossSpec(NamedTuple):
-    """The loss as the compiled kernels see it: its integer id, its one numeric parameter
-    (0.0 for a loss without one), and the problem's per-sample weights ``w`` and offsets ``o``
-    (empty arrays when there are none: the loss is then ``sum_i f(u_i; y_i)`` exactly as
-    without them; see :mod:`sparsecert.solvers.loss_kernels`)."""
-
-    id: int
-    param: float
-    w: np.ndarray = _NONE
-    o: np.ndarray = _NONE
-
-    def with_samples(self, weights: np.ndarray | None = None,
-                     offsets: np.ndarray | None = None) -> LossSpec:
-        """The same loss with per-sample weights and offsets (float64, C-contiguous)."""
-        return self._replace(w=_as_samples(weights), o=_as_samples(offsets))
-
-
-def _as_samples(v: np.ndarray | None) -> np.ndarray:
-    return _NONE if v is None else np.ascontiguousarray(v, dtype=np.float64)
-
-
-@dataclass(frozen=True)
-class LossParameter:
-    """A numeric parameter of a loss: part of the certified problem (written into the
-    certificate's ``problem`` under ``name``, taken from the user by the verifier).
-
-    ``name`` is unique over the registry (the loss's name is its prefix), ``default`` is used
-    when the user gives none, ``doc`` is one line for help texts.
-    """
-
-    name: str
-    default: float
-    doc: str
-
-    def check(self, value: Any) -> float:
-        """The value as a float: a finite number > 0 that float64 holds exactly."""
-        if isinstance(value, np.ndarray) and value.ndim == 0:
-            value = value[()]
-        if isinstance(value, bool) or not isinstance(value, (int, float, np.integer,
-                                                             np.floating)):
-            raise TypeError(f"{self.name} must be a number, got {type(value).__name__}")
-        f = float(value)
-        if not (math.isfinite(f) and f > 0.0):
-            raise ValueError(f"{self.name} must be a finite number > 0, got {value!r}")
-        if isinstance(value, (int, np.integer)) and int(f) != int(value):
-            raise ValueError(f"{self.name} = {value} is not exactly a float64")
-        return f
 
 
 def _xlogx(t: np.ndarray) -> np.ndarray:
@@ -131,308 +78,6 @@ def _sigmoid(t: np.ndarray) -> np.ndarray:
     e = np.exp(t[~pos])
     out[~pos] = e / (1.0 + e)
     return out
-
-
-def binary_codes(y) -> tuple[np.ndarray, np.ndarray]:
-    """The label rule of the classification losses.
-
-    ``y`` must hold exactly two distinct values (numbers, or any labels numpy can sort); the
-    smaller in numpy's sort order (``numpy.unique``) is coded -1 and the larger +1.
-
-    Parameters
-    ----------
-    y : array-like of shape (n_samples,)
-
-    Returns
-    -------
-    codes : numpy.ndarray of float64 in {-1, +1}
-    classes : numpy.ndarray of shape (2,)
-        The two labels, sorted: ``classes[0]`` is coded -1, ``classes[1]`` is coded +1.
-
-    Raises
-    ------
-    ValueError
-        If ``y`` does not hold exactly two distinct values.
-    """
-    y = np.asarray(y)
-    classes = np.unique(y)
-    if classes.size != 2:
-        shown = ", ".join(str(v) for v in classes[:5].tolist())
-        more = " ..." if classes.size > 5 else ""
-        raise ValueError(f"y must hold binary labels (exactly two distinct values), got "
-                         f"{classes.size}: {shown}{more}")
-    return np.where(y == classes[1], 1.0, -1.0), classes
-
-
-class Loss:
-    """A GLM loss ``sum_i f(u_i; y_i)``; subclasses hold the maths of one loss each.
-
-    Instances are immutable; :func:`get_loss` gives the registry's loss with its parameters.
-
-    Attributes
-    ----------
-    name : str
-        The name users pass (``loss="..."``).
-    loss_id : int
-        The integer id of the numba kernels.
-    curvature : float or None
-        Upper bound on ``f''``; ``None`` when there is none (Poisson).
-    target : str
-        ``"real"`` (any finite response), ``"binary"`` (two labels, coded by
-        :func:`binary_codes`) or ``"counts"`` (non-negative responses).
-    definition : str
-        ``f(u, y)`` in words, as written into certificates.
-    parameters : tuple of LossParameter
-        The loss's numeric parameters (part of the certified problem).
-    has_closed_form_refit : bool
-        ``f`` is the squared residual: the problem on a support is a ridge regression solved in
-        closed form, and an intercept is exact by centring ``X`` and ``y`` (no intercept
-        variable, no zero-sum dual).
-    takes_shift : bool
-        ``sum_i f(x_i^T b) - mu ||b||^2`` stays convex for ``mu <= lambda_min(X^T X)``: the
-        eigenvalue-shifted relaxation and its *shifted* witnesses apply.
-    residual_form : bool
-        ``f`` depends on ``y - u`` only: the incumbent's objective is bounded from the residual,
-        summed error-free.
-    predictor : str
-        What the linear predictor ``x^T b + c`` is for this loss, as a summary writes it
-        (``{positive}``: the label coded +1).
-    neg_log_likelihood : bool
-        The loss is a negative log-likelihood (its fit is reported as a deviance).
-    quadratic_conjugate : bool
-        The conjugate is ``z^2/4 + y z`` on its domain (an offset ``o`` then joins the linear
-        coefficient, ``y - o``).
-    takes_offset : bool
-        The loss accepts a fixed per-sample offset in its linear predictor, ``f(x_i^T b + c +
-        o_i; y_i)`` (every loss here: ``f(. + o)`` is convex with the conjugate ``f*(z) - z
-        o``).
-    dual_zero_sum : str
-        How a dual point is made zero-sum (an unpenalised intercept) inside the conjugate's
-        domain: ``"signs"`` (the domain of every ``f*(.; y_i)`` is an interval containing 0:
-        the larger of the positive and the negative parts is scaled down) or ``"shifted"``
-        (``zeta = e - y`` with ``e >= 0``: ``e`` is scaled to ``sum(e) = sum(y)``).
-    """
-
-    name: ClassVar[str]
-    loss_id: ClassVar[int]
-    curvature: ClassVar[float | None]
-    target: ClassVar[str]
-    definition: ClassVar[str]
-    parameters: ClassVar[tuple[LossParameter, ...]] = ()
-    has_closed_form_refit: ClassVar[bool] = False
-    takes_shift: ClassVar[bool] = False
-    residual_form: ClassVar[bool] = False
-    takes_offset: ClassVar[bool] = True
-    quadratic_conjugate: ClassVar[bool] = False
-    dual_zero_sum: ClassVar[str] = "signs"
-    predictor: ClassVar[str] = "y"
-    neg_log_likelihood: ClassVar[bool] = False
-
-    def __init__(self, **params: Any) -> None:
-        self.params: dict[str, float] = check_loss_params(self.name, params)
-
-    @property
-    def needs_binary_labels(self) -> bool:
-        """Two labels, coded -1/+1 by :func:`binary_codes`."""
-        return self.target == "binary"
-
-    @property
-    def smooth(self) -> bool:
-        """The gradient of the loss is globally Lipschitz (a fixed FISTA step exists)."""
-        return self.curvature is not None
-
-    @property
-    def spec(self) -> LossSpec:
-        """The kernels' view of the loss (id and parameter)."""
-        values = [self.params[p.name] for p in self.parameters]
-        return LossSpec(int(self.loss_id), float(values[0]) if values else 0.0)
-
-    # -- the maths (per sample; labels already coded) -------------------------------------------
-    def derivatives(self, u: np.ndarray, y: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
-        """``(sum_i f(u_i; y_i), f'(u; y), f''(u; y))``, the last two per sample.
-
-        Where ``f`` is not twice differentiable (the hinge, the Huber threshold) its generalised
-        second derivative is used (Newton on it is the standard semismooth method).
-        """
-        raise NotImplementedError  # pragma: no cover - interface
-
-    def _value(self, u: np.ndarray, y: np.ndarray) -> float:
-        raise NotImplementedError  # pragma: no cover - interface
-
-    def _hessian(self, u: np.ndarray, y: np.ndarray) -> np.ndarray:
-        raise NotImplementedError  # pragma: no cover - interface
-
-    def _conjugate_inside(self, z: np.ndarray, y: np.ndarray) -> np.ndarray:
-        raise NotImplementedError  # pragma: no cover - interface
-
-    def dual_domain(self, y) -> tuple[np.ndarray, np.ndarray]:
-        """``dom f*(.; y_i)`` per sample as ``[lower, upper]`` (the solver side's one copy)."""
-        raise NotImplementedError  # pragma: no cover - interface
-
-    def in_dual_domain(self, z, y) -> np.ndarray:
-        """Boolean mask: is ``z_i`` in the domain of ``f*(.; y_i)``?"""
-        lo, hi = self.dual_domain(y)
-        z = np.asarray(z, dtype=np.float64)
-        return (z >= lo) & (z <= hi)
-
-    def conjugate(self, z, y) -> np.ndarray:
-        """Per-sample conjugates ``f*(z_i; y_i)`` (``+inf`` outside the domain)."""
-        z, y = _as_pair(z, y)
-        return np.where(self.in_dual_domain(z, y), self._conjugate_inside(z, y), np.inf)
-
-    def encode_target(self, y: np.ndarray) -> tuple[np.ndarray, list[float] | None]:
-        """The target as the loss uses it, and the two labels of a classification loss.
-
-        Parameters
-        ----------
-        y : numpy.ndarray of float64
-            Finite responses.
-
-        Returns
-        -------
-        y_used : numpy.ndarray of float64
-            A new array (labels coded -1/+1 for the classification losses).
-        labels : list of two floats or None
-            ``[label coded -1, label coded +1]`` for a classification loss, else None.
-        """
-        return np.array(y, dtype=np.float64, copy=True), None
-
-    def initial_intercept(self, y: np.ndarray, weights: np.ndarray | None = None,
-                          offset: np.ndarray | None = None) -> float:
-        """A good first value of an intercept carried as a variable (about the intercept-only
-        optimum, with the per-sample weights and offsets if given)."""
-        return 0.0
-
-    # -- rigorous upper enclosures (the proof producer's; labels already coded) -----------------
-    def conjugate_sum_upper(self, z: np.ndarray, y: Ball) -> tuple[float, float]:
-        """``(computed, upper bound)`` of ``sum_i f*(z_i; y_i)`` at exact floats ``z`` inside
-        the domain, with ``y`` a ball around the targets (a centred ``y`` carries a radius)."""
-        raise NotImplementedError  # pragma: no cover - interface
-
-    def loss_terms_upper(self, u: Ball, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, bool]:
-        """``(computed terms, upper bounds of the terms, signed)`` of ``f(u_i; y_i)`` for ``u``
-        in the ball (for a :attr:`residual_form` loss, ``u`` is the ball of the residual
-        ``y - u``); ``signed``: the terms may be negative."""
-        raise NotImplementedError  # pragma: no cover - interface
-
-    def loss_sum_upper(self, u: Ball, y: np.ndarray,
-                       weights: np.ndarray | None = None) -> tuple[float, float]:
-        """``(computed, upper bound)`` of ``sum_i w_i f(u_i; y_i)`` for ``u`` in the ball (see
-        :meth:`loss_terms_upper`; ``weights`` None: all 1, a zero weight's term is 0)."""
-        mid, hi, signed = self.loss_terms_upper(u, y)
-        if weights is not None:
-            pos = weights > 0
-            mid = np.where(pos, weights * mid, 0.0)
-            hi = np.where(pos, _up(weights * hi), 0.0)
-        return float(mid.sum()), float(sum_hi(hi) if signed else pos_sum_hi(hi))
-
-    def weighted_dual_domain(self, y: np.ndarray, w: np.ndarray) -> tuple[np.ndarray,
-                                                                       np.ndarray]:
-        """An interval inside the domain of ``z -> w_i f*(z / w_i; y_i)`` per sample (``{0}``
-        for ``w_i = 0``), with ends the verifier accepts: ``w_i`` times the domain's ends,
-        rounded inward where the product is not exact."""
-        lo, hi = self.dual_domain(y)
-        with np.errstate(all="ignore"):
-            lo_w = np.where(np.isfinite(lo), _inward(w, lo, up=True), -np.inf)
-            hi_w = np.where(np.isfinite(hi), _inward(w, hi, up=False), np.inf)
-        zero = w == 0
-        return np.where(zero, 0.0, lo_w), np.where(zero, 0.0, hi_w)
-
-    def weighted_conjugate_sum_upper(self, z: np.ndarray, y: Ball, w: np.ndarray
-                                     ) -> tuple[float, float]:
-        """``(computed, upper bound)`` of ``sum_i w_i f*(z_i / w_i; y_i)`` at exact floats ``z``
-        inside the weighted domain (``z_i = 0`` where ``w_i = 0``, a term of 0)."""
-        raise NotImplementedError  # pragma: no cover - interface
-
-    # -- derived quantities ---------------------------------------------------------------------
-    def value(self, u, y) -> float:
-        """``sum_i f(u_i; y_i)``."""
-        return self._value(*_as_pair(u, y))
-
-    def terms(self, u, y) -> np.ndarray:
-        """The per-sample losses ``f(u_i; y_i)``."""
-        return self._terms(*_as_pair(u, y))
-
-    def _terms(self, u: np.ndarray, y: np.ndarray) -> np.ndarray:
-        raise NotImplementedError  # pragma: no cover - interface
-
-    def gradient(self, u, y) -> np.ndarray:
-        """Per-sample derivatives ``f'(u_i; y_i)`` (the gradient of the sum w.r.t. ``u``)."""
-        return self.derivatives(*_as_pair(u, y))[1]
-
-    def hessian(self, u, y) -> np.ndarray:
-        """Per-sample (generalised) second derivatives ``f''(u_i; y_i)``."""
-        return self._hessian(*_as_pair(u, y))
-
-    def conjugate_sum(self, z, y) -> float:
-        """``sum_i f*(z_i; y_i)`` (``+inf`` if any ``z_i`` is outside the domain)."""
-        return float(np.sum(self.conjugate(z, y)))
-
-    def lipschitz(self, X) -> float | None:
-        """Lipschitz constant ``c ||X||_2^2`` of ``b -> grad sum_i f(x_i^T b)`` (None: Poisson)."""
-        if self.curvature is None:
-            return None
-        return self.curvature * float(np.linalg.norm(np.asarray(X, dtype=float), 2) ** 2)
-
-    def __repr__(self) -> str:
-        extra = "".join(f", {k}={v!r}" for k, v in self.params.items())
-        return f"<loss {self.name!r}{extra}>"
-
-
-def _quadratic_conjugate_upper(z: np.ndarray, y: Ball) -> tuple[float, float]:
-    """``(computed, upper bound)`` of ``sum_i z_i^2 / 4 + y_i z_i`` (a sum that is not finite
-    gives no bound)."""
-    n = z.size
-    zz = float(z @ z)
-    quad_hi = float(_up(0.25 * float(sumsq_hi(zz, n))))
-    lin = float(z @ y.mid)
-    absdot = float(pos_sum_hi(_up(np.abs(z) * np.abs(y.mid))))
-    lin_err = _up(_up(_up(gamma(n) * absdot) + n * ETA) + pos_sum_hi(_up(np.abs(z) * y.rad)))
-    return 0.25 * zz + lin, float(_up(quad_hi + float(_up(lin + lin_err))))
-
-
-def _inward(w: np.ndarray, e: np.ndarray, up: bool) -> np.ndarray:
-    """``w e`` (``w >= 0``, ``e`` a finite end of a domain), moved one float inward when the
-    product is not exact (Dekker's error term), so that ``w e`` rounded this way is inside."""
-    p = w * e
-    sa = 134217729.0 * w
-    ah = sa - (sa - w)
-    al = w - ah
-    sb = 134217729.0 * e
-    bh = sb - (sb - e)
-    bl = e - bh
-    err = al * bl - (((p - ah * bh) - al * bh) - ah * bl)
-    exact = (w == 0) | (e == 0) | ((err == 0) & (np.abs(p) >= 2.0 ** -968)
-                                   & (np.abs(w) < 2.0 ** 995) & (np.abs(e) < 2.0 ** 995))
-    return np.where(exact, p, _up(p) if up else _dn(p))
-
-
-def _quadratic_conjugate_upper_weighted(z: np.ndarray, y: Ball, w: np.ndarray
-                                        ) -> tuple[float, float]:
-    """``(computed, upper bound)`` of ``sum_i z_i^2 / (4 w_i) + y_i z_i`` (terms with ``w_i =
-    0`` have ``z_i = 0``)."""
-    n = z.size
-    pos = w > 0
-    ws = np.where(pos, w, 1.0)
-    q_mid = np.where(pos, 0.25 * z * z / ws, 0.0)
-    q_hi = np.where(pos, _up(_up(0.25 * _up(z * z)) / ws), 0.0)
-    lin = float(z @ y.mid)
-    absdot = float(pos_sum_hi(_up(np.abs(z) * np.abs(y.mid))))
-    lin_err = _up(_up(_up(gamma(n) * absdot) + n * ETA) + pos_sum_hi(_up(np.abs(z) * y.rad)))
-    return float(q_mid.sum()) + lin, float(_up(float(pos_sum_hi(q_hi))
-                                              + float(_up(lin + lin_err))))
-
-
-def _entropy_hi(t: np.ndarray) -> np.ndarray:
-    """Upper bound of ``t log t + (1 - t) log(1 - t)`` at exact floats ``t`` in [0, 1]."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        lt, l1 = np.log(t), np.log1p(-t)
-    w = 1.0 - t
-    l1_hi = _up(l1 + elem_err(l1))
-    p1 = np.where(t > 0, _up(t * _up(lt + elem_err(lt))), 0.0)
-    p2 = np.where(t < 1, np.maximum(_up(np.maximum(_dn(w), 0.0) * l1_hi), _up(_up(w) * l1_hi)),
-                  0.0)
-    return _up(p1 + p2)
 
 
 class SquaredLoss(Loss):
@@ -464,12 +109,6 @@ class SquaredLoss(Loss):
     def initial_intercept(self, y, weights=None, offset=None):
         r = y if offset is None else y - offset
         return float(np.average(r, weights=weights))
-
-    def conjugate_sum_upper(self, z, y):
-        return _quadratic_conjugate_upper(z, y)
-
-    def weighted_conjugate_sum_upper(self, z, y, w):
-        return _quadratic_conjugate_upper_weighted(z, y, w)
 
     def loss_terms_upper(self, r, y):
         return r.mid * r.mid, _up(r.mag * r.mag), False
@@ -542,7 +181,7 @@ class LogisticLoss(_BinaryLoss):
             mid = np.where(t > 0, t * np.log(t), 0.0) + np.where(t < 1, (1 - t) * np.log1p(-t),
                                                                   0.0)
         ends = (np.clip(_dn(t), 0.0, 1.0), np.clip(_up(t), 0.0, 1.0))
-        hi = np.maximum(_entropy_hi(ends[0]), _entropy_hi(ends[1]))
+        hi = np.maximum(entropy_hi(ends[0]), entropy_hi(ends[1]))
         return (float(np.where(pos, w * mid, 0.0).sum()),
                 sum_hi(np.where(pos, _up(w * hi), 0.0)))
 
@@ -580,24 +219,11 @@ class SquaredHingeLoss(_BinaryLoss):
     def dual_domain(self, y):  # y z <= 0
         return np.where(y > 0, -np.inf, 0.0), np.where(y > 0, 0.0, np.inf)
 
-    def conjugate_sum_upper(self, z, y):
-        return _quadratic_conjugate_upper(z, y)
-
-    def weighted_conjugate_sum_upper(self, z, y, w):
-        return _quadratic_conjugate_upper_weighted(z, y, w)
-
     def loss_terms_upper(self, u, y):
         m = 1.0 - y * u.mid
         mid = np.maximum(m, 0.0) ** 2
         mh = np.maximum(_up(_up(m + u.rad) + _up(U * np.abs(m))), 0.0)
         return mid, _up(mh * mh), False
-
-
-def _xlogx_minus_x_hi(x: np.ndarray) -> np.ndarray:
-    """Upper bound of ``x log x - x`` at exact floats ``x >= 0`` (0 at 0)."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        lx = np.log(x)
-        return np.where(x > 0, _up(_up(x * _up(lx + elem_err(lx))) - x), 0.0)
 
 
 class PoissonLoss(Loss):
@@ -647,7 +273,7 @@ class PoissonLoss(Loss):
         w = z + y.mid
         with np.errstate(divide="ignore", invalid="ignore"):
             mid = np.where(w > 0, w * np.log(w) - w, 0.0)
-        hi = np.maximum(_xlogx_minus_x_hi(np.maximum(_dn(w), 0.0)), _xlogx_minus_x_hi(_up(w)))
+        hi = np.maximum(xlogx_minus_x_hi(np.maximum(_dn(w), 0.0)), xlogx_minus_x_hi(_up(w)))
         return float(mid.sum()), sum_hi(hi)
 
     def weighted_conjugate_sum_upper(self, z, y, w):
@@ -660,7 +286,7 @@ class PoissonLoss(Loss):
             mid = np.where(x > 0, x * np.log(x) - x, 0.0)
         lo_end = np.maximum(_dn(_dn(q) + y.mid), 0.0)
         hi_end = np.maximum(_up(_up(q) + y.mid), 0.0)
-        hi = np.maximum(_xlogx_minus_x_hi(lo_end), _xlogx_minus_x_hi(hi_end))
+        hi = np.maximum(xlogx_minus_x_hi(lo_end), xlogx_minus_x_hi(hi_end))
         return (float(np.where(pos, w * mid, 0.0).sum()),
                 sum_hi(np.where(pos, _up(w * hi), 0.0)))
 
@@ -722,18 +348,12 @@ class HuberLoss(Loss):
         ``fl(2 delta) w_i``: 2 delta overflows for delta above half the largest float, and the
         domain would have no ends whatever the weights."""
         with np.errstate(all="ignore"):
-            hi = 2.0 * np.maximum(_inward(w, np.full(np.shape(y), self.delta), up=False), 0.0)
+            hi = 2.0 * np.maximum(inward(w, np.full(np.shape(y), self.delta), up=False), 0.0)
         hi = np.where(w == 0, 0.0, hi)
         return -hi, hi
 
     def initial_intercept(self, y, weights=None, offset=None):
         return float(np.median(y if offset is None else y - offset))
-
-    def conjugate_sum_upper(self, z, y):
-        return _quadratic_conjugate_upper(z, y)
-
-    def weighted_conjugate_sum_upper(self, z, y, w):
-        return _quadratic_conjugate_upper_weighted(z, y, w)
 
     def loss_terms_upper(self, r, y):
         d = self.delta
@@ -741,15 +361,6 @@ class HuberLoss(Loss):
         quad = _up(t * t)
         lin = _up(_up(2.0 * d * t) - max(float(_dn(d * d)), 0.0))
         return self._h(r.mid), np.where(t <= d, quad, lin), False
-
-
-def _as_pair(a, y) -> tuple[np.ndarray, np.ndarray]:
-    a = np.ascontiguousarray(a, dtype=np.float64)
-    y = np.ascontiguousarray(y, dtype=np.float64)
-    if a.ndim != 1 or a.shape != y.shape:
-        raise ValueError(f"expected two 1-D arrays of equal length, got shapes {a.shape} and "
-                         f"{y.shape}")
-    return a, y
 
 
 _CLASSES: dict[str, type[Loss]] = {c.name: c for c in (SquaredLoss, LogisticLoss,
@@ -787,14 +398,13 @@ def check_loss_params(loss: str, params: Mapping[str, Any] | None) -> dict[str, 
     if not isinstance(params, Mapping):
         raise TypeError(f"loss_params must be a mapping of parameter names to numbers, got "
                         f"{type(params).__name__}")
-    own = {p.name: p for p in cls.parameters}
+    own = {p.name for p in cls.parameters}
     for key in params:
         if key not in own:
             where = (f"a parameter of the {_OWNER[key]} loss" if key in _OWNER else
                      f"not a loss parameter (known: {sorted(LOSS_PARAMETERS) or 'none'})")
             raise ValueError(f"loss_params: {key!r} is {where}, not of loss={loss!r}")
-    return {name: p.check(params[name]) if name in params else float(p.default)
-            for name, p in own.items()}
+    return cls.check_params(params)
 
 
 def check_loss_param_values(params: Mapping[str, Any] | None) -> dict[str, float] | None:
@@ -829,4 +439,4 @@ def get_loss(name: str, params: Mapping[str, Any] | None = None) -> Loss:
     """The :class:`Loss` called ``name``, with its parameters ``params`` (defaults if None)."""
     if not params:
         return REGISTRY[check_loss(name)]
-    return _CLASSES[check_loss(name)](**params)
+    return _CLASSES[name](**check_loss_params(name, params))
