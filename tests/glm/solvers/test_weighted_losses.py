@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sparsecert.solvers.heuristics import SupportRefitter
+from sparsecert.solvers.heuristics import SampleTerms, SupportRefitter
 from sparsecert.solvers.loss_kernels import (
     conjugate_sum,
     loss_hessian,
@@ -15,6 +15,7 @@ from sparsecert.solvers.loss_kernels import (
     zero_sum_parts,
 )
 from sparsecert.solvers.losses import LOSS_NAMES, get_loss
+from sparsecert.solvers.perspective._coef_bounds import CoefBounds
 
 
 def _data(loss: str, n: int = 12, seed: int = 0):
@@ -94,8 +95,8 @@ def test_weighted_bounded_refit_is_the_cvxpy_optimum(loss, bounded):
     hi = np.array([0.2, np.inf, 0.3, 1.0]) if bounded else None
     lam, fit = 0.7, loss != "squared"
     f = _loss(loss)
-    ref = SupportRefitter(X, y, f, lam, fit_intercept=fit, sample_weight=w, offset=o,
-                          coef_lower=lo, coef_upper=hi)
+    ref = SupportRefitter(X, y, f, lam, fit_intercept=fit, samples=SampleTerms(w, o),
+                          bounds=CoefBounds(lo, hi) if bounded else None)
     S = (0, 1, 2)
     model = ref.fit(S)
     b, c = cp.Variable(len(S)), cp.Variable()
@@ -136,7 +137,7 @@ def test_the_projected_newton_refit_converges_to_the_bounded_optimum(loss, monke
     w = np.where(w == 0, 0.5, w)
     lo, hi = np.array([-0.05, 0.0, -0.1]), np.array([0.05, 0.1, np.inf])
     f = _loss(loss)
-    kw = dict(fit_intercept=True, sample_weight=w, offset=o, coef_lower=lo, coef_upper=hi)
+    kw = dict(fit_intercept=True, samples=SampleTerms(w, o), bounds=CoefBounds(lo, hi))
     newton = SupportRefitter(X, y, f, 0.3, **kw)
     coef, c = newton._fit_newton(X)
     assert newton._outside((0, 1, 2), coef)  # the bounds bind
