@@ -14,9 +14,9 @@ from sparsecert.solvers.perspective._coef_bounds import (
     g_node_b,
     gstar_node_b,
     h_bounded,
-    prox_node_b,
     relaxed_z_b,
 )
+from sparsecert.solvers.perspective._coef_bounds_prox import prox_node_b
 from sparsecert.solvers.perspective._gfun import FREE, IN, OUT, g_node, gstar_node
 from sparsecert.solvers.perspective._prox import prox_node
 

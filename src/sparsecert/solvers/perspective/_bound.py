@@ -18,7 +18,7 @@ import numpy as np
 from numba import njit
 
 from sparsecert.solvers.loss_kernels import conjugate_sum, loss_value_grad, zero_sum_parts
-from sparsecert.solvers.perspective._coef_bounds import g_node_any, gstar_node_any
+from sparsecert.solvers.perspective._box_or_bounds import g_node_any, gstar_node_any
 from sparsecert.solvers.perspective._linalg import rmatvec
 
 __all__ = ["sq_norm", "point_values", "icpt_grad_dual", "dual_value"]

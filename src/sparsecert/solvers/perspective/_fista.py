@@ -35,12 +35,8 @@ from numba import njit
 from sparsecert.solvers.loss_kernels import conjugate_sum, loss_value, loss_value_grad
 from sparsecert.solvers.losses import LossSpec
 from sparsecert.solvers.perspective._bound import icpt_grad_dual, sq_norm
-from sparsecert.solvers.perspective._coef_bounds import (
-    CoefBounds,
-    g_node_any,
-    gstar_node_any,
-    prox_node_any,
-)
+from sparsecert.solvers.perspective._box_or_bounds import g_node_any, gstar_node_any, prox_node_any
+from sparsecert.solvers.perspective._coef_bounds import CoefBounds
 from sparsecert.solvers.perspective._linalg import Design, copy_into, matvec, rmatvec
 
 __all__ = ["FistaData", "Intercept", "intercept", "FistaIterate", "SCALARS", "fista_data",

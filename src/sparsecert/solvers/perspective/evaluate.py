@@ -15,7 +15,7 @@ import time
 import numpy as np
 
 from sparsecert.solvers.perspective._bound import dual_value, point_values
-from sparsecert.solvers.perspective._coef_bounds import relaxed_z_any_into
+from sparsecert.solvers.perspective._box_or_bounds import relaxed_z_any_into
 from sparsecert.solvers.perspective._fista import fista_data
 from sparsecert.solvers.perspective._linalg import xb
 from sparsecert.solvers.perspective.result import RelaxationResult
