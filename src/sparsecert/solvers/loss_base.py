@@ -1,6 +1,5 @@
-"""What a GLM loss states: the :class:`Loss` interface, its kernels' view (:class:`LossSpec`),
-its numeric parameters (:class:`LossParameter`) and the label rule of the classification losses
-(:func:`binary_codes`).
+"""What a GLM loss states: the :class:`Loss` interface, its kernels' view (:class:`LossSpec`)
+and its numeric parameters (:class:`LossParameter`).
 
 The losses themselves, and the registry of them, are in :mod:`sparsecert.solvers.losses`;
 numpy (and the producer's rounding helpers, numpy only) only.
@@ -9,7 +8,6 @@ numpy (and the producer's rounding helpers, numpy only) only.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, NamedTuple
 
@@ -23,7 +21,7 @@ from sparsecert.solvers.loss_enclosures import (
     quadratic_conjugate_upper_weighted,
 )
 
-__all__ = ["Loss", "LossSpec", "LossParameter", "binary_codes"]
+__all__ = ["Loss", "LossSpec", "LossParameter"]
 
 
 #: the kernels' "none" of the per-sample arrays (no weights, no offsets)
@@ -80,37 +78,6 @@ class LossParameter:
         return f
 
 
-def binary_codes(y) -> tuple[np.ndarray, np.ndarray]:
-    """The label rule of the classification losses.
-
-    ``y`` must hold exactly two distinct values (numbers, or any labels numpy can sort); the
-    smaller in numpy's sort order (``numpy.unique``) is coded -1 and the larger +1.
-
-    Parameters
-    ----------
-    y : array-like of shape (n_samples,)
-
-    Returns
-    -------
-    codes : numpy.ndarray of float64 in {-1, +1}
-    classes : numpy.ndarray of shape (2,)
-        The two labels, sorted: ``classes[0]`` is coded -1, ``classes[1]`` is coded +1.
-
-    Raises
-    ------
-    ValueError
-        If ``y`` does not hold exactly two distinct values.
-    """
-    y = np.asarray(y)
-    classes = np.unique(y)
-    if classes.size != 2:
-        shown = ", ".join(str(v) for v in classes[:5].tolist())
-        more = " ..." if classes.size > 5 else ""
-        raise ValueError(f"y must hold binary labels (exactly two distinct values), got "
-                         f"{classes.size}: {shown}{more}")
-    return np.where(y == classes[1], 1.0, -1.0), classes
-
-
 class Loss:
     """A GLM loss ``sum_i f(u_i; y_i)``; subclasses hold the maths of one loss each.
 
@@ -126,7 +93,7 @@ class Loss:
         Upper bound on ``f''``; ``None`` when there is none (Poisson).
     target : str
         ``"real"`` (any finite response), ``"binary"`` (two labels, coded by
-        :func:`binary_codes`) or ``"counts"`` (non-negative responses).
+        :func:`~sparsecert.solvers.losses.binary_codes`) or ``"counts"`` (non-negative responses).
     definition : str
         ``f(u, y)`` in words, as written into certificates.
     parameters : tuple of LossParameter
@@ -176,24 +143,16 @@ class Loss:
     neg_log_likelihood: ClassVar[bool] = False
 
     def __init__(self, **params: Any) -> None:
-        self.params: dict[str, float] = self.check_params(params)
-
-    @classmethod
-    def check_params(cls, params: Mapping[str, Any]) -> dict[str, float]:
-        """The loss's parameters: every one, the defaults filled in, each checked
-        (``ValueError`` for a name that is not one of them; the registry's
-        :func:`~sparsecert.solvers.losses.check_loss_params` says whose parameter it is)."""
-        own = {p.name: p for p in cls.parameters}
-        for key in params:
-            if key not in own:
-                raise ValueError(f"loss_params: {key!r} is not a parameter of loss={cls.name!r} "
-                                 f"(its parameters: {sorted(own) or 'none'})")
-        return {name: p.check(params[name]) if name in params else float(p.default)
-                for name, p in own.items()}
+        # the values are checked by the registry (get_loss: check_loss_params); the defaults
+        # fill in the parameters not given
+        own = {p.name: p for p in self.parameters}
+        assert set(params) <= set(own), f"not parameters of {self.name}: {sorted(params)}"
+        self.params: dict[str, float] = {name: float(params.get(name, p.default))
+                                         for name, p in own.items()}
 
     @property
     def needs_binary_labels(self) -> bool:
-        """Two labels, coded -1/+1 by :func:`binary_codes`."""
+        """Two labels, coded -1/+1 by :func:`~sparsecert.solvers.losses.binary_codes`."""
         return self.target == "binary"
 
     @property

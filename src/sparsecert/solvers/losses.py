@@ -50,7 +50,7 @@ import numpy as np
 from sparsecert.proof.rounding import U, elem_err, sum_hi
 from sparsecert.proof.rounding import dn as _dn
 from sparsecert.proof.rounding import up as _up
-from sparsecert.solvers.loss_base import Loss, LossParameter, LossSpec, binary_codes
+from sparsecert.solvers.loss_base import Loss, LossParameter, LossSpec
 from sparsecert.solvers.loss_enclosures import entropy_hi, inward, xlogx_minus_x_hi
 
 __all__ = [
@@ -78,6 +78,37 @@ def _sigmoid(t: np.ndarray) -> np.ndarray:
     e = np.exp(t[~pos])
     out[~pos] = e / (1.0 + e)
     return out
+
+
+def binary_codes(y) -> tuple[np.ndarray, np.ndarray]:
+    """The label rule of the classification losses.
+
+    ``y`` must hold exactly two distinct values (numbers, or any labels numpy can sort); the
+    smaller in numpy's sort order (``numpy.unique``) is coded -1 and the larger +1.
+
+    Parameters
+    ----------
+    y : array-like of shape (n_samples,)
+
+    Returns
+    -------
+    codes : numpy.ndarray of float64 in {-1, +1}
+    classes : numpy.ndarray of shape (2,)
+        The two labels, sorted: ``classes[0]`` is coded -1, ``classes[1]`` is coded +1.
+
+    Raises
+    ------
+    ValueError
+        If ``y`` does not hold exactly two distinct values.
+    """
+    y = np.asarray(y)
+    classes = np.unique(y)
+    if classes.size != 2:
+        shown = ", ".join(str(v) for v in classes[:5].tolist())
+        more = " ..." if classes.size > 5 else ""
+        raise ValueError(f"y must hold binary labels (exactly two distinct values), got "
+                         f"{classes.size}: {shown}{more}")
+    return np.where(y == classes[1], 1.0, -1.0), classes
 
 
 class SquaredLoss(Loss):
@@ -398,13 +429,14 @@ def check_loss_params(loss: str, params: Mapping[str, Any] | None) -> dict[str, 
     if not isinstance(params, Mapping):
         raise TypeError(f"loss_params must be a mapping of parameter names to numbers, got "
                         f"{type(params).__name__}")
-    own = {p.name for p in cls.parameters}
+    own = {p.name: p for p in cls.parameters}
     for key in params:
         if key not in own:
             where = (f"a parameter of the {_OWNER[key]} loss" if key in _OWNER else
                      f"not a loss parameter (known: {sorted(LOSS_PARAMETERS) or 'none'})")
             raise ValueError(f"loss_params: {key!r} is {where}, not of loss={loss!r}")
-    return cls.check_params(params)
+    return {name: p.check(params[name]) if name in params else float(p.default)
+            for name, p in own.items()}
 
 
 def check_loss_param_values(params: Mapping[str, Any] | None) -> dict[str, float] | None:
