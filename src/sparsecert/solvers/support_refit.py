@@ -215,15 +215,17 @@ class SupportRefitter:
         """Optimal model on ``support`` (cached)."""
         key = tuple(sorted(map(int, support)))
         hit = self._cache.get(key)
-        if hit is not None:
-            return hit
-        self.n_fits += 1
+        if hit is None:
+            self.n_fits += 1
+            hit = self._cache[key] = self._refit(key)
+        return hit
+
+    def _refit(self, key: tuple[int, ...]) -> SubsetModel:
+        """The optimal model on the sorted support ``key`` (not cached)."""
         if self._ridge and not self.fit_intercept:
             coef, obj = self._fit_ridge_kernel(key)
             if obj is not None and not self._outside(key, coef):
-                model = SubsetModel(key, coef, 0.0, obj)
-                self._cache[key] = model
-                return model
+                return SubsetModel(key, coef, 0.0, obj)
         XS = self.X[:, list(key)]
         if self._ridge and not self.fit_intercept:
             coef, c = self._fit_ridge(XS), 0.0
@@ -231,9 +233,7 @@ class SupportRefitter:
             coef, c = self._fit_newton(XS)
         if self._outside(key, coef):
             coef, c = self._fit_box(XS, coef, c, key)
-        model = SubsetModel(key, coef, float(c), self.objective(key, coef, c))
-        self._cache[key] = model
-        return model
+        return SubsetModel(key, coef, float(c), self.objective(key, coef, c))
 
     def _xt(self) -> np.ndarray:
         if self._XT is None:
@@ -449,13 +449,8 @@ class SparseSupportRefitter(SupportRefitter):
         u = self._lin(tuple(support), coef, intercept)
         return self._value(u) + self.lambda2 * float(coef @ coef)
 
-    def fit(self, support) -> SubsetModel:
-        """Optimal model on ``support`` (cached)."""
-        key = tuple(sorted(map(int, support)))
-        hit = self._cache.get(key)
-        if hit is not None:
-            return hit
-        self.n_fits += 1
+    def _refit(self, key: tuple[int, ...]) -> SubsetModel:
+        """The optimal model on the sorted support ``key`` (not cached)."""
         XS, m = self._columns(key)
         icpt = self.fit_intercept or self._centred  # an intercept variable on the raw columns
         coef, c = self._newton(XS, icpt)
@@ -463,9 +458,7 @@ class SparseSupportRefitter(SupportRefitter):
             coef, c = self._fit_box_lbfgs(XS, coef, c, key, icpt)
         # the intercept on the solver's (centred) data; none for a centred closed-form loss
         c = float(c + m @ coef) if self.fit_intercept else 0.0
-        model = SubsetModel(key, coef, c, self.objective(key, coef, c))
-        self._cache[key] = model
-        return model
+        return SubsetModel(key, coef, c, self.objective(key, coef, c))
 
     def _newton(self, XS, icpt: bool, tol: float = 1e-15,
                 max_iter: int = 100) -> tuple[np.ndarray, float]:
