@@ -309,11 +309,10 @@ class Certificate:
 
         Raises
         ------
-        ValueError
-            ``path`` does not end in ``.json``.
-        FileExistsError
-            A file that is not a sparsecert certificate (or proof file), or a certificate of
-            another problem, would be replaced.
+        ValueError, FileExistsError, IsADirectoryError, FileNotFoundError
+            The path is refused before anything is written (not ``.json``; a file that is not
+            a sparsecert certificate or proof file, or a certificate of another problem, would
+            be replaced): :func:`~sparsecert.certificate.paths.check_save_path`.
         OSError
             The files cannot be written.
         """
