@@ -55,7 +55,12 @@ from sparsecert._checks import (
     check_time_limit,
     check_verbose,
 )
-from sparsecert.solvers.losses import LOSS_NAMES, check_loss, check_loss_param_values
+from sparsecert.solvers.losses import (
+    DEFAULT_LOSS,
+    LOSS_NAMES,
+    check_loss,
+    check_loss_param_values,
+)
 
 __all__ = ["Param", "CliFlag", "PARAMS", "REQUIRED", "SAME", "BACKENDS", "defaults", "check_param",
            "param_entry", "fill_parameters", "document"]
@@ -225,7 +230,7 @@ _TABLE = [
           cli=CliFlag("--lambda2", "ridge penalty (> 0)", convert=float, default=None)),
     Param("loss", _names(LOSS_NAMES),
           "A name of the loss registry :mod:`sparsecert.solvers.losses`.",
-          check_loss, default="squared", record="problem", choices=lambda: LOSS_NAMES,
+          check_loss, default=DEFAULT_LOSS, record="problem", choices=lambda: LOSS_NAMES,
           cli=CliFlag("--loss", "the loss f (default: %(default)s; logistic and squared_hinge "
                                 "take two label values)")),
     Param("loss_params", "dict or None",

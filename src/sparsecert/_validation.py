@@ -43,7 +43,7 @@ from sparsecert._checks import (
     check_verbose,
 )
 from sparsecert.problem import ProblemSpec
-from sparsecert.solvers.losses import LOSS_NAMES, check_loss, get_loss
+from sparsecert.solvers.losses import DEFAULT_LOSS, LOSS_NAMES, check_loss, get_loss
 from sparsecert.sparse import SparseDesign, as_sparse_design, is_sparse
 
 __all__ = [
@@ -183,7 +183,7 @@ def prepare(X, y, spec: ProblemSpec) -> PreparedProblem:
                            forced_out=forced_out)
 
 
-def prepare_problem(X, y, lambda2, loss="squared", max_abs_coef=None, fit_intercept=True,
+def prepare_problem(X, y, lambda2, loss=DEFAULT_LOSS, max_abs_coef=None, fit_intercept=True,
                     eig_shift="auto", strict_shift: bool = False) -> PreparedProblem:
     """:func:`prepare` of the problem given by its parameters, without ``k`` (the relaxation
     on its own).

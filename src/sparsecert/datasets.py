@@ -42,6 +42,8 @@ from typing import Any
 
 import numpy as np
 
+from sparsecert.solvers.losses import DEFAULT_LOSS, get_loss
+
 __all__ = ["load_diabetes", "load_riboflavin", "load_leukemia", "standardize", "feature_names",
            "make_synthetic", "true_support", "DIABETES_FEATURE_NAMES"]
 
@@ -332,7 +334,7 @@ def true_support(p: int, k: int) -> np.ndarray:
 
 
 def make_synthetic(n: int, p: int, k: int, *, rho: float = 0.5, snr: float = 5.0,
-                   loss: str = "squared", seed: int = 0) -> tuple[np.ndarray, np.ndarray,
+                   loss: str = DEFAULT_LOSS, seed: int = 0) -> tuple[np.ndarray, np.ndarray,
                                                                    np.ndarray]:
     """Draw ``(X, y, beta*)`` from the benchmark family.
 
@@ -344,8 +346,9 @@ def make_synthetic(n: int, p: int, k: int, *, rho: float = 0.5, snr: float = 5.0
         Correlation decay, ``|rho| < 1``.
     snr : float
         Signal-to-noise ratio (> 0).
-    loss : {"squared", "logistic"}
-        Continuous response, or labels in {-1, +1}.
+    loss : str
+        A loss of the registry whose target is real (``"squared"``, ``"huber"``: a continuous
+        response) or two labels (``"logistic"``, ``"squared_hinge"``: labels in {-1, +1}).
     seed : int
 
     Returns
@@ -354,6 +357,10 @@ def make_synthetic(n: int, p: int, k: int, *, rho: float = 0.5, snr: float = 5.0
     y : numpy.ndarray of shape (n,)
     beta : numpy.ndarray of shape (p,)
     """
+    target = get_loss(loss).target
+    if target not in ("real", "binary"):
+        raise ValueError(f"loss must be a loss whose target is a real response or two labels "
+                         f"(not {target}), got {loss!r}")
     if not (abs(rho) < 1):
         raise ValueError(f"rho must satisfy |rho| < 1, got {rho}")
     if not snr > 0:
@@ -371,10 +378,5 @@ def make_synthetic(n: int, p: int, k: int, *, rho: float = 0.5, snr: float = 5.0
     signal = X @ beta
     sigma = np.sqrt(np.var(signal) / snr) if np.var(signal) > 0 else 1.0
     noisy = signal + sigma * rng.standard_normal(n)
-    if loss == "squared":
-        y = noisy
-    elif loss == "logistic":
-        y = np.where(noisy > 0, 1.0, -1.0)
-    else:
-        raise ValueError(f"loss must be 'squared' or 'logistic', got {loss!r}")
+    y = noisy if target == "real" else np.where(noisy > 0, 1.0, -1.0)
     return X, y, beta

@@ -31,6 +31,8 @@ import sys
 
 import numpy as np
 
+from sparsecert.solvers.losses import DEFAULT_LOSS
+
 __all__ = ["tiny_problem", "shared_calls", "compile_shared", "callee_calls", "compile_claimed",
            "compile_prox", "compile_node_callees", "compile_node_kernel", "zspace_calls",
            "compile_zspace", "child_main", "spawn", "configure", "prestart", "take_prestarted",
@@ -46,7 +48,7 @@ SHARED_DONE = "shared-kernels-compiled"
 TINY_SHIFT = 1e-3
 #: a configuration whose shared kernels (:func:`compile_shared`) have every configuration's
 #: argument types
-SHARED_CONFIG = ("squared", False, False, False, 8, 6)
+SHARED_CONFIG = (DEFAULT_LOSS, False, False, False, 8, 6)
 
 
 def tiny_problem(loss: str, boxed: bool, fit_intercept: bool, shifted: bool, n: int, p: int):

@@ -54,7 +54,7 @@ from sparsecert.solvers.loss_base import Loss, LossParameter, LossSpec
 from sparsecert.solvers.loss_enclosures import entropy_hi, inward, xlogx_minus_x_hi
 
 __all__ = [
-    "SQUARED", "LOGISTIC", "SQUARED_HINGE", "POISSON", "HUBER",
+    "SQUARED", "LOGISTIC", "SQUARED_HINGE", "POISSON", "HUBER", "DEFAULT_LOSS",
     "Loss", "LossSpec", "LossParameter", "REGISTRY", "LOSS_NAMES", "LOSS_IDS",
     "LOSS_PARAMETERS", "CLASSIFICATION_LOSSES", "LOSS_DEFINITIONS",
     "get_loss", "check_loss", "check_loss_params", "check_loss_param_values", "binary_codes",
@@ -456,6 +456,9 @@ def check_loss_param_values(params: Mapping[str, Any] | None) -> dict[str, float
         out[key] = LOSS_PARAMETERS[key].check(value)
     return out
 
+
+#: The loss of the package's entry points when none is named (least squares).
+DEFAULT_LOSS: str = SquaredLoss.name
 
 #: Every loss with its default parameters, by name (the one list of loss names of the solver
 #: side).

@@ -226,3 +226,24 @@ def test_feature_names_of_the_other_sets():
     assert datasets.feature_names("leukemia") is None  # the LIBSVM file names no probe
     with pytest.raises(ValueError, match="no bundled data set 'iris'"):
         datasets.feature_names("iris")
+
+
+def test_the_synthetic_response_follows_the_loss_target_rule():
+    """The generator's response is the loss's target kind (the registry's ``target``): every
+    real-target loss gets the noisy response, every two-label loss its sign; a count target
+    is refused."""
+    from sparsecert.datasets import make_synthetic
+
+    X, y_sq, beta = make_synthetic(40, 6, 2, loss="squared", seed=3)
+    _, y_hub, _ = make_synthetic(40, 6, 2, loss="huber", seed=3)
+    _, y_log, _ = make_synthetic(40, 6, 2, loss="logistic", seed=3)
+    _, y_hinge, _ = make_synthetic(40, 6, 2, loss="squared_hinge", seed=3)
+    np.testing.assert_array_equal(y_hub, y_sq)
+    assert set(np.unique(y_log)) == {-1.0, 1.0}
+    np.testing.assert_array_equal(y_log, np.where(y_sq > 0, 1.0, -1.0))
+    np.testing.assert_array_equal(y_hinge, y_log)
+    assert np.count_nonzero(beta) == 2 and X.shape == (40, 6)
+    with pytest.raises(ValueError, match="counts"):
+        make_synthetic(40, 6, 2, loss="poisson")
+    with pytest.raises(ValueError, match="unknown loss"):
+        make_synthetic(40, 6, 2, loss="hinge")

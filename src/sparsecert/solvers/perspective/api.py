@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from sparsecert._validation import check_fixings, check_k
+from sparsecert.solvers.losses import DEFAULT_LOSS
 from sparsecert.solvers.perspective import strategies
 from sparsecert.solvers.perspective._fista import (
     RESTART_BOTH,
@@ -176,7 +177,7 @@ def strategy(prob: RelaxationProblem, n_active: int, n_free: int, solver: str = 
     return strategies.choose(node, Start(np.zeros(p)), solver, working_set).name
 
 
-def perspective_relaxation(X, y, k: int, lambda2: float, loss: str = "squared",
+def perspective_relaxation(X, y, k: int, lambda2: float, loss: str = DEFAULT_LOSS,
                            max_abs_coef: float | None = None, fixed_in=(), fixed_out=(),
                            rel_tol: float = 1e-6, max_iter: int = 20000,
                            time_limit: float | None = None, cutoff: float | None = None,

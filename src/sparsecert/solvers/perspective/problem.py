@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from sparsecert._validation import PreparedProblem, prepare_problem
-from sparsecert.solvers.losses import Loss, LossSpec, get_loss
+from sparsecert.solvers.losses import DEFAULT_LOSS, Loss, LossSpec, get_loss
 from sparsecert.solvers.perspective._coef_bounds import CoefBounds, coef_bounds
 from sparsecert.solvers.perspective._linalg import (
     Design,
@@ -247,7 +247,7 @@ class RelaxationProblem:
         return self.lambda2 + self.mu
 
     @classmethod
-    def from_data(cls, X, y, lambda2, loss: str = "squared", max_abs_coef=None,
+    def from_data(cls, X, y, lambda2, loss: str = DEFAULT_LOSS, max_abs_coef=None,
                   eig_shift=None, fit_intercept: bool = False) -> RelaxationProblem:
         """Validate the data and precompute what the node solver needs.
 
