@@ -38,11 +38,11 @@ from sparsecert.distributed.safe_ef.run import (
     RoundInfo,
     RunOptions,
     SafeEFResult,
-    _check_compressor,
     _check_int,
     _Downlink,
     _Run,
     common_params,
+    compressed_run,
 )
 from sparsecert.distributed.safe_ef.workers import (
     AveragedConstraint,
@@ -123,12 +123,9 @@ def safe_ef(
     SafeEFResult
     """
     gamma, c, n_rounds = common_params(gamma, c, n_rounds)
-    opts = RunOptions() if options is None else options
-    run = _Run("safe_ef", workers, x0, n_rounds, opts,
-               {"gamma": gamma, "c": c, "compressor": repr(compressor),
-                "downlink": repr(downlink)}, constraint=constraint, checkpointable=True)
-    comp = _check_compressor(compressor, run.d)
-    down = _Downlink(downlink, run.d, opts.server_seed)
+    run, comp, down = compressed_run("safe_ef", workers, x0, n_rounds, options,
+                                     {"gamma": gamma, "c": c}, compressor, downlink,
+                                     constraint=constraint, checkpointable=True)
     local = run.local
     return _ef14_loop(run, comp, down, gamma, c, n_rounds, lambda i: local[i])
 
@@ -137,7 +134,6 @@ def _ef14_loop(run: _Run, comp: Compressor, down: _Downlink, gamma: float, c: fl
                n_rounds: int, oracle: Callable[[int], Any]) -> SafeEFResult:
     """The Safe-EF round loop; ``oracle(i)`` gives worker ``i``'s functions for this use
     (the worker itself, or a fresh minibatch of it for the stochastic variant)."""
-    cm = run.comm
     x = run.x0.copy()
     w = run.x0.copy() if run.root else None
     e = {i: np.zeros(run.d) for i in run.local}
@@ -145,18 +141,14 @@ def _ef14_loop(run: _Run, comp: Compressor, down: _Downlink, gamma: float, c: fl
     t0, x, w = run.resume(x, w, {"e": e})
     for t in range(t0, n_rounds):
         productive, s, gx = run.switch({i: oracle(i) for i in run.local}, x, c)
-        msgs = {}
-        for i in run.local:
-            u = e[i] + gamma * run.direction(i, oracle(i), x, productive, s)
-            msg, v = comp.roundtrip(u, cm.worker_rng(i))
-            e[i] = u - v
-            msgs[i] = msg
-        step = run.uplink(msgs, comp)
+
+        def step(i: int, x=x, productive=productive, s=s) -> np.ndarray:
+            return gamma * run.direction(i, oracle(i), x, productive, s)
+
+        total = run.uplink(run.ef14_messages(comp, e, step), comp)
         if w is not None:
-            w = w - step
-        x_next = down.step(cm, w, x)
-        stopped = run.end_round(t, x, x_next, w, gx, productive, {"e": e})
-        x = x_next
+            w = w - total
+        x, stopped = run.close_round(t, down, x, w, gx, productive, {"e": e})
         if stopped:
             break
     return run.result(x)
@@ -185,16 +177,13 @@ def safe_ef_stochastic(
     """
     gamma, c, n_rounds = common_params(gamma, c, n_rounds)
     batch_size = _check_int("batch_size", batch_size, 1)
-    opts = RunOptions() if options is None else options
-    run = _Run("safe_ef_stochastic", workers, x0, n_rounds, opts,
-               {"gamma": gamma, "c": c, "batch_size": batch_size,
-                "compressor": repr(compressor), "downlink": repr(downlink)},
-               constraint=constraint, checkpointable=True)
+    run, comp, down = compressed_run("safe_ef_stochastic", workers, x0, n_rounds, options,
+                                     {"gamma": gamma, "c": c, "batch_size": batch_size},
+                                     compressor, downlink, constraint=constraint,
+                                     checkpointable=True)
     for i, wk in run.local.items():
         if not callable(getattr(wk, "minibatch", None)):
             raise TypeError(f"worker {i} has no minibatch(rng, batch_size) method")
-    comp = _check_compressor(compressor, run.d)
-    down = _Downlink(downlink, run.d, opts.server_seed)
     cm, local = run.comm, run.local
     return _ef14_loop(run, comp, down, gamma, c, n_rounds,
                       lambda i: local[i].minibatch(cm.worker_rng(i), batch_size))

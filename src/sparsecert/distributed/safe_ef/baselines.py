@@ -25,11 +25,11 @@ from sparsecert.distributed.compress import Compressor, Identity
 from sparsecert.distributed.safe_ef.run import (
     RunOptions,
     SafeEFResult,
-    _check_compressor,
     _check_positive,
     _Downlink,
     _Run,
     common_params,
+    compressed_run,
 )
 from sparsecert.distributed.safe_ef.workers import AveragedConstraint
 
@@ -58,10 +58,9 @@ def switching_subgradient(
     :func:`~sparsecert.distributed.safe_ef.algorithm.safe_ef`.
     """
     gamma, c, n_rounds = common_params(gamma, c, n_rounds)
-    run = _Run("switching_subgradient", workers, x0, n_rounds, options,
-               {"gamma": gamma, "c": c, "value_dtype": value_dtype,
-                "downlink": repr(downlink)}, constraint=constraint)
-    down = _Downlink(downlink, run.d, run.opts.server_seed)
+    run, _, down = compressed_run("switching_subgradient", workers, x0, n_rounds, options,
+                                  {"gamma": gamma, "c": c, "value_dtype": value_dtype}, None,
+                                  downlink, constraint=constraint)
     return _switching_loop(run, Identity(run.d, value_dtype), down, gamma, c, n_rounds)
 
 
@@ -78,9 +77,7 @@ def _switching_loop(run: _Run, comp: Compressor, down: _Downlink, gamma: float, 
                 for i, o in local.items()}
         step = run.uplink(msgs, comp)
         w = None if step is None else x - step
-        x_next = down.step(cm, w, x)
-        stopped = run.end_round(t, x, x_next, w, gx, productive, {})
-        x = x_next
+        x, stopped = run.close_round(t, down, x, w, gx, productive, {})
         if stopped:
             break
     return run.result(x)
@@ -103,11 +100,10 @@ def topk_no_ef(
     Parameters as in :func:`~sparsecert.distributed.safe_ef.algorithm.safe_ef`.
     """
     gamma, c, n_rounds = common_params(gamma, c, n_rounds)
-    run = _Run("topk_no_ef", workers, x0, n_rounds, options,
-               {"gamma": gamma, "c": c, "compressor": repr(compressor),
-                "downlink": repr(downlink)}, constraint=constraint)
-    down = _Downlink(downlink, run.d, run.opts.server_seed)
-    return _switching_loop(run, _check_compressor(compressor, run.d), down, gamma, c, n_rounds)
+    run, comp, down = compressed_run("topk_no_ef", workers, x0, n_rounds, options,
+                                     {"gamma": gamma, "c": c}, compressor, downlink,
+                                     constraint=constraint)
+    return _switching_loop(run, comp, down, gamma, c, n_rounds)
 
 
 def ef21_switching(
@@ -129,11 +125,9 @@ def ef21_switching(
     :func:`~sparsecert.distributed.safe_ef.algorithm.safe_ef`.
     """
     gamma, c, n_rounds = common_params(gamma, c, n_rounds)
-    run = _Run("ef21_switching", workers, x0, n_rounds, options,
-               {"gamma": gamma, "c": c, "compressor": repr(compressor),
-                "downlink": repr(downlink)}, constraint=constraint)
-    comp = _check_compressor(compressor, run.d)
-    down = _Downlink(downlink, run.d, run.opts.server_seed)
+    run, comp, down = compressed_run("ef21_switching", workers, x0, n_rounds, options,
+                                     {"gamma": gamma, "c": c}, compressor, downlink,
+                                     constraint=constraint)
     cm, local = run.comm, run.local
     x = run.x0.copy()
     s_loc = {i: np.zeros(run.d) for i in local}
@@ -152,9 +146,7 @@ def ef21_switching(
         if est is not None:
             est = est + step
             w = x - gamma * est
-        x_next = down.step(cm, w, x)
-        stopped = run.end_round(t, x, x_next, w, gx, productive, {"s": s_loc})
-        x = x_next
+        x, stopped = run.close_round(t, down, x, w, gx, productive, {"s": s_loc})
         if stopped:
             break
     return run.result(x)
@@ -186,36 +178,30 @@ def ef14_lagrangian(
     gamma = _check_positive("gamma", gamma)
     eta = gamma if eta is None else _check_positive("eta", eta)
     lam = _check_positive("lam0", lam0, allow_zero=True)
-    run = _Run("ef14_lagrangian", workers, x0, n_rounds, options,
-               {"gamma": gamma, "eta": eta, "lam0": lam, "compressor": repr(compressor),
-                "downlink": repr(downlink)}, constraint=constraint, average_all=True)
-    comp = _check_compressor(compressor, run.d)
-    down = _Downlink(downlink, run.d, run.opts.server_seed)
-    cm, local = run.comm, run.local
+    run, comp, down = compressed_run("ef14_lagrangian", workers, x0, n_rounds, options,
+                                     {"gamma": gamma, "eta": eta, "lam0": lam}, compressor,
+                                     downlink, constraint=constraint, average_all=True)
+    local = run.local
     x = run.x0.copy()
     w = run.x0.copy() if run.root else None
     e = {i: np.zeros(run.d) for i in local}
     run.begin()
     for t in range(run.n_rounds):
         ls, gx = run.multiplier(local, x, lam)
-        msgs = {}
-        for i, o in local.items():
-            h = run.check_subgrad(i, o.f_subgrad(x))
+
+        def step(i: int, x=x, ls=ls) -> np.ndarray:
+            h = run.check_subgrad(i, local[i].f_subgrad(x))
             if np.any(ls != 0):
-                h = h + run.check_subgrad(i, run.cons.vjp(o, x, ls))
-            u = e[i] + gamma * h
-            msg, v = comp.roundtrip(u, cm.worker_rng(i))
-            e[i] = u - v
-            msgs[i] = msg
-        step = run.uplink(msgs, comp)
+                h = h + run.check_subgrad(i, run.cons.vjp(local[i], x, ls))
+            return gamma * h
+
+        total = run.uplink(run.ef14_messages(comp, e, step), comp)
         if w is not None:
-            w = w - step
-        x_next = down.step(cm, w, x)
+            w = w - total
         state = {"e": e, "lam": lam if run.root else float("nan"), "lam_s": ls}
-        stopped = run.end_round(t, x, x_next, w, gx, True, state)
+        x, stopped = run.close_round(t, down, x, w, gx, True, state)
         if run.root:
             lam = max(0.0, lam + eta * gx)
-        x = x_next
         if stopped:
             break
     return run.result(x)

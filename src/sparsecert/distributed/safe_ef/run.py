@@ -266,6 +266,21 @@ class _Downlink:
 # --------------------------------------------------------------------------- the run
 
 
+def compressed_run(method: str, workers: Sequence[Any] | Callable[[int], Any], x0: np.ndarray,
+                   n_rounds: int, options: RunOptions | None, params: dict[str, Any],
+                   compressor: Compressor | None, downlink: Compressor | None,
+                   **run_kw: Any) -> tuple[_Run, Compressor | None, _Downlink]:
+    """A method's run (:class:`_Run`, its ``params`` recorded with the compressors' reprs),
+    its checked uplink ``compressor`` (None: the method encodes its own way) and its
+    downlink."""
+    params = {**params, **({} if compressor is None else {"compressor": repr(compressor)}),
+              "downlink": repr(downlink)}
+    run = _Run(method, workers, x0, n_rounds, options, params, **run_kw)
+    comp = None if compressor is None else _check_compressor(compressor, run.d)
+    return run, comp, _Downlink(downlink, run.d, run.opts.server_seed)
+
+
+
 class _Run:
     """Book-keeping shared by the methods: validation, the exchanges, output averaging and
     history records."""
@@ -416,6 +431,18 @@ class _Run:
             raise ValueError(f"worker {i} returned a non-finite subgradient")
         return h
 
+    def ef14_messages(self, comp: Compressor, e: dict[int, np.ndarray],
+                      step: Callable[[int], np.ndarray]) -> dict[int, Message]:
+        """EF14 on the uplink: each local worker ``i`` sends ``C(e_i + step(i))`` and keeps
+        what the compressor dropped in ``e_i`` (updated in place)."""
+        msgs = {}
+        for i in self.local:
+            u = e[i] + step(i)
+            msg, v = comp.roundtrip(u, self.comm.worker_rng(i))
+            e[i] = u - v
+            msgs[i] = msg
+        return msgs
+
     def uplink(self, msgs: dict[int, Message], decoder: Compressor) -> np.ndarray | None:
         """Gather the compressed vectors; the server's mean of the decoded ones (None off
         the root)."""
@@ -450,6 +477,14 @@ class _Run:
             save_run(self, done, x_next, w_next, state)
             self._paused += time.perf_counter() - t0
         return stopped
+
+    def close_round(self, t: int, down: _Downlink, x: np.ndarray, w: np.ndarray | None,
+                    g_value: float, productive: bool, state: dict[str, Any]
+                    ) -> tuple[np.ndarray, bool]:
+        """The downlink of round ``t`` (``w``: the server's new state) and the round's
+        book-keeping (:meth:`end_round`): ``(x_{t+1}, whether to stop)``."""
+        x_next = down.step(self.comm, w, x)
+        return x_next, self.end_round(t, x, x_next, w, g_value, productive, state)
 
     def seconds(self) -> float:
         """Seconds of the method so far (records, logs and checkpoints excluded; a resumed
