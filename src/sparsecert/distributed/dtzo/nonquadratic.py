@@ -48,8 +48,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sparsecert.distributed.dtzo.problems import _check_level_worker, _check_Z
-from sparsecert.distributed.dtzo.trilevel import BoundWorker
+from sparsecert.distributed.dtzo.problems import SolvedTrilevel, _check_level_worker, _check_Z
 
 __all__ = ["NonQuadraticTrilevel", "make_p3", "phi", "phi_prime", "phi_prime_inverse"]
 
@@ -96,7 +95,7 @@ def phi_prime_inverse(t: np.ndarray, alpha: float) -> np.ndarray:
     return u
 
 
-class NonQuadraticTrilevel:
+class NonQuadraticTrilevel(SolvedTrilevel):
     """P3: tilted ``phi`` levels with affine maps (see the module docstring).
 
     Parameters
@@ -186,22 +185,11 @@ class NonQuadraticTrilevel:
         c, b = self.c[level - 1][worker], self.b[level - 1][worker]
         return phi(A, self.alpha) @ c - A @ b
 
-    def has_gradient(self, level: int) -> bool:
-        return True
-
     def gradient(self, level: int, worker: int, Z: np.ndarray) -> np.ndarray:
         _check_level_worker(level, worker, self.n_workers)
         A = self._args(level, _check_Z(Z, self.d))
         c, b = self.c[level - 1][worker], self.b[level - 1][worker]
         return (phi_prime(A, self.alpha) * c - b) @ self._arg_matrix(level)
-
-    def worker(self, j: int) -> BoundWorker:
-        """Worker ``j``'s view (this test problem holds every worker's data)."""
-        _check_level_worker(1, j, self.n_workers)
-        return BoundWorker(self, j)
-
-    def initial_point(self) -> np.ndarray:
-        return self.z0.copy()
 
     # -- oracle --------------------------------------------------------------------------------
     def _solve(self) -> None:
@@ -235,10 +223,6 @@ class NonQuadraticTrilevel:
         """Exact level-3 solution ``x3*(x1, x2)``."""
         return self.G3 @ x12 + self.k3
 
-    def x2_map(self, x1: np.ndarray) -> np.ndarray:
-        """Exact level-2 solution ``x2*(x1)``."""
-        return self.R @ x1 + self.s
-
     def residuals(self, z: np.ndarray) -> dict[str, float]:
         """True level-3 and level-2 residuals and the hypergradient norm at ``z``."""
         d1, d2, _ = self.dims
@@ -250,19 +234,6 @@ class NonQuadraticTrilevel:
         r2 = self.Wt2.T @ (self.C[1] * phi_prime(a2, self.alpha) - self.B[1])
         return {"res3": float(np.linalg.norm(r3)), "res2": float(np.linalg.norm(r2)),
                 "hypergrad": float(np.linalg.norm(self.hypergradient(z[:d1])))}
-
-    def metrics(self, z: np.ndarray) -> dict[str, float]:
-        """Oracle diagnostics: relative error of ``x1`` and of ``z``, residuals, hypergradient."""
-        d1 = self.dims[0]
-        z = np.asarray(z, dtype=np.float64)
-        out = {
-            "err_x1": float(np.linalg.norm(z[:d1] - self.x1_star)
-                            / max(np.linalg.norm(self.x1_star), 1e-12)),
-            "err_z": float(np.linalg.norm(z - self.z_star)
-                           / max(np.linalg.norm(self.z_star), 1e-12)),
-        }
-        out.update(self.residuals(z))
-        return out
 
 
 def _scaled(rng: np.random.Generator, m: int, n: int, size: float) -> np.ndarray:

@@ -69,7 +69,7 @@ from scipy.optimize import minimize_scalar
 
 from sparsecert.distributed.dtzo.trilevel import BoundWorker
 
-__all__ = ["QuadraticTrilevel", "RobustRidgeTrilevel", "make_p1", "make_p2"]
+__all__ = ["SolvedTrilevel", "QuadraticTrilevel", "RobustRidgeTrilevel", "make_p1", "make_p2"]
 
 
 def _check_Z(Z: np.ndarray, d: int) -> np.ndarray:
@@ -86,8 +86,57 @@ def _check_level_worker(level: int, worker: int, n_workers: int) -> None:
         raise ValueError(f"worker must be in [0, {n_workers}), got {worker!r}")
 
 
+class SolvedTrilevel:
+    """What the test problems with a known solution share: the protocol's gradient flag, worker
+    views and start, the exact level-2 map ``x2*(x1) = R x1 + s`` and the oracle diagnostics.
+
+    A subclass sets ``dims``, ``n_workers``, ``z0``, ``R``, ``s``, ``x1_star``, ``z_star`` and
+    defines ``residuals(z)``.
+    """
+
+    dims: tuple[int, int, int]
+    n_workers: int
+    z0: np.ndarray
+    R: np.ndarray
+    s: np.ndarray
+    x1_star: np.ndarray
+    z_star: np.ndarray
+
+    def has_gradient(self, level: int) -> bool:
+        return True
+
+    def worker(self, j: int) -> BoundWorker:
+        """Worker ``j``'s view (this test problem holds every worker's data)."""
+        _check_level_worker(1, j, self.n_workers)
+        return BoundWorker(self, j)
+
+    def initial_point(self) -> np.ndarray:
+        return self.z0.copy()
+
+    def x2_map(self, x1: np.ndarray) -> np.ndarray:
+        """Exact level-2 solution ``x2*(x1)``."""
+        return self.R @ x1 + self.s
+
+    def residuals(self, z: np.ndarray) -> dict[str, float]:
+        """True level-3 and level-2 residuals and the hypergradient norm at ``z``."""
+        raise NotImplementedError  # pragma: no cover - interface
+
+    def metrics(self, z: np.ndarray) -> dict[str, float]:
+        """Oracle diagnostics: relative error of ``x1`` and of ``z``, residuals, hypergradient."""
+        d1 = self.dims[0]
+        z = np.asarray(z, dtype=np.float64)
+        out = {
+            "err_x1": float(np.linalg.norm(z[:d1] - self.x1_star)
+                            / max(np.linalg.norm(self.x1_star), 1e-12)),
+            "err_z": float(np.linalg.norm(z - self.z_star)
+                           / max(np.linalg.norm(self.z_star), 1e-12)),
+        }
+        out.update(self.residuals(z))
+        return out
+
+
 @dataclass
-class QuadraticTrilevel:
+class QuadraticTrilevel(SolvedTrilevel):
     """P1: ``f_{l,j}(z) = 1/2 ||S[l][j] (z - a[l][j])||^2`` (see the module docstring).
 
     Parameters
@@ -123,22 +172,11 @@ class QuadraticTrilevel:
         R = (Z - self.a[level - 1][worker]) @ self.S[level - 1][worker].T
         return 0.5 * np.einsum("mr,mr->m", R, R)
 
-    def has_gradient(self, level: int) -> bool:
-        return True
-
     def gradient(self, level: int, worker: int, Z: np.ndarray) -> np.ndarray:
         _check_level_worker(level, worker, self.n_workers)
         Z = _check_Z(Z, self.d)
         S = self.S[level - 1][worker]
         return (Z - self.a[level - 1][worker]) @ (S.T @ S)
-
-    def worker(self, j: int) -> BoundWorker:
-        """Worker ``j``'s view (this test problem holds every worker's data)."""
-        _check_level_worker(1, j, self.n_workers)
-        return BoundWorker(self, j)
-
-    def initial_point(self) -> np.ndarray:
-        return self.z0.copy()
 
     # -- oracle --------------------------------------------------------------------------------
     def _solve(self) -> None:
@@ -166,10 +204,6 @@ class QuadraticTrilevel:
         """Exact level-3 solution ``x3*(x1, x2)``."""
         return self.P @ x12 + self.p
 
-    def x2_map(self, x1: np.ndarray) -> np.ndarray:
-        """Exact level-2 solution ``x2*(x1)``."""
-        return self.R @ x1 + self.s
-
     def residuals(self, z: np.ndarray) -> dict[str, float]:
         """True level-3 and level-2 residuals and the hypergradient norm at ``z``."""
         d1, d2, _ = self.dims
@@ -181,18 +215,6 @@ class QuadraticTrilevel:
         hyper = self._L1.T @ (self.H[0] @ (self._L1 @ z[:d1] + self._l1) - self.g[0])
         return {"res3": float(np.linalg.norm(r3)), "res2": float(np.linalg.norm(r2)),
                 "hypergrad": float(np.linalg.norm(hyper))}
-
-    def metrics(self, z: np.ndarray) -> dict[str, float]:
-        """Oracle diagnostics: relative error of ``x1`` and of ``z``, residuals, hypergradient."""
-        d1 = self.dims[0]
-        out = {
-            "err_x1": float(np.linalg.norm(z[:d1] - self.x1_star)
-                            / max(np.linalg.norm(self.x1_star), 1e-12)),
-            "err_z": float(np.linalg.norm(z - self.z_star)
-                           / max(np.linalg.norm(self.z_star), 1e-12)),
-        }
-        out.update(self.residuals(z))
-        return out
 
 
 def make_p1(n_workers: int = 3, dims: tuple[int, int, int] = (2, 2, 2), seed: int = 0,
