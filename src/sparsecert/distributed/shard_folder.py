@@ -89,3 +89,20 @@ class WorkerFiles:
             out = {f: z[f] for f in fields}
         self.opened.append(int(i))
         return out
+
+
+class ShardReader:
+    """A worker factory over a shard folder: each worker is built from its own file
+    ``worker_<i>.npz`` alone (the subclass says how), and the ids this process opened are
+    kept for audits (``opened``).
+
+    Parameters
+    ----------
+    folder : str or pathlib.Path
+        A folder written by the method's ``write_shards``.
+    """
+
+    def __init__(self, folder: str | Path) -> None:
+        self._files = WorkerFiles(folder)
+        self.folder = self._files.folder
+        self.opened = self._files.opened  # the ids this process loaded (for audits)

@@ -86,6 +86,14 @@ def _check_level_worker(level: int, worker: int, n_workers: int) -> None:
         raise ValueError(f"worker must be in [0, {n_workers}), got {worker!r}")
 
 
+def relative_errors(z: np.ndarray, d1: int, x1_star: np.ndarray,
+                    z_star: np.ndarray) -> dict[str, float]:
+    """The relative errors of ``x1 = z[:d1]`` and of ``z`` against a known solution."""
+    return {"err_x1": float(np.linalg.norm(z[:d1] - x1_star)
+                            / max(np.linalg.norm(x1_star), 1e-12)),
+            "err_z": float(np.linalg.norm(z - z_star) / max(np.linalg.norm(z_star), 1e-12))}
+
+
 class SolvedTrilevel:
     """What the test problems with a known solution share: the protocol's gradient flag, worker
     views and start, the exact level-2 map ``x2*(x1) = R x1 + s`` and the oracle diagnostics.
@@ -123,16 +131,9 @@ class SolvedTrilevel:
 
     def metrics(self, z: np.ndarray) -> dict[str, float]:
         """Oracle diagnostics: relative error of ``x1`` and of ``z``, residuals, hypergradient."""
-        d1 = self.dims[0]
         z = np.asarray(z, dtype=np.float64)
-        out = {
-            "err_x1": float(np.linalg.norm(z[:d1] - self.x1_star)
-                            / max(np.linalg.norm(self.x1_star), 1e-12)),
-            "err_z": float(np.linalg.norm(z - self.z_star)
-                           / max(np.linalg.norm(self.z_star), 1e-12)),
-        }
-        out.update(self.residuals(z))
-        return out
+        return {**relative_errors(z, self.dims[0], self.x1_star, self.z_star),
+                **self.residuals(z)}
 
 
 @dataclass

@@ -16,8 +16,14 @@ from pathlib import Path
 
 import numpy as np
 
-from sparsecert.distributed.dtzo.problems import QuadraticTrilevel
-from sparsecert.distributed.shard_folder import WorkerFiles, new_folder, read_meta, write_meta
+from sparsecert.distributed.dtzo.problems import QuadraticTrilevel, relative_errors
+from sparsecert.distributed.shard_folder import (
+    ShardReader,
+    WorkerFiles,
+    new_folder,
+    read_meta,
+    write_meta,
+)
 
 __all__ = ["write_shards", "ShardedProblem", "QuadraticSite"]
 
@@ -55,23 +61,16 @@ def write_shards(problem: QuadraticTrilevel, folder: str | Path) -> Path:
     return folder
 
 
-class ShardedProblem:
-    """P1 from a shard folder: ``worker(j)`` reads ``worker_<j>.npz`` only.
-
-    Parameters
-    ----------
-    folder : str or pathlib.Path
-        A folder written by :func:`write_shards`.
-    """
+class ShardedProblem(ShardReader):
+    """P1 from a shard folder (written by :func:`write_shards`): ``worker(j)`` reads
+    ``worker_<j>.npz`` only."""
 
     def __init__(self, folder: str | Path) -> None:
         meta = read_meta(folder, "QuadraticTrilevel", "DTZO", arrays=("z0", "x1_star", "z_star"))
-        self._files = WorkerFiles(folder)
-        self.folder = self._files.folder
+        super().__init__(folder)
         self.dims = tuple(int(v) for v in meta["dims"])
         self.n_workers = int(meta["n_workers"])
         self._z0, self.x1_star, self.z_star = meta["z0"], meta["x1_star"], meta["z_star"]
-        self.opened = self._files.opened  # the workers whose files this process read (audits)
 
     def initial_point(self) -> np.ndarray:
         return self._z0.copy()
@@ -82,8 +81,4 @@ class ShardedProblem:
 
     def metrics(self, z: np.ndarray) -> dict[str, float]:
         """Relative errors of ``x1`` and ``z`` against the reference solution."""
-        d1 = self.dims[0]
-        return {"err_x1": float(np.linalg.norm(z[:d1] - self.x1_star)
-                                / max(np.linalg.norm(self.x1_star), 1e-12)),
-                "err_z": float(np.linalg.norm(z - self.z_star)
-                               / max(np.linalg.norm(self.z_star), 1e-12))}
+        return relative_errors(z, self.dims[0], self.x1_star, self.z_star)

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from sparsecert.distributed.qoda.problems import GameOracle, QuadraticGame
-from sparsecert.distributed.shard_folder import WorkerFiles, new_folder, write_meta
+from sparsecert.distributed.shard_folder import ShardReader, WorkerFiles, new_folder, write_meta
 from sparsecert.distributed.shard_folder import read_meta as _read_meta
 
 __all__ = ["write_shards", "read_meta", "ShardLoader", "shard_monitor"]
@@ -46,19 +46,9 @@ def read_meta(folder: str | Path) -> dict:
     return _read_meta(folder, "QuadraticGame", "QODA", arrays=("x0", "x_star"))
 
 
-class ShardLoader:
-    """A worker factory: ``loader(k)`` reads ``worker_<k>.npz`` of ``folder`` and nothing else.
-
-    Parameters
-    ----------
-    folder : str or pathlib.Path
-        A folder written by :func:`write_shards`.
-    """
-
-    def __init__(self, folder: str | Path) -> None:
-        self._files = WorkerFiles(folder)
-        self.folder = self._files.folder
-        self.opened = self._files.opened  # the ids this process loaded (for audits)
+class ShardLoader(ShardReader):
+    """A worker factory: ``loader(k)`` reads ``worker_<k>.npz`` of ``folder`` (written by
+    :func:`write_shards`) and nothing else."""
 
     def __call__(self, k: int) -> GameOracle:
         z = self._files.read(k, _FIELDS)

@@ -19,7 +19,7 @@ from sparsecert.distributed.safe_ef.problems import (
     IsotropicL1Worker,
     L1RegressionWorker,
 )
-from sparsecert.distributed.shard_folder import WorkerFiles, new_folder, write_meta
+from sparsecert.distributed.shard_folder import ShardReader, WorkerFiles, new_folder, write_meta
 from sparsecert.distributed.shard_folder import read_meta as _read_meta
 
 __all__ = ["write_shards", "ShardLoader", "read_meta"]
@@ -59,19 +59,9 @@ def read_meta(folder: str | Path) -> dict:
     return _read_meta(folder, "SafeEFProblem", "Safe-EF", arrays=("x0",))
 
 
-class ShardLoader:
-    """A worker factory: ``loader(i)`` reads ``worker_<i>.npz`` of ``folder`` and nothing else.
-
-    Parameters
-    ----------
-    folder : str or pathlib.Path
-        A folder written by :func:`write_shards`.
-    """
-
-    def __init__(self, folder: str | Path) -> None:
-        self._files = WorkerFiles(folder)
-        self.folder = self._files.folder
-        self.opened = self._files.opened  # the ids this process loaded (for audits)
+class ShardLoader(ShardReader):
+    """A worker factory: ``loader(i)`` reads ``worker_<i>.npz`` of ``folder`` (written by
+    :func:`write_shards`) and nothing else."""
 
     def __call__(self, i: int):
         z = self._files.read(i)
