@@ -265,17 +265,71 @@ def _check_weights(q: int) -> tuple[np.ndarray, np.ndarray]:
     return w, np.where((j * 0.7548776662466927) % 1.0 < 0.5, w, -w)
 
 
+def _weighted_rows_all(M: np.ndarray, ws: tuple[np.ndarray, ...]
+                       ) -> tuple[list[np.ndarray], np.ndarray]:
+    """Per row i of M and each w in ``ws`` (vectors of equal magnitudes, ``|w| = |ws[0]|``):
+    fl(sum_j M_ij w_j), and one upper bound of sum_j |M_ij w_j| for all of them (the products'
+    magnitudes are the same for every w: rounding is symmetric in the sign), by elementwise
+    products and sums (no BLAS). A column-major M (a transposed view) is read down its
+    columns (any order of a sum is covered by the error model)."""
+    m, q = M.shape
+    vals = [np.zeros(m) for _ in ws]
+    mag = np.zeros(m)
+    if M.flags.f_contiguous and not M.flags.c_contiguous:
+        MT = M.T
+        for b in _row_blocks(q, m):
+            blk = MT[b]
+            for val, w in zip(vals, ws, strict=True):
+                t = blk * w[b, None]
+                val += t.sum(axis=0)
+            np.abs(t, out=t)
+            mag += t.sum(axis=0)
+    else:
+        for b in _row_blocks(m, q):
+            blk = M[b]
+            for val, w in zip(vals, ws, strict=True):
+                t = blk * w
+                val[b] = t.sum(axis=1)
+            np.abs(t, out=t)
+            mag[b] = t.sum(axis=1)
+    return vals, _dot_self_up(mag, q)  # a dot product of |M| and |w|: (fl + q ETA) / (1 - g_q)
+
+
 def _weighted_rows(M: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per row i of M: (fl(sum_j M_ij w_j), an upper bound of sum_j |M_ij w_j|), by elementwise
     products and sums (no BLAS)."""
-    m, q = M.shape
-    val, mag = np.empty(m), np.empty(m)
-    for b in _row_blocks(m, q):
-        t = M[b] * w
-        val[b] = t.sum(axis=1)
-        np.abs(t, out=t)
-        mag[b] = t.sum(axis=1)
-    return val, _dot_self_up(mag, q)  # a dot product of |M| and |w|: (fl + q ETA) / (1 - gamma_q)
+    vals, mag = _weighted_rows_all(M, (w,))
+    return vals[0], mag
+
+
+def _abs_rows(A: np.ndarray, ts: list[np.ndarray], vs: list[np.ndarray]):
+    """Per row i of A: fl(sum_l A_il t_l) for each t in ``ts``, fl(sum_l |A_il|) and
+    fl(sum_l |A_il| v_l) for each v in ``vs`` (v >= 0), by elementwise products and sums (no
+    BLAS); a column-major A (a transposed view) is read down its columns."""
+    m, k = A.shape
+    s2 = [np.zeros(m) for _ in ts]
+    amag = [np.zeros(m) for _ in vs]
+    asum = np.zeros(m)
+    if A.flags.f_contiguous and not A.flags.c_contiguous:
+        AT = A.T
+        for b in _row_blocks(k, m):
+            blk = AT[b]
+            for acc, t in zip(s2, ts, strict=True):
+                acc += (blk * t[b, None]).sum(axis=0)
+            ab = np.abs(blk)
+            asum += ab.sum(axis=0)
+            for acc, v in zip(amag, vs, strict=True):
+                acc += (ab * v[b, None]).sum(axis=0)
+    else:
+        for b in _row_blocks(m, k):
+            blk = A[b]
+            for acc, t in zip(s2, ts, strict=True):
+                acc[b] = (blk * t).sum(axis=1)
+            ab = np.abs(blk)
+            asum[b] = ab.sum(axis=1)
+            for acc, v in zip(amag, vs, strict=True):
+                acc[b] = (ab * v).sum(axis=1)
+    return s2, asum, amag
 
 
 def _product_rows_ok(A: np.ndarray, B: np.ndarray, C: Any,
@@ -290,7 +344,8 @@ def _product_rows_ok(A: np.ndarray, B: np.ndarray, C: Any,
     with v >= |B||w| and v >= |fl(B w)|; a row is accepted when it is finite and |fl(s1 - s2)|
     is within twice that (rounded up) for both vectors. A row of a wrong product (NaN, inf,
     zeros, another matrix's product) fails unless its error is orthogonal to both vectors.
-    ``Bw``: the cached ``_weighted_rows(B, w)`` of both vectors.
+    ``Bw``: the cached ``_weighted_rows(B, w)`` of both vectors. The two vectors have the same
+    magnitudes, so |C||w| and sum|A| are computed once, and each matrix is read once for both.
     """
     m, k = A.shape
     q = B.shape[1]
@@ -301,20 +356,16 @@ def _product_rows_ok(A: np.ndarray, B: np.ndarray, C: Any,
     for b in _row_blocks(m, q):
         ok[b] &= np.isfinite(C[b]).all(axis=1)
     gk, gq = _gamma(k), _gamma(q)
-    for i, w in enumerate(_check_weights(q)):
-        t, tmag = _weighted_rows(B, w) if Bw is None else Bw[i]
-        v = _up(np.maximum(np.abs(t), tmag))
-        s1, s1mag = _weighted_rows(C, w)
-        s2, amag, asum = np.empty(m), np.empty(m), np.empty(m)
-        for b in _row_blocks(m, k):
-            blk = A[b]
-            s2[b] = (blk * t).sum(axis=1)
-            ab = np.abs(blk)
-            asum[b] = ab.sum(axis=1)
-            ab *= v
-            amag[b] = ab.sum(axis=1)
+    ws = _check_weights(q)
+    if Bw is None:
+        tvals, tmag = _weighted_rows_all(B, ws)
+        Bw = [(t, tmag) for t in tvals]
+    vs = [_up(np.maximum(np.abs(t), tmag)) for t, tmag in Bw]
+    s1s, s1mag = _weighted_rows_all(C, ws)
+    s2s, asum, amags = _abs_rows(A, [t for t, _ in Bw], vs)
+    asum = _up(asum * _sum_up_factor(k))
+    for s1, s2, amag in zip(s1s, s2s, amags, strict=True):
         amag = _dot_self_up(amag, k)  # >= sum_l |A_il| v_l (a dot product of |A| and v)
-        asum = _up(asum * _sum_up_factor(k))
         tol = _up(_up(gq * s1mag) + _up(_up(2.0 * gk + gq) * amag))
         tol = _up(_up(_up(tol + (q + 2 * k) * ETA) + _up(q * ETA * asum)) + extra)
         tol = _up(2.0 * tol)

@@ -250,6 +250,25 @@ def test_the_product_check_accepts_every_honest_product():
             B = rng.standard_normal((k, q)) / scale if scale > 1 else rng.standard_normal((k, q))
             assert V._product_rows_ok(A, B, A @ B).all(), (scale, m, k, q)
             assert R._product_consistent(A, B, A @ B), (scale, m, k, q)
+            # the column-major layouts (transposed views) are read down their columns
+            At, Bt = np.asfortranarray(A), np.asfortranarray(B)
+            Cf = np.asfortranarray(A @ B)
+            assert At.flags.f_contiguous and V._product_rows_ok(At, Bt, Cf).all()
+
+
+@pytest.mark.parametrize("layout", ["C", "F"])
+def test_the_product_check_rejects_a_wrong_row_in_either_layout(layout):
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((300, 40))
+    A, B = X.T, X  # A a transposed view: column-major
+    if layout == "C":
+        A = np.ascontiguousarray(A)
+    C = A @ B
+    for row, col, delta in ((3, 5, 1e-9), (0, 0, -1e-7), (39, 17, 1e-8)):
+        bad = np.array(C, order=layout)
+        bad[row, col] += delta * max(1.0, abs(bad[row, col]))
+        ok = V._product_rows_ok(A, B, bad)
+        assert not ok[row] and ok.sum() == C.shape[0] - 1, (layout, row)
 
 
 # ------------------------------------------------------------------------------ selections
