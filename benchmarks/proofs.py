@@ -29,8 +29,8 @@ T = 60 s (about 3 minutes in all); without it T = 300 s; ``--large`` adds a run 
 ``--many N`` adds a tree of N evaluated nodes (a node limit, no time limit; about 2N nodes)
 on an instance whose nodes are cheap: a square least-squares design (n = p = 60, k = 10,
 lambda2 = 0.001, Toeplitz rho = 0.5, SNR 3, columns centred and unit-norm, no intercept) that
-the search does not close in 10^5
-nodes; its certificate is checked the same way, with the same memory and size claims.
+the search does not close in 10^5 nodes; its certificate is checked the same way, with the same
+memory and size claims.
 
 Usage::
 
