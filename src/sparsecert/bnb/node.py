@@ -83,8 +83,20 @@ class Witness:
         return f"Witness({self.kind!r}, <{self._vector.size} entries>, id={self.id})"
 
 
-def _pack(mask: np.ndarray) -> np.ndarray:
-    return np.packbits(np.asarray(mask, dtype=bool))
+class _PackedMask:
+    """A boolean mask of length ``node._p`` kept bit-packed in the node's slot ``slot``; each
+    read builds a fresh array."""
+
+    def __init__(self, slot: str) -> None:
+        self.slot = slot
+
+    def __get__(self, node, owner=None):
+        if node is None:
+            return self
+        return np.unpackbits(getattr(node, self.slot), count=node._p).view(bool)
+
+    def __set__(self, node, mask: np.ndarray) -> None:
+        setattr(node, self.slot, np.packbits(np.asarray(mask, dtype=bool)))
 
 
 class Node:
@@ -125,38 +137,26 @@ class Node:
                  "lower_bound", "witness", "_warm", "_warm_zero", "status", "n_iter",
                  "children", "bound_fixings")
 
+    fixed_in = _PackedMask("_in")
+    fixed_out = _PackedMask("_out")
+
     def __init__(self, id: int, parent: int | None, depth: int, fixed_in: np.ndarray,
-                 fixed_out: np.ndarray, branch_var: int | None = None,
-                 branch_value: int | None = None, lower_bound: float = -np.inf,
-                 witness: Witness | None = None, warm_start: np.ndarray | None = None,
-                 status: str = OPEN) -> None:
+                 fixed_out: np.ndarray) -> None:
+        """An open node at its place in the tree, with its fixings; what it inherits
+        (branching, bound, witness, warm start) is set by :meth:`child`."""
         self.id, self.parent, self.depth = id, parent, depth
         self._p = int(np.asarray(fixed_in).size)
         self.fixed_in, self.fixed_out = fixed_in, fixed_out
-        self.branch_var, self.branch_value = branch_var, branch_value
-        self.lower_bound = lower_bound
-        self.witness = witness
-        self.warm_start = warm_start
-        self.status = status
+        self.branch_var: int | None = None
+        self.branch_value: int | None = None
+        self.lower_bound = -np.inf
+        self.witness: Witness | None = None
+        self._warm: CompactVector | None = None
+        self._warm_zero = -1
+        self.status = OPEN
         self.n_iter = 0
         self.children: list[int] = []
         self.bound_fixings: list[tuple[int, int]] = []
-
-    @property
-    def fixed_in(self) -> np.ndarray:
-        return np.unpackbits(self._in, count=self._p).view(bool)
-
-    @fixed_in.setter
-    def fixed_in(self, mask: np.ndarray) -> None:
-        self._in = _pack(mask)
-
-    @property
-    def fixed_out(self) -> np.ndarray:
-        return np.unpackbits(self._out, count=self._p).view(bool)
-
-    @fixed_out.setter
-    def fixed_out(self, mask: np.ndarray) -> None:
-        self._out = _pack(mask)
 
     @property
     def warm_start(self) -> np.ndarray | None:
@@ -207,8 +207,9 @@ class Node:
         warm = self._warm
         if warm is not None and self._warm_zero >= 0:  # this node's own zeroed entry, kept
             warm = CompactVector(self.warm_start)
-        kid = Node(new_id, self.id, self.depth + 1, fi, fo, var, value, self.lower_bound,
-                   self.witness, warm)
+        kid = Node(new_id, self.id, self.depth + 1, fi, fo)
+        kid.branch_var, kid.branch_value = var, value
+        kid.lower_bound, kid.witness, kid._warm = self.lower_bound, self.witness, warm
         if warm is not None and value == 0:
             kid._warm_zero = var
         return kid
