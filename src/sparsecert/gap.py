@@ -193,7 +193,7 @@ def certified_gap(X, y, coef, intercept: float = 0.0, *, k: int | None = None,
     from sparsecert.api import _feature_names, run_info
     from sparsecert.bnb import BranchAndBound
     from sparsecert.firstrun import compile_first_run
-    from sparsecert.proof.bounds import SafeEvaluator
+    from sparsecert.proof.bounds import SafeEvaluator, SampleAndBounds
     from sparsecert.proof.producer import produce, user_model
     from sparsecert.solvers.perspective import RelaxationProblem
 
@@ -222,9 +222,7 @@ def certified_gap(X, y, coef, intercept: float = 0.0, *, k: int | None = None,
         best_c = 0.0
     box = None if math.isinf(spec.max_abs_coef) else spec.max_abs_coef
     ev = SafeEvaluator(prepared.X, prepared.y_used, prob.loss_fn, spec.lambda2, box,
-                       spec.fit_intercept, float(prob.mu), sample_weight=prepared.sample_weight,
-                       offset=prepared.offset, coef_lower=prepared.coef_lower,
-                       coef_upper=prepared.coef_upper)
+                       spec.fit_intercept, float(prob.mu), extras=SampleAndBounds.of(prepared))
     best_value = ev.objective(best_b, best_c)[0]
     return GapResult(objective=proof.objective, objective_upper=proof.upper_bound,
                      lower_bound=proof.lower_bound, gap=proof.gap,

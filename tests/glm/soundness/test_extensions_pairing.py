@@ -26,7 +26,7 @@ from _certgen import zero_sum
 from _exact import general_dual_value, general_objective, weighted_shifted_value
 
 import sparsecert.certificate.verify as V
-from sparsecert.proof.bounds import SafeEvaluator
+from sparsecert.proof.bounds import SafeEvaluator, SampleAndBounds
 from sparsecert.proof.claims import claim_lower, claim_lower_array, claim_upper
 from sparsecert.proof.regions import fixing_regions
 from sparsecert.solvers.losses import LOSS_NAMES, get_loss
@@ -88,7 +88,7 @@ def test_weighted_offset_bounded_dual_witness_pairs(loss, fit_intercept, M):
     rng = np.random.default_rng(1)
     f = get_loss(loss, _params(loss))
     ext = dict(sample_weight=w, offset=o, coef_lower=LOWER, coef_upper=UPPER)
-    ev = SafeEvaluator(X, y, f, lam, M, fit_intercept, **ext)
+    ev = SafeEvaluator(X, y, f, lam, M, fit_intercept, extras=SampleAndBounds(**ext))
     vkw = {"huber_delta": DELTA} if loss == "huber" else {}
     for fixed_in, fixed_out in (((), ()), ((1,), (3,)), ((0,), ())):
         z = _dual_point(loss, X, y, w, o, fit_intercept, rng)
@@ -130,7 +130,7 @@ def test_a_zero_weight_needs_a_zero_dual_and_the_domain_is_weighted(loss):
     bad[i] = -1e-3 * y[i] if loss != "poisson" else 1e-3
     assert V.node_lower_bound(X, y, loss, 2, 0.5, None, (), (), ("dual", bad), **kw) == -np.inf
     assert SafeEvaluator(X, y, get_loss(loss, _params(loss)), 0.5, None, False,
-                         sample_weight=w).dual(bad) is None
+                         extras=SampleAndBounds(sample_weight=w)).dual(bad) is None
     if loss in ("logistic", "huber", "poisson"):  # a dual just beyond the weighted domain
         j, beyond = 0, z.copy()
         beyond[j] = {"logistic": -y[j] * w[j] * (1 + 1e-12), "huber": 2 * DELTA * w[j] * (
@@ -157,7 +157,8 @@ def test_weighted_shifted_witness_pairs_and_its_shift_is_proven(fit_intercept, b
     assert float(np.linalg.eigvalsh(Xu.T @ Xu)[0]) != pytest.approx(lam_min, rel=1e-3)
     lower, upper = (LOWER[:p], UPPER[:p]) if bounded else (None, None)
     ext = dict(sample_weight=w, offset=o, coef_lower=lower, coef_upper=upper)
-    ev = SafeEvaluator(X, y, "squared", lam, None, fit_intercept, mu, **ext)
+    ev = SafeEvaluator(X, y, "squared", lam, None, fit_intercept, mu,
+                       extras=SampleAndBounds(**ext))
     rng = np.random.default_rng(2)
     for fixed_in, fixed_out in (((), ()), ((2,), (0,))):
         b = 0.5 * rng.standard_normal(p)
@@ -180,7 +181,7 @@ def test_weighted_objective_with_offsets_pairs(loss, fit_intercept, M):
     rng = np.random.default_rng(3)
     vkw = {"huber_delta": DELTA} if loss == "huber" else {}
     ev = SafeEvaluator(X, y, get_loss(loss, _params(loss)), lam, M, fit_intercept,
-                       sample_weight=w, offset=o)
+                       extras=SampleAndBounds(sample_weight=w, offset=o))
     for _ in range(3):
         coef = np.where(rng.random(X.shape[1]) < 0.5, 0.0, 0.6 * rng.standard_normal(X.shape[1]))
         c = float(rng.standard_normal()) if fit_intercept else 0.0
