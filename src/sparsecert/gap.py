@@ -194,7 +194,7 @@ def certified_gap(X, y, coef, intercept: float = 0.0, *, k: int | None = None,
     from sparsecert.bnb import BranchAndBound
     from sparsecert.firstrun import compile_first_run
     from sparsecert.proof.bounds import SafeEvaluator, SampleAndBounds
-    from sparsecert.proof.producer import produce, user_model
+    from sparsecert.proof.producer import Annotations, produce, user_model
     from sparsecert.solvers.perspective import RelaxationProblem
 
     t0 = time.perf_counter()
@@ -215,8 +215,9 @@ def certified_gap(X, y, coef, intercept: float = 0.0, *, k: int | None = None,
     engine.compile_time = compile_first_run(prob, engine.progress)
     res = engine.run()
     with engine.after_search("certificate") as note:
-        proof = produce(res, prob, prepared, options, producer=run_info(options),
-                        feature_names=names, note=note, model=(b, c))
+        info = Annotations(producer=run_info(options), feature_names=names)
+        proof = produce(res, prob, prepared, options, annotations=info, note=note,
+                        model=(b, c))
     best_b, best_c = user_model(res, prob)
     if not spec.fit_intercept:
         best_c = 0.0
