@@ -18,7 +18,8 @@ For a source tree (default: this repository) it measures, on ``src/``:
   apart from them those that also follow imports written inside functions;
 * the functions of the certified-GLM wing with more than 8 parameters, the public entry points
   apart (the names ``sparsecert`` exports and their methods, the constructor the public
-  estimators inherit, the standalone verifier's ``verify_certificate``); the numba kernels
+  estimators inherit, the standalone verifier's ``verify_certificate``, the relaxation's
+  documented ``solve_node``); the numba kernels
   over 8 parameters are listed apart (arrays and scalars are a kernel's arguments: see
   ``_is_kernel``).
 
@@ -114,11 +115,13 @@ def _n_params(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
 #: keyword of ``__init__``, no record and no ``**kwargs``); and the standalone verifier's
 #: ``verify_certificate``, exported by ``sparsecert.certificate`` and documented as the
 #: verifier's API (it takes the problem's parameters as keywords: the verifier shares no code
-#: with the package, so it cannot take the package's problem record)
+#: with the package, so it cannot take the package's problem record); the relaxation's
+#: ``solve_node``, in the API reference (``docs/api.rst``) beside ``perspective_relaxation``:
+#: its keywords are the node solver's documented options
 ENTRY_POINT = re.compile(r"^sparsecert/(api\.py:(certify|verify)|path\.py:(certify_path|"
                          r"KSparse\w*\.\w+)|estimators\.py:(KSparse\w*\.\w+|"
                          r"_KSparseBase\.__init__)|"
-                         r"solvers/perspective/api\.py:perspective_relaxation|"
+                         r"solvers/perspective/api\.py:(perspective_relaxation|solve_node)|"
                          r"certificate/verify\.py:verify_certificate|"
                          r"gap\.py:certified_gap)$")
 MAX_LINES = 600
