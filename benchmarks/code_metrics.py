@@ -52,11 +52,13 @@ LOSS_NAMES = ("squared", "logistic", "squared_hinge", "poisson", "huber")
 #: folders of the distributed wing (new layout and the older one), left out of the GLM counts
 DISTRIBUTED = re.compile(r"(^|/)(distributed|problems)/|(^|/)solvers/(comm|compress|quantize|"
                          r"safe_ef|qoda|dtzo|dtzo_baselines|trilevel|zeroth_order)\.py$")
-#: a message that rejects one of the problem's parameters
+#: a message that rejects one of the problem's parameters: by its name, or a declarative
+#: checker's, whose name and requirement are both given to it (``f"{name} must {text}, got
+#: ..."``, ``f"unknown {name} {value!r}; ..."``; a formatted value reads as a space here)
 PARAM_MESSAGE = re.compile(
     r"\b(k|ks|lambda2|max_abs_coef|fit_intercept|rel_gap|abs_gap|time_limit|node_limit|n_jobs|"
     r"eig_shift|loss|labels)\b'?\]?( = \S*)? (must|is not|has|holds)|unknown loss|"
-    r"needs? (binary|exactly two|non-negative)|binary labels")
+    r"needs? (binary|exactly two|non-negative)|binary labels|^\s+must\s+, got|^unknown\s\s")
 
 
 def _python_files(src: Path) -> list[Path]:

@@ -42,6 +42,9 @@ from typing import Any
 
 import numpy as np
 
+from sparsecert._checks import check_choice
+from sparsecert.solvers.losses import get_loss
+
 __all__ = ["load_diabetes", "load_riboflavin", "load_leukemia", "standardize", "feature_names",
            "make_synthetic", "true_support", "DIABETES_FEATURE_NAMES"]
 
@@ -331,6 +334,10 @@ def true_support(p: int, k: int) -> np.ndarray:
     return np.unique(np.linspace(0, p - 1, k).round().astype(int))
 
 
+#: the responses :func:`make_synthetic` draws
+SYNTHETIC_LOSSES = ("squared", "logistic")
+
+
 def make_synthetic(n: int, p: int, k: int, *, rho: float = 0.5, snr: float = 5.0,
                    loss: str = "squared", seed: int = 0) -> tuple[np.ndarray, np.ndarray,
                                                                    np.ndarray]:
@@ -354,6 +361,7 @@ def make_synthetic(n: int, p: int, k: int, *, rho: float = 0.5, snr: float = 5.0
     y : numpy.ndarray of shape (n,)
     beta : numpy.ndarray of shape (p,)
     """
+    check_choice(loss, "loss", SYNTHETIC_LOSSES)
     if not (abs(rho) < 1):
         raise ValueError(f"rho must satisfy |rho| < 1, got {rho}")
     if not snr > 0:
@@ -371,10 +379,5 @@ def make_synthetic(n: int, p: int, k: int, *, rho: float = 0.5, snr: float = 5.0
     signal = X @ beta
     sigma = np.sqrt(np.var(signal) / snr) if np.var(signal) > 0 else 1.0
     noisy = signal + sigma * rng.standard_normal(n)
-    if loss == "squared":
-        y = noisy
-    elif loss == "logistic":
-        y = np.where(noisy > 0, 1.0, -1.0)
-    else:
-        raise ValueError(f"loss must be 'squared' or 'logistic', got {loss!r}")
+    y = np.where(noisy > 0, 1.0, -1.0) if get_loss(loss).needs_binary_labels else noisy
     return X, y, beta

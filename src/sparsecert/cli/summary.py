@@ -118,7 +118,8 @@ def fit_measures(loss: str, X: np.ndarray, y: np.ndarray, coef: np.ndarray,
             return float(2.0 * (w @ (_xlogy(y, np.where(y > 0, y, 1.0) / m) - (y - m))))
 
         return {"deviance": deviance(mu), "null_deviance": deviance(mu0)}
-    raise ValueError(f"unknown loss {loss!r}")
+    # the name was checked by the registry (get_loss): a loss whose target rule has no measures
+    raise ValueError(f"no fit measures for the {loss} loss's target rule {f.target!r}")
 
 
 def format_fit(loss: str, measures: dict[str, float], n: int) -> str:
