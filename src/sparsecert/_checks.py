@@ -1,23 +1,31 @@
-"""One check per parameter of the certified-GLM wing (the parameter table's ``check`` column).
+"""The checks of the certified-GLM wing's parameters (the parameter table's ``check`` column).
 
-Each check converts the value it accepts (a float, an int, ``math.inf`` for "no box") and raises
-:class:`TypeError` for a bad type, :class:`ValueError` for a bad value, with a message naming
-the parameter and the value. The table (:mod:`sparsecert._params`) says which check is whose;
-the records (:mod:`sparsecert.problem`) run them. Imports numpy and the loss registry only.
+What each scalar parameter accepts is data, :data:`CONSTRAINTS` (in the spirit of
+scikit-learn's ``_parameter_constraints``: a type, conditions with their messages, what None
+means), and one function checks a value against it, :func:`check`. The array-valued parameters
+(weights, offsets, coefficient bounds, feature indices) and the list of support sizes have
+checks of their own below. Each check converts the value it accepts (a float, an int,
+``math.inf`` for "no box") and raises :class:`TypeError` for a bad type, :class:`ValueError`
+for a bad value, with a message naming the parameter and the value. The table
+(:mod:`sparsecert._params`) says which check is whose; the records
+(:mod:`sparsecert.problem`) run them. Imports numpy and the loss registry only.
 """
 
 from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 
 from sparsecert.solvers.losses import REGISTRY, get_loss
 
 __all__ = [
-    "check_k", "check_k_fits", "check_ks", "check_lambda2", "check_max_abs_coef", "check_bool",
+    "Rule", "Constraint", "CONSTRAINTS", "BOOL", "POSITIVE_INT", "check", "check_k",
+    "check_k_fits", "check_ks", "check_lambda2", "check_max_abs_coef", "check_bool",
     "check_fit_intercept", "check_eig_shift", "check_shift_value", "check_rel_gap",
     "check_abs_gap", "check_time_limit", "check_positive_int", "check_node_limit",
     "check_n_jobs", "check_verbose", "check_choice", "check_executor", "check_log",
@@ -67,23 +75,160 @@ def _exact_float(value, name: str) -> float:
     return f
 
 
+# ----------------------------------------------------------------------------------------------
+# the scalar parameters: what each accepts, as data, and the one function that checks it
+# ----------------------------------------------------------------------------------------------
+_REFUSE: Any = object()
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A condition on a value of the right type: ``test(value)``, else the ValueError
+    ``"<name> must <must>, got <got>"`` (``got`` formats ``value`` and ``name``)."""
+
+    test: Callable[[Any], bool]
+    must: str
+    got: str = "{value}"
+
+
+@dataclass(frozen=True)
+class Constraint:
+    """What a scalar parameter accepts (in the spirit of scikit-learn's
+    ``_parameter_constraints``), checked by :func:`check`.
+
+    Attributes
+    ----------
+    kind : callable
+        The type test; a value that fails it is a TypeError ``"<name> must <kind_text>, got
+        <kind_got>"``.
+    kind_text, kind_got : str
+        The type in words (``"be an integer"``), and how a value of another type is shown
+        (``"{type}"``, or ``"{type} {value!r}"``).
+    rules : tuple of Rule
+        The conditions on a value of the right type, in order (the first that fails is the
+        error).
+    none : object
+        What None becomes (``_REFUSE``: None is a value of the wrong type).
+    words : tuple of str
+        Strings accepted as they are (``"auto"``); another string is a ValueError.
+    choices : callable or None
+        The allowed strings (loaded on demand); anything else is the ValueError ``"unknown
+        <name> <value>; choose from [...]"``.
+    convert, result : callable or None
+        ``convert(value, name)`` before the rules (it may raise its own ValueError, naming
+        the parameter); ``result(value)`` after them.
+    """
+
+    kind: Callable[[Any], bool] = lambda v: True
+    kind_text: str = ""
+    kind_got: str = "{type}"
+    rules: tuple[Rule, ...] = ()
+    none: Any = _REFUSE
+    words: tuple[str, ...] = ()
+    choices: Callable[[], Iterable[str]] | None = None
+    convert: Callable[[Any, str], Any] | None = None
+    result: Callable[[Any], Any] | None = None
+
+
+def check(name: str, value, constraint: Constraint):
+    """``value`` checked against ``constraint`` and converted: the one place that raises for
+    a scalar parameter (TypeError for a bad type, ValueError for a bad value, the message
+    naming the parameter and the value)."""
+    c = constraint
+    if c.choices is not None:
+        choices = sorted(c.choices())
+        if not isinstance(value, str) or value not in choices:
+            raise ValueError(f"unknown {name} {value!r}; choose from {choices}")
+        return value
+    if value is None and c.none is not _REFUSE:
+        return c.none
+    if isinstance(value, str) and c.words:
+        if value in c.words:
+            return value
+        raise ValueError(f"{name} must {c.kind_text}, got {value!r}")
+    if not c.kind(value):
+        raise TypeError(f"{name} must {c.kind_text}, got "
+                        + c.kind_got.format(type=type(value).__name__, value=value))
+    if c.convert is not None:
+        value = c.convert(value, name)
+    for rule in c.rules:
+        if not rule.test(value):
+            raise ValueError(f"{name} must {rule.must}, got "
+                             + rule.got.format(value=value, name=name))
+    return value if c.result is None else c.result(value)
+
+
+def _real_not_bool(v) -> bool:
+    return not isinstance(v, bool) and isinstance(v, numbers.Real)
+
+
+#: the largest ridge weight: 2 lambda2 and the relaxation's terms stay finite (lambda2 near the
+#: largest float made the node solver's step search loop on inf - inf)
+MAX_LAMBDA2 = 1e300
+
+_INTEGER = dict(kind=_is_int, kind_text="be an integer", kind_got="{type} {value!r}")
+_AT_LEAST_1 = Rule(lambda v: v >= 1, "be >= 1")
+
+#: What each scalar parameter accepts (the parameter table's checks come from here).
+CONSTRAINTS: dict[str, Constraint] = {
+    "k": Constraint(**_INTEGER, convert=lambda v, _: int(v),
+                    rules=(Rule(lambda v: v >= 1, "be >= 1", "{name} = {value}"),)),
+    "lambda2": Constraint(
+        kind=_real_not_bool, kind_text="be a real number", convert=lambda v, n: _exact_float(v, n),
+        rules=(Rule(math.isfinite, "be finite"),
+               Rule(lambda v: v > 0.0, "be > 0 (the perspective bound needs a ridge term)"),
+               Rule(lambda v: v <= MAX_LAMBDA2,
+                    f"be at most {MAX_LAMBDA2:g} (larger values overflow float64 arithmetic in "
+                    "the relaxation)", "{value:g}"))),
+    "max_abs_coef": Constraint(
+        kind=_real_not_bool, kind_text="be a positive number or None", none=math.inf,
+        convert=lambda v, n: _exact_float(v, n),
+        rules=(Rule(lambda v: v > 0.0, "be > 0 (or None / inf for no box)"),)),
+    "eig_shift": Constraint(
+        kind=_is_real, kind_text="be None, a number or 'auto'", none=None, words=("auto",),
+        convert=lambda v, _: float(v),
+        rules=(Rule(lambda v: math.isfinite(v) and v >= 0.0, "be a finite number >= 0"),)),
+    "rel_gap": Constraint(kind=_is_real, kind_text="be a number",
+                          rules=(Rule(lambda v: 0.0 <= v < 1.0, "be in [0, 1)"),), result=float),
+    "abs_gap": Constraint(kind=_is_real, kind_text="be a number",
+                          rules=(Rule(lambda v: math.isfinite(v) and v >= 0.0,
+                                      "be a finite number >= 0"),), result=float),
+    "time_limit": Constraint(kind=_is_real, kind_text="be a number or None", none=None,
+                             rules=(Rule(lambda v: v > 0, "be > 0 (or None for no limit)"),),
+                             result=float),
+    "node_limit": Constraint(**_INTEGER, none=None, rules=(_AT_LEAST_1,), result=int),
+    "n_jobs": Constraint(**_INTEGER, rules=(Rule(lambda v: not (v == 0 or v < -1),
+                                                 "be a positive integer or -1"),), result=int),
+    "verbose": Constraint(kind=lambda v: isinstance(v, numbers.Integral),
+                          kind_text="be an integer", kind_got="{type} {value!r}",
+                          rules=(Rule(lambda v: v >= 0, "be >= 0"),), result=int),
+    "executor": Constraint(kind=lambda v: callable(getattr(v, "submit", None)),
+                           kind_text="be a concurrent.futures.Executor or None", none=None),
+    "log": Constraint(kind=callable, none=None,
+                      kind_text="be callable (it receives each progress line) or None"),
+}
+#: the constraint of a switch and of a count (parameters of their own name)
+BOOL = Constraint(kind=lambda v: isinstance(v, bool | np.bool_), kind_text="be a bool",
+                  result=bool)
+POSITIVE_INT = Constraint(**_INTEGER, rules=(_AT_LEAST_1,), result=int)
+
+
 def check_k(k, n_features: int | None = None) -> int:
     """Check the sparsity level: an integer with ``1 <= k`` (``<= n_features`` when given)."""
-    if not _is_int(k):
-        raise TypeError(f"k must be an integer, got {type(k).__name__} {k!r}")
-    k = int(k)
     if n_features is None:
-        if k < 1:
-            raise ValueError(f"k must be >= 1, got k = {k}")
-    else:
-        check_k_fits(k, n_features)
-    return k
+        return check("k", k, CONSTRAINTS["k"])
+    return check("k", k, _k_fits(n_features))
+
+
+def _k_fits(n_features: int) -> Constraint:
+    return replace(CONSTRAINTS["k"], rules=(Rule(
+        lambda v: 1 <= v <= n_features, f"satisfy 1 <= k <= n_features = {n_features}",
+        "{name} = {value}"),))
 
 
 def check_k_fits(k: int, n_features: int) -> None:
     """The bound the data put on a checked ``k``: ``k <= n_features``."""
-    if k < 1 or k > n_features:
-        raise ValueError(f"k must satisfy 1 <= k <= n_features = {n_features}, got k = {k}")
+    check("k", k, _k_fits(n_features))
 
 
 def check_ks(ks, n_features: int | None) -> np.ndarray:
@@ -107,46 +252,20 @@ def check_ks(ks, n_features: int | None) -> np.ndarray:
     return np.asarray(sorted(vals), dtype=np.intp)
 
 
-#: the largest ridge weight: 2 lambda2 and the relaxation's terms stay finite (lambda2 near the
-#: largest float made the node solver's step search loop on inf - inf)
-MAX_LAMBDA2 = 1e300
-
-
 def check_lambda2(lambda2) -> float:
     """Check the ridge weight ``lambda2 > 0`` (finite)."""
-    if isinstance(lambda2, bool) or not isinstance(lambda2, numbers.Real):
-        raise TypeError(f"lambda2 must be a real number, got {type(lambda2).__name__}")
-    lam = _exact_float(lambda2, "lambda2")
-    if not np.isfinite(lam):
-        raise ValueError(f"lambda2 must be finite, got {lam}")
-    if lam <= 0.0:
-        raise ValueError(f"lambda2 must be > 0 (the perspective bound needs a ridge term), "
-                         f"got {lam}")
-    if lam > MAX_LAMBDA2:
-        raise ValueError(f"lambda2 must be at most {MAX_LAMBDA2:g} (larger values overflow "
-                         f"float64 arithmetic in the relaxation), got {lam:g}")
-    return lam
+    return check("lambda2", lambda2, CONSTRAINTS["lambda2"])
 
 
 def check_max_abs_coef(M) -> float:
     """Check the box ``|b_j| <= M``: ``None`` or ``inf`` mean no box (returns ``math.inf``, the
     one encoding of "no bound" inside the package); else ``M > 0``."""
-    if M is None:
-        return math.inf
-    if isinstance(M, bool) or not isinstance(M, numbers.Real):
-        raise TypeError(f"max_abs_coef must be a positive number or None, got "
-                        f"{type(M).__name__}")
-    M = _exact_float(M, "max_abs_coef")
-    if np.isnan(M) or M <= 0.0:
-        raise ValueError(f"max_abs_coef must be > 0 (or None / inf for no box), got {M}")
-    return M
+    return check("max_abs_coef", M, CONSTRAINTS["max_abs_coef"])
 
 
 def check_bool(value, name: str) -> bool:
     """A switch: a bool (numpy's included)."""
-    if not isinstance(value, bool | np.bool_):
-        raise TypeError(f"{name} must be a bool, got {type(value).__name__}")
-    return bool(value)
+    return check(name, value, BOOL)
 
 
 def check_fit_intercept(fit_intercept) -> bool:
@@ -156,19 +275,7 @@ def check_fit_intercept(fit_intercept) -> bool:
 
 def check_shift_value(eig_shift) -> float | str | None:
     """None, "auto" or a finite number >= 0 (whatever the loss)."""
-    if eig_shift is None:
-        return None
-    if isinstance(eig_shift, str):
-        if eig_shift != "auto":
-            raise ValueError(f"eig_shift must be None, a number or 'auto', got {eig_shift!r}")
-        return "auto"
-    if not _is_real(eig_shift):
-        raise TypeError(f"eig_shift must be None, a number or 'auto', got "
-                        f"{type(eig_shift).__name__}")
-    mu = float(eig_shift)
-    if not math.isfinite(mu) or mu < 0.0:
-        raise ValueError(f"eig_shift must be a finite number >= 0, got {mu}")
-    return mu
+    return check("eig_shift", eig_shift, CONSTRAINTS["eig_shift"])
 
 
 def check_eig_shift(eig_shift, loss: str, strict: bool = False) -> float | str | None:
@@ -188,84 +295,52 @@ def check_eig_shift(eig_shift, loss: str, strict: bool = False) -> float | str |
 
 def check_rel_gap(rel_gap) -> float:
     """The relative-gap target ``(UB - LB) / max(1, |UB|)``: a number in [0, 1)."""
-    if not _is_real(rel_gap):
-        raise TypeError(f"rel_gap must be a number, got {type(rel_gap).__name__}")
-    if not 0.0 <= rel_gap < 1.0:
-        raise ValueError(f"rel_gap must be in [0, 1), got {rel_gap}")
-    return float(rel_gap)
+    return check("rel_gap", rel_gap, CONSTRAINTS["rel_gap"])
 
 
 def check_abs_gap(abs_gap) -> float:
     """The absolute-gap target: a finite number >= 0."""
-    if not _is_real(abs_gap):
-        raise TypeError(f"abs_gap must be a number, got {type(abs_gap).__name__}")
-    if not (math.isfinite(abs_gap) and abs_gap >= 0.0):
-        raise ValueError(f"abs_gap must be a finite number >= 0, got {abs_gap}")
-    return float(abs_gap)
+    return check("abs_gap", abs_gap, CONSTRAINTS["abs_gap"])
 
 
 def check_time_limit(time_limit) -> float | None:
     """Seconds, > 0, or None for no limit."""
-    if time_limit is None:
-        return None
-    if not _is_real(time_limit):
-        raise TypeError(f"time_limit must be a number or None, got {type(time_limit).__name__}")
-    if not time_limit > 0:
-        raise ValueError(f"time_limit must be > 0 (or None for no limit), got {time_limit}")
-    return float(time_limit)
+    return check("time_limit", time_limit, CONSTRAINTS["time_limit"])
 
 
 def check_positive_int(value, name: str) -> int:
     """An integer >= 1 (``name`` is the argument's name, for the message)."""
-    if not _is_int(value):
-        raise TypeError(f"{name} must be an integer, got {type(value).__name__} {value!r}")
-    if value < 1:
-        raise ValueError(f"{name} must be >= 1, got {value}")
-    return int(value)
+    return check(name, value, POSITIVE_INT)
 
 
 def check_node_limit(node_limit) -> int | None:
     """Evaluated nodes, >= 1, or None for no limit."""
-    return None if node_limit is None else check_positive_int(node_limit, "node_limit")
+    return check("node_limit", node_limit, CONSTRAINTS["node_limit"])
 
 
 def check_n_jobs(n_jobs) -> int:
     """Parallel node evaluations: a positive integer, or -1 for all cores."""
-    if not _is_int(n_jobs):
-        raise TypeError(f"n_jobs must be an integer, got {type(n_jobs).__name__} {n_jobs!r}")
-    if n_jobs == 0 or n_jobs < -1:
-        raise ValueError(f"n_jobs must be a positive integer or -1, got {n_jobs}")
-    return int(n_jobs)
+    return check("n_jobs", n_jobs, CONSTRAINTS["n_jobs"])
 
 
 def check_verbose(verbose) -> int:
     """Verbosity: an integer >= 0 (``True`` counts as 1)."""
-    if not isinstance(verbose, numbers.Integral):
-        raise TypeError(f"verbose must be an integer, got {type(verbose).__name__} {verbose!r}")
-    if verbose < 0:
-        raise ValueError(f"verbose must be >= 0, got {verbose}")
-    return int(verbose)
+    return check("verbose", verbose, CONSTRAINTS["verbose"])
 
 
 def check_choice(value, name: str, choices: Iterable[str]) -> str:
-    choices = sorted(choices)
-    if not isinstance(value, str) or value not in choices:
-        raise ValueError(f"unknown {name} {value!r}; choose from {choices}")
-    return value
+    """One of ``choices`` (strings)."""
+    return check(name, value, Constraint(choices=lambda: choices))
 
 
 def check_executor(executor):
-    if executor is not None and not callable(getattr(executor, "submit", None)):
-        raise TypeError(f"executor must be a concurrent.futures.Executor or None, got "
-                        f"{type(executor).__name__}")
-    return executor
+    """A ``concurrent.futures.Executor`` (anything with ``submit``) or None."""
+    return check("executor", executor, CONSTRAINTS["executor"])
 
 
 def check_log(log):
-    if log is not None and not callable(log):
-        raise TypeError(f"log must be callable (it receives each progress line) or None, got "
-                        f"{type(log).__name__}")
-    return log
+    """A callable receiving each progress line, or None."""
+    return check("log", log, CONSTRAINTS["log"])
 
 
 # ----------------------------------------------------------------------------------------------

@@ -231,7 +231,7 @@ def certify_prepared(prepared: PreparedProblem, options: SearchOptions, *, featu
     spec = prepared.spec
     if spec.k is None:
         raise ValueError("the prepared problem has no k")
-    from sparsecert.proof.producer import start
+    from sparsecert.proof.producer import Annotations, start
 
     prob = RelaxationProblem.from_prepared(prepared)  # the expensive setup, after every check
     recorder = start(prob, prepared)  # the proof, recorded as the nodes close
@@ -246,8 +246,9 @@ def certify_prepared(prepared: PreparedProblem, options: SearchOptions, *, featu
         raise
     # a second Ctrl-C here would lose the result (see interrupts); the log keeps ticking
     with deferred_interrupt(), engine.after_search("certificate") as note:
-        result = assemble_result(res, prob, prepared, options, t0,
-                                 feature_names=feature_names, note=note, recorder=recorder)
+        info = Annotations(producer=run_info(options), feature_names=feature_names)
+        result = assemble_result(res, prob, prepared, options, t0, annotations=info,
+                                 note=note, recorder=recorder)
     engine.progress.message(result.proof_stats.line())
     result.feature_names = feature_names
     return result
@@ -262,24 +263,25 @@ def run_info(options: SearchOptions, **extra) -> dict:
 
 
 def assemble_result(search, relaxation, prepared: PreparedProblem, options: SearchOptions,
-                    t0: float, *, feature_names=None, note=None, recorder=None,
-                    **extra) -> CertifyResult:
+                    t0: float, *, annotations=None, note=None, recorder=None) -> CertifyResult:
     """The engine's record -> a :class:`CertifyResult` with its certificate.
 
     The proof producer (:func:`sparsecert.proof.producer.produce`) maps the engine's model back
     to the user's coordinates and builds the certificate of the problem ``prepared`` (its
     ``spec.k`` set) with claims the standalone verifier proves, the status ``options``' gap
-    targets allow; ``extra`` are informational producer fields of the certificate (besides
-    :func:`run_info`'s), ``t0`` the start of the whole call (the result's time). Shared by
+    targets allow; ``annotations`` (:class:`sparsecert.proof.producer.Annotations`) are the
+    certificate's informational fields (default: :func:`run_info`'s producer fields, no
+    feature names), ``t0`` the start of the whole call (the result's time). Shared by
     :func:`certify` and :func:`sparsecert.path.certify_path`. ``note``, if given, is called
     with how far the assembly has got (the progress log's phase); ``recorder`` is the proof
     recorder the search streamed its closed nodes to.
     """
-    from sparsecert.proof.producer import produce
+    from sparsecert.proof.producer import Annotations, produce
 
+    if annotations is None:
+        annotations = Annotations(producer=run_info(options))
     proof = produce(search, relaxation, prepared, options, recorder=recorder,
-                    producer=run_info(options, **extra), feature_names=feature_names,
-                    note=note)
+                    annotations=annotations, note=note)
     return CertifyResult(coef=proof.coef, intercept=proof.intercept,
                          support=tuple(search.support), objective=proof.objective,
                          lower_bound=proof.lower_bound, gap=proof.gap,

@@ -193,8 +193,8 @@ def certified_gap(X, y, coef, intercept: float = 0.0, *, k: int | None = None,
     from sparsecert.api import _feature_names, run_info
     from sparsecert.bnb import BranchAndBound
     from sparsecert.firstrun import compile_first_run
-    from sparsecert.proof.bounds import SafeEvaluator
-    from sparsecert.proof.producer import produce, user_model
+    from sparsecert.proof.bounds import SafeEvaluator, SampleAndBounds
+    from sparsecert.proof.producer import Annotations, produce, user_model
     from sparsecert.solvers.perspective import RelaxationProblem
 
     t0 = time.perf_counter()
@@ -215,16 +215,15 @@ def certified_gap(X, y, coef, intercept: float = 0.0, *, k: int | None = None,
     engine.compile_time = compile_first_run(prob, engine.progress)
     res = engine.run()
     with engine.after_search("certificate") as note:
-        proof = produce(res, prob, prepared, options, producer=run_info(options),
-                        feature_names=names, note=note, model=(b, c))
+        info = Annotations(producer=run_info(options), feature_names=names)
+        proof = produce(res, prob, prepared, options, annotations=info, note=note,
+                        model=(b, c))
     best_b, best_c = user_model(res, prob)
     if not spec.fit_intercept:
         best_c = 0.0
     box = None if math.isinf(spec.max_abs_coef) else spec.max_abs_coef
     ev = SafeEvaluator(prepared.X, prepared.y_used, prob.loss_fn, spec.lambda2, box,
-                       spec.fit_intercept, float(prob.mu), sample_weight=prepared.sample_weight,
-                       offset=prepared.offset, coef_lower=prepared.coef_lower,
-                       coef_upper=prepared.coef_upper)
+                       spec.fit_intercept, float(prob.mu), extras=SampleAndBounds.of(prepared))
     best_value = ev.objective(best_b, best_c)[0]
     return GapResult(objective=proof.objective, objective_upper=proof.upper_bound,
                      lower_bound=proof.lower_bound, gap=proof.gap,

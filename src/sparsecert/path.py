@@ -39,7 +39,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from sparsecert._checks import check_ks
 from sparsecert._params import check_param, defaults, document
 from sparsecert._validation import PreparedProblem, check_exact_input, prepare
-from sparsecert.api import CertifyResult, assemble_result
+from sparsecert.api import CertifyResult, assemble_result, run_info
 from sparsecert.bnb import BnBSettings, BranchAndBound
 from sparsecert.bnb.interrupts import deferred_interrupt
 from sparsecert.problem import ProblemSpec, SearchOptions, build_records
@@ -207,6 +207,7 @@ def solve_path(prepared: PreparedProblem, ks: np.ndarray, options: SearchOptions
     """:func:`certify_path` of a problem already prepared (``prepared.spec.k`` unset) over
     checked support sizes ``ks`` (distinct, increasing, at most ``n_features``)."""
     from sparsecert.firstrun import compile_first_run
+    from sparsecert.proof.producer import Annotations
     from sparsecert.proof.producer import start as start_proof
     from sparsecert.solvers.heuristics import SupportRefitter
     from sparsecert.solvers.perspective import RelaxationProblem
@@ -244,8 +245,9 @@ def solve_path(prepared: PreparedProblem, ks: np.ndarray, options: SearchOptions
         start = tuple(res.support)
         # a second Ctrl-C here would lose the point's result; the log keeps ticking
         with deferred_interrupt(), engine.after_search("certificate") as note:
-            results.append(assemble_result(res, prob, point, options, t_point, note=note,
-                                           recorder=recorder, path=True))
+            info = Annotations(producer=run_info(options, path=True))
+            results.append(assemble_result(res, prob, point, options, t_point,
+                                           annotations=info, note=note, recorder=recorder))
         if res.status == INTERRUPTED:  # Ctrl-C stops the path, not only this point
             break
     return PathResult(ks=np.asarray(ks)[:len(results)], results=results,

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sparsecert.proof.bounds import SafeEvaluator, bounded_terms, box_terms
+from sparsecert.proof.bounds import SafeEvaluator, SampleAndBounds, bounded_terms, box_terms
 from sparsecert.proof.claims import CLAIM_FACTOR, claim_lower_array
 from sparsecert.proof.regions import TermBound, region_bounds
 
@@ -267,9 +267,10 @@ class WitnessTerms:
             spec = prob.loss_spec
             self._ev = SafeEvaluator(prob.X, prob.y, prob.loss_fn, prob.lambda2, M,
                                      prob.fit_intercept, prob.mu,
-                                     sample_weight=spec.w if spec.w.shape[0] else None,
-                                     offset=spec.o if spec.o.shape[0] else None,
-                                     coef_lower=self._lower, coef_upper=self._upper)
+                                     extras=SampleAndBounds(
+                                         spec.w if spec.w.shape[0] else None,
+                                         spec.o if spec.o.shape[0] else None,
+                                         self._lower, self._upper))
         if witness.kind == "point" and prob.mu > 0.0:
             return self._ev.witness("shifted", np.asarray(witness.vector, dtype=float))
         if cols is not None and cols.size == prob.n_features:

@@ -88,6 +88,7 @@ def sha256_bytes(data: bytes) -> str:
 __all__ = [
     "VerificationReport",
     "verify_certificate",
+    "Problem",
     "node_lower_bound",
     "objective_upper_bound",
     "proves_eig_shift",
@@ -1528,22 +1529,39 @@ def _checked_descending_order(hf: np.ndarray) -> np.ndarray | None:
     return order.astype(np.int64)
 
 
-def node_lower_bound(X: np.ndarray, y: np.ndarray, loss: str, k: int, lambda2: float,
-                     max_abs_coef: float | None, fixed_in: Iterable[int],
+@dataclass(frozen=True)
+class Problem:
+    """The problem a bound of :func:`node_lower_bound` or :func:`objective_upper_bound` is
+    about: ``min sum_i w_i f(x_i^T b + c + o_i, y_i) + lambda2 ||b||^2`` with ``||b||_0 <= k``
+    and ``|b_j| <= max_abs_coef`` (None or inf: no box), ``coef_lower <= b <= coef_upper``
+    (None: the box alone), ``c = 0`` unless ``fit_intercept``; ``huber_delta`` is the Huber
+    loss's threshold (that loss only); ``sample_weight`` and ``offset`` None mean all 1 and
+    all 0. ``k`` is not needed by :func:`objective_upper_bound`."""
+
+    loss: str
+    lambda2: float
+    k: int | None = None
+    max_abs_coef: float | None = None
+    fit_intercept: bool = False
+    huber_delta: float | None = None
+    sample_weight: Any = None
+    offset: Any = None
+    coef_lower: Any = None
+    coef_upper: Any = None
+
+
+def node_lower_bound(X: np.ndarray, y: np.ndarray, problem: Problem, fixed_in: Iterable[int],
                      fixed_out: Iterable[int], witness: tuple[str, np.ndarray],
-                     eig_shift: float = 0.0, fit_intercept: bool = False,
-                     huber_delta: float | None = None, *, sample_weight=None, offset=None,
-                     coef_lower=None, coef_upper=None) -> float:
+                     eig_shift: float = 0.0) -> float:
     """Rigorous lower bound of a node's optimum from one witness (the verifier's formula).
 
     Parameters
     ----------
     X, y : the raw data (labels of classification losses already -1/+1).
+    problem : the problem (its ``k`` given).
+    fixed_in, fixed_out : the features the node fixes in (z_j = 1) and out (z_j = 0).
     witness : ("dual", zeta) with zeta of length n, or ("shifted", b) with b of length p.
     eig_shift : mu (shifted witnesses only; the caller must have proven X^T P X - mu I PSD).
-    huber_delta : the Huber loss's threshold (that loss only).
-    sample_weight, offset : per-sample weights and offsets (None: all 1, all 0).
-    coef_lower, coef_upper : every coefficient's bounds (None: the box ``max_abs_coef``).
 
     Returns
     -------
@@ -1551,6 +1569,11 @@ def node_lower_bound(X: np.ndarray, y: np.ndarray, loss: str, k: int, lambda2: f
         A lower bound, valid in exact arithmetic, of min F over the node's supports; ``-inf``
         when the witness is outside the domain, breaks the zero sum, or overflows.
     """
+    loss, k, lambda2, max_abs_coef = problem.loss, problem.k, problem.lambda2, \
+        problem.max_abs_coef
+    fit_intercept, huber_delta = problem.fit_intercept, problem.huber_delta
+    sample_weight, offset = problem.sample_weight, problem.offset
+    coef_lower, coef_upper = problem.coef_lower, problem.coef_upper
     X = _sparse_input(X) if _is_sparse_input(X) else np.asarray(X, dtype=np.float64)
     y = np.asarray(y, dtype=np.float64)
     M = None if max_abs_coef is None or math.isinf(max_abs_coef) else float(max_abs_coef)
@@ -1910,16 +1933,14 @@ def _accurate_rows(cols: np.ndarray, coefs: np.ndarray, extra: list[np.ndarray]
     return res, rad
 
 
-def objective_upper_bound(X: np.ndarray, y: np.ndarray, loss: str, lambda2: float,
-                          coef: np.ndarray, intercept: float,
-                          huber_delta: float | None = None, *,
-                          sample_weight: np.ndarray | None = None,
-                          offset: np.ndarray | None = None) -> tuple[float, float]:
+def objective_upper_bound(X: np.ndarray, y: np.ndarray, problem: Problem, coef: np.ndarray,
+                          intercept: float) -> tuple[float, float]:
     """(value, upper bound) of F(coef, intercept) = sum_i w_i f(x_i^T coef + c + o_i, y_i) +
     lambda2 ||coef||^2 on the raw data (X dense or sparse; classification labels already
-    -1/+1; ``huber_delta``: the Huber loss's threshold; w = ``sample_weight``, all 1 if None;
-    o = ``offset``, all 0 if None); the bound is valid in exact arithmetic (inf when it cannot
-    be established)."""
+    -1/+1; the loss, ``lambda2``, the Huber threshold, w and o are ``problem``'s); the bound is
+    valid in exact arithmetic (inf when it cannot be established)."""
+    loss, lambda2, huber_delta = problem.loss, problem.lambda2, problem.huber_delta
+    sample_weight, offset = problem.sample_weight, problem.offset
     if _is_sparse_input(X) and not isinstance(X, _CSC):
         X = _sparse_input(X)
     X = X if isinstance(X, _CSC) else np.asarray(X, dtype=np.float64)
@@ -3319,9 +3340,9 @@ def _verify(certificate, X, y, user, rel_gap, proof, jobs, progress) -> Verifica
             "intercept allowed (fit_intercept)" if c.fit_intercept else
             "intercept is 0 (fit_intercept is false)" if c.intercept == 0.0 else
             f"intercept is {c.intercept!r} but fit_intercept is false")
-    value, upper = objective_upper_bound(X, ym, c.loss, c.lambda2, c.coef,
-                                         c.intercept if c.fit_intercept else 0.0, c.huber_delta,
-                                         sample_weight=extra.w, offset=extra.o)
+    value, upper = objective_upper_bound(
+        X, ym, Problem(c.loss, c.lambda2, huber_delta=c.huber_delta, sample_weight=extra.w,
+                       offset=extra.o), c.coef, c.intercept if c.fit_intercept else 0.0)
     rep.objective_upper = upper
     rep.add("incumbent_objective", upper <= c.ub,
             f"objective {value:.15g}, proven <= {upper:.15g} <= claimed upper bound "

@@ -359,11 +359,8 @@ def _certify(args, records) -> int:
     else:
         from sparsecert.cli.summary import certify_summary
 
-        print("\n".join(certify_summary(
-            result, report, k=k, loss=args.loss, lambda2=lambda2, fit_intercept=fit_intercept,
-            X=prepared.X, y_used=prepared.y_used, labels=prepared.labels, names=names,
-            out=args.out, sidecar=sidecar_path(args.out), rel_gap=options.rel_gap,
-            sample_weight=spec.sample_weight, offset=spec.offset)))
+        print("\n".join(certify_summary(result, report, prepared, options, names=names,
+                                         out=args.out, sidecar=sidecar_path(args.out))))
         if args.verbose:
             print(f"support     : {support}{named}")
             print(f"gap         : {result.gap:.3e} (relative, (UB - LB) / max(1, |UB|))")

@@ -118,7 +118,8 @@ def fit_measures(loss: str, X: np.ndarray, y: np.ndarray, coef: np.ndarray,
             return float(2.0 * (w @ (_xlogy(y, np.where(y > 0, y, 1.0) / m) - (y - m))))
 
         return {"deviance": deviance(mu), "null_deviance": deviance(mu0)}
-    raise ValueError(f"unknown loss {loss!r}")
+    # the name was checked by the registry (get_loss): a loss whose target rule has no measures
+    raise ValueError(f"no fit measures for the {loss} loss's target rule {f.target!r}")
 
 
 def format_fit(loss: str, measures: dict[str, float], n: int) -> str:
@@ -169,13 +170,19 @@ def _seconds(t: float) -> str:
     return f"{t:.2f} s" if t < 100 else f"{t:.0f} s"
 
 
-def certify_summary(result, report, *, k: int, loss: str, lambda2: float, fit_intercept: bool,
-                    X: np.ndarray, y_used: np.ndarray, labels, names, out: str, sidecar: str,
-                    rel_gap: float, sample_weight: np.ndarray | None = None,
-                    offset: np.ndarray | None = None) -> list[str]:
-    """The lines ``sparsecert certify`` prints after the search (without ``--verbose``); the
-    fit measures and the objective weighted by ``sample_weight``, the offsets in the
-    predictor."""
+def certify_summary(result, report, prepared, options, *, names, out: str,
+                    sidecar: str) -> list[str]:
+    """The lines ``sparsecert certify`` prints after the search (without ``--verbose``).
+
+    ``prepared`` is the problem solved (:class:`sparsecert._validation.PreparedProblem`: its
+    data, the labels and the problem's record), ``options`` its search options (the gap
+    asked); the fit measures and the objective are weighted by the problem's sample weights,
+    the offsets are in the predictor. ``names`` are the features' names (or None), ``out``
+    and ``sidecar`` the certificate's files.
+    """
+    k, loss, lambda2 = prepared.spec.k, prepared.spec.loss, prepared.spec.lambda2
+    fit_intercept, rel_gap = prepared.spec.fit_intercept, options.rel_gap
+    X, sample_weight, offset = prepared.X, prepared.sample_weight, prepared.offset
     status = result.status
     ok = bool(report.ok)
     lines = [_line("status", status if status == OPTIMAL else
@@ -186,9 +193,10 @@ def certify_summary(result, report, *, k: int, loss: str, lambda2: float, fit_in
         meaning += "; the certificate did NOT verify"
     lines.append(_line("meaning", meaning))
     coef = np.asarray(result.coef, dtype=float)
-    equation = model_equation(loss, coef, result.intercept, fit_intercept, names, labels)
+    equation = model_equation(loss, coef, result.intercept, fit_intercept, names,
+                              prepared.labels)
     lines.append(_line("model", equation if offset is None else equation + " + offset"))
-    measures = fit_measures(loss, X, y_used, coef, result.intercept, fit_intercept,
+    measures = fit_measures(loss, X, prepared.y_used, coef, result.intercept, fit_intercept,
                             sample_weight=sample_weight, offset=offset)
     fit = format_fit(loss, measures, X.shape[0])
     lines.append(_line("fit", fit if sample_weight is None else fit + " (weighted)"))

@@ -36,7 +36,7 @@ from sparsecert.proof.rounding import (
 from sparsecert.solvers.losses import Loss, get_loss
 from sparsecert.sparse import SparseDesign
 
-__all__ = ["SafeEvaluator", "WitnessBound"]
+__all__ = ["SafeEvaluator", "SampleAndBounds", "WitnessBound"]
 
 
 @dataclass
@@ -127,6 +127,24 @@ def bounded_terms_hi(a_lo, a_hi, lower, upper):
     return np.maximum(_side_hi(pos, upper), _side_hi(neg, -lower))
 
 
+@dataclass(frozen=True)
+class SampleAndBounds:
+    """What a problem adds to the plain one, as the rigorous bounds read it: per-sample
+    weights (None: all 1) and offsets (None: all 0), and every coefficient's bounds
+    ``coef_lower <= b <= coef_upper`` (None: the symmetric box alone; both or neither)."""
+
+    sample_weight: np.ndarray | None = None
+    offset: np.ndarray | None = None
+    coef_lower: np.ndarray | None = None
+    coef_upper: np.ndarray | None = None
+
+    @classmethod
+    def of(cls, prepared) -> SampleAndBounds:
+        """Those of a prepared problem (:class:`sparsecert._validation.PreparedProblem`)."""
+        return cls(prepared.sample_weight, prepared.offset, prepared.coef_lower,
+                   prepared.coef_upper)
+
+
 class SafeEvaluator:
     """Rigorous bounds of one problem, on the user's raw data.
 
@@ -149,11 +167,16 @@ class SafeEvaluator:
     fit_intercept : bool
     eig_shift : float
         mu (shifted witnesses; the caller proved X^T P X - mu I PSD).
+    extras : SampleAndBounds, optional
+        The per-sample weights and offsets and the coefficients' bounds (None: none).
     """
 
     def __init__(self, X, y, loss: Loss | str, lambda2: float, max_abs_coef,
-                 fit_intercept: bool, eig_shift: float = 0.0, *, sample_weight=None,
-                 offset=None, coef_lower=None, coef_upper=None):
+                 fit_intercept: bool, eig_shift: float = 0.0, *,
+                 extras: SampleAndBounds | None = None):
+        extras = SampleAndBounds() if extras is None else extras
+        sample_weight, offset = extras.sample_weight, extras.offset
+        coef_lower, coef_upper = extras.coef_lower, extras.coef_upper
         self.sparse = isinstance(X, SparseDesign)
         self.X = X if self.sparse else np.ascontiguousarray(X, dtype=np.float64)
         self.y = np.asarray(y, dtype=np.float64)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,7 +30,7 @@ from sparsecert.proof.recorder import ProofRecorder
 from sparsecert.proof.status import certified_lower, demote, proven_gaps
 from sparsecert.statuses import LIMITED, OPEN, OPTIMAL, TREE_EXHAUSTED
 
-__all__ = ["Proof", "ProofStats", "produce", "start", "extensions"]
+__all__ = ["Proof", "ProofStats", "Annotations", "produce", "start", "extensions"]
 
 
 @dataclass(frozen=True)
@@ -103,6 +103,15 @@ class Proof:
     stats: ProofStats
 
 
+@dataclass(frozen=True)
+class Annotations:
+    """What a certificate says beside its claims (informational: the verifier does not check
+    it): the fields of its ``producer`` section (how the search ran) and the features' names."""
+
+    producer: Mapping[str, Any] | None = None
+    feature_names: Sequence[str] | None = None
+
+
 def start(relaxation, prepared) -> ProofRecorder:
     """The recorder of a search's proof (give it to the engine: ``BranchAndBound(...,
     proof=recorder)``)."""
@@ -129,8 +138,7 @@ def extensions(prepared) -> dict:
 
 
 def produce(search, relaxation, prepared, options, *, recorder: ProofRecorder | None = None,
-            producer: Mapping[str, Any] | None = None, feature_names=None,
-            note: Callable[[str], None] | None = None,
+            annotations: Annotations | None = None, note: Callable[[str], None] | None = None,
             model: tuple[np.ndarray, float] | None = None) -> Proof:
     """The certified claims of a finished (or stopped) search, and their certificate.
 
@@ -150,10 +158,9 @@ def produce(search, relaxation, prepared, options, *, recorder: ProofRecorder | 
     recorder : ProofRecorder, optional
         The recorder the engine streamed its closed nodes to (:func:`start`); without it the
         search's whole tree is recorded here.
-    producer : dict, optional
-        Informational fields of the certificate's ``producer`` section.
-    feature_names : sequence of str, optional
-        Informational, written into the certificate.
+    annotations : Annotations, optional
+        Informational: the fields of the certificate's ``producer`` section and the
+        features' names, written into the certificate.
     note : callable, optional
         Called with how far the production has got (the progress log's phase).
     model : (coef, intercept), optional
@@ -168,6 +175,7 @@ def produce(search, relaxation, prepared, options, *, recorder: ProofRecorder | 
     Proof
     """
     t0 = time.perf_counter()
+    info = Annotations() if annotations is None else annotations
     spec = prepared.spec
     k = int(spec.k)
     box = None if spec.max_abs_coef is None or math.isinf(spec.max_abs_coef) \
@@ -211,13 +219,13 @@ def produce(search, relaxation, prepared, options, *, recorder: ProofRecorder | 
         prepared.X, prepared.y,
         problem=dict(loss=spec.loss, k=k, lambda2=float(spec.lambda2), max_abs_coef=box,
                      fit_intercept=bool(spec.fit_intercept), **loss.params,
-                     feature_names=feature_names, **extensions(prepared)),
+                     feature_names=info.feature_names, **extensions(prepared)),
         incumbent=dict(coef=coef, intercept=intercept, objective=value),
         bounds=dict(lower_bound=lower, upper_bound=ub, status=status,
                     rel_gap_tol=float(options.rel_gap), abs_gap_tol=float(options.abs_gap)),
         eig_shift=mu,
         proof=dict(sha256=proof_file.sha256, bytes=proof_file.size, tree=proof_file.tree),
-        producer=dict(settings=search.settings, elapsed=search.time, **(producer or {})))
+        producer=dict(settings=search.settings, elapsed=search.time, **(info.producer or {})))
     cert = Certificate(doc, proof_file.path, temporary=True)
     stats = ProofStats(n_nodes=proof_file.counts.n_nodes,
                        json_bytes=len(cert.to_json().encode("utf-8")),

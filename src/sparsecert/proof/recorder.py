@@ -41,7 +41,7 @@ import numpy as np
 from sparsecert.certificate.proof_file import ProofCounts, pack_records, tree_order, write_proof
 from sparsecert.certificate.schema import PROOF_SUFFIX, RECORD_STATUS, proof_size
 from sparsecert.certificate.tree import tree_summary
-from sparsecert.proof.bounds import SafeEvaluator, WitnessBound
+from sparsecert.proof.bounds import SafeEvaluator, SampleAndBounds, WitnessBound
 from sparsecert.proof.claims import claim_lower, claim_lower_array
 from sparsecert.proof.regions import fixing_regions
 from sparsecert.proof.witnesses import ZeroWitness, certificate_witness
@@ -111,8 +111,7 @@ class ProofRecorder:
         self.relaxation = relaxation
         self.ev = SafeEvaluator(prepared.X, prepared.y_used, relaxation.loss_fn, spec.lambda2,
                                 box, spec.fit_intercept, float(relaxation.mu),
-                                sample_weight=prepared.sample_weight, offset=prepared.offset,
-                                coef_lower=prepared.coef_lower, coef_upper=prepared.coef_upper)
+                                extras=SampleAndBounds.of(prepared))
         self.n, self.p = prepared.X.shape
         self.dir = tempfile.mkdtemp(prefix="sparsecert-proof-", dir=directory)
         self._nodes = open(os.path.join(self.dir, "nodes"), "wb")

@@ -28,7 +28,7 @@ from _certgen import (
 
 from sparsecert.certificate import Certificate, verify_certificate
 from sparsecert.certificate import verify as V
-from sparsecert.certificate.verify import dual_domain_bounds, node_lower_bound
+from sparsecert.certificate.verify import Problem, dual_domain_bounds, node_lower_bound
 
 
 def _relaxation_cvxpy(Xc, yc, k, lam, mu, M=None, fin=(), fout=()):
@@ -63,8 +63,8 @@ def test_bound_equals_relaxation_value_at_its_optimum(shift, M, fixing):
     else:
         zeta = 2.0 * (Xc @ b - yc)
         w = ("dual", _zero_sum(zeta))
-    lb = node_lower_bound(X, y, "squared", 2, 0.5, M, fin, fout, w, eig_shift=mu,
-                          fit_intercept=True)
+    lb = node_lower_bound(X, y, Problem("squared", 0.5, 2, M, fit_intercept=True), fin, fout, w,
+                          eig_shift=mu)
     assert lb <= val + 1e-7 * abs(val)
     assert lb == pytest.approx(val, rel=1e-6)
 
@@ -81,8 +81,10 @@ def test_shift_strengthens_the_root_bound():
     mu = 0.5 * np.linalg.eigvalsh(X.T @ X)[0]
     v0, b0 = _relaxation_cvxpy(X, y, 1, 0.5, 0.0)
     v1, b1 = _relaxation_cvxpy(X, y, 1, 0.5, mu)
-    lb0 = node_lower_bound(X, y, "squared", 1, 0.5, None, (), (), ("dual", 2 * (X @ b0 - y)))
-    lb1 = node_lower_bound(X, y, "squared", 1, 0.5, None, (), (), ("shifted", b1), eig_shift=mu)
+    lb0 = node_lower_bound(X, y, Problem("squared", 0.5, 1, None), (), (),
+                           ("dual", 2 * (X @ b0 - y)))
+    lb1 = node_lower_bound(X, y, Problem("squared", 0.5, 1, None), (), (), ("shifted", b1),
+                           eig_shift=mu)
     assert lb1 > lb0 * 1.5
 
 
@@ -126,22 +128,24 @@ def test_any_witness_gives_a_valid_bound(loss, fit_intercept, M):
         if loss == "squared":
             witnesses.append(("shifted", rng.standard_normal(5), mu))
         for kind, vec, shift in witnesses:
-            lb = node_lower_bound(X, ym, loss, k, lam, M, fin, fout, (kind, vec),
-                                  eig_shift=shift, fit_intercept=fit_intercept)
+            lb = node_lower_bound(X, ym, Problem(loss, lam, k, M, fit_intercept=fit_intercept), fin,
+                                  fout, (kind, vec), eig_shift=shift)
             assert lb <= opt, (kind, fin, fout)
 
 
 def test_dual_outside_domain_or_nonzero_sum_gives_minus_infinity():
     X, y = make_data("logistic", n=10, p=3, seed=0)
     z = -0.5 * y
-    assert np.isfinite(node_lower_bound(X, y, "logistic", 1, 1.0, None, (), (), ("dual", z)))
+    assert np.isfinite(node_lower_bound(X, y, Problem("logistic", 1.0, 1, None), (), (),
+                                        ("dual", z)))
     z_bad = z.copy()
     z_bad[0] = 3.0 * y[0]
-    assert node_lower_bound(X, y, "logistic", 1, 1.0, None, (), (), ("dual", z_bad)) == -np.inf
+    assert node_lower_bound(X, y, Problem("logistic", 1.0, 1, None), (), (),
+                            ("dual", z_bad)) == -np.inf
     z_sum = z.copy()
     z_sum[0] += 1e-3 * -y[0]  # inside the domain, sum moved
-    assert node_lower_bound(X, y, "logistic", 1, 1.0, None, (), (), ("dual", z_sum),
-                            fit_intercept=True) == -np.inf
+    assert node_lower_bound(X, y, Problem("logistic", 1.0, 1, None, fit_intercept=True), (), (),
+                            ("dual", z_sum)) == -np.inf
 
 
 def test_g_star_upper_bound_matches_definition_by_enumeration():
@@ -300,10 +304,11 @@ def test_shifted_with_zero_shift_equals_dual_at_its_gradient(loss):
     ym = map_labels(y, loss)
     for fin, fout in [((), ()), ((1,), (3,)), ((0, 2), ())]:
         b = 0.3 * rng.standard_normal(5)
-        ld = node_lower_bound(X, ym, loss, 2, 0.8, 0.7, fin, fout, ("dual", _df(loss, X @ b, ym)))
+        ld = node_lower_bound(X, ym, Problem(loss, 0.8, 2, 0.7), fin, fout,
+                              ("dual", _df(loss, X @ b, ym)))
         assert np.isfinite(ld)
         if loss == "squared":
-            ls = node_lower_bound(X, ym, loss, 2, 0.8, 0.7, fin, fout, ("shifted", b),
+            ls = node_lower_bound(X, ym, Problem(loss, 0.8, 2, 0.7), fin, fout, ("shifted", b),
                                   eig_shift=1e-12)
             assert ls == pytest.approx(ld, rel=1e-9, abs=1e-9)
 

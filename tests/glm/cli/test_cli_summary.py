@@ -9,8 +9,10 @@ import numpy as np
 import pytest
 from _certgen import make_data
 
+from sparsecert._validation import prepare
 from sparsecert.cli.main import main
 from sparsecert.cli.summary import certify_summary, fit_measures, model_equation
+from sparsecert.problem import ProblemSpec, SearchOptions
 from sparsecert.statuses import what_it_means
 
 
@@ -119,10 +121,9 @@ def _stand_in(status="optimal", compile_time=0.0, time=1.5):
 def _summary(result, report, **kw):
     X = np.array([[1.0, 0.0], [2.0, 1.0], [3.0, 5.0]])
     y = X[:, 0] * 2 + 1.0 + np.array([0.1, -0.1, 0.0])
-    return "\n".join(certify_summary(result, report, k=1, loss="squared", lambda2=0.5,
-                                     fit_intercept=True, X=X, y_used=y, labels=None,
-                                     names=["dose", "age"], out="c.json", sidecar="c.proof",
-                                     rel_gap=1e-4, **kw))
+    prepared = prepare(X, y, ProblemSpec(k=1, lambda2=0.5, fit_intercept=True, **kw))
+    return "\n".join(certify_summary(result, report, prepared, SearchOptions(rel_gap=1e-4),
+                                     names=["dose", "age"], out="c.json", sidecar="c.proof"))
 
 
 def test_summary_separates_compiling_from_solving():

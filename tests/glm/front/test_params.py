@@ -314,3 +314,22 @@ def test_a_bad_option_is_its_usage_error(capsys, flag, value, needle):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith(f"sparsecert: error: argument {flag}: {needle}")
     assert err[0].endswith("(see 'sparsecert certify --help')")
+
+
+def test_every_scalar_constraint_is_a_row_of_the_table_and_its_errors_name_it():
+    """The scalar checks come from one declarative table (``_checks.CONSTRAINTS``) through one
+    checker: each entry is the check of the parameter table's row of that name, and a value
+    of a wrong type or out of range is refused naming the parameter."""
+    from sparsecert._checks import CONSTRAINTS
+
+    out_of_range = {"k": 0, "lambda2": -1.0, "max_abs_coef": -1.0, "eig_shift": -1.0,
+                    "rel_gap": 1.0, "abs_gap": -1.0, "time_limit": 0.0, "node_limit": 0,
+                    "n_jobs": 0, "verbose": -1}
+    for name in CONSTRAINTS:
+        assert name in PARAMS, name
+        with pytest.raises(TypeError, match=rf"^{name} must be"):
+            PARAMS[name].validate(object())
+        if name in out_of_range:
+            with pytest.raises(ValueError, match=rf"^{name} must .*, got "):
+                PARAMS[name].validate(out_of_range[name])
+    assert set(out_of_range) | {"executor", "log"} == set(CONSTRAINTS)

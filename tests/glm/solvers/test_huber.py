@@ -21,7 +21,7 @@ from _certgen import zero_sum
 
 import sparsecert
 from sparsecert.certificate import Certificate, verify_certificate
-from sparsecert.certificate.verify import dual_domain_bounds, node_lower_bound
+from sparsecert.certificate.verify import Problem, dual_domain_bounds, node_lower_bound
 from sparsecert.solvers.losses import get_loss
 
 
@@ -301,8 +301,10 @@ def test_accepted_bounds_are_below_the_exact_values(fit_intercept, M, delta):
             w = np.clip(w, lo, hi)
             if fit_intercept:
                 w = zero_sum(w, lo, hi)
-            b = node_lower_bound(X, y, "huber", k, lam, M, s1, s0, ("dual", w),
-                                 fit_intercept=fit_intercept, huber_delta=delta)
+            b = node_lower_bound(X, y,
+                                 Problem("huber", lam, k, M, fit_intercept=fit_intercept,
+                                         huber_delta=delta),
+                                 s1, s0, ("dual", w))
             if np.isfinite(b):
                 assert F(b) <= exact_dual(X, y, delta, lam, M, k, s1, s0, w)
                 n_checked += 1

@@ -538,7 +538,7 @@ def run_case(seed: int, loss: str | None = None) -> list[str]:
         if fit:
             c = float(rng.standard_normal() * _edge_scale(rng))
         with np.errstate(all="ignore"):
-            _, ub = V.objective_upper_bound(X, ym, loss, float(lam), coef, c)
+            _, ub = V.objective_upper_bound(X, ym, V.Problem(loss, float(lam)), coef, c)
         if not math.isfinite(ub):
             continue
         lo = objective_lower(X, ym, loss, lam, coef, c)

@@ -26,7 +26,7 @@ from _certgen import zero_sum
 from _exact import general_dual_value, general_objective, weighted_shifted_value
 
 import sparsecert.certificate.verify as V
-from sparsecert.proof.bounds import SafeEvaluator
+from sparsecert.proof.bounds import SafeEvaluator, SampleAndBounds
 from sparsecert.proof.claims import claim_lower, claim_lower_array, claim_upper
 from sparsecert.proof.regions import fixing_regions
 from sparsecert.solvers.losses import LOSS_NAMES, get_loss
@@ -88,7 +88,7 @@ def test_weighted_offset_bounded_dual_witness_pairs(loss, fit_intercept, M):
     rng = np.random.default_rng(1)
     f = get_loss(loss, _params(loss))
     ext = dict(sample_weight=w, offset=o, coef_lower=LOWER, coef_upper=UPPER)
-    ev = SafeEvaluator(X, y, f, lam, M, fit_intercept, **ext)
+    ev = SafeEvaluator(X, y, f, lam, M, fit_intercept, extras=SampleAndBounds(**ext))
     vkw = {"huber_delta": DELTA} if loss == "huber" else {}
     for fixed_in, fixed_out in (((), ()), ((1,), (3,)), ((0,), ())):
         z = _dual_point(loss, X, y, w, o, fit_intercept, rng)
@@ -97,8 +97,10 @@ def test_weighted_offset_bounded_dual_witness_pairs(loss, fit_intercept, M):
         assert wb is not None
         fin, fout = _masks(p, fixed_in, fixed_out)
         claim = claim_lower(*wb.node(fin, fout, k))
-        proven = V.node_lower_bound(X, y, loss, k, lam, M, fixed_in, fixed_out, ("dual", z),
-                                    fit_intercept=fit_intercept, **vkw, **ext)
+        proven = V.node_lower_bound(X, y,
+                                    V.Problem(loss, lam, k, M, fit_intercept=fit_intercept, **vkw,
+                                              **ext),
+                                    fixed_in, fixed_out, ("dual", z))
         exact = general_dual_value(X, y, loss, lam, k, fixed_in, fixed_out, z, w=w, o=o,
                                    lower=LOWER, upper=UPPER, M=M)
         assert np.isfinite(claim) and claim <= proven and F(proven) <= exact
@@ -111,8 +113,10 @@ def test_weighted_offset_bounded_dual_witness_pairs(loss, fit_intercept, M):
             r_out = list(fixed_out) + ([j] if v == 1 else [])
             if len(r_in) > k:
                 continue
-            proven = V.node_lower_bound(X, y, loss, k, lam, M, r_in, r_out, ("dual", z),
-                                        fit_intercept=fit_intercept, **vkw, **ext)
+            proven = V.node_lower_bound(X, y,
+                                        V.Problem(loss, lam, k, M, fit_intercept=fit_intercept,
+                                                  **vkw, **ext),
+                                        r_in, r_out, ("dual", z))
             assert c <= proven
             assert F(proven) <= general_dual_value(X, y, loss, lam, k, r_in, r_out, z, w=w,
                                                    o=o, lower=LOWER, upper=UPPER, M=M)
@@ -124,19 +128,21 @@ def test_a_zero_weight_needs_a_zero_dual_and_the_domain_is_weighted(loss):
     z = _dual_point(loss, X, y, w, o, False, np.random.default_rng(5))
     vkw = {"huber_delta": DELTA} if loss == "huber" else {}
     kw = dict(sample_weight=w, **vkw)
-    assert np.isfinite(V.node_lower_bound(X, y, loss, 2, 0.5, None, (), (), ("dual", z), **kw))
+    assert np.isfinite(V.node_lower_bound(X, y, V.Problem(loss, 0.5, 2, None, **kw), (), (),
+                                          ("dual", z)))
     i = int(np.flatnonzero(w == 0)[0])
     bad = z.copy()
     bad[i] = -1e-3 * y[i] if loss != "poisson" else 1e-3
-    assert V.node_lower_bound(X, y, loss, 2, 0.5, None, (), (), ("dual", bad), **kw) == -np.inf
+    assert V.node_lower_bound(X, y, V.Problem(loss, 0.5, 2, None, **kw), (), (),
+                              ("dual", bad)) == -np.inf
     assert SafeEvaluator(X, y, get_loss(loss, _params(loss)), 0.5, None, False,
-                         sample_weight=w).dual(bad) is None
+                         extras=SampleAndBounds(sample_weight=w)).dual(bad) is None
     if loss in ("logistic", "huber", "poisson"):  # a dual just beyond the weighted domain
         j, beyond = 0, z.copy()
         beyond[j] = {"logistic": -y[j] * w[j] * (1 + 1e-12), "huber": 2 * DELTA * w[j] * (
             1 + 1e-12), "poisson": -w[j] * y[j] - 1e-12 * (1 + w[j] * y[j])}[loss]
-        assert V.node_lower_bound(X, y, loss, 2, 0.5, None, (), (), ("dual", beyond),
-                                  **kw) == -np.inf
+        assert V.node_lower_bound(X, y, V.Problem(loss, 0.5, 2, None, **kw), (), (),
+                                  ("dual", beyond)) == -np.inf
 
 
 @pytest.mark.parametrize("fit_intercept", [False, True])
@@ -157,16 +163,18 @@ def test_weighted_shifted_witness_pairs_and_its_shift_is_proven(fit_intercept, b
     assert float(np.linalg.eigvalsh(Xu.T @ Xu)[0]) != pytest.approx(lam_min, rel=1e-3)
     lower, upper = (LOWER[:p], UPPER[:p]) if bounded else (None, None)
     ext = dict(sample_weight=w, offset=o, coef_lower=lower, coef_upper=upper)
-    ev = SafeEvaluator(X, y, "squared", lam, None, fit_intercept, mu, **ext)
+    ev = SafeEvaluator(X, y, "squared", lam, None, fit_intercept, mu,
+                       extras=SampleAndBounds(**ext))
     rng = np.random.default_rng(2)
     for fixed_in, fixed_out in (((), ()), ((2,), (0,))):
         b = 0.5 * rng.standard_normal(p)
         b[list(fixed_out)] = 0.0
         fin, fout = _masks(p, fixed_in, fixed_out)
         claim = claim_lower(*ev.shifted(b).node(fin, fout, k))
-        proven = V.node_lower_bound(X, y, "squared", k, lam, None, fixed_in, fixed_out,
-                                    ("shifted", b), eig_shift=mu, fit_intercept=fit_intercept,
-                                    **ext)
+        proven = V.node_lower_bound(X, y,
+                                    V.Problem("squared", lam, k, None, fit_intercept=fit_intercept,
+                                              **ext),
+                                    fixed_in, fixed_out, ("shifted", b), eig_shift=mu)
         exact = weighted_shifted_value(X, y, lam, mu, k, fixed_in, fixed_out, b, fit_intercept,
                                        w=w, o=o, lower=lower, upper=upper)
         assert np.isfinite(claim) and claim <= proven and F(proven) <= exact
@@ -180,13 +188,14 @@ def test_weighted_objective_with_offsets_pairs(loss, fit_intercept, M):
     rng = np.random.default_rng(3)
     vkw = {"huber_delta": DELTA} if loss == "huber" else {}
     ev = SafeEvaluator(X, y, get_loss(loss, _params(loss)), lam, M, fit_intercept,
-                       sample_weight=w, offset=o)
+                       extras=SampleAndBounds(sample_weight=w, offset=o))
     for _ in range(3):
         coef = np.where(rng.random(X.shape[1]) < 0.5, 0.0, 0.6 * rng.standard_normal(X.shape[1]))
         c = float(rng.standard_normal()) if fit_intercept else 0.0
         claim = claim_upper(*ev.objective(coef, c))
-        _, proven = V.objective_upper_bound(X, y, loss, lam, coef, c, **vkw, sample_weight=w,
-                                            offset=o)
+        _, proven = V.objective_upper_bound(X, y,
+                                            V.Problem(loss, lam, sample_weight=w, offset=o, **vkw),
+                                            coef, c)
         exact = general_objective(X, y, loss, lam, coef, c, w=w, o=o, delta=DELTA)
         assert exact <= F(proven) and proven <= claim < np.inf
         assert F(proven) - exact <= 1e-9 * (1 + abs(exact))
@@ -219,11 +228,14 @@ def test_integer_weights_are_repeated_rows_and_zero_weights_removed_rows(loss):
         else:  # enclosures of the same number
             assert abs(weighted - plain) <= Fraction(1, 10 ** 40)
         vkw = {"huber_delta": DELTA} if loss == "huber" else {}
-        vw = V.node_lower_bound(X, y, loss, 2, 0.5, None, (1,), (), ("dual", z_exact),
-                                sample_weight=w, offset=o, coef_lower=bounds[0],
-                                coef_upper=bounds[1], **vkw)
-        vp = V.node_lower_bound(X[rep], y[rep], loss, 2, 0.5, None, (1,), (), ("dual", zr),
-                                offset=o[rep], coef_lower=bounds[0], coef_upper=bounds[1], **vkw)
+        vw = V.node_lower_bound(X, y,
+                                V.Problem(loss, 0.5, 2, None, sample_weight=w, offset=o,
+                                          coef_lower=bounds[0], coef_upper=bounds[1], **vkw),
+                                (1,), (), ("dual", z_exact))
+        vp = V.node_lower_bound(X[rep], y[rep],
+                                V.Problem(loss, 0.5, 2, None, offset=o[rep], coef_lower=bounds[0],
+                                          coef_upper=bounds[1], **vkw),
+                                (1,), (), ("dual", zr))
         assert vw == pytest.approx(vp, rel=1e-10, abs=1e-10)
 
 
@@ -234,10 +246,13 @@ def test_the_offset_of_the_squared_loss_is_the_target_less_the_offset():
     a = general_dual_value(X, y, "squared", 0.5, 2, (), (), z, w=w, o=o)
     b = general_dual_value(X, y - o, "squared", 0.5, 2, (), (), z, w=w)
     assert a == b  # exactly: the conjugate of f(. + o) is f*(z) - z o
-    va = V.node_lower_bound(X, y, "squared", 2, 0.5, None, (), (), ("dual", z),
-                            fit_intercept=True, sample_weight=w, offset=o)
-    vb = V.node_lower_bound(X, y - o, "squared", 2, 0.5, None, (), (), ("dual", z),
-                            fit_intercept=True, sample_weight=w)
+    va = V.node_lower_bound(X, y,
+                            V.Problem("squared", 0.5, 2, None, fit_intercept=True, sample_weight=w,
+                                      offset=o),
+                            (), (), ("dual", z))
+    vb = V.node_lower_bound(X, y - o,
+                            V.Problem("squared", 0.5, 2, None, fit_intercept=True, sample_weight=w),
+                            (), (), ("dual", z))
     assert va == pytest.approx(vb, rel=1e-12)
 
 

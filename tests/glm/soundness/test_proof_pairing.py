@@ -162,8 +162,9 @@ def test_dual_witness_node_and_region_bounds_pair(loss, fit_intercept, M):
         assert wb is not None
         fin, fout = _masks(p, fixed_in, fixed_out)
         claim = claim_lower(*wb.node(fin, fout, k))
-        proven = V.node_lower_bound(X, y, loss, k, lam, M, fixed_in, fixed_out, ("dual", z),
-                                    fit_intercept=fit_intercept, **vkw)
+        proven = V.node_lower_bound(X, y,
+                                    V.Problem(loss, lam, k, M, fit_intercept=fit_intercept, **vkw),
+                                    fixed_in, fixed_out, ("dual", z))
         exact = exact_dual(loss, X, y, lam, M, k, fixed_in, fixed_out, z)
         assert np.isfinite(claim) and claim <= proven and F(proven) <= exact
         # the regions that fixing each free variable in or out cuts off, from one sort
@@ -175,8 +176,10 @@ def test_dual_witness_node_and_region_bounds_pair(loss, fit_intercept, M):
             r_out = list(fixed_out) + ([j] if v == 1 else [])
             if len(r_in) > k:
                 continue  # an empty region
-            proven = V.node_lower_bound(X, y, loss, k, lam, M, r_in, r_out, ("dual", z),
-                                        fit_intercept=fit_intercept, **vkw)
+            proven = V.node_lower_bound(X, y,
+                                        V.Problem(loss, lam, k, M, fit_intercept=fit_intercept,
+                                                  **vkw),
+                                        r_in, r_out, ("dual", z))
             assert c <= proven <= exact_dual(loss, X, y, lam, M, k, r_in, r_out, z), (j, v)
 
 
@@ -196,8 +199,9 @@ def test_shifted_witness_bounds_pair(fit_intercept, M):
         b[list(fixed_out)] = 0.0
         fin, fout = _masks(p, fixed_in, fixed_out)
         claim = claim_lower(*ev.shifted(b).node(fin, fout, k))
-        proven = V.node_lower_bound(X, y, "squared", k, lam, M, fixed_in, fixed_out,
-                                    ("shifted", b), eig_shift=mu, fit_intercept=fit_intercept)
+        proven = V.node_lower_bound(X, y,
+                                    V.Problem("squared", lam, k, M, fit_intercept=fit_intercept),
+                                    fixed_in, fixed_out, ("shifted", b), eig_shift=mu)
         exact = exact_shifted(X, y, lam, mu, M, k, fixed_in, fixed_out, b, fit_intercept)
         assert np.isfinite(claim) and claim <= proven and F(proven) <= exact
 
@@ -213,7 +217,7 @@ def test_objective_bounds_pair(loss, fit_intercept, M):
         coef = np.where(rng.random(X.shape[1]) < 0.5, 0.0, 0.6 * rng.standard_normal(X.shape[1]))
         c = float(rng.standard_normal()) if fit_intercept else 0.0
         claim = claim_upper(*ev.objective(coef, c))
-        _, proven = V.objective_upper_bound(X, y, loss, lam, coef, c, **vkw)
+        _, proven = V.objective_upper_bound(X, y, V.Problem(loss, lam, **vkw), coef, c)
         exact = exact_objective_upper(loss, X, y, lam, coef, c)
         assert exact <= F(proven) and proven <= claim < np.inf
 

@@ -31,7 +31,7 @@ from _exact import (
 
 import sparsecert
 from sparsecert.certificate import Certificate, verify_certificate
-from sparsecert.certificate.verify import dual_domain_bounds, node_lower_bound
+from sparsecert.certificate.verify import Problem, dual_domain_bounds, node_lower_bound
 
 # ------------------------------------------------------------------------------ data families
 
@@ -211,13 +211,13 @@ def test_accepted_certificates_contain_the_exact_optimum(family, loss, fit_inter
         exact_node = (node_optimum(X, y, k, lam, s1, s0, fit_intercept) if loss == "squared"
                       else None)
         best = -np.inf
-        honest = node_lower_bound(X, ym, loss, k, lam, M, s1, s0, w, eig_shift=mu,
-                                  fit_intercept=fit_intercept)
+        honest = node_lower_bound(X, ym, Problem(loss, lam, k, M, fit_intercept=fit_intercept), s1,
+                                  s0, w, eig_shift=mu)
         tight = tight or (loss == "squared" and float(exact_node - F(honest))
                           <= 2e-6 * max(1.0, float(exact_node)))
         for mw in _mutations(w, X, ym, loss, fit_intercept, rng):
-            b = node_lower_bound(X, ym, loss, k, lam, M, s1, s0, mw, eig_shift=mu,
-                                 fit_intercept=fit_intercept)
+            b = node_lower_bound(X, ym, Problem(loss, lam, k, M, fit_intercept=fit_intercept), s1,
+                                 s0, mw, eig_shift=mu)
             if not np.isfinite(b):
                 continue
             if loss == "squared":

@@ -105,7 +105,7 @@ def test_shifted_witness_at_the_overflow_edge_cannot_claim_above_the_optimum():
     if Fraction(lb) <= opt:
         lb = float(np.nextafter(lb, np.inf))
     b = float(ridge_on_support(X, y, [0], lam, False)[1][0])
-    _, ub = V.objective_upper_bound(X, y, "squared", lam, np.array([b]), 0.0)
+    _, ub = V.objective_upper_bound(X, y, V.Problem("squared", lam), np.array([b]), 0.0)
     assert Fraction(lb) > opt and lb <= ub < np.inf
     cert = Certificate.build(
         X, y, problem=dict(loss="squared", k=1, lambda2=lam, max_abs_coef=None,

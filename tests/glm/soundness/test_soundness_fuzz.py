@@ -66,7 +66,7 @@ def _integer_forgery():
     X = np.array([[2 ** 53 + 1]], dtype=np.int64)
     y = np.array([2 ** 53 + 2], dtype=np.int64)
     b, lam = 1.0 + 2.0 ** -52, 1e-6
-    _, ub = V.objective_upper_bound(X.astype(float), y.astype(float), "squared", lam,
+    _, ub = V.objective_upper_bound(X.astype(float), y.astype(float), V.Problem("squared", lam),
                                     np.array([b]), 0.0)
     cert = Certificate.build(
         X, y, problem=dict(loss="squared", k=1, lambda2=lam, max_abs_coef=None,
@@ -107,7 +107,7 @@ def _padded_integer_forgery():
     b, lam = 1.0 + 2.0 ** -52, 1e-6
     X = np.array([[2.0 ** 53, 0.0], [0.0, 0.0]])  # the rounded data the certificate is about
     y = np.array([2.0 ** 53 + 2, 0.0])
-    _, ub = V.objective_upper_bound(X, y, "squared", lam, np.array([b, 0.0]), 0.0)
+    _, ub = V.objective_upper_bound(X, y, V.Problem("squared", lam), np.array([b, 0.0]), 0.0)
     cert = Certificate.build(
         X, y, problem=dict(loss="squared", k=1, lambda2=lam, max_abs_coef=None,
                            fit_intercept=False),

@@ -100,15 +100,16 @@ def _single_thread_blas():
     return _BLAS_CONTROLLER[0].limit(limits=1, user_api="blas")
 
 
-def newton_polish(D, y, loss, lam, mu, x, state, budget, max_steps=8):
-    """Minimise the smooth piece ``Q`` around ``x``; returns the candidate (p,) or None.
+def newton_polish(prob, x, state, budget, max_steps=8):
+    """Minimise the smooth piece ``Q`` of the relaxation ``prob`` around ``x``; returns the
+    candidate (p,) or None.
 
-    (The compiled :func:`newton_candidate` with BLAS held to one thread; ``D`` is the design,
-    ``loss`` the problem's ``loss_spec``.)
+    (The compiled :func:`newton_candidate` on ``prob``'s design, targets, loss and weights
+    ``lam'``, ``mu``, with BLAS held to one thread.)
     """
     with _single_thread_blas():
-        ok, out = newton_candidate(D, y, loss, float(lam), float(mu), x, state,
-                                   int(budget), int(max_steps))
+        ok, out = newton_candidate(prob.design, prob.y, prob.loss_spec, float(prob.lam_eff),
+                                   float(prob.mu), x, state, int(budget), int(max_steps))
     return out if ok else None
 
 
@@ -359,8 +360,7 @@ class Polisher:
         if prob.sparse and not self._fits(it.x):
             cand = None  # the support's dense columns would cost more than the matrix
         else:
-            cand = newton_polish(prob.design, prob.y, prob.loss_spec, prob.lam_eff, prob.mu,
-                                 it.x, state, budget)
+            cand = newton_polish(prob, it.x, state, budget)
         self.n_polish += 1
         if cand is None:
             it.set("pol_fail", it.get("pol_fail") + 1)
