@@ -728,7 +728,7 @@ def node_strategy_rows(quick: bool) -> tuple[list[dict], list[dict], list[dict]]
                 runs[setting].append(dict(
                     nodes_per_s=res.n_evaluated / res.time, evaluated=res.n_evaluated,
                     gap=res.relative_gap, status=res.status, time=res.time,
-                    node_strategies=res.node_strategies, root_race=res.root_race))
+                    node_strategies=res.node_strategies, strategy_race=res.strategy_race))
         med = {s: float(np.median([r["nodes_per_s"] for r in runs[s]])) for s in settings}
         gap = {s: float(np.median([r["gap"] for r in runs[s]])) for s in settings}
         best = max(med["fista"], med["zspace"])
