@@ -15,8 +15,9 @@ Then it
    fits and from the replay below: a fit that explains the times a little better can still
    choose worse, so a new set of weights is to be checked by the replay before it is kept);
 2. replays the choice ``solve_node(solver="auto")`` makes at every sampled node with the
-   weights in ``cost.py`` and the iterations the search's root measured, and compares the
-   time of the chosen strategy with the faster of the two.
+   weights in ``cost.py`` and the iterations the search gave the node (the race's, measured
+   on the first node below the root; before it, the prior), and compares the time of the
+   chosen strategy with the faster of the two.
 
 Times are measured in one process, the strategies alternating node by node; on a shared
 machine they move with its load, so the claims are sums over many nodes.
@@ -81,8 +82,8 @@ def families(quick: bool) -> list[tuple]:
 
 
 def capture(prob, k: int, node_limit: int, keep: int) -> tuple[list, dict | None]:
-    """A sample of ``keep`` node tasks (the root first) of a search of ``node_limit`` nodes,
-    and the root's race."""
+    """A sample of about ``keep`` node tasks (the root first, and the task that raced the
+    strategies) of a search of ``node_limit`` nodes, and the search's race."""
     tasks = []
     real = bnb_evaluate.evaluate_task
     bnb_evaluate.evaluate_task = lambda task: tasks.append(task) or real(task)
@@ -92,28 +93,30 @@ def capture(prob, k: int, node_limit: int, keep: int) -> tuple[list, dict | None
         bnb_evaluate.evaluate_task = real
     tasks = [t for t in tasks if not t.leaf]
     if len(tasks) > keep:
-        tasks = [tasks[i] for i in np.linspace(0, len(tasks) - 1, keep).round().astype(int)]
-    return tasks, res.root_race
+        kept = set(np.linspace(0, len(tasks) - 1, keep).round().astype(int).tolist())
+        kept |= {i for i, t in enumerate(tasks) if t.race}
+        tasks = [tasks[i] for i in sorted(kept)]
+    return tasks, res.strategy_race
 
 
 class _Rounds:
     """Counts the working set's rounds and keeps its last size (its norm estimate is called
-    once per round with the round's columns)."""
+    once per round with the round's columns, a ``Design``)."""
 
     def __init__(self) -> None:
         self.sizes: list[int] = []
-        self.real = ws_module.spectral_norm_sq
+        self.real = ws_module.design_norm_sq
 
-    def __call__(self, XW, *args, **kwargs):
-        self.sizes.append(int(XW.shape[1]))
-        return self.real(XW, *args, **kwargs)
+    def __call__(self, DW, *args, **kwargs):
+        self.sizes.append(int(DW.p))
+        return self.real(DW, *args, **kwargs)
 
 
 def replay(prob, k: int, task, solver: str, reps: int) -> dict:
     """Solve the task's node with ``solver``; the fastest of ``reps`` runs."""
     best = math.inf
     rounds = _Rounds()
-    ws_module.spectral_norm_sq = rounds
+    ws_module.design_norm_sq = rounds
     try:
         for _ in range(reps):
             rounds.sizes.clear()
@@ -123,7 +126,7 @@ def replay(prob, k: int, task, solver: str, reps: int) -> dict:
                              warm_start=task.warm_start, solver=solver)
             best = min(best, time.perf_counter() - t0)
     finally:
-        ws_module.spectral_norm_sq = rounds.real
+        ws_module.design_norm_sq = rounds.real
     return dict(time=best, iters=int(res.n_iter), status=res.status, strategy=res.strategy,
                 s=int(np.count_nonzero(res.z > 0)),
                 w=rounds.sizes[-1] if rounds.sizes else 0, rounds=len(rounds.sizes))
@@ -145,7 +148,8 @@ def collect(quick: bool, reps: int) -> list[dict]:
         tasks, race = capture(prob, k, node_limit, keep)
         t0 = time.perf_counter()
         for task in tasks:
-            row = dict(family=name, race=race, **node_features(prob, k, task))
+            row = dict(family=name, race=race, raced=bool(task.race),
+                       iterations=task.iterations, **node_features(prob, k, task))
             for solver in ("zspace", "fista"):  # alternating node by node
                 row[solver] = replay(prob, k, task, solver, reps)
             rows.append(row)
@@ -225,21 +229,15 @@ def fit(rows: list[dict]) -> dict:
 # ----------------------------------------------------------------------------------------------
 def choices(rows: list[dict]) -> list[dict]:
     """``solve_node(solver="auto")``'s choice at every node, with cost.py's weights and the
-    iterations the root's race measured (the root itself: the race's winner), against the
-    faster strategy measured there."""
+    iterations the search gave the node's task (the prior before the race, then the race's;
+    the node that raced: the race's winner), against the faster strategy measured there."""
     out = []
-    for i, r in enumerate(rows):
+    for r in rows:
         race = r["race"]
-        first_of_family = i == 0 or rows[i - 1]["family"] != r["family"]
-        if race is None:
-            its = None
-        else:
-            its = cost.Iterations(math.inf if race["failed"] else race["zspace_iters"],
-                                  race["fista_iters"])
-        if first_of_family and race is not None:  # the root: the race's winner
+        if r["raced"] and race is not None:
             pick = "zspace" if race["winner"] == "zspace" else "fista"
         else:
-            how = strategies.choose(r["node"], r["start"], "auto", None, its)
+            how = strategies.choose(r["node"], r["start"], "auto", None, r["iterations"])
             pick = "zspace" if how.name == "zspace" else "fista"
         times = {s: r[s]["time"] for s in ("zspace", "fista")}
         out.append(dict(family=r["family"], pick=pick, time=times[pick],
@@ -249,6 +247,8 @@ def choices(rows: list[dict]) -> list[dict]:
 
 
 def _clean(v):
+    if isinstance(v, cost.Iterations):
+        return _clean(dict(zspace=v.zspace, fista=v.fista))
     if isinstance(v, float) and not math.isfinite(v):
         return None
     if isinstance(v, dict):

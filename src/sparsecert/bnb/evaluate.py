@@ -194,8 +194,8 @@ class NodeTask:
     fixing: bool = False
     witness: Witness | None = None  # the node's inherited witness
     solver: str = "auto"  # the node strategy (solve_node's solver)
-    iterations: Any = None  # the iterations expected of each strategy (the root's race)
-    race: bool = False  # solve with both strategies and measure their iterations (the root)
+    iterations: Any = None  # the iterations expected of each strategy (the race's)
+    race: bool = False  # solve with both strategies, measure their iterations (one node)
     carried: NodeContext | None = None  # the context itself, sent after a ContextMissing
 
     def run(self) -> NodeOutcome | ContextMissing:

@@ -81,10 +81,12 @@ class SearchResult:
         Nodes whose relaxation was solved.
     node_strategies : dict
         How many evaluated nodes each node strategy solved (``"zspace"``, ``"full"``, ...).
-    root_race : dict or None
+    strategy_race : dict or None
         With ``node_strategy="auto"``, where z-space applies: the race of the two strategies
-        at the root (their iterations, which the later nodes expected, their costs in
-        operation counts, the winner; see ``sparsecert.solvers.perspective.strategies.race``).
+        on the first node below the root that is not a leaf (their iterations, which the later
+        nodes expected, their costs in operation counts, the winner; see
+        ``sparsecert.solvers.perspective.strategies.race``); None when the search ended
+        before it.
     """
 
     status: str
@@ -106,4 +108,4 @@ class SearchResult:
     compile_time: float = 0.0
     n_evaluated: int = 0
     node_strategies: dict = field(default_factory=dict)
-    root_race: dict | None = None
+    strategy_race: dict | None = None

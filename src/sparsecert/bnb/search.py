@@ -118,11 +118,12 @@ class BnBSettings(SearchOptions):
         of its task, the global queue balances the tasks). The tree depends on it and on
         ``batch_size``, not on the executor or the number of workers.
     node_strategy : {"auto", "fista", "zspace"}
-        How node relaxations are solved (``solve_node``'s ``solver``). ``"auto"``: where
-        z-space applies, the root is solved by both z-space and FISTA (a race counted in
-        operations, so the same on every machine) and every later node takes the one expected
-        to cost less on it, with the iterations the root measured (the result's
-        ``root_race``); ``"fista"`` / ``"zspace"`` force one (``"zspace"`` where it applies).
+        How node relaxations are solved (``solve_node``'s ``solver``). ``"auto"``: every node
+        takes the strategy expected to cost less on it; where z-space applies, the first node
+        below the root that is not a leaf is solved by both z-space and FISTA (a race counted
+        in operations, so the same on every machine), and the later nodes expect the
+        iterations it measured (the result's ``strategy_race``; until then, a prior);
+        ``"fista"`` / ``"zspace"`` force one (``"zspace"`` where it applies).
     log_interval : float
         Seconds between progress lines.
     """
@@ -336,8 +337,20 @@ class BranchAndBound:
                         heuristic=NO_HEURISTIC if leaf else level,
                         n_candidates=s.n_candidates, fixing=s.fixing and not leaf,
                         witness=node.witness, solver=s.node_strategy,
-                        iterations=self._iterations,
-                        race=node.parent is None and s.node_strategy == "auto")
+                        iterations=self._iterations, race=self._race_here(node, leaf))
+
+    def _race_here(self, node: Node, leaf: bool) -> bool:
+        """Does the node's task race the node strategies? With ``node_strategy="auto"``, the
+        first task below the root that is not a leaf, then once a batch until a race has
+        measured the iterations (where z-space does not apply a race is a plain solve). Not
+        the root: solved from zero with all columns active, it is the least typical node and
+        the dearest race (riboflavin: a z-space root costs about ten FISTA roots), while its
+        children start warm from its solution, with its fixings, as the later nodes do."""
+        if (not self._race_pending or leaf or node.parent is None
+                or self.settings.node_strategy != "auto"):
+            return False
+        self._race_pending = False
+        return True
 
     def _close(self, node: Node, status: str) -> None:
         # the bound is counted before the node stops counting as open (see _branch)
@@ -429,9 +442,10 @@ class BranchAndBound:
     def _process(self, node: Node, out: NodeOutcome) -> None:
         """Bound, offer the models the task found, then solve a leaf, or prune, or branch."""
         res = out.relaxation
-        if res.race is not None:  # the root's race: what every later node expects
+        if res.race is not None:  # the race: what every later node expects
             self._iterations = res.race.iterations
-            self._root_race = asdict(res.race)
+            self._race = asdict(res.race)
+        self._race_pending = self._iterations is None  # (the next batch's first task)
         self._record_bound(node, res)
         for model in out.models:  # the leaf's exact refit, or the node's rounding and swaps
             self._offer(model)
@@ -478,8 +492,9 @@ class BranchAndBound:
         self._n_tasks = 0
         self._n_witnesses = 0
         self._n_fixed = 0
-        self._iterations = None  # the iterations of each node strategy (the root's race)
-        self._root_race: dict | None = None
+        self._iterations = None  # the iterations of each node strategy (the race's)
+        self._race: dict | None = None
+        self._race_pending = False  # set once the root is processed (see _race_here)
         self._strategies: dict[str, int] = {}
         self._context = NodeContext(self.problem, self.k, self.refitter)
         s = self.settings
@@ -675,4 +690,4 @@ class BranchAndBound:
             streamed=self.proof is not None, history=self.history, settings=s.record(),
             n_relaxation_iters=self._n_iter, compile_time=self.compile_time,
             n_evaluated=self._n_evaluated, node_strategies=dict(self._strategies),
-            root_race=self._root_race)
+            strategy_race=self._race)

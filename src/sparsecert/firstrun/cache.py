@@ -31,7 +31,7 @@ def is_cached(dispatcher, args: tuple) -> bool | None:
 
 
 def zspace_applies(prob) -> bool:
-    """Can the problem's nodes be solved in z-space (then its search's root runs both node
+    """Can the problem's nodes be solved in z-space (then its search races both node
     kernels, see ``solvers.perspective.strategies.race``)?"""
     from sparsecert.solvers.perspective.zspace import applies
 

@@ -2,8 +2,8 @@
 
 A configuration is ``(loss, boxed, fit_intercept, shifted, n, p)``: the argument types of the
 numba kernels depend on it (not on the shape). When z-space applies to a configuration, the
-first process also compiles the z-space loop (:func:`compile_zspace`): the search's root then
-runs both node strategies. The first run of a search
+first process also compiles the z-space loop (:func:`compile_zspace`): the search then races
+both node strategies on one node. The first run of a search
 compiles in two processes (see :mod:`sparsecert.firstrun.warmup`), which share their work through
 numba's on-disk cache. The second process runs :func:`child_main`, which imports only this
 module's dependencies (numpy, numba, the kernels): it compiles the kernels that both processes'

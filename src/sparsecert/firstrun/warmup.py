@@ -17,8 +17,8 @@ callees (the loss value, ``X b``, the polishing schedule, the intercept's dual),
 the next one in a directory so that whichever process is free first compiles it, and this
 process lets the second one compile the node kernel itself, loading all its callees from the
 cache. Meanwhile this process compiles what only it uses (the relaxed indicators, the refit
-and the heuristics, the z-space loop when the problem's nodes can take it: the search's root
-then runs both node strategies) and the bound evaluation.
+and the heuristics, the z-space loop when the problem's nodes can take it: the search then
+races both node strategies on one node) and the bound evaluation.
 The tiny search that follows loads everything from the cache. Should the second process fail
 or be slow, this process compiles what is missing itself: only the time differs.
 

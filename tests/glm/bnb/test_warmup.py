@@ -27,7 +27,7 @@ def _applies(prob):
 ])
 def test_tiny_problem_has_the_real_problems_configuration(loss, n, p, kw, zspace):
     """The tiny problem's kernels take the real problem's argument types, and the node
-    strategies that apply to both are the same (where z-space applies, the root races it
+    strategies that apply to both are the same (where z-space applies, the search races it
     against FISTA, so the warm-up compiles both)."""
     rng = np.random.default_rng(1)
     X = rng.standard_normal((n, p))
@@ -168,8 +168,8 @@ def test_the_search_does_not_import_scipy_optimize():
 
 
 def test_a_z_space_problem_asks_for_both_node_kernels(monkeypatch):
-    """A problem whose nodes can be solved in z-space races z-space against FISTA at the
-    root: the first-run check reads the cache of both node kernels, with the argument types
+    """A problem whose nodes can be solved in z-space races z-space against FISTA on one
+    node: the first-run check reads the cache of both node kernels, with the argument types
     their solves pass; a problem without z-space asks for the FISTA kernel only."""
     from sparsecert.solvers.perspective import _fista, _zspace, solve_node
 

@@ -24,10 +24,13 @@ weights below; the unit is about a nanosecond there, and only the ratios matter)
 
 The iterations are not known before the node is solved. They depend on the data (FISTA takes
 1.5 to 4 times z-space's iterations on well-conditioned designs, 5 to 50 times on riboflavin's
-correlated columns), so the search measures them at its root, where both strategies run (a
-race counted in these operations, not timed: the outcome is the same on every machine and
-every run), and every later node expects the root's counts. Without a measurement the counts
-are :data:`PRIOR`.
+correlated columns), so the search measures them on its first node below the root, where
+both strategies run (a race counted in these operations, not timed: the outcome is the same
+on every machine and every run), and every later node expects that node's counts. Not at the
+root: solved from zero with all columns active, the root is the least typical node and the
+dearest to race (riboflavin: a z-space solve of its root costs about ten FISTA ones), while
+the root's children start warm, with the root's fixings, as the later nodes do. Without a
+measurement (the root, and the nodes before the race) the counts are :data:`PRIOR`.
 """
 
 from __future__ import annotations
@@ -49,7 +52,7 @@ class Iterations:
     fista: float
 
 
-#: the iterations expected before the root has measured them
+#: the iterations expected before the race has measured them
 PRIOR = Iterations(zspace=60.0, fista=200.0)
 
 # weights of the operations (about nanoseconds; chosen from benchmarks/node_cost.py's fits of

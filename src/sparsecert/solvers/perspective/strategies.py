@@ -13,9 +13,10 @@ The closed-form leaf is taken whenever it applies. Otherwise FISTA runs on a wor
 all active columns (:func:`fista_strategy`), and, where z-space applies, ``solver="auto"``
 takes whichever of z-space and that FISTA is expected to cost less on the node
 (:func:`choose`, with the operation counts of ``cost``). The expected cost needs the two
-strategies' iterations; :func:`race` measures them on one node (the search's root) by running
-both, and compares them in operation counts, so that the choice is the same on every machine
-and run. Every strategy ends in ``evaluate.finish``: the same valid bound whichever solved the node.
+strategies' iterations; :func:`race` measures them on one node (the search's first node
+below the root) by running both, and compares them in operation counts, so that the choice is
+the same on every machine and run. Every strategy ends in ``evaluate.finish``: the same valid
+bound whichever solved the node.
 """
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ def choose(node, start, solver: str = "auto", working_set: bool | None = None,
 
     ``solver``: ``"fista"`` (:func:`fista_strategy`), ``"zspace"`` (ValueError when it does
     not apply) or ``"auto"``: z-space when it applies and its expected cost is below FISTA's
-    (``expected_cost``, with ``iterations``, the iterations expected of each: the root's
+    (``expected_cost``, with ``iterations``, the iterations expected of each: the search's
     race measured them; ``None``: :data:`~.cost.PRIOR`). The closed-form leaf whenever it
     applies.
     """
