@@ -47,6 +47,9 @@ __all__ = ["INFORMED_RULES", "StrongParams", "BranchSpec", "BranchChoice", "Bran
 INFORMED_RULES = ("pseudo_cost", "strong", "reliability")
 
 _FRAC_TOL = 1e-6  # as sparsecert.bnb.branching
+#: strong-branching children whose gains are recorded as pseudo-costs: a child stopped by its
+#: iteration cap has a bound below its relaxation's (a truncated gain), used for the choice only
+_SETTLED = ("converged", "cutoff")
 
 
 @dataclass(frozen=True)
@@ -113,8 +116,8 @@ class BranchChoice:
         The strong-branching results of the chosen variable's children ``(z = 0, z = 1)``, or
         ``(None, None)``: valid bounds with their witnesses (see the module docstring).
     observations : list of (int, float, float, float)
-        ``(j, z_j, down gain, up gain)`` of every strong-branched candidate (for the
-        pseudo-costs).
+        ``(j, z_j, down gain, up gain)`` of the strong-branched candidates whose two children
+        converged or reached the cutoff (for the pseudo-costs).
     """
 
     var: int
@@ -131,10 +134,10 @@ def _candidates(b: np.ndarray, z: np.ndarray, free: np.ndarray) -> np.ndarray:
     return np.flatnonzero(frac if frac.any() else free)
 
 
-def _top(score: np.ndarray, cand: np.ndarray, m: int) -> np.ndarray:
-    """The ``m`` candidates of largest score (ties to the lower index), best first."""
-    order = np.lexsort((cand, -score))  # by score descending, then index ascending
-    return cand[order[:m]]
+def _order(score: np.ndarray, tie: np.ndarray, cand: np.ndarray) -> np.ndarray:
+    """Positions of the candidates by score descending, ties by ``tie`` descending (the
+    node's ``|b_j|``: largest_coef's order), then by index ascending."""
+    return np.lexsort((cand, -tie, -score))
 
 
 def _pc_gains(table: PseudoCostTable, z: np.ndarray, cand: np.ndarray):
@@ -174,11 +177,12 @@ def choose(ctx, task, spec: BranchSpec, res: RelaxationResult, fixed_in: np.ndar
         score = product_score(d, u, bound)
     else:
         score = b[cand]
+    order = _order(score, b[cand], cand)
     if not spec.strong or spec.rule == "pseudo_cost":
-        j = int(cand[np.lexsort((cand, -score))[0]])
+        j = int(cand[order[0]])
         return BranchChoice(j, float(z[j]))
     # strong branching on the top candidates
-    top = _top(score, cand, params.candidates)
+    top = cand[order[:params.candidates]]
     if use_pc:
         probe = top[~spec.table.reliable(params.reliable)[top]] if spec.rule == "reliability" \
             else top
@@ -195,11 +199,12 @@ def choose(ctx, task, spec: BranchSpec, res: RelaxationResult, fixed_in: np.ndar
         choice.n_solves += 2
         gd = max(0.0, float(down.lower_bound) - bound)
         gu = max(0.0, float(up.lower_bound) - bound)
-        choice.observations.append((j, float(z[j]), gd, gu))
+        if down.status in _SETTLED and up.status in _SETTLED:  # else the gains are truncated
+            choice.observations.append((j, float(z[j]), gd, gu))
         final[j] = float(product_score(np.array([gd]), np.array([gu]), bound)[0])
         kids[j] = (down, up)
     pool = top if not use_pc else cand
-    best = max(pool.tolist(), key=lambda i: (final.get(i, -np.inf), -i))
+    best = max(pool.tolist(), key=lambda i: (final.get(i, -np.inf), b[i], -i))
     choice.var, choice.z = int(best), float(z[best])
     choice.children = kids.get(best, (None, None))
     return choice
