@@ -219,13 +219,13 @@ class Brancher:
         The search's branching rule.
     p : int
         Number of variables.
-    params : StrongParams
-        Strong branching's depth, candidates and iterations.
+    params : StrongParams, optional
+        Strong branching's depth, candidates and iterations (default: :data:`DEFAULT_STRONG`).
     """
 
-    def __init__(self, rule: str, p: int, params: StrongParams = DEFAULT_STRONG) -> None:
+    def __init__(self, rule: str, p: int, params: StrongParams | None = None) -> None:
         self.rule = rule
-        self.params = params
+        self.params = DEFAULT_STRONG if params is None else params
         self.informed = rule in INFORMED_RULES
         self.costs = PseudoCosts(p)
         self.n_strong_iter = 0
