@@ -22,6 +22,7 @@ import numpy as np
 import sparsecert
 from sparsecert.bnb import BnBSettings
 from sparsecert.bnb.branching import BRANCHING_RULES
+from sparsecert.bnb.informed import INFORMED_RULES
 from sparsecert.datasets import make_synthetic
 
 SELECTIONS = ["best_bound_dive", "best_bound", "depth_first"]
@@ -48,7 +49,8 @@ def main(argv=None) -> int:
     Xw, yw, _ = make_synthetic(40, 6, 2, seed=1)
     sparsecert.certify(Xw, yw, 2, 1.0, fit_intercept=False, verbose=0)  # JIT warm-up
 
-    combos = [(r, s) for r in BRANCHING_RULES for s in SELECTIONS]
+    # the informed rules (pseudo-costs, strong branching) are compared by benchmarks/branching.py
+    combos = [(r, s) for r in BRANCHING_RULES if r not in INFORMED_RULES for s in SELECTIONS]
     rows = []
     for name, loss, X, y, k, lam in instances(args.quick):
         for rule, sel in combos:

@@ -7,6 +7,9 @@ variables, and returns one free index (ties to the lower index, so the tree is d
   (``0 < z_j < 1``); falls back to the largest ``|b_j|``.
 * ``"most_fractional"``: the free variable with ``z_j`` closest to 1/2.
 * ``"weighted_fractional"``: the largest ``|b_j| * min(z_j, 1 - z_j)``.
+* ``"pseudo_cost"``, ``"strong"``, ``"reliability"``: informed rules, chosen in the node's task
+  with the search's pseudo-costs and strong branching (:mod:`sparsecert.bnb.informed`); called
+  here, without that state, they choose as ``"largest_coef"``.
 """
 
 from __future__ import annotations
@@ -46,6 +49,10 @@ BRANCHING_RULES = {
     "largest_coef": _largest_coef,
     "most_fractional": _most_fractional,
     "weighted_fractional": _weighted_fractional,
+    # the informed rules (sparsecert.bnb.informed); without the search's state: largest_coef
+    "pseudo_cost": _largest_coef,
+    "strong": _largest_coef,
+    "reliability": _largest_coef,
 }
 
 

@@ -196,6 +196,7 @@ class NodeTask:
     solver: str = "auto"  # the node strategy (solve_node's solver)
     iterations: Any = None  # the iterations expected of each strategy (the race's)
     race: bool = False  # solve with both strategies, measure their iterations (one node)
+    branching: Any = None  # an informed rule's BranchSpec (sparsecert.bnb.informed), or None
     carried: NodeContext | None = None  # the context itself, sent after a ContextMissing
 
     def run(self) -> NodeOutcome | ContextMissing:
@@ -225,11 +226,13 @@ class NodeTask:
 class NodeOutcome:
     """A task's result: the relaxation, the feasible models found (in the order found) and the
     node's reduced-cost fixings (from the witness the engine keeps: the relaxation's if its bound
-    beats the inherited one, else the inherited witness)."""
+    beats the inherited one, else the inherited witness) and, with an informed branching rule,
+    the node's branching decision (:class:`sparsecert.bnb.informed.BranchChoice`)."""
 
     relaxation: RelaxationResult
     models: list[SubsetModel] = field(default_factory=list)
     fixing: FixingPlan | None = None
+    branch: Any = None  # an informed rule's BranchChoice, when the node is to be branched
 
 
 def context_of(task: NodeTask) -> NodeContext | None:
@@ -251,6 +254,20 @@ def _leaf_support(task: NodeTask, k: int) -> tuple[int, ...]:
     budget = k - int(task.fixed_in.sum())
     chosen = task.fixed_in | free if budget > 0 else task.fixed_in
     return tuple(int(j) for j in np.flatnonzero(chosen))
+
+
+def _informed_choice(ctx: NodeContext, task: NodeTask, res: RelaxationResult, bound: float,
+                     plan: FixingPlan | None):
+    """The informed rule's branching decision, on the free variables the engine will see
+    after it applies ``plan``; None when the fixings close the node."""
+    from sparsecert.bnb.informed import choose
+    from sparsecert.bnb.subtree import apply_fixings
+
+    fixed = apply_fixings(task.fixed_in, task.fixed_out, plan, ctx.k)
+    if fixed is not None and plan.covers_node:
+        return None
+    fi, fo = fixed if fixed is not None else (task.fixed_in, task.fixed_out)
+    return choose(ctx, task, task.branching, res, fi, fo, bound)
 
 
 def evaluate_task(task: NodeTask) -> NodeOutcome | ContextMissing:
@@ -278,6 +295,8 @@ def evaluate_task(task: NodeTask) -> NodeOutcome | ContextMissing:
         if witness is not None:
             out.fixing = fixing_plan(ctx.terms, witness, task.fixed_in, task.fixed_out, ctx.k,
                                      task.cutoff)
+    if task.branching is not None:
+        out.branch = _informed_choice(ctx, task, res, bound, out.fixing)
     if task.heuristic == NO_HEURISTIC:
         return out
     refitter = ctx.refitter

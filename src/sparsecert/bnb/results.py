@@ -72,7 +72,7 @@ class SearchResult:
     streamed : bool
         Whether the closed nodes went to a proof sink (then ``nodes`` holds the open ones).
     n_relaxation_iters : int
-        Relaxation iterations summed over the evaluated nodes.
+        Relaxation iterations summed over the evaluated nodes, strong branching's included.
     compile_time : float
         Seconds spent compiling the numerical kernels before the search (a first run with a
         progress log only, where it is announced and timed; 0 otherwise). Not part of
@@ -87,6 +87,9 @@ class SearchResult:
         nodes expected, their costs in operation counts, the winner; see
         ``sparsecert.solvers.perspective.strategies.race``); None when the search ended
         before it.
+    n_strong_iters : int
+        The relaxation iterations of strong branching (part of ``n_relaxation_iters``; 0 unless
+        the branching rule is ``"strong"`` or ``"reliability"``).
     """
 
     status: str
@@ -109,3 +112,4 @@ class SearchResult:
     n_evaluated: int = 0
     node_strategies: dict = field(default_factory=dict)
     strategy_race: dict | None = None
+    n_strong_iters: int = 0

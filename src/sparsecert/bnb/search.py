@@ -51,6 +51,7 @@ from sparsecert.bnb.evaluate import (
     release,
 )
 from sparsecert.bnb.fixing import FixingPlan
+from sparsecert.bnb.informed import BranchChoice, Brancher
 from sparsecert.bnb.interrupts import deferred_interrupt
 from sparsecert.bnb.node import Node, Witness
 from sparsecert.bnb.progress import ProgressLog
@@ -337,7 +338,8 @@ class BranchAndBound:
                         heuristic=NO_HEURISTIC if leaf else level,
                         n_candidates=s.n_candidates, fixing=s.fixing and not leaf,
                         witness=node.witness, solver=s.node_strategy,
-                        iterations=self._iterations, race=self._race_here(node, leaf))
+                        iterations=self._iterations, race=self._race_here(node, leaf),
+                        branching=None if leaf else self._brancher.spec(node.depth))
 
     def _race_here(self, node: Node, leaf: bool) -> bool:
         """Does the node's task race the node strategies? With ``node_strategy="auto"``, the
@@ -364,6 +366,7 @@ class BranchAndBound:
         if self.proof is not None:
             self.proof.closed(node)
         self._live.pop(node.id, None)
+        self._brancher.closed(node.id)
 
     def _record_bound(self, node: Node, res: RelaxationResult) -> None:
         """Count the evaluation; keep the better of the node's own and inherited bounds."""
@@ -416,13 +419,22 @@ class BranchAndBound:
             return True
         return False
 
-    def _branch(self, node: Node, res: RelaxationResult) -> None:
-        """Split on a free variable; the children inherit the bound and the warm start."""
-        j = choose_branch_variable(self.settings.branching, np.asarray(res.coef),
-                                   np.asarray(res.z), node.free_mask())
+    def _branch(self, node: Node, res: RelaxationResult, choice: BranchChoice | None = None
+                ) -> None:
+        """Split on a free variable (the task's ``choice`` with an informed rule); the children
+        inherit the bound and the warm start, or take their strong-branching bounds."""
+        j = choice.var if choice is not None else choose_branch_variable(
+            self.settings.branching, np.asarray(res.coef), np.asarray(res.z), node.free_mask())
         node.warm_start = np.asarray(res.coef, dtype=float)
         kids = [node.child(self._next_id, j, 0), node.child(self._next_id + 1, j, 1)]
         self._next_id += 2
+        if choice is not None:
+            for c, sb in zip(kids, choice.children, strict=True):
+                if sb is not None and sb.lower_bound > c.lower_bound:  # a valid bound, its witness
+                    c.lower_bound, c.witness = float(sb.lower_bound), self._witness(sb)
+                    c.warm_start = np.asarray(sb.coef, dtype=float).copy()
+        self._brancher.branched(node.lower_bound, j, float(np.asarray(res.z)[j]),
+                                (kids[0].id, kids[1].id))
         # Every region stays counted between any two steps, should a Ctrl-C land there: the
         # children join the tree (open) before their parent is marked branched, and the
         # result's bound takes every open node of the tree, queued or not (see _result).
@@ -447,6 +459,9 @@ class BranchAndBound:
             self._race = asdict(res.race)
         self._race_pending = self._iterations is None  # (the next batch's first task)
         self._record_bound(node, res)
+        self._brancher.evaluated(node.id, node.lower_bound)
+        if out.branch is not None:  # strong branching's iterations count as the node's
+            self._n_iter += self._brancher.spent(out.branch)
         for model in out.models:  # the leaf's exact refit, or the node's rounding and swaps
             self._offer(model)
         if node.is_leaf_problem(self.k):
@@ -455,7 +470,7 @@ class BranchAndBound:
             if self._fix(node, out.fixing):
                 self._close(node, PRUNED)
             else:
-                self._branch(node, res)
+                self._branch(node, res, out.branch)
         if self.node_callback is not None:
             self.node_callback(node, res)
 
@@ -498,6 +513,7 @@ class BranchAndBound:
         self._strategies: dict[str, int] = {}
         self._context = NodeContext(self.problem, self.k, self.refitter)
         s = self.settings
+        self._brancher = Brancher(s.branching, self.problem.n_features)
         self._rules = SubtreeRules(s.rel_gap, s.abs_gap, s.branching, s.heuristic_every,
                                    s.node_rel_tol, s.node_max_iter, s.leaf_rel_tol,
                                    s.leaf_max_iter, s.fixing)
@@ -690,4 +706,4 @@ class BranchAndBound:
             streamed=self.proof is not None, history=self.history, settings=s.record(),
             n_relaxation_iters=self._n_iter, compile_time=self.compile_time,
             n_evaluated=self._n_evaluated, node_strategies=dict(self._strategies),
-            strategy_race=self._race)
+            strategy_race=self._race, n_strong_iters=self._brancher.n_strong_iter)

@@ -163,7 +163,9 @@ def explore_subtree(task: SubtreeTask) -> SubtreeOutcome | ContextMissing:
                            time_limit=remaining, inherited_bound=inherited, leaf=leaf,
                            heuristic=NO_HEURISTIC if leaf else level,
                            fixing=rules.fixing and not leaf, witness=witness,
-                           iterations=iterations, race=False)
+                           iterations=iterations, race=False,
+                           branching=None if top.branching is None or leaf
+                           else top.branching.below())
         else:
             node, leaf = top, top.leaf
         result = evaluate_task(node)
@@ -185,8 +187,11 @@ def explore_subtree(task: SubtreeTask) -> SubtreeOutcome | ContextMissing:
             if result.fixing.covers_node:
                 continue  # closed by its fixings
             fi, fo = fixed
-        j = choose_branch_variable(rules.branching, np.asarray(res.coef), np.asarray(res.z),
-                                   ~(fi | fo))
+        if result.branch is not None:  # an informed rule chose in the node's evaluation
+            j = result.branch.var
+        else:
+            j = choose_branch_variable(rules.branching, np.asarray(res.coef),
+                                       np.asarray(res.z), ~(fi | fo))
         record.branch_var = int(j)
         kept = node_witness(ctx.problem, res) if own else witness
         coef = np.asarray(res.coef, dtype=float)
@@ -195,7 +200,14 @@ def explore_subtree(task: SubtreeTask) -> SubtreeOutcome | ContextMissing:
         fo0, fi1 = fo.copy(), fi.copy()
         fo0[j] = True
         fi1[j] = True
+        kids = [((*path, 0), fi, fo0, bound, kept, warm0),
+                ((*path, 1), fi1, fo, bound, kept, coef.copy())]
+        if result.branch is not None:  # strong-branching bounds, as the engine gives them
+            for i, sb in enumerate(result.branch.children):
+                if sb is not None and float(sb.lower_bound) > bound:
+                    kids[i] = (kids[i][0], kids[i][1], kids[i][2], float(sb.lower_bound),
+                               node_witness(ctx.problem, sb),
+                               np.asarray(sb.coef, dtype=float).copy())
         # z_j = 1 pushed last: taken first, as the engine's depth-first dive does
-        stack.append(((*path, 0), fi, fo0, bound, kept, warm0))
-        stack.append(((*path, 1), fi1, fo, bound, kept, coef.copy()))
+        stack.extend(kids)
     return out
