@@ -43,7 +43,7 @@ from typing import Any
 
 import numpy as np
 
-from sparsecert.bnb.fixing import FixingPlan, fixing_plan
+from sparsecert.bnb.fixing import FixingPlan, apply_fixings, fixing_plan
 from sparsecert.bnb.node import Witness
 from sparsecert.solvers.heuristics import (
     SubsetModel,
@@ -261,7 +261,6 @@ def _informed_choice(ctx: NodeContext, task: NodeTask, res: RelaxationResult, bo
     """The informed rule's branching decision, on the free variables the engine will see
     after it applies ``plan``; None when the fixings close the node."""
     from sparsecert.bnb.informed import choose
-    from sparsecert.bnb.subtree import apply_fixings
 
     fixed = apply_fixings(task.fixed_in, task.fixed_out, plan, ctx.k)
     if fixed is not None and plan.covers_node:

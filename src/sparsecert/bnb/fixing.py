@@ -27,7 +27,8 @@ from sparsecert.proof.bounds import SafeEvaluator, SampleAndBounds, bounded_term
 from sparsecert.proof.claims import CLAIM_FACTOR, claim_lower_array
 from sparsecert.proof.regions import TermBound, region_bounds
 
-__all__ = ["FixingPlan", "WitnessTerms", "plan_fixings", "fixing_plan", "dual_terms",
+__all__ = ["apply_fixings", "FixingPlan", "WitnessTerms", "plan_fixings", "fixing_plan",
+           "dual_terms",
            "root_fixing_counts", "DECIDE_FACTOR", "FIX_SLACK"]
 
 
@@ -311,3 +312,18 @@ def fixing_plan(terms: WitnessTerms, witness, fixed_in: np.ndarray, fixed_out: n
         return None
     plan = plan_fixings(wb, fixed_in, fixed_out, k, cutoff + FIX_SLACK * max(1.0, abs(cutoff)))
     return plan if plan.fixings else None
+
+
+def apply_fixings(fixed_in: np.ndarray, fixed_out: np.ndarray, plan, k: int):
+    """The node's sets after its reduced-cost fixings ``plan``, as the engine applies them:
+    ``None`` when it does not (no fixings, or they would leave a leaf problem that the
+    witness does not solve), else ``(fixed_in, fixed_out)``."""
+    if plan is None or not plan.fixings:
+        return None
+    fi, fo = fixed_in.copy(), fixed_out.copy()
+    for j, v in plan.fixings:
+        (fi if v == 1 else fo)[j] = True
+    budget = k - int(fi.sum())
+    if not plan.covers_node and (budget == 0 or int((~(fi | fo)).sum()) <= budget):
+        return None
+    return fi, fo

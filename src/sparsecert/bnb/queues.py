@@ -16,7 +16,7 @@ import numpy as np
 from sparsecert.bnb.node import Node
 
 __all__ = ["NodeQueue", "BestBoundQueue", "DepthFirstQueue", "BestBoundDiveQueue", "make_queue",
-           "QUEUE_STRATEGIES"]
+           "QUEUE_STRATEGIES", "StagingQueue"]
 
 
 class NodeQueue:
@@ -113,6 +113,23 @@ class BestBoundDiveQueue(NodeQueue):
 
     def min_bound(self) -> float:
         return min(self._dfs.min_bound(), self._heap.min_bound())
+
+
+class StagingQueue(NodeQueue):
+    """A queue that only collects what is pushed, in order: where a subtree's replay puts the
+    children it makes before they join the search's queue (see ``BranchAndBound._replay``)."""
+
+    def __init__(self) -> None:
+        self.nodes: list[Node] = []
+
+    def push(self, node: Node) -> None:
+        self.nodes.append(node)
+
+    def __len__(self) -> int:
+        return len(self.nodes)
+
+    def __iter__(self) -> Iterator[Node]:
+        return iter(self.nodes)
 
 
 QUEUE_STRATEGIES = {

@@ -2,6 +2,7 @@
 
 The loop is small on purpose; the parts live in their own modules:
 
+* :mod:`~sparsecert.bnb.settings` -- the engine's settings;
 * :mod:`~sparsecert.bnb.node` -- a node and its fixings;
 * :mod:`~sparsecert.bnb.queues` -- node selection by name;
 * :mod:`~sparsecert.bnb.branching` -- branching rules by name;
@@ -29,11 +30,11 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import asdict
 
 import numpy as np
 
-from sparsecert._validation import check_index_set, check_k, check_vector
+from sparsecert._validation import check_k, check_vector
 from sparsecert.bnb.branching import choose_branch_variable
 from sparsecert.bnb.evaluate import (
     NO_HEURISTIC,
@@ -50,17 +51,19 @@ from sparsecert.bnb.evaluate import (
     register,
     release,
 )
-from sparsecert.bnb.fixing import FixingPlan
+from sparsecert.bnb.fixing import FixingPlan, apply_fixings
+from sparsecert.bnb.incumbents import checked_support, root_fixings, start_models
 from sparsecert.bnb.informed import BranchChoice, Brancher
 from sparsecert.bnb.interrupts import deferred_interrupt
 from sparsecert.bnb.node import Node, Witness
 from sparsecert.bnb.progress import ProgressLog
 from sparsecert.bnb.proof_sink import ProofSink, time_left
-from sparsecert.bnb.queues import make_queue
+from sparsecert.bnb.queues import StagingQueue, make_queue
 from sparsecert.bnb.results import HistoryRecord, SearchResult
+from sparsecert.bnb.settings import NODE_STRATEGIES, BnBSettings
 from sparsecert.bnb.subtree import SubtreeOutcome, SubtreeRules, SubtreeTask
-from sparsecert.problem import EXECUTION_FIELDS, SearchOptions
-from sparsecert.solvers.heuristics import SubsetModel, SupportRefitter, beam_search, swap_search
+from sparsecert.problem import SearchOptions
+from sparsecert.solvers.heuristics import SubsetModel, SupportRefitter
 from sparsecert.solvers.perspective import RelaxationProblem, RelaxationResult
 from sparsecert.statuses import (
     BRANCHED,
@@ -79,102 +82,9 @@ from sparsecert.statuses import (
 
 __all__ = ["BnBSettings", "BranchAndBound", "NodeCallback", "NODE_STRATEGIES", "ProofSink"]
 
-#: the values of ``BnBSettings.node_strategy`` (those of ``solve_node``'s ``solver``)
-NODE_STRATEGIES = ("auto", "fista", "zspace")
-
 #: ``callback(node, result)``: called once per evaluated node, after the engine processed it
 #: (``node.status`` tells what happened: branched, pruned or solved).
 NodeCallback = Callable[[Node, RelaxationResult], None]
-
-
-@dataclass(frozen=True)
-class BnBSettings(SearchOptions):
-    """The engine's settings: the search options and the engine's tuning.
-
-    The fields of :class:`sparsecert.problem.SearchOptions` (``rel_gap``, ``abs_gap``,
-    ``time_limit``, ``node_limit``, ``node_selection``, ``branching``, ``batch_size``, and where
-    and how loudly the search runs: ``n_jobs``, ``backend``, ``executor``, ``verbose``, ``log``;
-    checked by the parameter table, see :func:`sparsecert.certify`), then the tuning below.
-    The certificate records every setting but the execution ones (:meth:`record`): the same
-    settings give the same tree, and the same certificate, on any executor.
-
-    Parameters
-    ----------
-    node_rel_tol, node_max_iter : float, int
-        Accuracy and iteration cap of a node relaxation (it stops earlier on the cutoff).
-    leaf_rel_tol, leaf_max_iter : float, int
-        The same for leaves solved exactly.
-    beam_width, n_candidates : int
-        Beam search at the root.
-    heuristic_every : int
-        Run swap local search from a node's rounded solution every this many nodes.
-    fixing : bool
-        Reduced-cost fixing at every node from its witness (:mod:`sparsecert.bnb.fixing`):
-        free variables whose forced-in (forced-out) region has a bound past the cutoff are
-        fixed out (in) for the node's subtree; the certificate carries each fixing.
-    subtree_nodes : int
-        Nodes a task evaluates: its node and, depth first, up to ``subtree_nodes - 1`` of its
-        descendants against the cutoff known when the task was made and the incumbents it
-        finds itself (:mod:`sparsecert.bnb.subtree`: a worker owns a subtree for the length
-        of its task, the global queue balances the tasks). The tree depends on it and on
-        ``batch_size``, not on the executor or the number of workers.
-    node_strategy : {"auto", "fista", "zspace"}
-        How node relaxations are solved (``solve_node``'s ``solver``). ``"auto"``: every node
-        takes the strategy expected to cost less on it; where z-space applies, the first node
-        below the root that is not a leaf is solved by both z-space and FISTA (a race counted
-        in operations, so the same on every machine), and the later nodes expect the
-        iterations it measured (the result's ``strategy_race``; until then, a prior);
-        ``"fista"`` / ``"zspace"`` force one (``"zspace"`` where it applies).
-    log_interval : float
-        Seconds between progress lines.
-    """
-
-    node_rel_tol: float = 1e-6
-    node_max_iter: int = 5000
-    leaf_rel_tol: float = 1e-9
-    leaf_max_iter: int = 50000
-    beam_width: int = 5
-    n_candidates: int = 10
-    heuristic_every: int = 10
-    fixing: bool = True
-    subtree_nodes: int = 1
-    node_strategy: str = "auto"
-    log_interval: float = 5.0
-
-    @classmethod
-    def from_options(cls, options: SearchOptions, **tuning) -> BnBSettings:
-        """The settings of ``options`` (a :class:`~sparsecert.problem.SearchOptions`, or
-        settings whose tuning is kept) with the default tuning, or ``tuning``."""
-        if isinstance(options, BnBSettings):
-            return replace(options, **tuning) if tuning else options
-        return cls(**{f.name: getattr(options, f.name) for f in fields(SearchOptions)},
-                   **tuning)
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        if (isinstance(self.subtree_nodes, bool) or not isinstance(self.subtree_nodes, int)
-                or self.subtree_nodes < 1):
-            raise ValueError(f"subtree_nodes must be a positive integer, got "
-                             f"{self.subtree_nodes!r}")
-        if self.node_strategy not in NODE_STRATEGIES:
-            raise ValueError(f"unknown node_strategy {self.node_strategy!r}; choose from "
-                             f"{list(NODE_STRATEGIES)}")
-
-    def record(self) -> dict:
-        """The settings the certificate records: all but where and how loudly the search runs
-        (:data:`sparsecert.problem.EXECUTION_FIELDS`)."""
-        return {f.name: getattr(self, f.name) for f in fields(self)
-                if f.name not in EXECUTION_FIELDS}
-
-
-class _Staging:
-    """Where a subtree's replay puts the children it makes (see ``BranchAndBound._replay``)."""
-
-    def __init__(self) -> None:
-        self.nodes: list[Node] = []
-
-    def push(self, node: Node) -> None:
-        self.nodes.append(node)
 
 
 class BranchAndBound:
@@ -229,7 +139,7 @@ class BranchAndBound:
         self.settings = BnBSettings.from_options(settings if settings is not None
                                                  else SearchOptions())
         self.refitter = refitter if refitter is not None else SupportRefitter.for_problem(problem)
-        self.start_supports = [self._check_support(s) for s in start_supports]
+        self.start_supports = [checked_support(self.problem, self.k, s) for s in start_supports]
         self.root_warm_start = (None if root_warm_start is None else
                                 check_vector(root_warm_start, "root_warm_start",
                                              problem.n_features))
@@ -250,24 +160,7 @@ class BranchAndBound:
         self.compile_time = 0.0
 
     def _root_fixings(self) -> tuple[np.ndarray, np.ndarray]:
-        """The problem's features forced in and kept out (the root's fixings: the tree covers
-        exactly the supports the problem allows)."""
-        p = self.problem.n_features
-        fi = getattr(self.problem, "forced_in", None)
-        fo = getattr(self.problem, "forced_out", None)
-        return (np.zeros(p, bool) if fi is None else np.asarray(fi, dtype=bool).copy(),
-                np.zeros(p, bool) if fo is None else np.asarray(fo, dtype=bool).copy())
-
-    def _check_support(self, support: Sequence[int]) -> tuple[int, ...]:
-        mask = check_index_set(support, self.problem.n_features, "start_supports entry")
-        forced, excluded = self._root_fixings()
-        if (mask & excluded).any():
-            raise ValueError(f"a start support holds the excluded feature(s) "
-                             f"{np.flatnonzero(mask & excluded)[:5].tolist()}")
-        if (mask | forced).sum() > self.k:
-            raise ValueError(f"a start support has {int((mask | forced).sum())} features (with "
-                             f"the forced-in ones), more than k = {self.k}")
-        return tuple(int(j) for j in np.flatnonzero(mask))
+        return root_fixings(self.problem)
 
     # ------------------------------------------------------------------------------------------
     # incumbents
@@ -288,21 +181,13 @@ class BranchAndBound:
         The model is refitted exactly on the problem's data, so its objective is the engine's
         own. Returns True if it became the incumbent.
         """
-        return self._offer(self.refitter.fit(self._check_support(support)))
+        return self._offer(self.refitter.fit(checked_support(self.problem, self.k, support)))
 
     def _start_incumbents(self) -> None:
         """Beam search, then swap search from its model and from each start support."""
-        s = self.settings
-        forced, excluded = self._root_fixings()
-        fixed = np.flatnonzero(forced).tolist()
-        starts = [beam_search(self.refitter, self.k, beam_width=s.beam_width,
-                              n_candidates=s.n_candidates, fixed_in=fixed,
-                              allowed=~(excluded | forced))]
-        starts += [self.refitter.fit(tuple(sorted(set(support) | set(fixed))))
-                   for support in self.start_supports]
-        for model in starts:  # swap search never returns a worse model than its start
-            self._offer(swap_search(self.refitter, model, self.k, n_candidates=s.n_candidates,
-                                    fixed_in=fixed, allowed=~(excluded | forced)))
+        for model in start_models(self.refitter, self.problem, self.k, self.settings,
+                                  self.start_supports):
+            self._offer(model)
 
     # ------------------------------------------------------------------------------------------
     # node processing: one small step per method
@@ -387,14 +272,10 @@ class BranchAndBound:
         """Apply the reduced-cost fixings the node's task found with the node's witness (each
         cut-off region enters the global bound like a pruned leaf); True when they cover the
         whole node."""
-        if plan is None or not plan.fixings:
+        fixed = apply_fixings(node.fixed_in, node.fixed_out, plan, self.k)
+        if fixed is None:  # none, or the node would become a leaf its witness does not solve
             return False
-        fi, fo = node.fixed_in.copy(), node.fixed_out.copy()
-        for j, v in plan.fixings:
-            (fi if v == 1 else fo)[j] = True
-        budget = self.k - int(fi.sum())
-        if not plan.covers_node and (budget == 0 or int((~(fi | fo)).sum()) <= budget):
-            return False  # the node would become a leaf problem its witness does not solve
+        fi, fo = fixed
         # the cut-off regions are counted before they leave the node, and the fixings are
         # recorded before the node's sets take them: at every step the node's sets are its
         # base fixings plus some of the recorded ones, a region its witness bounds (see _branch)
@@ -580,7 +461,7 @@ class BranchAndBound:
         engine closed above it (its cutoff is never above the task's, so it may prune a node
         the task branched) is dropped, its models offered all the same; the children no record
         evaluated join the queue."""
-        queue, staged = self.queue, _Staging()
+        queue, staged = self.queue, StagingQueue()
         self.queue = staged  # the children made here, in the order made
         at = {(): node}
         try:

@@ -41,10 +41,11 @@ from sparsecert.bnb.evaluate import (
     evaluate_task,
     node_witness,
 )
+from sparsecert.bnb.fixing import apply_fixings
 from sparsecert.statuses import cutoff
 
 __all__ = ["SubtreeRules", "SubtreeTask", "SubtreeRecord", "SubtreeOutcome", "explore_subtree",
-           "apply_fixings"]
+           "apply_fixings"]  # apply_fixings: re-exported from sparsecert.bnb.fixing
 
 
 @dataclass(frozen=True)
@@ -104,21 +105,6 @@ class SubtreeOutcome:
     """The records of a subtree task, in the order they were evaluated (depth first)."""
 
     records: list[SubtreeRecord] = field(default_factory=list)
-
-
-def apply_fixings(fixed_in: np.ndarray, fixed_out: np.ndarray, plan, k: int):
-    """The node's sets after its reduced-cost fixings ``plan``, as the engine applies them:
-    ``None`` when it does not (no fixings, or they would leave a leaf problem that the
-    witness does not solve), else ``(fixed_in, fixed_out)``."""
-    if plan is None or not plan.fixings:
-        return None
-    fi, fo = fixed_in.copy(), fixed_out.copy()
-    for j, v in plan.fixings:
-        (fi if v == 1 else fo)[j] = True
-    budget = k - int(fi.sum())
-    if not plan.covers_node and (budget == 0 or int((~(fi | fo)).sum()) <= budget):
-        return None
-    return fi, fo
 
 
 def _is_leaf(fixed_in: np.ndarray, fixed_out: np.ndarray, k: int) -> bool:

@@ -195,10 +195,10 @@ def test_queue_by_name():
 # ----------------------------------------------------------------------------------------------
 def _no_root_heuristics(monkeypatch):
     """Make the engine's own root heuristics return the empty model."""
-    import sparsecert.bnb.search as search_mod
+    import sparsecert.bnb.incumbents as incumbents
 
-    monkeypatch.setattr(search_mod, "beam_search", lambda refitter, k, **kw: refitter.fit(()))
-    monkeypatch.setattr(search_mod, "swap_search", lambda refitter, model, k, **kw: model)
+    monkeypatch.setattr(incumbents, "beam_search", lambda refitter, k, **kw: refitter.fit(()))
+    monkeypatch.setattr(incumbents, "swap_search", lambda refitter, model, k, **kw: model)
 
 
 def test_start_support_is_the_first_incumbent(monkeypatch):

@@ -108,14 +108,14 @@ def test_the_engine_drops_the_records_below_a_node_it_prunes(monkeypatch):
     records below them are dropped (here without any heuristic: the incumbents come from the
     leaves only). The result is still the optimum with a valid bound."""
     import sparsecert.bnb.evaluate as evaluate
-    import sparsecert.bnb.search as search
+    import sparsecert.bnb.incumbents as incumbents
 
     X, y = _data("squared", n=30, p=9, seed=2)
     X = X + np.random.default_rng(2).normal(size=X.shape) * 0.5
     k, lam = 3, 0.05
     ref, _ = brute_force(X, y, k, "squared", lam)
-    monkeypatch.setattr(search, "beam_search", lambda refitter, k, **kw: refitter.fit(()))
-    monkeypatch.setattr(search, "swap_search", lambda refitter, model, k, **kw: model)
+    monkeypatch.setattr(incumbents, "beam_search", lambda refitter, k, **kw: refitter.fit(()))
+    monkeypatch.setattr(incumbents, "swap_search", lambda refitter, model, k, **kw: model)
     monkeypatch.setattr(evaluate, "round_relaxation", lambda refitter, *a, **kw: refitter.fit(()))
     prob = RelaxationProblem.from_data(X, y, lam)
     s = BnBSettings(verbose=0, subtree_nodes=2, batch_size=8, heuristic_every=10**6,

@@ -82,11 +82,11 @@ def test_path_warm_incumbent_is_used(monkeypatch):
     """The previous point's model is offered before the search starts. With the engine's own
     root heuristics disabled (they return the empty model), the first incumbent at k = 3 is the
     empty model without warm start, and at most the k = 2 optimum with it."""
-    import sparsecert.bnb.search as search_mod
+    import sparsecert.bnb.incumbents as incumbents
 
     X, y, _ = make_synthetic(30, 8, 2, seed=5)
-    monkeypatch.setattr(search_mod, "beam_search", lambda refitter, k, **kw: refitter.fit(()))
-    monkeypatch.setattr(search_mod, "swap_search", lambda refitter, model, k, **kw: model)
+    monkeypatch.setattr(incumbents, "beam_search", lambda refitter, k, **kw: refitter.fit(()))
+    monkeypatch.setattr(incumbents, "swap_search", lambda refitter, model, k, **kw: model)
     warm = certify_path(X, y, [2, 3], 0.5, fit_intercept=False, rel_gap=1e-9)
     cold = certify_path(X, y, [2, 3], 0.5, fit_intercept=False, rel_gap=1e-9, warm_start=False)
     empty = float(y @ y)

@@ -1,0 +1,92 @@
+"""The engine's settings: the search options and the engine's tuning (one frozen record)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+
+from sparsecert.problem import EXECUTION_FIELDS, SearchOptions
+
+__all__ = ["BnBSettings", "NODE_STRATEGIES"]
+
+#: the values of ``BnBSettings.node_strategy`` (those of ``solve_node``'s ``solver``)
+NODE_STRATEGIES = ("auto", "fista", "zspace")
+
+
+@dataclass(frozen=True)
+class BnBSettings(SearchOptions):
+    """The engine's settings: the search options and the engine's tuning.
+
+    The fields of :class:`sparsecert.problem.SearchOptions` (``rel_gap``, ``abs_gap``,
+    ``time_limit``, ``node_limit``, ``node_selection``, ``branching``, ``batch_size``, and where
+    and how loudly the search runs: ``n_jobs``, ``backend``, ``executor``, ``verbose``, ``log``;
+    checked by the parameter table, see :func:`sparsecert.certify`), then the tuning below.
+    The certificate records every setting but the execution ones (:meth:`record`): the same
+    settings give the same tree, and the same certificate, on any executor.
+
+    Parameters
+    ----------
+    node_rel_tol, node_max_iter : float, int
+        Accuracy and iteration cap of a node relaxation (it stops earlier on the cutoff).
+    leaf_rel_tol, leaf_max_iter : float, int
+        The same for leaves solved exactly.
+    beam_width, n_candidates : int
+        Beam search at the root.
+    heuristic_every : int
+        Run swap local search from a node's rounded solution every this many nodes.
+    fixing : bool
+        Reduced-cost fixing at every node from its witness (:mod:`sparsecert.bnb.fixing`):
+        free variables whose forced-in (forced-out) region has a bound past the cutoff are
+        fixed out (in) for the node's subtree; the certificate carries each fixing.
+    subtree_nodes : int
+        Nodes a task evaluates: its node and, depth first, up to ``subtree_nodes - 1`` of its
+        descendants against the cutoff known when the task was made and the incumbents it
+        finds itself (:mod:`sparsecert.bnb.subtree`: a worker owns a subtree for the length
+        of its task, the global queue balances the tasks). The tree depends on it and on
+        ``batch_size``, not on the executor or the number of workers.
+    node_strategy : {"auto", "fista", "zspace"}
+        How node relaxations are solved (``solve_node``'s ``solver``). ``"auto"``: every node
+        takes the strategy expected to cost less on it; where z-space applies, the first node
+        below the root that is not a leaf is solved by both z-space and FISTA (a race counted
+        in operations, so the same on every machine), and the later nodes expect the
+        iterations it measured (the result's ``strategy_race``; until then, a prior);
+        ``"fista"`` / ``"zspace"`` force one (``"zspace"`` where it applies).
+    log_interval : float
+        Seconds between progress lines.
+    """
+
+    node_rel_tol: float = 1e-6
+    node_max_iter: int = 5000
+    leaf_rel_tol: float = 1e-9
+    leaf_max_iter: int = 50000
+    beam_width: int = 5
+    n_candidates: int = 10
+    heuristic_every: int = 10
+    fixing: bool = True
+    subtree_nodes: int = 1
+    node_strategy: str = "auto"
+    log_interval: float = 5.0
+
+    @classmethod
+    def from_options(cls, options: SearchOptions, **tuning) -> BnBSettings:
+        """The settings of ``options`` (a :class:`~sparsecert.problem.SearchOptions`, or
+        settings whose tuning is kept) with the default tuning, or ``tuning``."""
+        if isinstance(options, BnBSettings):
+            return replace(options, **tuning) if tuning else options
+        return cls(**{f.name: getattr(options, f.name) for f in fields(SearchOptions)},
+                   **tuning)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if (isinstance(self.subtree_nodes, bool) or not isinstance(self.subtree_nodes, int)
+                or self.subtree_nodes < 1):
+            raise ValueError(f"subtree_nodes must be a positive integer, got "
+                             f"{self.subtree_nodes!r}")
+        if self.node_strategy not in NODE_STRATEGIES:
+            raise ValueError(f"unknown node_strategy {self.node_strategy!r}; choose from "
+                             f"{list(NODE_STRATEGIES)}")
+
+    def record(self) -> dict:
+        """The settings the certificate records: all but where and how loudly the search runs
+        (:data:`sparsecert.problem.EXECUTION_FIELDS`)."""
+        return {f.name: getattr(self, f.name) for f in fields(self)
+                if f.name not in EXECUTION_FIELDS}
