@@ -610,3 +610,30 @@ def test_float16_scalars_and_values():
     with pytest.raises(ValueError, match="scalar_dtype"):
         safe_ef([big] * 2, np.zeros(d), TopK(d, 1), 0.1, 3,
                 options=RunOptions(scalar_dtype="float16"))
+
+
+_WARM = r"""
+from sparsecert.distributed.compress import TopKLevels
+from sparsecert.distributed.levels_kernels import levels_decode, levels_encode
+from sparsecert.distributed.subsets import _rank64, _unrank64
+from sparsecert.distributed.safe_ef.run import _check_compressor
+
+kernels = (levels_encode, levels_decode, _rank64, _unrank64)
+_check_compressor(TopKLevels(31, 8, 2, index_code="enumerative"), 31)
+print([len(k.signatures) for k in kernels])
+"""
+
+
+@pytest.mark.timeout(120)
+def test_compressor_check_compiles_the_decoders_too():
+    """The set-up runs the encoder both ways, so that no kernel of the receivers' decoding
+    compiles (or loads from numba's cache) inside a run's timed rounds (a fresh process: no
+    kernel was used before)."""
+    import os
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-c", _WARM], capture_output=True, text=True,
+                          timeout=110, env=dict(os.environ))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip() == "[1, 1, 1, 1]"
