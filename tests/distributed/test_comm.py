@@ -282,8 +282,12 @@ def test_mpicomm_semantics_under_mpiexec(n_workers, mpiexec):
     [
         ["--problem", "P3", "--compressor", "randk", "--k", "3", "--gamma", "0.5"],
         ["--problem", "P3", "--method", "ef21_switching", "--compressor", "topk", "--k", "2"],
+        # 1-bit levels of a top-5 both ways: messages whose parts are padded to bytes
+        ["--problem", "P3", "--compressor", "levels", "--k", "5", "--level-bits", "1",
+         "--downlink-k", "5", "--downlink-level-bits", "1", "--index-code", "enumerative",
+         "--value-dtype", "float16"],
     ],
-    ids=["safe_ef-randk", "ef21-topk"],
+    ids=["safe_ef-randk", "ef21-topk", "safe_ef-levels"],
 )
 @pytest.mark.timeout(300)
 def test_simcomm_and_mpicomm_identical_iterates(tmp_path, extra, mpiexec):
@@ -478,3 +482,14 @@ def test_mpicomm_gather_of_agreed_size_is_one_collective(n_workers, mpiexec):
         assert r["calls"] == {"Gatherv": 1, "Bcast": 1}
         for key in ("up_sent", "server_received", "down_received", "rounds"):
             assert r["traffic"][key] == sim["traffic"][key], key
+
+
+def test_gather_of_agreed_size_takes_padded_bytes():
+    comm = SimComm(2)
+    got = comm.gather({i: Message(bytes([i, 0, 0]), 12) for i in range(2)}, n_bits=12,
+                      n_bytes=3)
+    assert [m.n_bits for m in got] == [12, 12]
+    with pytest.raises(ValueError, match="in 3 bytes"):
+        comm.gather({i: Message(bytes([i, 0, 0]), 12) for i in range(2)}, n_bits=12)
+    with pytest.raises(ValueError, match="do not fit"):
+        comm.gather({i: Message(b"", 0) for i in range(2)}, n_bits=12, n_bytes=1)

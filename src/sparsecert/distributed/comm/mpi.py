@@ -100,7 +100,7 @@ class MPIComm(BaseComm):
         job with a one-line error instead of leaving the other ranks waiting.
 
     Collectives per exchange: ``gather`` two ``Gatherv`` (lengths, bytes), one (the bytes)
-    when the caller gives the agreed size ``n_bits``; ``broadcast`` one
+    when the caller gives the agreed size (``n_bits``, ``n_bytes``); ``broadcast`` one
     ``Bcast`` of a buffer holding the lengths and the bytes (a second one only when a message
     outgrows the buffer, which then grows); ``allgather`` two ``Allgatherv``; ``allreduce`` an
     ``Allgather`` of shapes and an ``Allgatherv``. The uplink bits of other ranks' workers,
@@ -191,11 +191,11 @@ class MPIComm(BaseComm):
         out = self._unpack(rhead, rdata)
         return out, np.array([m.n_bits for m in out], dtype=np.int64)
 
-    def gather(self, local: Mapping[int, Message], n_bits: int | None = None
-               ) -> list[Message] | None:
+    def gather(self, local: Mapping[int, Message], n_bits: int | None = None,
+               n_bytes: int | None = None) -> list[Message] | None:
         MPI = self._MPI
         msgs = self._check_local(local, "gather")
-        nbytes = self._check_size(msgs, n_bits)
+        nbytes = self._check_size(msgs, n_bits, n_bytes)
         root = self.rank == 0
         if nbytes is not None:  # sizes agreed in advance: one Gatherv of the bytes alone
             data = np.frombuffer(b"".join(bytes(msgs[i].payload) for i in self._local),

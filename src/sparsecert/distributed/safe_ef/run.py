@@ -374,7 +374,8 @@ class _Run:
             if not np.all(np.isfinite(q)):
                 raise ValueError(f"worker {i} returned a non-finite constraint value {q}")
             msgs[i] = _encode_floats(q, dt)
-        got = self._gather(msgs, self.cons.m * np.dtype(dt).itemsize * 8)
+        nb = self.cons.m * np.dtype(dt).itemsize
+        got = self._gather(msgs, 8 * nb, nb)
         if got is None:
             return None
         return _server_mean([decode_dense(m, dt) for m in got])
@@ -430,14 +431,20 @@ class _Run:
     def uplink(self, msgs: dict[int, Message], decoder: Compressor) -> np.ndarray | None:
         """Gather the compressed vectors; the server's mean of the decoded ones (None off
         the root)."""
-        got = self._gather(msgs, decoder.message_bits)
-        return None if got is None else _server_mean([decoder.decode(m) for m in got])
+        got = self._gather(msgs, decoder.message_bits, decoder.message_bytes)
+        if got is None:
+            return None
+        acc = np.zeros(self.d)  # _server_mean of the decoded vectors, in one call
+        decoder.decode_sum(got, acc)
+        return acc / len(got)
 
-    def _gather(self, msgs: dict[int, Message], n_bits: int | None) -> list[Message] | None:
-        """``comm.gather`` of messages of ``n_bits`` bits each (None: sizes vary); the size
-        goes to the shipped communicators (MPI then needs one collective instead of two)."""
+    def _gather(self, msgs: dict[int, Message], n_bits: int | None,
+                n_bytes: int | None) -> list[Message] | None:
+        """``comm.gather`` of messages of ``n_bits`` bits in ``n_bytes`` bytes each (None:
+        sizes vary); the size goes to the shipped communicators (MPI then needs one
+        collective instead of two)."""
         if n_bits is not None and isinstance(self.comm, BaseComm):
-            return self.comm.gather(msgs, n_bits=n_bits)
+            return self.comm.gather(msgs, n_bits=n_bits, n_bytes=n_bytes)
         return self.comm.gather(msgs)
 
     # -- per-round book-keeping
