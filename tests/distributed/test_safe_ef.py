@@ -628,7 +628,8 @@ msg, _ = enc.roundtrip(np.arange(31.0) - 15)
 got = Message(bytes(msg.payload), msg.n_bits)  # as a receiver gets it
 enc.decode(got)
 enc.decode_sum([got, got], np.zeros(31))
-print(before == [len(k.signatures) for k in kernels], len(levels_kernels.levels_decode_many.signatures))
+after = [len(k.signatures) for k in kernels]
+print(before == after, len(levels_kernels.levels_decode_many.signatures))
 """
 
 
