@@ -16,6 +16,12 @@ model update. Bits are those of the real encoded messages, counted per worker pe
   Safe-EF were chosen by the ``--search`` grid (median over seeds 0..4), never on the
   evaluation seeds.
 
+* Wall time under ``mpiexec -n 4`` (unless ``--no-mpi``): one job runs the dense float16
+  method and Safe-EF tuned for rounds to the P1 target on every held-out seed, alternating
+  (twice per seed in the full run); the claim is the median of the per-seed ratios of the
+  methods' timed rounds (set-up, compilation and the monitor excluded). The kernels' compile
+  seconds (fresh process, empty numba cache) and cache-load seconds are reported apart.
+
     python benchmarks/safe_ef.py --quick --json out/safe_ef.json
 
 Targets: P1 gap <= 0.01 (absolute), P2 relative gap (f - f*)/(f(x0) - f*) <= 0.3, P3 relative
