@@ -17,9 +17,10 @@ The MPI run also gives identical iterates (checked).
 The projection to 16 ranks (one worker per rank) uses what was measured: the compute of one
 worker per round ``C_w`` and the server's per round ``C_s`` (one process, timed around the
 workers' calls), the collectives per round (four: one ``Gatherv`` per gather, the messages'
-sizes being agreed, one ``Bcast`` per broadcast) each costing ``alpha log2(K)`` with ``alpha`` taken from the 2-rank run
-(what it spent beyond its compute, per collective), and the bits of a round on a link of
-``--bandwidth`` bit/s (the root receives all uplinks). It is a model, stated as such.
+sizes being agreed, one ``Bcast`` per broadcast) each costing ``alpha log2(K)`` with
+``alpha`` taken from the 2-rank run (what it spent beyond its compute, per collective), and
+the bits of a round on a link of ``--bandwidth`` bit/s (the root receives all uplinks). It
+is a model, stated as such.
 
     python benchmarks/distributed_ranks.py --quick --json out/ranks.json
 """
