@@ -16,10 +16,11 @@ The MPI run also gives identical iterates (checked).
 
 The projection to 16 ranks (one worker per rank) uses what was measured: the compute of one
 worker per round ``C_w`` and the server's per round ``C_s`` (one process, timed around the
-workers' calls), the collectives per round (six: two ``Gatherv`` per gather, one ``Bcast``
-per broadcast) each costing ``alpha log2(K)`` with ``alpha`` taken from the 2-rank run
-(what it spent beyond its compute, per collective), and the bits of a round on a link of
-``--bandwidth`` bit/s (the root receives all uplinks). It is a model, stated as such.
+workers' calls), the collectives per round (four: one ``Gatherv`` per gather, the messages'
+sizes being agreed, one ``Bcast`` per broadcast) each costing ``alpha log2(K)`` with
+``alpha`` taken from the 2-rank run (what it spent beyond its compute, per collective), and
+the bits of a round on a link of ``--bandwidth`` bit/s (the root receives all uplinks). It
+is a model, stated as such.
 
     python benchmarks/distributed_ranks.py --quick --json out/ranks.json
 """
@@ -51,6 +52,7 @@ from sparsecert.distributed.options import RunOptions  # noqa: E402
 from sparsecert.distributed.safe_ef import safe_ef  # noqa: E402
 
 N_WORKERS, ROWS, DIM = 16, 4000, 200
+COLLECTIVES = 4  # per Safe-EF round: a Gatherv per gather (sizes agreed), a Bcast per broadcast
 
 
 class HeavyWorker:
@@ -161,11 +163,11 @@ def main(argv=None) -> int:
         c_w = float(np.median(worker_s)) / rounds  # one worker's subgradient per round
         c_s = max(per_round_one - N_WORKERS * c_w, 0.0)  # everything else (server, encoders)
         per_round_two = float(np.median(two)) / rounds
-        alpha = max(per_round_two - (N_WORKERS / 2 * c_w + c_s), 0.0) / 6
+        alpha = max(per_round_two - (N_WORKERS / 2 * c_w + c_s), 0.0) / COLLECTIVES
         bits_round = bits / rounds
         proj = {}
         for k in (1, 2, 4, 8, 16):
-            comm_s = 0.0 if k == 1 else 6 * alpha * math.log2(k) + \
+            comm_s = 0.0 if k == 1 else COLLECTIVES * alpha * math.log2(k) + \
                 bits_round * N_WORKERS / args.bandwidth
             proj[k] = math.ceil(N_WORKERS / k) * c_w + c_s + comm_s
         results.update(one_process_s=one, two_ranks_s=two, identical_iterates=bool(same),

@@ -282,8 +282,12 @@ def test_mpicomm_semantics_under_mpiexec(n_workers, mpiexec):
     [
         ["--problem", "P3", "--compressor", "randk", "--k", "3", "--gamma", "0.5"],
         ["--problem", "P3", "--method", "ef21_switching", "--compressor", "topk", "--k", "2"],
+        # 1-bit levels of a top-5 both ways: messages whose parts are padded to bytes
+        ["--problem", "P3", "--compressor", "levels", "--k", "5", "--level-bits", "1",
+         "--downlink-k", "5", "--downlink-level-bits", "1", "--index-code", "enumerative",
+         "--value-dtype", "float16"],
     ],
-    ids=["safe_ef-randk", "ef21-topk"],
+    ids=["safe_ef-randk", "ef21-topk", "safe_ef-levels"],
 )
 @pytest.mark.timeout(300)
 def test_simcomm_and_mpicomm_identical_iterates(tmp_path, extra, mpiexec):
@@ -409,3 +413,83 @@ def test_fair_federated_example_under_mpiexec_matches_one_process(tmp_path, mpie
     assert table(mpi.stdout) == table(sim.stdout)
     assert "3 MPI processes" in mpi.stdout
     assert (tmp_path / "mpi" / "fair_federated_logistic.png").exists()
+
+
+def test_gather_of_agreed_size_checks_every_message():
+    comm = SimComm(3)
+    msgs = {i: Message(bytes([i, 1, 2]), 20) for i in range(3)}
+    got = comm.gather(msgs, n_bits=20)
+    assert [m.payload for m in got] == [bytes([i, 1, 2]) for i in range(3)]
+    np.testing.assert_array_equal(comm.traffic.up_sent, [20, 20, 20])
+    with pytest.raises(ValueError, match="worker 1's message has 21 bits"):
+        comm.gather({0: Message(b"abc", 20), 1: Message(b"abc", 21), 2: Message(b"abc", 20)},
+                    n_bits=20)
+    with pytest.raises(ValueError, match="in 4 bytes"):  # the bits agree, the bytes do not
+        comm.gather({i: Message(b"abcd", 20) for i in range(3)}, n_bits=20)
+
+
+_FIXED_GATHER = r"""
+import json, sys
+from mpi4py import MPI
+from sparsecert.distributed.comm import MPIComm, Message, SimComm
+
+
+class Counting:
+    def __init__(self, comm):
+        self._c, self.calls = comm, {}
+
+    def __getattr__(self, name):
+        attr = getattr(self._c, name)
+        if not callable(attr) or name.startswith("Get_"):
+            return attr
+
+        def call(*a, **k):
+            self.calls[name] = self.calls.get(name, 0) + 1
+            return attr(*a, **k)
+        return call
+
+
+def script(comm):
+    got = comm.gather({i: Message(bytes([i, 9, 4]), 17 + 3) for i in comm.local_workers},
+                      n_bits=20)
+    comm.broadcast(Message(b"z", 3) if comm.is_root else None)
+    return dict(got=None if got is None else [[m.payload.hex(), m.n_bits] for m in got],
+                traffic=comm.traffic.as_dict())
+
+
+n = int(sys.argv[1])
+probe = Counting(MPI.COMM_WORLD)
+rec = script(MPIComm(n, seed=0, comm=probe))
+rec["calls"] = probe.calls
+allrec = MPI.COMM_WORLD.gather(rec, root=0)
+if MPI.COMM_WORLD.Get_rank() == 0:
+    print("JSON" + json.dumps({"mpi": allrec, "sim": script(SimComm(n, seed=0))}))
+"""
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.mpi
+@pytest.mark.parametrize("n_workers", [5, 2], ids=["5-workers", "2-workers-one-idle-rank"])
+def test_mpicomm_gather_of_agreed_size_is_one_collective(n_workers, mpiexec):
+    """With the size agreed, a gather is one ``Gatherv`` of the bytes (no lengths travel),
+    the root gets SimComm's messages in worker order and every process counts its traffic."""
+    proc = _run_mpi(mpiexec, ["-c", _FIXED_GATHER, str(n_workers)], n=3)
+    both = json.loads([ln for ln in proc.stdout.splitlines() if ln.startswith("JSON")][0][4:])
+    recs, sim = both["mpi"], both["sim"]
+    assert recs[0]["got"] == sim["got"] == [[bytes([i, 9, 4]).hex(), 20]
+                                            for i in range(n_workers)]
+    for r in recs:
+        assert r["calls"] == {"Gatherv": 1, "Bcast": 1}
+        for key in ("up_sent", "server_received", "down_received", "rounds"):
+            assert r["traffic"][key] == sim["traffic"][key], key
+
+
+def test_gather_of_agreed_size_takes_padded_bytes():
+    comm = SimComm(2)
+    got = comm.gather({i: Message(bytes([i, 0, 0]), 12) for i in range(2)}, n_bits=12,
+                      n_bytes=3)
+    assert [m.n_bits for m in got] == [12, 12]
+    with pytest.raises(ValueError, match="in 3 bytes"):
+        comm.gather({i: Message(bytes([i, 0, 0]), 12) for i in range(2)}, n_bits=12)
+    with pytest.raises(ValueError, match="do not fit"):
+        comm.gather({i: Message(b"", 0) for i in range(2)}, n_bits=12, n_bytes=1)

@@ -436,3 +436,90 @@ def test_enumerative_code_compiled_int64_path_equals_the_big_integer_path():
             assert np.array_equal(fast.decode(data), idx)
             assert np.array_equal(slow.decode(data), idx)
     assert SubsetCode(200, 40, "enumerative")._table is None  # C(200, 40) > 2^62
+
+
+def _slow_levels(enc: TopKLevels) -> TopKLevels:
+    """The same encoder with the message-by-message Python decoding (no rank table)."""
+    import copy
+
+    slow = copy.deepcopy(enc)
+    slow._subsets._table = None
+    return slow
+
+
+@pytest.mark.parametrize("d, k, bits", [(31, 8, 2), (31, 5, 1), (200, 10, 2), (7, 7, 6)])
+def test_topk_levels_compiled_decoding_equals_message_by_message(d, k, bits):
+    """decode and decode_sum (one compiled call for a round's messages) give exactly what
+    the Python path gives: the same values and signs of zero, and a round's sum is the sum of
+    the decoded vectors added in order (the server's mean)."""
+    enc = TopKLevels(d, k, bits)
+    slow = _slow_levels(enc)
+    rng = np.random.default_rng(d * k + bits)
+    for _ in range(30):
+        # levels rounding to 0 on negative entries give -0.0 values
+        msgs = [enc.encode(rng.standard_normal(d) * np.where(rng.random(d) < 0.3, 1e-3, 1.0))
+                for _ in range(10)]
+        for m in msgs:
+            a, b = enc.decode(m), slow.decode(m)
+            assert np.array_equal(a, b) and np.array_equal(np.signbit(a), np.signbit(b))
+        ref = np.zeros(d)
+        for m in msgs:
+            ref = ref + slow.decode(m)
+        out = np.zeros(d)
+        enc.decode_sum(msgs, out)
+        assert np.array_equal(out, ref) and np.array_equal(np.signbit(out), np.signbit(ref))
+    fixed = TopKLevels(d, k, bits, index_code="fixed")  # no compiled path: the generic sum
+    msgs = [fixed.encode(rng.standard_normal(d)) for _ in range(3)]
+    out = np.zeros(d)
+    fixed.decode_sum(msgs, out)
+    assert np.array_equal(out, fixed.decode(msgs[0]) + fixed.decode(msgs[1])
+                          + fixed.decode(msgs[2]))
+
+
+def test_topk_levels_compiled_decoding_refuses_a_corrupt_rank():
+    enc = TopKLevels(31, 8, 2)
+    good = enc.encode(np.arange(31.0))
+    nidx = -(-enc._subsets.bits // 8)
+    bad = Message(good.payload[:-nidx] + b"\xff" * nidx, good.n_bits)  # rank >= C(31, 8)
+    with pytest.raises(ValueError, match="rank out of range"):
+        enc.decode(bad)
+    out = np.zeros(31)
+    with pytest.raises(ValueError, match="message 1: subset rank out of range"):
+        enc.decode_sum([good, bad], out)
+    with pytest.raises(ValueError, match="carry"):
+        enc.decode_sum([good, Message(good.payload, good.n_bits - 1)], out)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+def test_identity_decode_sum_is_the_sum_in_order(dtype):
+    enc = Identity(13, dtype)
+    rng = np.random.default_rng(3)
+    msgs = [enc.encode(rng.standard_normal(13) * 10.0 ** rng.integers(-3, 3))
+            for _ in range(7)]
+    ref = np.full(13, 0.5)
+    for m in msgs:
+        ref = ref + enc.decode(m)
+    out = np.full(13, 0.5)
+    enc.decode_sum(msgs, out)
+    assert np.array_equal(out, ref)
+    with pytest.raises(ValueError, match="must carry"):
+        enc.decode_sum([Message(b"\x00" * 4, 32)], out)
+
+
+def test_message_bytes_is_the_payload_length_of_every_fixed_size_encoder():
+    """What a gather of agreed sizes relies on: every message of a fixed-size encoder has
+    message_bits bits in message_bytes bytes (parts padded to bytes included)."""
+    from sparsecert.distributed.compress import TopKTernary
+
+    rng = np.random.default_rng(5)
+    encs = [TopKLevels(31, 5, 1), TopKLevels(31, 8, 2, index_code="fixed"),
+            TopKTernary(31, 5), TopKTernary(200, 9, index_code="enumerative"),
+            TopK(31, 3, value_dtype="float16", index_code="enumerative"), Identity(7, "float16"),
+            RandK(31, 4), RandomQuantizer(31, 3)]
+    for enc in encs:
+        assert enc.message_bits is not None, enc
+        for _ in range(5):
+            m = enc.encode(rng.standard_normal(enc.dim), rng)
+            assert (m.n_bits, len(m.payload)) == (enc.message_bits, enc.message_bytes), enc
+    # padded parts: 44 bits in 7 bytes (scale, 10 bits of codes in 2 bytes, 18-bit rank in 3)
+    assert (TopKLevels(31, 5, 1).message_bits, TopKLevels(31, 5, 1).message_bytes) == (44, 7)

@@ -483,3 +483,31 @@ def test_example_keeps_each_shard_on_its_rank_and_matches_simcomm(tmp_path, mpie
     np.testing.assert_array_equal(a["up"], b["up"])
     np.testing.assert_array_equal(a["down"], b["down"])
     assert a["up"][0] > 0
+
+
+def test_history_seconds_count_the_rounds_not_the_records(monkeypatch):
+    """``seconds`` counts the rounds and leaves the records out: on a fake clock that one
+    master step advances by 1 and one monitor call by 100, record ``t`` reads exactly ``t``."""
+    import types
+
+    from sparsecert.distributed.dtzo import algorithm as alg
+
+    clock = types.SimpleNamespace(now=0.0)
+    monkeypatch.setattr(alg, "time", types.SimpleNamespace(perf_counter=lambda: clock.now))
+    master = alg.solve_master
+
+    def timed_master(*a, **k):
+        clock.now += 1.0
+        return master(*a, **k)
+
+    monkeypatch.setattr(alg, "solve_master", timed_master)
+    p = make_p1(n_workers=2, seed=0)
+
+    def slow(z):
+        clock.now += 100.0
+        return p.metrics(z)
+
+    cfg = DTZOConfig(n_iter=6, T=4, T1=8, lr=0.2, eta3=0.2, eta2=0.2)
+    h = dtzo(p, SimComm(2, seed=0), cfg, monitor=slow).history
+    np.testing.assert_array_equal(h["seconds"], h["iter"])
+    assert h["iter"].tolist() == [0, 1, 2, 3, 4, 5, 6]

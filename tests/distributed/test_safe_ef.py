@@ -610,3 +610,39 @@ def test_float16_scalars_and_values():
     with pytest.raises(ValueError, match="scalar_dtype"):
         safe_ef([big] * 2, np.zeros(d), TopK(d, 1), 0.1, 3,
                 options=RunOptions(scalar_dtype="float16"))
+
+
+_WARM = r"""
+import numpy as np
+from numba.core.registry import CPUDispatcher
+from sparsecert.distributed import bitstream, levels_kernels, subsets
+from sparsecert.distributed.comm import Message
+from sparsecert.distributed.compress import TopKLevels
+from sparsecert.distributed.safe_ef.run import _check_compressor
+
+kernels = [f for m in (bitstream, levels_kernels, subsets) for f in vars(m).values()
+           if isinstance(f, CPUDispatcher)]
+enc = _check_compressor(TopKLevels(31, 8, 2, index_code="enumerative"), 31)
+before = [len(k.signatures) for k in kernels]
+msg, _ = enc.roundtrip(np.arange(31.0) - 15)
+got = Message(bytes(msg.payload), msg.n_bits)  # as a receiver gets it
+enc.decode(got)
+enc.decode_sum([got, got], np.zeros(31))
+after = [len(k.signatures) for k in kernels]
+print(before == after, len(levels_kernels.levels_decode_many.signatures))
+"""
+
+
+@pytest.mark.timeout(120)
+def test_compressor_check_compiles_the_decoders_too():
+    """The set-up runs the encoder both ways, so that no kernel of the receivers' decoding
+    compiles (or loads from numba's cache) inside a run's timed rounds (a fresh process: no
+    kernel was used before)."""
+    import os
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-c", _WARM], capture_output=True, text=True,
+                          timeout=110, env=dict(os.environ))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip() == "True 1"

@@ -26,12 +26,18 @@ Encodings (no headers: ``d``, ``k`` and the value type are agreed in advance):
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 from numba import njit
 
 from sparsecert.distributed.bitstream import pack_uints, unpack_uints
 from sparsecert.distributed.encoder import Encoder, check_vector
-from sparsecert.distributed.levels_kernels import levels_decode, levels_encode
+from sparsecert.distributed.levels_kernels import (
+    levels_decode,
+    levels_decode_many,
+    levels_encode,
+)
 from sparsecert.distributed.message import Message
 from sparsecert.distributed.quantize import RandomQuantizer
 from sparsecert.distributed.subsets import SubsetCode
@@ -238,6 +244,10 @@ class TopKTernary(Encoder):
     def message_bits(self) -> int:
         return 32 + self.k + self._subsets.bits
 
+    @property
+    def message_bytes(self) -> int:
+        return 4 + -(-self.k // 8) + self._subsets.nbytes
+
     def _parts(self, v: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.float32]:
         v = check_vector(v, self.dim)
         idx = topk_indices(v, self.k)
@@ -333,6 +343,10 @@ class TopKLevels(Encoder):
     def message_bits(self) -> int:
         return 16 + self.k * (1 + self.bits) + self._subsets.bits
 
+    @property
+    def message_bytes(self) -> int:
+        return 2 + self._ncode + self._subsets.nbytes
+
     def _encode(self, v: np.ndarray) -> tuple[Message, np.ndarray]:
         v = check_vector(v, self.dim)
         idx = np.empty(self.k, dtype=np.int64)
@@ -355,12 +369,42 @@ class TopKLevels(Encoder):
         if not isinstance(msg, Message) or msg.n_bits != self.message_bits:
             raise ValueError(f"TopKLevels message must carry {self.message_bits} bits")
         data = msg.payload
-        idx = self._subsets.decode(data[2 + self._ncode:])
         out = np.zeros(self.dim)
+        if self._decode_many(bytes(data), 1, out, False):
+            return out
+        idx = self._subsets.decode(data[2 + self._ncode:])
         levels_decode(np.frombuffer(data, dtype=np.uint8, count=self._ncode, offset=2),
                       self.k, self.bits, int.from_bytes(data[:2], "little"), idx, out,
                       False, 1.0)
         return out
+
+    def _decode_many(self, data: bytes, n: int, out: np.ndarray, add: bool) -> bool:
+        """The compiled decoding of ``n`` messages laid end to end in ``data`` (enumerative
+        index code with int64 ranks only); False when this encoder has no such path."""
+        table = self._subsets._table
+        if table is None or self.index_code != "enumerative":
+            return False
+        size = self.message_bytes
+        if len(data) != n * size:
+            raise ValueError(f"TopKLevels messages must carry {self.message_bits} bits")
+        err = levels_decode_many(np.frombuffer(data, dtype=np.uint8), n, size, self.k,
+                                 self.bits, self._ncode, self._subsets.bits, table, out, add)
+        if err < 0:
+            raise ValueError(f"corrupt sparse message {-1 - err}: subset rank out of range")
+        return True
+
+    def _check_all(self, msgs: Sequence[Message]) -> None:
+        for msg in msgs:
+            if not isinstance(msg, Message) or msg.n_bits != self.message_bits:
+                raise ValueError(f"TopKLevels message must carry {self.message_bits} bits")
+
+    def decode_sum(self, msgs: Sequence[Message], out: np.ndarray) -> None:
+        """``out += decode(m)`` for every message in turn, in one compiled call (the same
+        sums; a corrupt message raises)."""
+        self._check_all(msgs)
+        if out.dtype != np.float64 or out.shape != (self.dim,) or not self._decode_many(
+                b"".join(bytes(m.payload) for m in msgs), len(msgs), out, True):
+            super().decode_sum(msgs, out)
 
     def __repr__(self) -> str:
         return (f"TopKLevels(dim={self.dim}, k={self.k}, bits={self.bits}, "
@@ -449,6 +493,18 @@ class Identity(Encoder):
             out += vals
         else:
             out += scale * vals.astype(np.float64)
+
+    def decode_sum(self, msgs: Sequence[Message], out: np.ndarray) -> None:
+        """``out += decode(m)`` for every message in turn: the payloads read and widened as
+        one array, then added row after row (the same sums)."""
+        for m in msgs:
+            self._check_msg(m)
+        if not msgs:
+            return
+        rows = np.frombuffer(b"".join(bytes(m.payload) for m in msgs),
+                             dtype=self._dt).reshape(len(msgs), self.dim).astype(np.float64)
+        for row in rows:
+            out += row
 
     def __repr__(self) -> str:
         return f"Identity(dim={self.dim}, value_dtype={self.value_dtype!r})"

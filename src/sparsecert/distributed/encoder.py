@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import copy
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -77,6 +78,13 @@ class Encoder(ABC):
         """Exact size in bits of every message, or ``None`` when it depends on the content."""
         return None
 
+    @property
+    def message_bytes(self) -> int | None:
+        """Bytes of the payload of every message when :attr:`message_bits` is fixed (its bits
+        rounded up to whole bytes, unless the encoder pads its parts to bytes), else None."""
+        fixed = self.message_bits
+        return None if fixed is None else -(-fixed // 8)
+
     @abstractmethod
     def encode(self, v: np.ndarray, rng: np.random.Generator | None = None) -> Message:
         """Encode ``C(v)`` as a bitstream; ``rng`` is required by randomized encoders."""
@@ -96,6 +104,13 @@ class Encoder(ABC):
         """``out += scale * decode(msg)`` (in place; encoders may fuse the two)."""
         out += scale * self.decode(msg)
 
+    def decode_sum(self, msgs: Sequence[Message], out: np.ndarray) -> None:
+        """``out += decode(m)`` for every message of ``msgs`` in turn (in place; the same
+        floating-point sums as adding the decoded vectors one after the other; encoders may
+        fuse the loop)."""
+        for m in msgs:
+            out += self.decode(m)
+
     def clone(self) -> Encoder:
         """An independent copy (e.g. a receiver's decoder for one sender)."""
         return copy.deepcopy(self)
@@ -110,7 +125,7 @@ class Encoder(ABC):
         if not isinstance(msg, Message):
             raise TypeError("decode expects a sparsecert.distributed.comm.Message")
         fixed = self.message_bits
-        if fixed is not None and (msg.n_bits != fixed or len(msg.payload) != -(-fixed // 8)):
+        if fixed is not None and (msg.n_bits != fixed or len(msg.payload) != self.message_bytes):
             raise ValueError(
                 f"{type(self).__name__} message must carry {fixed} bits, got "
                 f"{msg.n_bits} bits in {len(msg.payload)} bytes"

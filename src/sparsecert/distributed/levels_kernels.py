@@ -9,8 +9,9 @@ import numpy as np
 from numba import njit
 
 from sparsecert.distributed.bitstream import pack_codes, unpack_codes
+from sparsecert.distributed.subsets import _unrank64
 
-__all__ = ["levels_encode", "levels_decode"]
+__all__ = ["levels_encode", "levels_decode", "levels_decode_many"]
 
 
 @njit(cache=True, nogil=True)
@@ -88,3 +89,45 @@ def levels_decode(buf, k, bits, scale_code, idx, out, add, factor):  # pragma: n
             out[idx[j]] += factor * val
         else:
             out[idx[j]] = val
+
+
+@njit(cache=True, nogil=True)
+def levels_decode_many(data, n, size, k, bits, ncode, nbits_idx, table, out,
+                       add):  # pragma: no cover - compiled
+    """Decode ``n`` messages of ``size`` bytes each, laid end to end in ``data`` (scale code,
+    packed signs and levels, enumerative index rank with ``table[j, c] = C(c, j)``), in
+    order: ``add`` adds every kept value into ``out`` (message after message, the sums of
+    decoding each one and adding it; 0-valued coordinates add nothing), otherwise writes
+    them (``n = 1``: ``out`` zeroed first by the caller). Returns -1 - m for the first
+    message ``m`` whose rank is out of range (nothing of it or later ones written), else 0.
+    """
+    d = out.size
+    nb_idx = (nbits_idx + 7) // 8
+    shift = 8 * nb_idx - nbits_idx
+    codes = np.empty(k, dtype=np.uint8)
+    idx = np.empty(k, dtype=np.int64)
+    L = (1 << bits) - 1
+    mask = np.int64(L)
+    for m in range(n):
+        base = m * size
+        scale_code = np.int64(data[base]) | (np.int64(data[base + 1]) << 8)
+        r = np.uint64(0)
+        for b in range(nb_idx):
+            r = (r << np.uint64(8)) | np.uint64(data[base + 2 + ncode + b])
+        rank = np.int64(r >> np.uint64(shift))
+        if rank >= table[k, d]:
+            return -1 - m
+        _unrank64(rank, k, d, table, idx)
+        s = _from_bfloat16(scale_code)
+        unpack_codes(data[base + 2:base + 2 + ncode], 0, 1 + bits, codes)
+        for j in range(k):
+            c = np.int64(codes[j])
+            val = (c & mask) * (s / L)
+            if c >> bits:
+                val = -val
+            if add:
+                out[idx[j]] += val
+            else:
+                out[idx[j]] = val
+    return 0
+

@@ -64,7 +64,7 @@ communicator), so SimComm and MPIComm give identical iterates.
 
 
 from sparsecert.distributed.comm.mpi import MPIComm, mpi_available
-from sparsecert.distributed.comm.protocol import Communicator, build_local
+from sparsecert.distributed.comm.protocol import BaseComm, Communicator, build_local
 from sparsecert.distributed.comm.sim import SimComm
 from sparsecert.distributed.comm.traffic import BitStats, Traffic
 from sparsecert.distributed.message import (
@@ -82,6 +82,7 @@ __all__ = [
     "Traffic",
     "BitStats",
     "Communicator",
+    "BaseComm",
     "SimComm",
     "MPIComm",
     "build_local",

@@ -99,7 +99,8 @@ class MPIComm(BaseComm):
         Install :func:`install_abort_hook`: an uncaught exception on any rank ends the whole
         job with a one-line error instead of leaving the other ranks waiting.
 
-    Collectives per exchange: ``gather`` two ``Gatherv`` (lengths, bytes); ``broadcast`` one
+    Collectives per exchange: ``gather`` two ``Gatherv`` (lengths, bytes), one (the bytes)
+    when the caller gives the agreed size (``n_bits``, ``n_bytes``); ``broadcast`` one
     ``Bcast`` of a buffer holding the lengths and the bytes (a second one only when a message
     outgrows the buffer, which then grows); ``allgather`` two ``Allgatherv``; ``allreduce`` an
     ``Allgather`` of shapes and an ``Allgatherv``. The uplink bits of other ranks' workers,
@@ -171,25 +172,48 @@ class MPIComm(BaseComm):
         return int(sum(msgs[i].n_bits for i in self._local))
 
     # -- exchanges
-    def gather(self, local: Mapping[int, Message]) -> list[Message] | None:
+    def _gather_framed(self, msgs: Mapping[int, Message]
+                       ) -> tuple[list[Message] | None, np.ndarray | None]:
+        """Messages of any sizes: a ``Gatherv`` of the lengths, then one of the bytes."""
         MPI = self._MPI
-        msgs = self._check_local(local, "gather")
         head, data = self._pack(msgs)
         hcounts, hdispl = self._head_layout()
-        root = self.rank == 0
-        rhead = np.empty(sum(hcounts), dtype=np.int64) if root else None
-        self._comm.Gatherv(head.ravel(), [rhead, hcounts, hdispl, MPI.INT64_T] if root else None,
-                           root=0)
-        if root:
-            rhead = rhead.reshape(-1, 2)
-            bcounts, bdispl = self._byte_layout(rhead)
-            rdata = np.empty(sum(bcounts), dtype=np.uint8)
-            self._comm.Gatherv(data, [rdata, bcounts, bdispl, MPI.BYTE], root=0)
-            out = self._unpack(rhead, rdata)
-            bits = np.array([m.n_bits for m in out], dtype=np.int64)
-        else:
+        if self.rank != 0:
+            self._comm.Gatherv(head.ravel(), None, root=0)
             self._comm.Gatherv(data, None, root=0)
-            out = None
+            return None, None
+        rhead = np.empty(sum(hcounts), dtype=np.int64)
+        self._comm.Gatherv(head.ravel(), [rhead, hcounts, hdispl, MPI.INT64_T], root=0)
+        rhead = rhead.reshape(-1, 2)
+        bcounts, bdispl = self._byte_layout(rhead)
+        rdata = np.empty(sum(bcounts), dtype=np.uint8)
+        self._comm.Gatherv(data, [rdata, bcounts, bdispl, MPI.BYTE], root=0)
+        out = self._unpack(rhead, rdata)
+        return out, np.array([m.n_bits for m in out], dtype=np.int64)
+
+    def gather(self, local: Mapping[int, Message], n_bits: int | None = None,
+               n_bytes: int | None = None) -> list[Message] | None:
+        MPI = self._MPI
+        msgs = self._check_local(local, "gather")
+        nbytes = self._check_size(msgs, n_bits, n_bytes)
+        root = self.rank == 0
+        if nbytes is not None:  # sizes agreed in advance: one Gatherv of the bytes alone
+            data = np.frombuffer(b"".join(bytes(msgs[i].payload) for i in self._local),
+                                 dtype=np.uint8)
+            counts = [nbytes * len(ids) for ids in self._by_rank]
+            if root:
+                displ = list(np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(int))
+                rdata = np.empty(sum(counts), dtype=np.uint8)
+                self._comm.Gatherv(data, [rdata, counts, displ, MPI.BYTE], root=0)
+                rhead = np.empty((self.n_workers, 2), dtype=np.int64)
+                rhead[:, 0], rhead[:, 1] = n_bits, nbytes
+                out = self._unpack(rhead, rdata)
+                bits = np.full(self.n_workers, n_bits, dtype=np.int64)
+            else:
+                self._comm.Gatherv(data, None, root=0)
+                out = None
+        else:
+            out, bits = self._gather_framed(msgs)
         # The root counts every worker's uplink now; the other processes count their own
         # workers' bits when the next broadcast brings the root's counts (no extra collective).
         t = self.traffic

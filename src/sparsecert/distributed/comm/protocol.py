@@ -53,9 +53,12 @@ class Communicator(Protocol):
         """The worker's own random generator (same stream whichever communicator runs)."""
         ...
 
-    def gather(self, local: Mapping[int, Message]) -> list[Message] | None:
+    def gather(self, local: Mapping[int, Message], n_bits: int | None = None,
+               n_bytes: int | None = None) -> list[Message] | None:
         """Uplink: one message per local worker; the root gets all of them in worker order,
-        other processes ``None``."""
+        other processes ``None``. ``n_bits``: every message has exactly this many bits in
+        ``n_bytes`` bytes (default ``ceil(n_bits / 8)``), agreed in advance by every process
+        (a message of another size is a ``ValueError``); the lengths need not travel."""
         ...
 
     def allgather(self, local: Mapping[int, Message]) -> list[Message]:
@@ -155,6 +158,28 @@ class BaseComm:
                 f"{what} expects one message from each local worker {list(expected)}, got {got}"
             )
         return {i: _as_message(local[i]) for i in expected}
+
+    @staticmethod
+    def _check_size(msgs: Mapping[int, Message], n_bits: int | None,
+                    n_bytes: int | None) -> int | None:
+        """The agreed bytes of a message (``n_bytes``, default ``ceil(n_bits / 8)``) after
+        checking that every message has ``n_bits`` bits in that many bytes (None: sizes not
+        fixed)."""
+        if n_bits is None:
+            if n_bytes is not None:
+                raise ValueError("n_bytes needs n_bits")
+            return None
+        if isinstance(n_bits, bool) or int(n_bits) != n_bits or n_bits < 0:
+            raise ValueError(f"n_bits must be a non-negative integer, got {n_bits!r}")
+        nbytes = -(-int(n_bits) // 8) if n_bytes is None else int(n_bytes)
+        if nbytes * 8 < n_bits:
+            raise ValueError(f"{n_bits} bits do not fit in n_bytes={n_bytes}")
+        for i, m in msgs.items():
+            if m.n_bits != n_bits or len(m.payload) != nbytes:
+                raise ValueError(f"worker {i}'s message has {m.n_bits} bits in "
+                                 f"{len(m.payload)} bytes; the exchange agreed on {n_bits} "
+                                 f"bits in {nbytes} bytes")
+        return nbytes
 
     def _check_values(self, local: Mapping[int, Any]) -> dict[int, np.ndarray]:
         expected = self.local_workers

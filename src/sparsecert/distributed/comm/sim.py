@@ -24,8 +24,10 @@ class SimComm(BaseComm):
         Seed of the per-worker random generators (``SeedSequence(seed).spawn``).
     """
 
-    def gather(self, local: Mapping[int, Message]) -> list[Message]:
+    def gather(self, local: Mapping[int, Message], n_bits: int | None = None,
+               n_bytes: int | None = None) -> list[Message]:
         msgs = self._check_local(local, "gather")
+        self._check_size(msgs, n_bits, n_bytes)
         out = [msgs[i] for i in range(self.n_workers)]
         self._count_uplink(out, to_server=True)
         return out

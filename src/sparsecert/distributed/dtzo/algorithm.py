@@ -60,6 +60,7 @@ The shared protocol, result record and oracle live in
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -425,6 +426,7 @@ class _DTZO:
     def run(self) -> DTZOResult:
         cfg, comm = self.cfg, self.comm
         hist: dict[str, list[float]] = {}
+        self._start, self._paused = time.perf_counter(), 0.0
         self._record(hist, 0)
         for t in range(cfg.n_iter):
             if t < cfg.T1 and t % cfg.T == 0:
@@ -467,6 +469,9 @@ class _DTZO:
         return res
 
     def _record(self, hist: dict[str, list[float]], t: int) -> None:
+        """One history row; its ``seconds`` are the run's wall seconds on this process so
+        far, the records themselves (monitor, reductions) excluded."""
+        t0 = time.perf_counter()
         z = self.z[None, :]
         f1 = {j: float(self.oracle.values(1, j, z, monitor=True)[0])
               for j in self.comm.local_workers}
@@ -478,7 +483,9 @@ class _DTZO:
                "full_frames": self.jac.stats.full}
         if self.monitor is not None:
             row.update(self.monitor(self.z.copy()))
+        row["seconds"] = t0 - self._start - self._paused
         record_row(hist, row)
+        self._paused += time.perf_counter() - t0
 
 
 def dtzo(problem: TrilevelProblem, comm: Communicator, config: DTZOConfig | None = None,

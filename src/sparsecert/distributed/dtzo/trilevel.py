@@ -110,7 +110,9 @@ class DTZOResult:
         ``consensus_error`` (``max_j ||z_j - z||``), ``f1`` (the level-1 objective at the
         consensus point, a reduction of the workers' values; not counted in ``queries``), the
         method's own counters (``cut_queries``, ``n_cuts3``, ``n_cuts2``, ``cuts_dropped``,
-        ...) and the monitor's entries.
+        ..., and for the DTZO-style method and its first-order reference ``seconds``, the
+        run's wall seconds on this process so far, records excluded) and the monitor's
+        entries.
     method : str
     n_queries, n_grad_calls : int
     bits_up, bits_down : float

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from sparsecert.distributed.comm import (
+    BaseComm,
     Communicator,
     Message,
     SimComm,
@@ -193,10 +194,20 @@ def _check_compressor(comp: Compressor, d: int, name: str = "compressor") -> Com
                          "every worker's message with one decoder; use a stateless encoder")
     if comp.dim != d:
         raise ValueError(f"{name}.dim={comp.dim} does not match the dimension {d} of x0")
-    # warm-up (numba kernels compile or load here, not in the timed rounds); a throwaway
-    # generator, so no worker's stream is touched
-    comp.clone().roundtrip(np.linspace(-1.0, 1.0, d), np.random.default_rng(0))
+    warm_up(comp)
     return comp
+
+
+def warm_up(comp: Compressor) -> None:
+    """Run a copy of ``comp`` once both ways (encode, round trip, decode of the bytes as a
+    receiver gets them) so that its compiled kernels compile, or load from numba's cache,
+    here and not inside a run's timed rounds; a throwaway generator, so no worker's stream is
+    touched."""
+    c = comp.clone()
+    v = np.linspace(-1.0, 1.0, c.dim)
+    msg = c.encode(v, np.random.default_rng(0))
+    c.roundtrip(v, np.random.default_rng(0))
+    c.decode(Message(bytes(msg.payload), msg.n_bits))
 
 
 def common_params(gamma: float, c: float, n_rounds: int) -> tuple[float, float, int]:
@@ -378,7 +389,8 @@ class _Run:
             if not np.all(np.isfinite(q)):
                 raise ValueError(f"worker {i} returned a non-finite constraint value {q}")
             msgs[i] = _encode_floats(q, dt)
-        got = self.comm.gather(msgs)
+        nb = self.cons.m * np.dtype(dt).itemsize
+        got = self._gather(msgs, 8 * nb, nb)
         if got is None:
             return None
         return _server_mean([decode_dense(m, dt) for m in got])
@@ -446,8 +458,21 @@ class _Run:
     def uplink(self, msgs: dict[int, Message], decoder: Compressor) -> np.ndarray | None:
         """Gather the compressed vectors; the server's mean of the decoded ones (None off
         the root)."""
-        got = self.comm.gather(msgs)
-        return None if got is None else _server_mean([decoder.decode(m) for m in got])
+        got = self._gather(msgs, decoder.message_bits, decoder.message_bytes)
+        if got is None:
+            return None
+        acc = np.zeros(self.d)  # _server_mean of the decoded vectors, in one call
+        decoder.decode_sum(got, acc)
+        return acc / len(got)
+
+    def _gather(self, msgs: dict[int, Message], n_bits: int | None,
+                n_bytes: int | None) -> list[Message] | None:
+        """``comm.gather`` of messages of ``n_bits`` bits in ``n_bytes`` bytes each (None:
+        sizes vary); the size goes to the shipped communicators (MPI then needs one
+        collective instead of two)."""
+        if n_bits is not None and isinstance(self.comm, BaseComm):
+            return self.comm.gather(msgs, n_bits=n_bits, n_bytes=n_bytes)
+        return self.comm.gather(msgs)
 
     # -- per-round book-keeping
     def end_round(self, t: int, x: np.ndarray, x_next: np.ndarray, w_next: np.ndarray | None,
