@@ -45,6 +45,7 @@ from sparsecert._params import defaults, fill_parameters
 from sparsecert._validation import check_exact_input, prepare
 from sparsecert.api import certify_prepared, verify
 from sparsecert.problem import ProblemSpec, SearchOptions, build_records
+from sparsecert.solvers import losses as _losses
 from sparsecert.solvers.losses import binary_codes, get_loss
 from sparsecert.sparse import SCIPY_FORMATS as _SPARSE
 from sparsecert.statuses import CERTIFIED, STATUS_HINTS
@@ -386,7 +387,7 @@ class KSparseLinearRegression(_KSparseRegressor):
     __doc__ = ("Certified k-sparse ridge-penalised least squares.\n\n"
                "    Minimises ``sum_i (y_i - x_i^T b - c)^2 + lambda2 ||b||^2`` subject to "
                "``||b||_0 <= k``.\n" + _PARAMS_DOC + _ATTRS_DOC)
-    _loss = "squared"
+    _loss = _losses.SquaredLoss.name  # the registry's name
 
     def predict(self, X, offset=None) -> np.ndarray:
         """``X @ coef_ + intercept_`` (``+ offset`` if given)."""
@@ -398,7 +399,7 @@ class KSparsePoissonRegression(_KSparseRegressor):
                "    Minimises ``sum_i (exp(u_i) - y_i u_i) + lambda2 ||b||^2`` with "
                "``u_i = x_i^T b + c``, subject to ``||b||_0 <= k``; ``y`` must be non-negative."
                "\n" + _PARAMS_DOC + _ATTRS_DOC)
-    _loss = "poisson"
+    _loss = _losses.PoissonLoss.name  # the registry's name
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -466,7 +467,7 @@ class _KSparseClassifier(ClassifierMixin, _KSparseBase):
 class KSparseLogisticRegression(_KSparseClassifier):
     __doc__ = _classifier_doc("Certified k-sparse logistic regression.",
                               "log(1 + exp(-s_i u_i))")
-    _loss = "logistic"
+    _loss = _losses.LogisticLoss.name  # the registry's name
 
     def predict_proba(self, X, offset=None) -> np.ndarray:
         """Probabilities of ``classes_[0]`` and ``classes_[1]`` (columns in that order)."""
@@ -487,7 +488,7 @@ class KSparseLogisticRegression(_KSparseClassifier):
 class KSparseHingeClassifier(_KSparseClassifier):
     __doc__ = _classifier_doc("Certified k-sparse linear classifier with the squared hinge loss.",
                               "max(0, 1 - s_i u_i)^2")
-    _loss = "squared_hinge"
+    _loss = _losses.SquaredHingeLoss.name  # the registry's name
 
 
 class KSparseHuberRegressor(_KSparseRegressor):
@@ -501,7 +502,7 @@ class KSparseHuberRegressor(_KSparseRegressor):
                + _PARAMS_DOC.replace("    max_abs_coef : ", "    huber_delta : float, default=1.0\n"
                                      "        The Huber threshold (> 0), part of the certified "
                                      "problem.\n    max_abs_coef : ", 1) + _ATTRS_DOC)
-    _loss = "huber"
+    _loss = _losses.HuberLoss.name  # the registry's name
 
     def __init__(self, k: int = _E.k, lambda2: float = _E.lambda2, huber_delta: float = 1.0,
                  max_abs_coef: float | None = _E.max_abs_coef, coef_bounds=_E.coef_bounds,
