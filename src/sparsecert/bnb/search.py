@@ -36,6 +36,7 @@ import numpy as np
 
 from sparsecert._validation import check_k, check_vector
 from sparsecert.bnb.branching import choose_branch_variable
+from sparsecert.bnb.compile_watch import CompileWatch
 from sparsecert.bnb.evaluate import (
     NO_HEURISTIC,
     ROUND,
@@ -386,6 +387,7 @@ class BranchAndBound:
         self._n_iter = 0
         self._next_id = 1
         self._n_tasks = 0
+        self._compiled = 0.0  # seconds numba compiled during this run (see compile_watch)
         self._n_witnesses = 0
         self._n_fixed = 0
         self._iterations = None  # the iterations of each node strategy (the race's)
@@ -509,10 +511,17 @@ class BranchAndBound:
         if seconds >= self.settings.log_interval:
             self.progress.message(f"{phase}: {seconds:.1f} s after the search")
 
+    def _add_compile_time(self, seconds: float) -> None:
+        """Move the deadline by a compilation's seconds (:mod:`~sparsecert.bnb.compile_watch`)."""
+        self._compiled += seconds
+        if self._deadline is not None:
+            self._deadline += seconds
+
     def run(self, started: float | None = None) -> SearchResult:
         """Search until the gap closes or a limit is hit; Ctrl-C returns the best so far. The
         time limit counts from ``started`` (``time.perf_counter()``; default: now), the first
-        run's :attr:`compile_time` excepted, and keeps the ``proof`` sink's reserve."""
+        run's :attr:`compile_time` and any compilation during the search excepted (see
+        :mod:`sparsecert.bnb.compile_watch`), and keeps the ``proof`` sink's reserve."""
         self.announce()
         self._announced = False  # the next run says it again
         self._reset()
@@ -538,8 +547,9 @@ class BranchAndBound:
         # the engine's workers: one busy worker per core, so BLAS gets one thread while they run
         blas = blas_single_thread(own)
         blas.__enter__()
+        watch = CompileWatch.for_search(self.progress, self._add_compile_time)
         try:
-            with self.progress.ticking(self._t0):
+            with self.progress.ticking(self._t0), watch:
                 with self.progress.phase("heuristics"):
                     self._start_incumbents()
                 self._log(force=True)
@@ -585,6 +595,6 @@ class BranchAndBound:
             n_nodes=self._n_nodes, n_open=len(open_nodes), time=self._elapsed(),
             nodes=self.nodes if self.nodes is not None else list(self._live.values()),
             streamed=self.proof is not None, history=self.history, settings=s.record(),
-            n_relaxation_iters=self._n_iter, compile_time=self.compile_time,
+            n_relaxation_iters=self._n_iter, compile_time=self.compile_time + self._compiled,
             n_evaluated=self._n_evaluated, node_strategies=dict(self._strategies),
             strategy_race=self._race, n_strong_iters=self._brancher.n_strong_iter)
