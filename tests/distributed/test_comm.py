@@ -60,6 +60,16 @@ def test_message_validation():
         Message("ab", 8)  # type: ignore[arg-type]
 
 
+def test_an_allgather_of_agreed_size_refuses_another_size():
+    comm = SimComm(2, seed=0)
+    msgs = {0: Message(bytes(2), 12), 1: Message(bytes(2), 12)}
+    assert [m.n_bits for m in comm.allgather(msgs, n_bits=12)] == [12, 12]
+    with pytest.raises(ValueError, match="agreed on 13 bits"):
+        comm.allgather(msgs, n_bits=13)
+    with pytest.raises(ValueError, match="agreed on 12 bits in 3 bytes"):
+        comm.allgather(msgs, n_bits=12, n_bytes=3)
+
+
 def test_simcomm_allgather_broadcast_count_bits_per_worker():
     comm = SimComm(3, seed=0)
     assert isinstance(comm, Communicator)

@@ -130,6 +130,11 @@ def test_ranks_without_workers_idle_in_all_three_methods(mpiexec):
     assert calls.get("Bcast", 0) == 2 * 30
     # 4 record points (0, 10, 20, 30), 2 monitored points each, 2 collectives per reduction
     assert calls.get("Allgather", 0) + calls.get("Allgatherv", 0) == 4 * 2 * 2
+    # QODA, 20 iterations: one Allgatherv per exchange (the messages' sizes are agreed: no
+    # lengths travel), and the monitor's reduction (an Allgather and an Allgatherv) at the
+    # record points 10 and 20
+    calls = out["qoda"]["calls"]
+    assert (calls.get("Allgatherv", 0), calls.get("Allgather", 0)) == (20 + 2, 2)
 
 
 class _ClassWorker:

@@ -80,6 +80,35 @@ def test_bit_accounting_matches_encoded_messages(code):
     assert res.history["oracle_calls"][-1] == n_iter and comm.stats.rounds == n_iter
 
 
+@pytest.mark.parametrize("method", [qoda, quantized_extragradient])
+def test_without_counting_codes_the_run_is_the_same_and_skips_the_book_keeping(method,
+                                                                               monkeypatch):
+    """``count_codes=False``: the same iterates and transmitted bits, only the transmitted
+    code's size recorded, and the other codes' sizes never computed."""
+    import sparsecert.distributed.qoda.algorithm as alg
+
+    prob = QuadraticGame(**SMALL)
+    q = make_quantizer("layerwise_adaptive", prob.layers, 2)
+
+    def run(count):
+        return method(prob.worker, prob.x0, SimComm(3, seed=5), 23, quantizer=q,
+                      level_update_every=10, options=RunOptions(record_every=5),
+                      count_codes=count)
+
+    full = run(True)
+    calls = []
+    monkeypatch.setattr(alg, "code_sizes", lambda *a: calls.append(a))
+    lean = run(False)
+    assert calls == []
+    assert np.array_equal(full.x_bar, lean.x_bar) and np.array_equal(full.x_last, lean.x_last)
+    assert sorted(k for k in lean.history if k.startswith("bits_")) == [
+        "bits_fixed", "bits_received", "bits_up"]
+    for key in ("bits_fixed", "bits_up", "bits_received"):
+        assert np.array_equal(full.history[key], lean.history[key]), key
+    assert set(lean.bits_per_worker) == {"fixed", "up", "received", "payload"}
+    assert np.array_equal(lean.bits_per_worker["fixed"], full.bits_per_worker["fixed"])
+
+
 def test_qoda_converges_and_qeg_uses_two_oracle_calls():
     prob = QuadraticGame(**SMALL)
     ops = prob.operators()

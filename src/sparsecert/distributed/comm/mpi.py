@@ -102,7 +102,8 @@ class MPIComm(BaseComm):
     Collectives per exchange: ``gather`` two ``Gatherv`` (lengths, bytes), one (the bytes)
     when the caller gives the agreed size (``n_bits``, ``n_bytes``); ``broadcast`` one
     ``Bcast`` of a buffer holding the lengths and the bytes (a second one only when a message
-    outgrows the buffer, which then grows); ``allgather`` two ``Allgatherv``; ``allreduce`` an
+    outgrows the buffer, which then grows); ``allgather`` two ``Allgatherv`` (lengths, bytes),
+    one (the bytes) when the caller gives the agreed size; ``allreduce`` an
     ``Allgather`` of shapes and an ``Allgatherv``. The uplink bits of other ranks' workers,
     which only the root receives, reach the other processes' :attr:`traffic` with the next
     broadcast (the bits of the gathers since the last one travel in its header): after a
@@ -229,14 +230,22 @@ class MPIComm(BaseComm):
             t.process_sent += mine
         return out
 
-    def allgather(self, local: Mapping[int, Message]) -> list[Message]:
+    def allgather(self, local: Mapping[int, Message], n_bits: int | None = None,
+                  n_bytes: int | None = None) -> list[Message]:
         MPI = self._MPI
         msgs = self._check_local(local, "allgather")
-        head, data = self._pack(msgs)
-        hcounts, hdispl = self._head_layout()
-        rhead = np.empty(sum(hcounts), dtype=np.int64)
-        self._comm.Allgatherv(head.ravel(), [rhead, hcounts, hdispl, MPI.INT64_T])
-        rhead = rhead.reshape(-1, 2)
+        nbytes = self._check_size(msgs, n_bits, n_bytes)
+        if nbytes is not None:  # sizes agreed in advance: one Allgatherv of the bytes alone
+            rhead = np.empty((self.n_workers, 2), dtype=np.int64)
+            rhead[:, 0], rhead[:, 1] = n_bits, nbytes
+            data = np.frombuffer(b"".join([msgs[i].payload for i in self._local]),
+                                 dtype=np.uint8)
+        else:
+            head, data = self._pack(msgs)
+            hcounts, hdispl = self._head_layout()
+            rhead = np.empty(sum(hcounts), dtype=np.int64)
+            self._comm.Allgatherv(head.ravel(), [rhead, hcounts, hdispl, MPI.INT64_T])
+            rhead = rhead.reshape(-1, 2)
         bcounts, bdispl = self._byte_layout(rhead)
         rdata = np.empty(sum(bcounts), dtype=np.uint8)
         self._comm.Allgatherv(data, [rdata, bcounts, bdispl, MPI.BYTE])

@@ -61,8 +61,10 @@ class Communicator(Protocol):
         (a message of another size is a ``ValueError``); the lengths need not travel."""
         ...
 
-    def allgather(self, local: Mapping[int, Message]) -> list[Message]:
-        """Peer exchange: every process gets every worker's message, in worker order."""
+    def allgather(self, local: Mapping[int, Message], n_bits: int | None = None,
+                  n_bytes: int | None = None) -> list[Message]:
+        """Peer exchange: every process gets every worker's message, in worker order.
+        ``n_bits`` / ``n_bytes``: the agreed size of every message, as in :meth:`gather`."""
         ...
 
     def broadcast(self, msg: Message | None) -> Message:

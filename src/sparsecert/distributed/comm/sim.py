@@ -32,8 +32,10 @@ class SimComm(BaseComm):
         self._count_uplink(out, to_server=True)
         return out
 
-    def allgather(self, local: Mapping[int, Message]) -> list[Message]:
+    def allgather(self, local: Mapping[int, Message], n_bits: int | None = None,
+                  n_bytes: int | None = None) -> list[Message]:
         msgs = self._check_local(local, "allgather")
+        self._check_size(msgs, n_bits, n_bytes)
         out = [msgs[i] for i in range(self.n_workers)]
         self._count_uplink(out, to_server=False)
         return out

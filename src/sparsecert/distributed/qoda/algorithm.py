@@ -197,7 +197,7 @@ class _Exchange:
     """One quantized all-to-all exchange of oracle values (shared by all methods)."""
 
     def __init__(self, operators: Mapping[int, Operator], comm: Communicator, encoder: Encoder,
-                 clock: PhaseClock) -> None:
+                 clock: PhaseClock, count_codes: bool = True) -> None:
         for i, op in operators.items():
             if not callable(op):
                 raise TypeError(f"operator of worker {i} is not callable")
@@ -209,7 +209,13 @@ class _Exchange:
         self.enc = {i: encoder.clone() for i in comm.local_workers}
         self.dec = [encoder.clone() for _ in range(comm.n_workers)]  # one decoder per sender
         self.decode_round = RoundDecoder(self.dec)
-        self.bits = {c: np.zeros(comm.n_workers, dtype=np.int64) for c in CODES}
+        # the sizes under the other codes are book-keeping (a pass over every message
+        # received): counted only when asked; the transmitted code's size is always known
+        self.count_codes = count_codes and self.quantized
+        sent = encoder.code if self.quantized else "fixed"
+        codes = CODES if count_codes else (sent,)
+        self.bits = {c: np.zeros(comm.n_workers, dtype=np.int64) for c in codes}
+        self._q = encoder
         self.payload_bits = np.zeros(comm.n_workers, dtype=np.int64)
         self.calls = 0
 
@@ -232,7 +238,7 @@ class _Exchange:
                     enc.adapt(v)
             with clock("encode"):
                 local[i] = enc.encode(v, rng)
-        msgs = self.comm.allgather(local)
+        msgs = self.comm.allgather(local, n_bits=self._agreed_bits(adapt))
         self.calls += 1
         total = np.zeros(self.d)
         with clock("decode"):
@@ -242,11 +248,22 @@ class _Exchange:
         # sending one code does not compute these)
         for i, msg in enumerate(msgs):
             self.payload_bits[i] += 8 * len(msg.payload)
-            sizes = (code_sizes(self.dec[i], msg) if self.quantized
-                     else dict.fromkeys(CODES, msg.n_bits))
-            for c in CODES:
+            sizes = (code_sizes(self.dec[i], msg) if self.count_codes
+                     else dict.fromkeys(self.bits, msg.n_bits))
+            for c in self.bits:
                 self.bits[c][i] += sizes[c]
         return total
+
+    def _agreed_bits(self, adapt: bool) -> int | None:
+        """The size of every message of this exchange when every process knows it in
+        advance (the communicator then moves the bytes alone): fixed-length quantized
+        messages (with the levels in a round that refits them) and fixed-size encoders."""
+        q = self._q
+        if self.quantized:
+            if q.code != "fixed":
+                return None
+            return q.fixed_bits(with_levels=adapt and q.adaptive)
+        return q.message_bits
 
 
 def _resolve_quantizer(quantizer, layers, s: int | None, d: int, code: str | None) -> Encoder:
@@ -303,16 +320,20 @@ def _monitor_metrics(monitor, comm: Communicator, local_ops: Mapping[int, Any],
     return dict(monitor(x_bar))
 
 
-def _warm_up(encoder: Encoder) -> float:
+def _warm_up(encoder: Encoder, count_codes: bool) -> float:
     """Run the encoder's kernels once on a throwaway copy (numba compiles or loads them from
-    its cache here, not inside the timed iterations); returns the seconds it took."""
+    its cache here, not inside the iterations), and the code-size book-keeping when it is
+    on; returns the seconds it took."""
     t0 = time.perf_counter()
     enc = encoder.clone()
     v = np.linspace(-1.0, 1.0, enc.dim)
     if isinstance(enc, Quantizer) and enc.adaptive:
         enc.adapt(v)
     msg = enc.encode(v, np.random.default_rng(0))
-    enc.clone().decode_add(msg, np.zeros(enc.dim))
+    dec = enc.clone()
+    if count_codes and isinstance(enc, Quantizer):
+        code_sizes(dec, msg)
+    dec.decode_add(msg, np.zeros(enc.dim))
     return time.perf_counter() - t0
 
 
@@ -332,6 +353,7 @@ class _Steps:
     gamma: StepSchedule | None
     projection: Callable | None
     level_update_every: int
+    count_codes: bool = True
 
 
 def _options(options: RunOptions | None, comm: Communicator, method: str) -> RunOptions:
@@ -363,9 +385,9 @@ def _run(method: str, operators, x0, comm: Communicator, n_iter: int, q: Encoder
     if projection is not None:
         x1 = np.asarray(proj(x1), dtype=np.float64)
     local_ops = _local_operators(operators, comm)
-    warm_up_s = _warm_up(q)
+    warm_up_s = _warm_up(q, steps.count_codes)
     clock = PhaseClock()
-    ex = _Exchange(local_ops, comm, q, clock)
+    ex = _Exchange(local_ops, comm, q, clock, steps.count_codes)
     traffic0 = comm.traffic.copy()
     n_local = len(comm.local_workers)
 
@@ -376,13 +398,13 @@ def _run(method: str, operators, x0, comm: Communicator, n_iter: int, q: Encoder
     x_sum = np.zeros(d)
     x_half = x1.copy()
     hist: dict[str, list] = {k: [] for k in (
-        "iteration", "oracle_calls", "exchanges", "bits_up", "bits_received", "bits_fixed",
-        "bits_gamma", "bits_huffman", "compute_s", "eta")}
+        "iteration", "oracle_calls", "exchanges", "bits_up", "bits_received",
+        *(f"bits_{c}" for c in ex.bits), "compute_s", "eta")}
     step_eta = eta(1, 0.0)
     step_gamma = gamma(1, 0.0)
     tmp = np.empty(d)  # scratch of the updates (no temporaries per iteration)
     log = None  # RunLog of opts.log, made at the first record
-    config = run_config(method, comm, x1, q, record_every, level_update_every)
+    config = run_config(method, comm, x1, q, record_every, level_update_every, list(ex.bits))
     first, wall0 = 1, 0.0
     if opts.resume is not None:  # the state after iteration first - 1 of the saved run
         done, vec, sum_sq, wall0 = restore_state(opts.resume, config, n_iter, ex, clock, hist)
@@ -420,7 +442,7 @@ def _run(method: str, operators, x0, comm: Communicator, n_iter: int, q: Encoder
             hist["oracle_calls"].append(ex.calls)
             hist["bits_up"].append(float(np.mean(tr.up_sent)))
             hist["bits_received"].append(float(np.mean(tr.up_received)))
-            for c in CODES:
+            for c in ex.bits:
                 hist[f"bits_{c}"].append(float(np.mean(ex.bits[c])))
             hist["compute_s"].append(clock.node_total(n_local))
             hist["eta"].append(step_eta)
@@ -446,7 +468,7 @@ def _run(method: str, operators, x0, comm: Communicator, n_iter: int, q: Encoder
     n_done = t
     history = {k: np.asarray(v) for k, v in hist.items()}
     tr = comm.traffic - traffic0
-    bpw = {c: ex.bits[c].copy() for c in CODES}
+    bpw = {c: arr.copy() for c, arr in ex.bits.items()}
     bpw["up"] = tr.up_sent.copy()
     bpw["received"] = tr.up_received.copy()
     bpw["payload"] = ex.payload_bits.copy()
@@ -487,6 +509,12 @@ _DOC_PARAMS = """
         Euclidean projection onto the constraint set.
     level_update_every : int
         Adaptive quantizers re-optimise their levels every this many iterations.
+    count_codes : bool
+        Record what every message would cost under the other codes too
+        (``history["bits_gamma"]`` etc.; default). This is book-keeping a user sending one
+        code does not need: a pass over every received message each round, outside the
+        timed phases but inside the wall time. ``False`` records the transmitted code's
+        size only (``history["bits_<code>"]``).
     options : RunOptions, optional
         The run options shared with Safe-EF (:class:`~sparsecert.distributed.options.RunOptions`):
         ``monitor`` (``monitor(x_bar) -> dict`` of metrics recorded in the history, evaluated
@@ -514,12 +542,13 @@ def qoda(operators: Sequence[Operator], x0: np.ndarray, comm: Communicator, n_it
          layers: int | Sequence[int] | LayerMap | None = None, s: int | None = 6,
          code: str | None = None, eta: StepSchedule = StepSchedule(),
          gamma: StepSchedule | None = None, projection: Callable | None = None,
-         level_update_every: int = 50, options: RunOptions | None = None) -> QODAResult:
+         level_update_every: int = 50, options: RunOptions | None = None,
+         count_codes: bool = True) -> QODAResult:
     """Quantized optimistic dual averaging (one quantized exchange per iteration)."""
     x0 = np.asarray(x0, dtype=np.float64)
     q = _resolve_quantizer(quantizer, layers, s, x0.size, code)
     return _run("qoda", operators, x0, comm, n_iter, q,
-                _Steps(eta, gamma, projection, level_update_every),
+                _Steps(eta, gamma, projection, level_update_every, bool(count_codes)),
                 _options(options, comm, "qoda"))
 
 
@@ -541,7 +570,8 @@ def quantized_extragradient(
         layers: int | Sequence[int] | LayerMap | None = None, s: int | None = 6,
         code: str | None = None, eta: StepSchedule = StepSchedule(),
         gamma: StepSchedule | None = None, projection: Callable | None = None,
-        level_update_every: int = 50, options: RunOptions | None = None) -> QODAResult:
+        level_update_every: int = 50, options: RunOptions | None = None,
+        count_codes: bool = True) -> QODAResult:
     """Quantized extra-gradient in dual-averaging form (Q-GenX-style): two quantized exchanges
     per iteration, ``X_{t+1/2} = P(X_t - gamma_t Vbar_t)``, ``Y_{t+1} = Y_t - Vbar_{t+1/2}``,
     ``X_{t+1} = P(X_1 + eta_{t+1} Y_{t+1})``, adaptive steps on ``||Vbar_{t+1/2} - Vbar_t||^2``.
@@ -549,7 +579,7 @@ def quantized_extragradient(
     x0 = np.asarray(x0, dtype=np.float64)
     q = _resolve_quantizer(quantizer, layers, s, x0.size, code)
     return _run("qeg", operators, x0, comm, n_iter, q,
-                _Steps(eta, gamma, projection, level_update_every),
+                _Steps(eta, gamma, projection, level_update_every, bool(count_codes)),
                 _options(options, comm, "quantized_extragradient"))
 
 

@@ -32,11 +32,13 @@ VECTORS = ("y", "x", "v_prev", "x_sum", "x_half")
 
 
 def run_config(method: str, comm: Any, x1: np.ndarray, q: Any, record_every: int,
-               level_update_every: int) -> dict[str, Any]:
-    """What a checkpoint must match to be resumed by this run."""
+               level_update_every: int, codes: list[str]) -> dict[str, Any]:
+    """What a checkpoint must match to be resumed by this run (``codes``: the codes whose
+    sizes the run counts)."""
     return {"method": method, "n_workers": comm.n_workers, "size": comm.size,
             "rank": comm.rank, "dim": int(x1.size), "quantizer": repr(q),
             "record_every": int(record_every), "level_update_every": int(level_update_every),
+            "codes": list(codes),
             "x1_sha256": hashlib.sha256(np.ascontiguousarray(x1).tobytes()).hexdigest()}
 
 
