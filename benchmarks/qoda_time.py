@@ -177,12 +177,25 @@ def mpi_wall(cfg: dict, n_iter: int) -> dict:
     return out
 
 
+def residual_monitor(prob: QuadraticGame):
+    """The stopping test alone: ``||A(x_bar)||`` from the workers' reduced local parts (what a
+    user timing a run to eps evaluates; the gap and distance of ``prob.reduced_monitor`` cost
+    a full operator evaluation on every process at every record)."""
+    from sparsecert.distributed.qoda.algorithm import ReducedMonitor
+
+    return ReducedMonitor(local=lambda op, x: op.mean_part(x),
+                          finish=lambda total, x: {
+                              "residual": float(np.linalg.norm(total / prob.n_workers))})
+
+
 def _timing_job(plan_path: str, out_path: str) -> int:
     """The ``mpiexec`` side of :func:`mpi_time_to_eps`: for every seed of the plan, ODA and
     QODA (headline) run to eps in turn (the order alternating from seed to seed) on one
     ``MPIComm`` job; the root writes each run's wall seconds (its iterations and the residual
     records every 10 iterations; the kernels' warm-up excluded and reported), iterations and
-    bits received per worker."""
+    bits received per worker, and every process's compute per phase and CPU seconds per
+    iteration. QODA sends the fixed-length code and does not count the other codes' sizes
+    (``count_codes=False``); the monitor is the residual alone."""
     from sparsecert.distributed.comm import MPIComm
 
     plan = json.loads(Path(plan_path).read_text())
@@ -194,20 +207,32 @@ def _timing_job(plan_path: str, out_path: str) -> int:
         for method in (("ODA fp32", HEADLINE) if j % 2 == 0 else (HEADLINE, "ODA fp32")):
             comm = MPIComm(N_WORKERS, seed=1000 + sd)
             kw = dict(eta=StepSchedule(30.0),
-                      options=RunOptions(monitor=prob.reduced_monitor(), record_every=10,
+                      options=RunOptions(monitor=residual_monitor(prob), record_every=10,
                                          stop=lambda t, xb, m, eps=eps: m["residual"] <= eps))
+            cpu0 = time.process_time()
             if method == "ODA fp32":
                 res = oda(prob.worker, prob.x0, comm, plan["max_iter"], **kw)
             else:
                 kind, s_lev = QODA_KINDS[method]
+                # what a user sending the fixed-length code pays: no sizes under other codes
                 res = qoda(prob.worker, prob.x0, comm, plan["max_iter"],
                            quantizer=make_quantizer(kind, prob.layers, s_lev),
-                           level_update_every=LEVEL_UPDATE_EVERY, **kw)
+                           level_update_every=LEVEL_UPDATE_EVERY, count_codes=False, **kw)
+            cpu = time.process_time() - cpu0 - res.warm_up_s
             h = res.history
-            rows.append({"seed": sd, "method": method, "wall_s": float(res.wall_s),
-                         "warm_up_s": float(res.warm_up_s), "iterations": int(res.n_iter),
-                         "reached": bool(h["residual"][-1] <= eps), "d": int(prob.d),
-                         "bits_received": float(h["bits_received"][-1])})
+            row = {"seed": sd, "method": method, "wall_s": float(res.wall_s),
+                   "warm_up_s": float(res.warm_up_s), "iterations": int(res.n_iter),
+                   "reached": bool(h["residual"][-1] <= eps), "d": int(prob.d),
+                   "bits_received": float(h["bits_received"][-1]),
+                   "phase_us_per_iter": {p: res.node_seconds[p] / res.n_iter * 1e6
+                                         for p in PHASES},
+                   "cpu_us_per_iter": cpu / res.n_iter * 1e6}
+            per_rank = comm._comm.gather(row, root=0)  # every process's own phases and CPU
+            if comm.is_root:
+                row["per_rank"] = [{"phase_us_per_iter": r["phase_us_per_iter"],
+                                    "cpu_us_per_iter": r["cpu_us_per_iter"]}
+                                   for r in per_rank]
+                rows.append(row)
     if comm is not None and comm.is_root:
         Path(out_path).write_text(json.dumps({"n_processes": comm.size, "runs": rows}))
     return 0
@@ -248,9 +273,18 @@ def mpi_time_to_eps(cfg: dict, seeds: list[int], max_iter: int) -> dict:
                 for m in ("ODA fp32", HEADLINE))
         ok_both = o["reached"] and q["reached"]
         ratios.append(o["wall_s"] / q["wall_s"] if ok_both else float("nan"))
+    per_iter = {}  # medians over the seeds: wall, CPU of a process, phases of one node
+    for m in ("ODA fp32", HEADLINE):
+        rs = [r for r in runs if r["method"] == m]
+        per_iter[m] = {
+            "wall_us": float(np.median([r["wall_s"] / r["iterations"] * 1e6 for r in rs])),
+            "cpu_us_per_process": float(np.median([p["cpu_us_per_iter"] for r in rs
+                                                   for p in r["per_rank"]])),
+            "phase_us": {p: float(np.median([q["phase_us_per_iter"][p] for r in rs
+                                             for q in r["per_rank"]])) for p in PHASES}}
     return {"n_processes": got["n_processes"], "seeds": seeds, "runs": runs,
             "ratio_per_seed": ratios, "median_ratio": float(np.nanmedian(ratios))
-            if np.isfinite(ratios).any() else float("nan")}
+            if np.isfinite(ratios).any() else float("nan"), "per_iteration": per_iter}
 
 
 def fmt(x: float, p: int = 3) -> str:
