@@ -87,7 +87,7 @@ def run_one(method: str, cfg: dict, seed: int, n_iter: int) -> dict:
         kind, s = QODA_KINDS[method]
         q = make_quantizer(kind, prob.layers, s)
         res = qoda(prob.worker, prob.x0, comm, n_iter, quantizer=q,
-                   level_update_every=LEVEL_UPDATE_EVERY, **kw)
+                   level_update_every=LEVEL_UPDATE_EVERY, count_codes=False, **kw)
     h = res.history
     hit = np.flatnonzero(h["residual"] <= eps)
     k = int(hit[0]) if hit.size else -1
@@ -161,7 +161,8 @@ def mpi_wall(cfg: dict, n_iter: int) -> dict:
     for method in ("oda", "qoda"):
         argv = ["--method", method, "--n-iter", str(n_iter), "--record-every", str(n_iter),
                 "--sizes", *map(str, cfg["sizes"]), "--rank", str(cfg["rank"]),
-                "--s", str(QODA_KINDS[HEADLINE][1])]
+                "--s", str(QODA_KINDS[HEADLINE][1]), "--no-count-codes",
+                "--level-update-every", str(LEVEL_UPDATE_EVERY)]
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp) / "run.npz"
             proc = subprocess.run([mpiexec, "-n", str(N_WORKERS), sys.executable, "-m",

@@ -109,6 +109,15 @@ def test_without_counting_codes_the_run_is_the_same_and_skips_the_book_keeping(m
     assert np.array_equal(lean.bits_per_worker["fixed"], full.bits_per_worker["fixed"])
 
 
+def test_the_entry_point_can_skip_the_other_codes():
+    args = ["--sim", "--n-workers", "3", "--n-iter", "12", "--sizes", "24", "8", "4"]
+    full = result_arrays(run(build_parser().parse_args(args)))
+    lean = result_arrays(run(build_parser().parse_args([*args, "--no-count-codes"])))
+    assert "bits_gamma" in full and "bits_gamma" not in lean and "h_bits_huffman" not in lean
+    for key in ("x_bar", "bits_fixed", "traffic_up_sent"):
+        assert np.array_equal(full[key], lean[key]), key
+
+
 def test_qoda_converges_and_qeg_uses_two_oracle_calls():
     prob = QuadraticGame(**SMALL)
     ops = prob.operators()

@@ -58,6 +58,8 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--quantizer", choices=QUANTIZER_KINDS, default="layerwise_adaptive")
     ap.add_argument("--s", type=int, default=2, help="inner levels")
     ap.add_argument("--code", choices=("fixed", "gamma", "huffman"), default="fixed")
+    ap.add_argument("--no-count-codes", action="store_true",
+                    help="record the sent code's size only (no sizes under the other codes)")
     ap.add_argument("--noise", choices=("absolute", "relative"), default="absolute")
     ap.add_argument("--n-workers", type=int, default=None, help="default: number of ranks")
     ap.add_argument("--n-iter", type=int, default=200)
@@ -115,7 +117,8 @@ def run(args: argparse.Namespace, comm=None) -> QODAResult:
         q = make_quantizer(args.quantizer, layers, args.s, args.code)
         fn = qoda if args.method == "qoda" else quantized_extragradient
         res = fn(ops, x0, comm, args.n_iter, quantizer=q,
-                 level_update_every=args.level_update_every, **common)
+                 level_update_every=args.level_update_every,
+                 count_codes=not getattr(args, "no_count_codes", False), **common)
     if shards:
         res.loaded = list(ops.opened)  # the workers whose files this process opened
     return res
