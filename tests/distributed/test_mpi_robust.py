@@ -194,3 +194,31 @@ def test_the_entry_point_reads_only_each_ranks_shards(tmp_path, mpiexec):
     assert a["loaded"].tolist() == [0, 3, 6, 9] and b["loaded"].tolist() == []
     for key in ("iterates", "objective", "bits_total"):
         np.testing.assert_array_equal(a[key], b[key], err_msg=key)
+
+
+_WARNS = r"""
+from dataclasses import replace
+from sparsecert.distributed.comm import MPIComm
+from sparsecert.distributed.dtzo.algorithm import DTZOConfig, dtzo
+from sparsecert.distributed.dtzo.nonquadratic import make_p3
+from sparsecert.distributed.dtzo.zeroth_order import ZOConfig
+P = make_p3(n_workers=3, dims=(2, 2, 2), seed=0)
+cfg = DTZOConfig(n_iter=40, rho=1.0, beta=1e4, eps=1e-4, lr=0.2, K=3, eta3=0.2, eta2=0.2,
+                 T=10, T1=1, max_cuts=3, vr_period=20, zo_f1=ZOConfig(q=2))
+res = dtzo(P, MPIComm(3, seed=0), cfg)
+print("WARNINGS", len(res.warnings), flush=True)
+"""
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.mpi
+def test_a_dtzo_warning_is_printed_once_per_job_not_once_per_rank(mpiexec):
+    """A refinement horizon that stops too early (``T1=1``) gives every rank the same
+    diagnosis; only the root prints it."""
+    proc = _mpi(mpiexec, _WARNS, 3)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.count("WARNINGS") == 3  # every rank diagnosed the run
+    n = int(proc.stdout.split("WARNINGS")[1].split()[0])
+    assert n >= 1
+    both = proc.stdout + proc.stderr
+    assert both.count("DTZOWarning") == n  # each message once in the job
