@@ -109,6 +109,20 @@ def test_without_counting_codes_the_run_is_the_same_and_skips_the_book_keeping(m
     assert np.array_equal(lean.bits_per_worker["fixed"], full.bits_per_worker["fixed"])
 
 
+def test_an_encoder_that_pads_its_parts_to_bytes_is_exchanged_at_its_agreed_size():
+    """The exchange states each message's size in advance: bits and bytes from the encoder
+    (a top-k with 1-bit levels pads its parts: 45 bits in 7 bytes, not 6)."""
+    from sparsecert.distributed.compress import TopKLevels
+
+    prob = QuadraticGame(**SMALL)
+    enc = TopKLevels(prob.d, 5, 1)
+    assert enc.message_bytes * 8 - enc.message_bits >= 8
+    comm = SimComm(3, seed=0)
+    res = qoda(prob.worker, prob.x0, comm, 6, quantizer=enc)
+    assert np.all(res.bits_per_worker["up"] == 6 * enc.message_bits)
+    assert np.all(res.bits_per_worker["payload"] == 6 * 8 * enc.message_bytes)
+
+
 def test_the_entry_point_can_skip_the_other_codes():
     args = ["--sim", "--n-workers", "3", "--n-iter", "12", "--sizes", "24", "8", "4"]
     full = result_arrays(run(build_parser().parse_args(args)))

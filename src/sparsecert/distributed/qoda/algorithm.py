@@ -238,7 +238,8 @@ class _Exchange:
                     enc.adapt(v)
             with clock("encode"):
                 local[i] = enc.encode(v, rng)
-        msgs = self.comm.allgather(local, n_bits=self._agreed_bits(adapt))
+        n_bits, n_bytes = self._agreed_size(adapt)
+        msgs = self.comm.allgather(local, n_bits=n_bits, n_bytes=n_bytes)
         self.calls += 1
         total = np.zeros(self.d)
         with clock("decode"):
@@ -254,16 +255,18 @@ class _Exchange:
                 self.bits[c][i] += sizes[c]
         return total
 
-    def _agreed_bits(self, adapt: bool) -> int | None:
-        """The size of every message of this exchange when every process knows it in
-        advance (the communicator then moves the bytes alone): fixed-length quantized
-        messages (with the levels in a round that refits them) and fixed-size encoders."""
+    def _agreed_size(self, adapt: bool) -> tuple[int | None, int | None]:
+        """``(bits, bytes)`` of every message of this exchange when every process knows them
+        in advance (the communicator then moves the bytes alone): fixed-length quantized
+        messages (with the levels in a round that refits them) and fixed-size encoders;
+        ``(None, None)`` otherwise."""
         q = self._q
         if self.quantized:
             if q.code != "fixed":
-                return None
-            return q.fixed_bits(with_levels=adapt and q.adaptive)
-        return q.message_bits
+                return None, None
+            n_bits = q.fixed_bits(with_levels=adapt and q.adaptive)
+            return n_bits, -(-n_bits // 8)
+        return q.message_bits, q.message_bytes
 
 
 def _resolve_quantizer(quantizer, layers, s: int | None, d: int, code: str | None) -> Encoder:
