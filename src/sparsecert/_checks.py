@@ -1,26 +1,41 @@
 """The checks of the certified-GLM wing's parameters (the parameter table's ``check`` column).
 
-What each scalar parameter accepts is data, :data:`CONSTRAINTS` (in the spirit of
-scikit-learn's ``_parameter_constraints``: a type, conditions with their messages, what None
-means), and one function checks a value against it, :func:`check`. The array-valued parameters
-(weights, offsets, coefficient bounds, feature indices) and the list of support sizes have
-checks of their own below. Each check converts the value it accepts (a float, an int,
-``math.inf`` for "no box") and raises :class:`TypeError` for a bad type, :class:`ValueError`
-for a bad value, with a message naming the parameter and the value. The table
-(:mod:`sparsecert._params`) says which check is whose; the records
-(:mod:`sparsecert.problem`) run them. Imports numpy and the loss registry only.
+What each parameter accepts is data, :data:`CONSTRAINTS` (in the spirit of scikit-learn's
+``_parameter_constraints``: a type, conditions with their messages, what None means), and one
+function checks a value against it, :func:`check`; both live in the bottom layer,
+:mod:`sparsecert._constraints`, which the loss registry imports too, and are re-exported here.
+The ``check_*`` functions below name the table's entries (and complete those whose bound
+depends on the data, ``k <= n_features``); the array-valued parameters (weights, offsets,
+coefficient bounds, feature indices) have checks of their own. Each check converts the value it
+accepts (a float, an int, ``math.inf`` for "no box") and raises :class:`TypeError` for a bad
+type, :class:`ValueError` for a bad value, with a message naming the parameter and the value.
+The table (:mod:`sparsecert._params`) says which check is whose; the records
+(:mod:`sparsecert.problem`) run them. Imports numpy, the constraint table and the loss registry
+only.
 """
 
 from __future__ import annotations
 
 import math
-import numbers
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, replace
-from typing import Any
+from collections.abc import Iterable
+from dataclasses import replace
 
 import numpy as np
 
+from sparsecert._constraints import (
+    BOOL,
+    CONSTRAINTS,
+    POSITIVE_INT,
+    Constraint,
+    Rule,
+    _exact_float,
+    _exactly,
+    _is_int,
+    _is_real,
+    _show,
+    check,
+    k_fits,
+)
 from sparsecert.solvers.losses import REGISTRY, get_loss
 
 __all__ = [
@@ -34,222 +49,22 @@ __all__ = [
 ]
 
 
-def _is_int(v) -> bool:
-    return isinstance(v, numbers.Integral) and not isinstance(v, bool | np.bool_)
-
-
-def _is_real(v) -> bool:
-    return isinstance(v, numbers.Real) and not isinstance(v, bool | np.bool_)
-
-
-def _show(value) -> str:
-    """A number as the user gave it, every digit of a long double, at most about 40 characters."""
-    text = (np.format_float_positional(value, unique=True) if isinstance(value, np.floating)
-            else str(value))
-    return text if len(text) <= 40 else f"{text[:24]}... ({len(text)} characters)"
-
-
-def _exactly(value, rounded: float) -> bool:
-    """Whether the real number ``value`` equals the Python float ``rounded`` exactly (Python
-    compares an int, a Fraction or a Decimal with a float exactly; numpy integers are made
-    Python ints first, numpy would compare them after converting to float64; a long double
-    compares in long double)."""
-    if type(value) is float:
-        return True
-    if isinstance(value, numbers.Integral):
-        return int(value) == rounded
-    return bool(value == rounded)
-
-
-def _exact_float(value, name: str) -> float:
-    """``float(value)`` for a real number that float64 holds exactly; a ValueError naming
-    ``name`` otherwise (an integer beyond 2^53, a Fraction such as 1/3, a long double): the
-    problem solved, and its certificate, would have another parameter than the user's."""
-    try:
-        f = float(value)
-    except OverflowError:
-        raise ValueError(f"{name} = {_show(value)} is too large for float64") from None
-    if not (math.isnan(f) or _exactly(value, f)):
-        raise ValueError(f"{name} = {_show(value)} is not exactly a float64 (it would become "
-                         f"{f!r}); pass a float if that rounding is intended")
-    return f
-
-
-# ----------------------------------------------------------------------------------------------
-# the scalar parameters: what each accepts, as data, and the one function that checks it
-# ----------------------------------------------------------------------------------------------
-_REFUSE: Any = object()
-
-
-@dataclass(frozen=True)
-class Rule:
-    """A condition on a value of the right type: ``test(value)``, else the ValueError
-    ``"<name> must <must>, got <got>"`` (``got`` formats ``value`` and ``name``)."""
-
-    test: Callable[[Any], bool]
-    must: str
-    got: str = "{value}"
-
-
-@dataclass(frozen=True)
-class Constraint:
-    """What a scalar parameter accepts (in the spirit of scikit-learn's
-    ``_parameter_constraints``), checked by :func:`check`.
-
-    Attributes
-    ----------
-    kind : callable
-        The type test; a value that fails it is a TypeError ``"<name> must <kind_text>, got
-        <kind_got>"``.
-    kind_text, kind_got : str
-        The type in words (``"be an integer"``), and how a value of another type is shown
-        (``"{type}"``, or ``"{type} {value!r}"``).
-    rules : tuple of Rule
-        The conditions on a value of the right type, in order (the first that fails is the
-        error).
-    none : object
-        What None becomes (``_REFUSE``: None is a value of the wrong type).
-    words : tuple of str
-        Strings accepted as they are (``"auto"``); another string is a ValueError.
-    choices : callable or None
-        The allowed strings (loaded on demand); anything else is the ValueError ``"unknown
-        <name> <value>; choose from [...]"``.
-    convert, result : callable or None
-        ``convert(value, name)`` before the rules (it may raise its own ValueError, naming
-        the parameter); ``result(value)`` after them.
-    """
-
-    kind: Callable[[Any], bool] = lambda v: True
-    kind_text: str = ""
-    kind_got: str = "{type}"
-    rules: tuple[Rule, ...] = ()
-    none: Any = _REFUSE
-    words: tuple[str, ...] = ()
-    choices: Callable[[], Iterable[str]] | None = None
-    convert: Callable[[Any, str], Any] | None = None
-    result: Callable[[Any], Any] | None = None
-
-
-def check(name: str, value, constraint: Constraint):
-    """``value`` checked against ``constraint`` and converted: the one place that raises for
-    a scalar parameter (TypeError for a bad type, ValueError for a bad value, the message
-    naming the parameter and the value)."""
-    c = constraint
-    if c.choices is not None:
-        choices = sorted(c.choices())
-        if not isinstance(value, str) or value not in choices:
-            raise ValueError(f"unknown {name} {value!r}; choose from {choices}")
-        return value
-    if value is None and c.none is not _REFUSE:
-        return c.none
-    if isinstance(value, str) and c.words:
-        if value in c.words:
-            return value
-        raise ValueError(f"{name} must {c.kind_text}, got {value!r}")
-    if not c.kind(value):
-        raise TypeError(f"{name} must {c.kind_text}, got "
-                        + c.kind_got.format(type=type(value).__name__, value=value))
-    if c.convert is not None:
-        value = c.convert(value, name)
-    for rule in c.rules:
-        if not rule.test(value):
-            raise ValueError(f"{name} must {rule.must}, got "
-                             + rule.got.format(value=value, name=name))
-    return value if c.result is None else c.result(value)
-
-
-def _real_not_bool(v) -> bool:
-    return not isinstance(v, bool) and isinstance(v, numbers.Real)
-
-
-#: the largest ridge weight: 2 lambda2 and the relaxation's terms stay finite (lambda2 near the
-#: largest float made the node solver's step search loop on inf - inf)
-MAX_LAMBDA2 = 1e300
-
-_INTEGER = dict(kind=_is_int, kind_text="be an integer", kind_got="{type} {value!r}")
-_AT_LEAST_1 = Rule(lambda v: v >= 1, "be >= 1")
-
-#: What each scalar parameter accepts (the parameter table's checks come from here).
-CONSTRAINTS: dict[str, Constraint] = {
-    "k": Constraint(**_INTEGER, convert=lambda v, _: int(v),
-                    rules=(Rule(lambda v: v >= 1, "be >= 1", "{name} = {value}"),)),
-    "lambda2": Constraint(
-        kind=_real_not_bool, kind_text="be a real number", convert=lambda v, n: _exact_float(v, n),
-        rules=(Rule(math.isfinite, "be finite"),
-               Rule(lambda v: v > 0.0, "be > 0 (the perspective bound needs a ridge term)"),
-               Rule(lambda v: v <= MAX_LAMBDA2,
-                    f"be at most {MAX_LAMBDA2:g} (larger values overflow float64 arithmetic in "
-                    "the relaxation)", "{value:g}"))),
-    "max_abs_coef": Constraint(
-        kind=_real_not_bool, kind_text="be a positive number or None", none=math.inf,
-        convert=lambda v, n: _exact_float(v, n),
-        rules=(Rule(lambda v: v > 0.0, "be > 0 (or None / inf for no box)"),)),
-    "eig_shift": Constraint(
-        kind=_is_real, kind_text="be None, a number or 'auto'", none=None, words=("auto",),
-        convert=lambda v, _: float(v),
-        rules=(Rule(lambda v: math.isfinite(v) and v >= 0.0, "be a finite number >= 0"),)),
-    "rel_gap": Constraint(kind=_is_real, kind_text="be a number",
-                          rules=(Rule(lambda v: 0.0 <= v < 1.0, "be in [0, 1)"),), result=float),
-    "abs_gap": Constraint(kind=_is_real, kind_text="be a number",
-                          rules=(Rule(lambda v: math.isfinite(v) and v >= 0.0,
-                                      "be a finite number >= 0"),), result=float),
-    "time_limit": Constraint(kind=_is_real, kind_text="be a number or None", none=None,
-                             rules=(Rule(lambda v: v > 0, "be > 0 (or None for no limit)"),),
-                             result=float),
-    "node_limit": Constraint(**_INTEGER, none=None, rules=(_AT_LEAST_1,), result=int),
-    "n_jobs": Constraint(**_INTEGER, rules=(Rule(lambda v: not (v == 0 or v < -1),
-                                                 "be a positive integer or -1"),), result=int),
-    "verbose": Constraint(kind=lambda v: isinstance(v, numbers.Integral),
-                          kind_text="be an integer", kind_got="{type} {value!r}",
-                          rules=(Rule(lambda v: v >= 0, "be >= 0"),), result=int),
-    "executor": Constraint(kind=lambda v: callable(getattr(v, "submit", None)),
-                           kind_text="be a concurrent.futures.Executor or None", none=None),
-    "log": Constraint(kind=callable, none=None,
-                      kind_text="be callable (it receives each progress line) or None"),
-}
-#: the constraint of a switch and of a count (parameters of their own name)
-BOOL = Constraint(kind=lambda v: isinstance(v, bool | np.bool_), kind_text="be a bool",
-                  result=bool)
-POSITIVE_INT = Constraint(**_INTEGER, rules=(_AT_LEAST_1,), result=int)
-
-
 def check_k(k, n_features: int | None = None) -> int:
     """Check the sparsity level: an integer with ``1 <= k`` (``<= n_features`` when given)."""
-    if n_features is None:
-        return check("k", k, CONSTRAINTS["k"])
-    return check("k", k, _k_fits(n_features))
-
-
-def _k_fits(n_features: int) -> Constraint:
-    return replace(CONSTRAINTS["k"], rules=(Rule(
-        lambda v: 1 <= v <= n_features, f"satisfy 1 <= k <= n_features = {n_features}",
-        "{name} = {value}"),))
+    return check("k", k, CONSTRAINTS["k"] if n_features is None else k_fits(n_features))
 
 
 def check_k_fits(k: int, n_features: int) -> None:
     """The bound the data put on a checked ``k``: ``k <= n_features``."""
-    check("k", k, _k_fits(n_features))
+    check("k", k, k_fits(n_features))
 
 
 def check_ks(ks, n_features: int | None) -> np.ndarray:
     """Distinct support sizes ``1 <= k <= n_features`` (an integer or an iterable of them),
     sorted increasing."""
-    if _is_int(ks):
-        ks = [ks]
-    if isinstance(ks, str) or not isinstance(ks, Iterable):
-        raise TypeError(f"ks must be an iterable of integers, got {type(ks).__name__}")
-    vals = list(ks)
-    for k in vals:
-        if not _is_int(k):
-            raise TypeError(f"ks must hold integers: k must be an integer, got "
-                            f"{type(k).__name__} {k!r}")
-        check_k(k, n_features)
-    vals = [int(k) for k in vals]
-    if not vals:
-        raise ValueError("ks is empty: give at least one support size")
-    if len(set(vals)) != len(vals):
-        raise ValueError(f"ks holds repeated values: {sorted(vals)}")
-    return np.asarray(sorted(vals), dtype=np.intp)
+    ks_fit = CONSTRAINTS["ks"] if n_features is None else replace(CONSTRAINTS["ks"],
+                                                                  each=k_fits(n_features))
+    return check("ks", ks, ks_fit)
 
 
 def check_lambda2(lambda2) -> float:

@@ -42,6 +42,7 @@ from typing import Any
 
 import numpy as np
 
+from sparsecert._constraints import CONSTRAINTS, check
 from sparsecert.solvers.losses import DEFAULT_LOSS, get_loss
 
 __all__ = ["load_diabetes", "load_riboflavin", "load_leukemia", "standardize", "feature_names",
@@ -357,14 +358,9 @@ def make_synthetic(n: int, p: int, k: int, *, rho: float = 0.5, snr: float = 5.0
     y : numpy.ndarray of shape (n,)
     beta : numpy.ndarray of shape (p,)
     """
-    target = get_loss(loss).target
-    if target not in ("real", "binary"):
-        raise ValueError(f"loss must be a loss whose target is a real response or two labels "
-                         f"(not {target}), got {loss!r}")
-    if not (abs(rho) < 1):
-        raise ValueError(f"rho must satisfy |rho| < 1, got {rho}")
-    if not snr > 0:
-        raise ValueError(f"snr must be positive, got {snr}")
+    target = check("loss", get_loss(loss), CONSTRAINTS["synthetic loss"]).target
+    check("rho", rho, CONSTRAINTS["rho"])
+    check("snr", snr, CONSTRAINTS["snr"])
     rng = np.random.default_rng(seed)
     # AR(1) rows: x_j = rho x_{j-1} + sqrt(1 - rho^2) e_j has exactly Sigma_ij = rho^|i-j|
     E = rng.standard_normal((n, p))

@@ -5,18 +5,20 @@ loss and its parameters, ``k``, ``lambda2``, the box, the intercept, the data's 
 hashes, and the problem's optional parts. :meth:`~sparsecert.certificate.Certificate.build`
 writes it, :func:`problem_key` gives the fields that say which problem a certificate certifies
 (what :func:`~sparsecert.certificate.paths.check_save_path` compares before replacing a file).
-numpy and the standard library only.
+numpy, the standard library and the parameter table (:mod:`sparsecert._constraints`) only.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
-from sparsecert.certificate.fields import finite, integer, is_sparse_design
+from sparsecert._constraints import CONSTRAINTS, check, record_k_fits
+from sparsecert.certificate.fields import is_sparse_design
 from sparsecert.certificate.schema import (
     EXTENSION_FIELDS,
     HASH_DEFINITION,
@@ -120,20 +122,13 @@ def problem_section(X, y, problem: Mapping[str, Any]) -> dict:
     """
     X, y, x_format, x_hash = _data(X, y)
     n, p = (int(d) for d in X.shape)
-    loss = problem.get("loss")
-    if loss not in LOSSES:
-        raise ValueError(f"problem['loss'] must be one of {LOSSES}, got {loss!r}")
-    k = integer(problem.get("k"), "problem['k']")
-    if not 0 <= k <= p:
-        raise ValueError(f"problem['k'] = {k} must be in [0, p = {p}]")
-    lambda2 = finite(problem.get("lambda2"), "problem['lambda2']")
-    if lambda2 <= 0:
-        raise ValueError(f"problem['lambda2'] = {lambda2} must be > 0")
+    loss = check("problem['loss']", problem.get("loss"),
+                 replace(CONSTRAINTS["problem['loss']"], choices=lambda: LOSSES))
+    k = check("problem['k']", problem.get("k"), record_k_fits(p))
+    lambda2 = check("problem['lambda2']", problem.get("lambda2"), CONSTRAINTS["problem['lambda2']"])
     M = problem.get("max_abs_coef")
-    M = None if M is None or (isinstance(M, float) and math.isinf(M)) else finite(
-        M, "problem['max_abs_coef']")
-    if M is not None and M <= 0:
-        raise ValueError(f"problem['max_abs_coef'] = {M} must be > 0")
+    M = check("problem['max_abs_coef']", None if isinstance(M, float) and math.isinf(M) else M,
+              CONSTRAINTS["problem['max_abs_coef']"])
     loss_params = check_loss_params(loss, {key: problem[key] for key in LOSS_PARAMETERS
                                            if key in problem})
     names = problem.get("feature_names")

@@ -9,7 +9,9 @@ of the package may assume about it (:attr:`Loss.has_closed_form_refit`,
 solver, the heuristics, the producer and the front read these attributes, never a loss's name.
 The compiled form of the maths is in :mod:`sparsecert.solvers.loss_kernels` (dispatched on the
 integer id of :attr:`Loss.spec`). This module imports numpy (and the producer's rounding
-helpers, numpy only), so the names are cheap to read (argument parsers, the certificate writer).
+helpers and the parameter constraint table, :mod:`sparsecert._constraints`, numpy only), so the
+names are cheap to read (argument parsers, the certificate writer); the loss names and the
+targets (two labels, counts) are checked through that table.
 The standalone verifier keeps its own independent copy of the maths, and a test checks that the
 copies agree.
 
@@ -43,10 +45,12 @@ three against each other and against closed forms.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
+from sparsecert._constraints import CONSTRAINTS, check
 from sparsecert.proof.rounding import U, elem_err, sum_hi
 from sparsecert.proof.rounding import dn as _dn
 from sparsecert.proof.rounding import up as _up
@@ -101,14 +105,7 @@ def binary_codes(y) -> tuple[np.ndarray, np.ndarray]:
     ValueError
         If ``y`` does not hold exactly two distinct values.
     """
-    y = np.asarray(y)
-    classes = np.unique(y)
-    if classes.size != 2:
-        shown = ", ".join(str(v) for v in classes[:5].tolist())
-        more = " ..." if classes.size > 5 else ""
-        raise ValueError(f"y must hold binary labels (exactly two distinct values), got "
-                         f"{classes.size}: {shown}{more}")
-    return np.where(y == classes[1], 1.0, -1.0), classes
+    return check("y", y, CONSTRAINTS["labels"])
 
 
 class SquaredLoss(Loss):
@@ -149,10 +146,7 @@ class _BinaryLoss(Loss):
     target = "binary"
 
     def encode_target(self, y):
-        try:
-            codes, classes = binary_codes(y)
-        except ValueError as exc:
-            raise ValueError(f"the {self.name} loss: {exc}") from None
+        codes, classes = check(f"the {self.name} loss: y", y, CONSTRAINTS["labels"])
         return codes, [float(classes[0]), float(classes[1])]
 
 
@@ -286,11 +280,7 @@ class PoissonLoss(Loss):
         return -y, np.full(y.shape, np.inf)
 
     def encode_target(self, y):
-        y = np.array(y, dtype=np.float64, copy=True)
-        if np.any(y < 0):
-            raise ValueError(f"the poisson loss needs non-negative counts; y has "
-                             f"{int(np.sum(y < 0))} negative value(s) (min {y.min():g})")
-        return y, None
+        return check(f"the {self.name} loss", y, CONSTRAINTS["counts"]), None
 
     def initial_intercept(self, y, weights=None, offset=None):
         if offset is None:
@@ -405,11 +395,7 @@ _OWNER = {p.name: c.name for c in _CLASSES.values() for p in c.parameters}
 
 def check_loss(loss) -> str:
     """Check a loss name (TypeError if not a string, ValueError if unknown)."""
-    if not isinstance(loss, str):
-        raise TypeError(f"loss must be a string, one of {LOSS_NAMES}, got {type(loss).__name__}")
-    if loss not in _CLASSES:
-        raise ValueError(f"unknown loss {loss!r}; expected one of {LOSS_NAMES}")
-    return loss
+    return check("loss", loss, _LOSS_NAME)
 
 
 def check_loss_params(loss: str, params: Mapping[str, Any] | None) -> dict[str, float]:
@@ -468,6 +454,8 @@ LOSS_IDS: dict[str, int] = {name: loss.loss_id for name, loss in REGISTRY.items(
 CLASSIFICATION_LOSSES: tuple[str, ...] = tuple(n for n, ls in REGISTRY.items()
                                                if ls.needs_binary_labels)
 LOSS_DEFINITIONS: dict[str, str] = {name: loss.definition for name, loss in REGISTRY.items()}
+#: the table's loss-name entry with the registry's names as its choices
+_LOSS_NAME = replace(CONSTRAINTS["loss"], choices=lambda: LOSS_NAMES)
 
 
 def get_loss(name: str, params: Mapping[str, Any] | None = None) -> Loss:

@@ -316,20 +316,77 @@ def test_a_bad_option_is_its_usage_error(capsys, flag, value, needle):
     assert err[0].endswith("(see 'sparsecert certify --help')")
 
 
+#: the entries of the constraint table that are not rows of the parameter table: the support
+#: sizes of a path, the loss name (completed by the registry), the losses' targets, the fields
+#: of a certificate's record and the synthetic generator's parameters
+_NOT_ROWS = {"ks", "labels", "counts", "problem['loss']", "problem['k']", "problem['lambda2']",
+             "problem['max_abs_coef']", "rho", "snr", "synthetic loss"}
+
+
 def test_every_scalar_constraint_is_a_row_of_the_table_and_its_errors_name_it():
     """The scalar checks come from one declarative table (``_checks.CONSTRAINTS``) through one
-    checker: each entry is the check of the parameter table's row of that name, and a value
-    of a wrong type or out of range is refused naming the parameter."""
+    checker: each parameter entry is the check of the parameter table's row of that name, and a
+    value of a wrong type or out of range is refused naming the parameter."""
     from sparsecert._checks import CONSTRAINTS
 
     out_of_range = {"k": 0, "lambda2": -1.0, "max_abs_coef": -1.0, "eig_shift": -1.0,
                     "rel_gap": 1.0, "abs_gap": -1.0, "time_limit": 0.0, "node_limit": 0,
                     "n_jobs": 0, "verbose": -1}
-    for name in CONSTRAINTS:
+    for name in set(CONSTRAINTS) - _NOT_ROWS:
         assert name in PARAMS, name
         with pytest.raises(TypeError, match=rf"^{name} must be"):
             PARAMS[name].validate(object())
         if name in out_of_range:
             with pytest.raises(ValueError, match=rf"^{name} must .*, got "):
                 PARAMS[name].validate(out_of_range[name])
-    assert set(out_of_range) | {"executor", "log"} == set(CONSTRAINTS)
+    assert set(out_of_range) | {"executor", "log", "loss"} | _NOT_ROWS == set(CONSTRAINTS)
+
+
+def test_the_checks_outside_the_front_run_through_the_table():
+    """The loss names, the support sizes, the losses' targets, the certificate record's fields
+    and the synthetic generator's parameters are checked by the table's entries (one checker,
+    :mod:`sparsecert._constraints`, which the solver layer imports below the front): each entry
+    refuses a bad value with the message its caller gives."""
+    from sparsecert import _constraints
+    from sparsecert._constraints import CONSTRAINTS, check
+    from sparsecert.certificate.problem import problem_section
+    from sparsecert.datasets import make_synthetic
+    from sparsecert.solvers.losses import binary_codes, check_loss, get_loss
+
+    # the bottom layer imports nothing of the package
+    assert not [n for n in vars(_constraints) if getattr(vars(_constraints)[n], "__module__",
+                                                          "").startswith("sparsecert.")
+                and vars(_constraints)[n].__module__ != "sparsecert._constraints"]
+    with pytest.raises(TypeError, match=r"^loss must be a string, one of \('squared', "):
+        check_loss(3)
+    with pytest.raises(ValueError, match=r"^unknown loss 'hinge'; expected one of \("):
+        check_loss("hinge")
+    with pytest.raises(TypeError, match=r"^ks must hold integers: k must be an integer, got "
+                                        r"float 1.5$"):
+        check("ks", [1, 1.5], CONSTRAINTS["ks"])
+    with pytest.raises(ValueError, match=r"^ks holds repeated values: \[1, 2, 2\]$"):
+        check("ks", [2, 1, 2], CONSTRAINTS["ks"])
+    with pytest.raises(ValueError, match=r"^ks is empty: give at least one support size$"):
+        check("ks", [], CONSTRAINTS["ks"])
+    assert check("ks", [3, 1], CONSTRAINTS["ks"]).tolist() == [1, 3]
+    with pytest.raises(ValueError, match=r"^y must hold binary labels \(exactly two distinct "
+                                         r"values\), got 3: 1, 2, 3$"):
+        binary_codes([1, 2, 3])
+    with pytest.raises(ValueError, match=r"^the logistic loss: y must hold binary labels "):
+        get_loss("logistic").encode_target([1, 1])
+    with pytest.raises(ValueError, match=r"^the poisson loss needs non-negative counts; y has 1 "
+                                         r"negative value\(s\) \(min -2\)$"):
+        get_loss("poisson").encode_target([1.0, -2.0])
+    with pytest.raises(ValueError, match=r"^rho must satisfy \|rho\| < 1, got 1$"):
+        make_synthetic(10, 4, 2, rho=1)
+    with pytest.raises(ValueError, match=r"^loss must be a loss whose target is a real response "
+                                         r"or two labels \(not counts\), got 'poisson'$"):
+        make_synthetic(10, 4, 2, loss="poisson")
+    X, y = np.eye(3), np.array([0.0, 1.0, 2.0])
+    problem = {"loss": "squared", "k": 1, "lambda2": 1.0, "max_abs_coef": None}
+    with pytest.raises(ValueError, match=r"^problem\['k'\] = 4 must be in \[0, p = 3\]$"):
+        problem_section(X, y, {**problem, "k": 4})
+    with pytest.raises(TypeError, match=r"^problem\['lambda2'\] must be a number, got a bool$"):
+        problem_section(X, y, {**problem, "lambda2": True})
+    with pytest.raises(ValueError, match=r"^problem\['max_abs_coef'\] = -2.0 must be > 0$"):
+        problem_section(X, y, {**problem, "max_abs_coef": -2})
