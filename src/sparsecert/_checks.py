@@ -188,6 +188,17 @@ def _real_vector(value, name: str) -> np.ndarray:
     return conv
 
 
+def _finite_vector(value, name: str) -> np.ndarray:
+    """:func:`_real_vector`, not empty, every entry finite (a per-sample parameter)."""
+    vec = _real_vector(value, name)
+    if vec.size == 0:
+        raise ValueError(f"{name} is empty")
+    bad = np.flatnonzero(~np.isfinite(vec))
+    if bad.size:
+        raise ValueError(f"{name}[{int(bad[0])}] = {float(vec[bad[0]])!r} is not finite")
+    return vec
+
+
 def check_sample_weight(sample_weight) -> np.ndarray | None:
     """Per-sample weights ``w_i >= 0`` (finite, not all zero), or None for unit weights.
 
@@ -196,12 +207,7 @@ def check_sample_weight(sample_weight) -> np.ndarray | None:
     """
     if sample_weight is None:
         return None
-    w = _real_vector(sample_weight, "sample_weight")
-    if w.size == 0:
-        raise ValueError("sample_weight is empty")
-    bad = np.flatnonzero(~np.isfinite(w))
-    if bad.size:
-        raise ValueError(f"sample_weight[{int(bad[0])}] = {float(w[bad[0]])!r} is not finite")
+    w = _finite_vector(sample_weight, "sample_weight")
     neg = np.flatnonzero(w < 0)
     if neg.size:
         raise ValueError(f"sample_weight[{int(neg[0])}] = {float(w[neg[0]])!r} is negative "
@@ -214,15 +220,7 @@ def check_sample_weight(sample_weight) -> np.ndarray | None:
 def check_offset(offset) -> np.ndarray | None:
     """A fixed per-sample offset ``o_i`` in the linear predictor ``x_i^T b + c + o_i`` (finite),
     or None. Returns a read-only float64 copy."""
-    if offset is None:
-        return None
-    o = _real_vector(offset, "offset")
-    if o.size == 0:
-        raise ValueError("offset is empty")
-    bad = np.flatnonzero(~np.isfinite(o))
-    if bad.size:
-        raise ValueError(f"offset[{int(bad[0])}] = {float(o[bad[0]])!r} is not finite")
-    return _frozen(o)
+    return None if offset is None else _frozen(_finite_vector(offset, "offset"))
 
 
 def _bound_side(value, name: str, inf: float) -> float | np.ndarray:

@@ -31,6 +31,7 @@ from sparsecert.proof.rounding import (
     pos_sum_lo,
     sums_to_zero,
     sumsq_hi,
+    two_product,
     up,
 )
 from sparsecert.solvers.losses import Loss, get_loss
@@ -352,7 +353,7 @@ class SafeEvaluator:
             return None
         if self.w is not None:
             return self._shifted_weighted(b)
-        n, p, mu = self.n, self.p, self.mu
+        n, p = self.n, self.p
         with np.errstate(all="ignore"):
             vmid = self.Xd @ b
             f = up(up(gamma(p) + self.e) * float(norm_hi(b)))
@@ -376,24 +377,32 @@ class SafeEvaluator:
                 py2_lo = pos_sum_lo(np.maximum(dn(y.mid * y.mid), 0.0))
                 pv2_mid, py2_mid = float(vmid @ vmid), float(y.mid @ y.mid)
                 w = v - y
-            g = self._xt(w)
-            t2 = (2.0 * mu) * b
-            smid = 2.0 * g.mid - t2
-            srad = up(up(2.0 * g.rad) + up(up(up(U * np.abs(t2)) + ETA)
-                                           + up(U * np.abs(smid))))
-            lam = float(dn(self.lambda2 + mu))
-            h_mid, h_hi = self._terms(Ball(smid, srad), lam)
-            mb_lo = max(float(dn(mu * float(pos_sum_lo(np.maximum(dn(b * b), 0.0))))), 0.0)
-            k_lo = float(dn(dn(py2_lo - pv2_hi) + mb_lo))
-            k_mid = py2_mid - pv2_mid + mu * float(b @ b)
-            return WitnessBound(k_mid=k_mid, k_lo=k_lo, lam=lam, h_mid=h_mid, h_hi=h_hi)
+            return self._shifted_terms(b, self._xt(w), (pv2_mid, pv2_hi), (py2_mid, py2_lo))
+
+    def _shifted_terms(self, b: np.ndarray, g: Ball, pv2: tuple, py2: tuple) -> WitnessBound:
+        """The terms of a shifted witness b~ from ``g``, an enclosure of X^T Q (v - y), and
+        (computed, upper) of v^T Q v and (computed, lower) of y^T Q y (Q: the identity, the
+        centring or the weighted centring; see :meth:`shifted`): s = 2 g - 2 mu b~,
+        lam' = lambda2 + mu (rounded down), K = y^T Q y - v^T Q v + mu ||b~||^2 (its lower
+        bound rounded down)."""
+        mu = self.mu
+        (pv2_mid, pv2_hi), (py2_mid, py2_lo) = pv2, py2
+        t2 = (2.0 * mu) * b
+        smid = 2.0 * g.mid - t2
+        srad = up(up(2.0 * g.rad) + up(up(up(U * np.abs(t2)) + ETA) + up(U * np.abs(smid))))
+        lam = float(dn(self.lambda2 + mu))
+        h_mid, h_hi = self._terms(Ball(smid, srad), lam)
+        mb_lo = max(float(dn(mu * float(pos_sum_lo(np.maximum(dn(b * b), 0.0))))), 0.0)
+        k_lo = float(dn(dn(py2_lo - pv2_hi) + mb_lo))
+        k_mid = py2_mid - pv2_mid + mu * float(b @ b)
+        return WitnessBound(k_mid=k_mid, k_lo=k_lo, lam=lam, h_mid=h_mid, h_hi=h_hi)
 
     def _shifted_weighted(self, b: np.ndarray) -> WitnessBound | None:
         """A shifted witness of the weighted least squares (``docs/certificate-format.md``,
         4.2): with Q = W, or W - w w^T / sum(w) with an intercept (Q 1 = 0) and X^T Q X - mu I
         PSD, the bound is y^T Q y - v^T Q v + mu ||b~||^2 - 2 lam' g*(-s / (2 lam')) with
         v = X b~, s = 2 X^T Q (v - y) - 2 mu b~ (y: the targets less the offsets)."""
-        n, p, mu, w = self.n, self.p, self.mu, self.w
+        n, p, w = self.n, self.p, self.w
         cen = self.fit_intercept
         w_hi, w_lo = float(pos_sum_hi(w)), float(pos_sum_lo(w))
         if cen and not w_lo > 0:
@@ -436,19 +445,10 @@ class SafeEvaluator:
                 d = d - Ball(np.full(n, mdc), np.full(n, mdr))
             ec = w * d.mid
             e = Ball(ec, up(up(w * d.rad) + up(up(U * np.abs(ec)) + ETA)))
-            g = self._xt(e)
-            t2 = (2.0 * mu) * b
-            smid = 2.0 * g.mid - t2
-            srad = up(up(2.0 * g.rad) + up(up(up(U * np.abs(t2)) + ETA)
-                                           + up(U * np.abs(smid))))
-            lam = float(dn(self.lambda2 + mu))
-            h_mid, h_hi = self._terms(Ball(smid, srad), lam)
-            mb_lo = max(float(dn(mu * float(pos_sum_lo(np.maximum(dn(b * b), 0.0))))), 0.0)
-            k_lo = float(dn(dn(py2_lo - pv2_hi) + mb_lo))
-            k_mid = py2_mid - pv2_mid + mu * float(b @ b)
-            if not math.isfinite(k_lo):
-                k_lo = -math.inf
-            return WitnessBound(k_mid=k_mid, k_lo=k_lo, lam=lam, h_mid=h_mid, h_hi=h_hi)
+            out = self._shifted_terms(b, self._xt(e), (pv2_mid, pv2_hi), (py2_mid, py2_lo))
+            if not math.isfinite(out.k_lo):
+                out.k_lo = -math.inf
+            return out
 
     def witness(self, kind: str, vec: np.ndarray, cols: np.ndarray | None = None
                 ) -> WitnessBound | None:
@@ -562,14 +562,7 @@ def _lin_rows(A: np.ndarray, coef: np.ndarray, extra: list[np.ndarray]) -> Ball:
     tiny = np.zeros(n)
     for j in range(A.shape[1]):
         a, b = A[:, j], coef[j]
-        p = a * b
-        sa = 134217729.0 * a
-        ah = sa - (sa - a)
-        al = a - ah
-        sb = 134217729.0 * b
-        bh = sb - (sb - b)
-        bl = b - bh
-        err = al * bl - (((p - ah * bh) - al * bh) - ah * bl)
+        p, err = two_product(a, b)
         small = (np.abs(p) < 2.0 ** -968) & (a != 0)
         tiny = tiny + small
         terms.append(p)

@@ -26,7 +26,8 @@ import numpy as np
 
 __all__ = ["U", "ETA", "EPS_ELEM", "CENTRE_ERR", "up", "dn", "rat_up", "rat_dn", "gamma",
            "gamma_array", "inv_one_minus", "inv_one_plus", "elem_err", "pos_sum_hi",
-           "pos_sum_lo", "sum_hi", "sumsq_hi", "norm_hi", "sums_to_zero", "Ball"]
+           "pos_sum_lo", "sum_hi", "sumsq_hi", "norm_hi", "sums_to_zero", "two_product",
+           "Ball"]
 
 U = 2.0 ** -53
 ETA = 2.0 ** -1074
@@ -190,6 +191,20 @@ class Ball:
     def norm_hi(self) -> float:
         """Upper bound of the Euclidean norm of the exact vector."""
         return float(up(np.sqrt(pos_sum_hi(up(self.mag * self.mag)))))
+
+
+def two_product(a, b):
+    """``(p, err)`` with ``p = fl(a b)`` and Dekker's error term ``err`` (Veltkamp's split by
+    ``2^27 + 1``): ``a b = p + err`` exactly when nothing underflows (``|p| >= 2^-968``) and
+    nothing overflows in the split (``|a|, |b| < 2^995``); the callers check those ranges."""
+    p = a * b
+    sa = 134217729.0 * a
+    ah = sa - (sa - a)
+    al = a - ah
+    sb = 134217729.0 * b
+    bh = sb - (sb - b)
+    bl = b - bh
+    return p, al * bl - (((p - ah * bh) - al * bh) - ah * bl)
 
 
 def sums_to_zero(z: np.ndarray) -> bool:

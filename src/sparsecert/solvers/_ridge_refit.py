@@ -40,6 +40,23 @@ def ridge_objective(XT, y, idx, lambda2, coef):
 
 
 @njit(cache=True, nogil=True)
+def cholesky_solve(L, m, rhs, sign, out):
+    """``out[:m] = (L L^T)^{-1} (sign rhs[:m])`` for the lower triangle ``L[:m, :m]`` of a
+    Cholesky factor (``sign`` is 1.0 or -1.0, an exact scaling): the two triangular solves,
+    ``L w = sign rhs`` then ``L^T out = w``, in place in ``out`` (which must not be ``rhs``)."""
+    for i in range(m):
+        v = sign * rhs[i]
+        for t in range(i):
+            v -= L[i, t] * out[t]
+        out[i] = v / L[i, i]
+    for i in range(m - 1, -1, -1):
+        v = out[i]
+        for t in range(i + 1, m):
+            v -= L[t, i] * out[t]
+        out[i] = v / L[i, i]
+
+
+@njit(cache=True, nogil=True)
 def ridge_refit(XT, y, idx, lambda2, coef):
     """Ridge refit on the columns ``idx`` (``XT = X^T`` C-contiguous, shape (p, n)).
 
@@ -78,15 +95,5 @@ def ridge_refit(XT, y, idx, lambda2, coef):
             for t in range(j):
                 v -= A[i, t] * A[j, t]
             A[i, j] = v / d
-    # L w = rhs, then L^T coef = w
-    for i in range(s):
-        v = rhs[i]
-        for t in range(i):
-            v -= A[i, t] * coef[t]
-        coef[i] = v / A[i, i]
-    for i in range(s - 1, -1, -1):
-        v = coef[i]
-        for t in range(i + 1, s):
-            v -= A[t, i] * coef[t]
-        coef[i] = v / A[i, i]
+    cholesky_solve(A, s, rhs, 1.0, coef)
     return ridge_objective(XT, y, idx, lambda2, coef), True

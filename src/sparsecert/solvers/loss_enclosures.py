@@ -11,7 +11,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from sparsecert.proof.rounding import ETA, Ball, elem_err, gamma, pos_sum_hi, sumsq_hi
+from sparsecert.proof.rounding import (
+    ETA,
+    Ball,
+    elem_err,
+    gamma,
+    pos_sum_hi,
+    sumsq_hi,
+    two_product,
+)
 from sparsecert.proof.rounding import dn as _dn
 from sparsecert.proof.rounding import up as _up
 
@@ -34,14 +42,7 @@ def quadratic_conjugate_upper(z: np.ndarray, y: Ball) -> tuple[float, float]:
 def inward(w: np.ndarray, e: np.ndarray, up: bool) -> np.ndarray:
     """``w e`` (``w >= 0``, ``e`` a finite end of a domain), moved one float inward when the
     product is not exact (Dekker's error term), so that ``w e`` rounded this way is inside."""
-    p = w * e
-    sa = 134217729.0 * w
-    ah = sa - (sa - w)
-    al = w - ah
-    sb = 134217729.0 * e
-    bh = sb - (sb - e)
-    bl = e - bh
-    err = al * bl - (((p - ah * bh) - al * bh) - ah * bl)
+    p, err = two_product(w, e)
     exact = (w == 0) | (e == 0) | ((err == 0) & (np.abs(p) >= 2.0 ** -968)
                                    & (np.abs(w) < 2.0 ** 995) & (np.abs(e) < 2.0 ** 995))
     return np.where(exact, p, _up(p) if up else _dn(p))

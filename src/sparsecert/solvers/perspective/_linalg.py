@@ -62,16 +62,9 @@ def xt_dot(X, z, out):
 
 @njit(cache=True, nogil=True)
 def x_dot(XT, b, out):
-    """``out = X b`` given ``XT = X^T`` (C-contiguous, shape (p, n))."""
-    p, n = XT.shape
-    for i in range(n):
-        out[i] = 0.0
-    for j in range(p):
-        bj = b[j]
-        if bj != 0.0:
-            row = XT[j]
-            for i in range(n):
-                out[i] += bj * row[i]
+    """``out = X b`` given ``XT = X^T`` (C-contiguous, shape (p, n)): :func:`xt_dot` of ``XT``
+    (``(X^T)^T b``, the same loop over the rows of ``XT``)."""
+    xt_dot(XT, b, out)
 
 
 class Design(NamedTuple):

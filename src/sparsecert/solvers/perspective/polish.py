@@ -28,6 +28,7 @@ import math
 import numpy as np
 from numba import njit
 
+from sparsecert.solvers._ridge_refit import cholesky_solve
 from sparsecert.solvers.loss_kernels import loss_hessian, loss_value_grad, newton_exact
 from sparsecert.solvers.perspective._fista import (
     ST_CONVERGED,
@@ -282,17 +283,7 @@ def newton_candidate(D, y, loss, lam, mu, x, state, budget, max_steps):
             Lc = np.linalg.cholesky(H)  # LAPACK, without the GIL
         except Exception:  # noqa: BLE001 - not positive definite: no candidate
             return False, out
-        # d = -H^{-1} g by the two triangular solves
-        for i in range(m):
-            acc = -g[i]
-            for j in range(i):
-                acc -= Lc[i, j] * d[j]
-            d[i] = acc / Lc[i, i]
-        for i in range(m - 1, -1, -1):
-            acc = d[i]
-            for j in range(i + 1, m):
-                acc -= Lc[j, i] * d[j]
-            d[i] = acc / Lc[i, i]
+        cholesky_solve(Lc, m, g, -1.0, d)  # d = -H^{-1} g
         dec = 0.0
         for j in range(m):
             dec -= g[j] * d[j]
