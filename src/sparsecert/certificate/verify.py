@@ -640,24 +640,7 @@ class _Design:
             self.Xd = X
             self.e = 0.0
         self.y = y
-        # an offset o: f(u + o; y) has the conjugate f*(z; y) - z o. For the losses whose
-        # conjugate is z^2/4 + y z (in its domain) it goes into the linear coefficient y - o;
-        # for the others it is a term of its own (``self.o``)
-        self.o = ex.o
-        y_lin, y_rad = y, None
-        if ex.o is not None and loss in _QUADRATIC_CONJUGATES:
-            y_lin = y - ex.o
-            y_rad = _up(U * np.abs(y_lin))
-            self.o = None
-        if loss == "squared" and self.centred:  # y enters linearly: centre it too
-            self.yd = y_lin - (y_lin.mean() if ex.w is None else (ex.w @ y_lin) / ex.w.sum())
-            self.yr = _up(self.e * np.abs(self.yd))
-            if y_rad is not None:  # (any centre works: only the rounding of y - o adds)
-                self.yr = _up(self.yr + y_rad)
-        elif y_rad is not None:
-            self.yd, self.yr = y_lin, y_rad
-        else:
-            self.yd, self.yr = y, np.zeros(self.n)
+        self.o, self.yd, self.yr = _linear_target(y, self.n, loss, self.centred, ex)
         self._coln = None
         self._rown = None
         self._xd_w = None
@@ -931,23 +914,7 @@ class _SparseDesign:
         ex = extra if extra is not None else _Extras()
         self.w, self.lo, self.hi = ex.w, ex.lo, ex.hi
         self.y = y
-        # an offset: as for a dense X (in the linear coefficient y - o of the quadratic
-        # conjugates, a term of its own for the others)
-        self.o = ex.o
-        y_lin, y_rad = y, None
-        if ex.o is not None and loss in _QUADRATIC_CONJUGATES:
-            y_lin = y - ex.o
-            y_rad = _up(U * np.abs(y_lin))
-            self.o = None
-        if loss == "squared" and fit_intercept:  # y enters linearly: centre it (any centre)
-            self.yd = y_lin - (y_lin.mean() if ex.w is None else (ex.w @ y_lin) / ex.w.sum())
-            self.yr = _up(_CENTRE_ERR * np.abs(self.yd))
-            if y_rad is not None:
-                self.yr = _up(self.yr + y_rad)
-        elif y_rad is not None:
-            self.yd, self.yr = y_lin, y_rad
-        else:
-            self.yd, self.yr = y, np.zeros(self.n)
+        self.o, self.yd, self.yr = _linear_target(y, self.n, loss, bool(fit_intercept), ex)
         self._counts = X.counts()
         self._coln = None
 
@@ -1099,6 +1066,33 @@ def _product_is_exact(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndar
     zero = (a == 0) | (b == 0)
     fine = (np.abs(a) < _SPLIT_MAX) & (np.abs(b) < _SPLIT_MAX) & (np.abs(p) >= _TINY)
     return p, zero | (fine & (e == 0) & np.isfinite(p))
+
+
+def _linear_target(y: np.ndarray, n: int, loss: str, centred: bool, ex: _Extras
+                   ) -> tuple[np.ndarray | None, np.ndarray, np.ndarray]:
+    """``(o, yd, yr)`` of a design (dense or sparse): the offset term, the linear coefficient
+    ``yd`` of the loss's conjugate and its rounding radius ``yr``.
+
+    An offset o: f(u + o; y) has the conjugate f*(z; y) - z o. For the losses whose conjugate
+    is z^2/4 + y z (in its domain) it goes into the linear coefficient y - o (``o`` is then
+    None); for the others it is a term of its own (``o``). For least squares with an intercept
+    y enters linearly and is centred too (any centre works: only its rounding, and that of
+    y - o, adds to ``yr``)."""
+    o = ex.o
+    y_lin, y_rad = y, None
+    if ex.o is not None and loss in _QUADRATIC_CONJUGATES:
+        y_lin = y - ex.o
+        y_rad = _up(U * np.abs(y_lin))
+        o = None
+    if loss == "squared" and centred:
+        yd = y_lin - (y_lin.mean() if ex.w is None else (ex.w @ y_lin) / ex.w.sum())
+        yr = _up(_CENTRE_ERR * np.abs(yd))
+        if y_rad is not None:
+            yr = _up(yr + y_rad)
+        return o, yd, yr
+    if y_rad is not None:
+        return o, y_lin, y_rad
+    return o, y, np.zeros(n)
 
 
 def _weighted_dual_problem(loss: str, z: np.ndarray, y: np.ndarray, w: np.ndarray,

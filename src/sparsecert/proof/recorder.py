@@ -209,20 +209,16 @@ class ProofRecorder:
     def _write(self, kind: str, vec: np.ndarray) -> tuple[int, int]:
         """Append a witness row (its slot first) and return (kind code, slot)."""
         if kind == "dual":
-            slot = self.n_dual
+            code, slot, size, stream = 1, self.n_dual, self.n, self._dual
             self.n_dual += 1
-            row = np.empty(self.n + 1)
-            row[1:] = vec
-            row[:1].view(np.int64)[0] = slot
-            self._dual.write(row.tobytes())
-            return 1, slot
-        slot = self.n_shifted
-        self.n_shifted += 1
-        row = np.empty(self.p + 1)
+        else:
+            code, slot, size, stream = 2, self.n_shifted, self.p, self._shifted
+            self.n_shifted += 1
+        row = np.empty(size + 1)
         row[1:] = vec
         row[:1].view(np.int64)[0] = slot
-        self._shifted.write(row.tobytes())
-        return 2, slot
+        stream.write(row.tobytes())
+        return code, slot
 
     def reserve(self, n_open: int) -> float:
         """Seconds to keep for :meth:`finish` (the open nodes' claims, the final file, a copy of

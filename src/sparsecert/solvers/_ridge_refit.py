@@ -43,7 +43,9 @@ def ridge_objective(XT, y, idx, lambda2, coef):
 def cholesky_solve(L, m, rhs, sign, out):
     """``out[:m] = (L L^T)^{-1} (sign rhs[:m])`` for the lower triangle ``L[:m, :m]`` of a
     Cholesky factor (``sign`` is 1.0 or -1.0, an exact scaling): the two triangular solves,
-    ``L w = sign rhs`` then ``L^T out = w``, in place in ``out`` (which must not be ``rhs``)."""
+    ``L w = sign rhs`` then ``L^T out = w``, written into ``out`` (which may be ``rhs``: each
+    ``rhs[i]`` is read before ``out[i]`` is written). The ridge refit, the Newton polish and
+    the z-space kernel solve with it."""
     for i in range(m):
         v = sign * rhs[i]
         for t in range(i):

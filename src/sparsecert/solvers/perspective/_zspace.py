@@ -16,6 +16,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
+from sparsecert.solvers._ridge_refit import cholesky_solve
 from sparsecert.solvers.perspective._fista import ST_CONVERGED, ST_CUTOFF, ST_RUNNING
 from sparsecert.solvers.perspective._gfun import gstar_node
 from sparsecert.solvers.perspective._order import argsort_desc, top_heap
@@ -230,22 +231,6 @@ def _cholesky(G, m):
 
 
 @njit(cache=True, nogil=True)
-def _cho_solve(G, m, v):
-    """In place: ``v[:m] <- (L L^T)^{-1} v[:m]`` with ``L`` the factor in ``G[:m, :m]``."""
-    for i in range(m):
-        ri = G[i]
-        s = v[i]
-        for q in range(i):
-            s -= ri[q] * v[q]
-        v[i] = s / ri[i]
-    for i in range(m - 1, -1, -1):
-        s = v[i]
-        for q in range(i + 1, m):
-            s -= G[q, i] * v[q]
-        v[i] = s / G[i, i]
-
-
-@njit(cache=True, nogil=True)
 def zspace_eval(data, cols, state, zf, work, point):
     """``phi(z)`` at the free indicators ``zf``, with ``point`` (:class:`ZPoint`: ``alpha``,
     ``c = X_A^T alpha`` and the free gradient) written; NaN when the system is lost to rounding.
@@ -311,7 +296,7 @@ def zspace_eval(data, cols, state, zf, work, point):
         _eye_plus_gram(B, n, s, G)
         if not _cholesky(G, s):
             return np.nan
-        _cho_solve(G, s, u)
+        cholesky_solve(G, s, u, 1.0, u)  # in place
         for i in range(n):
             bt = B[i]
             acc = y[i]
@@ -330,7 +315,7 @@ def zspace_eval(data, cols, state, zf, work, point):
             alpha[a] = y[a]
         if not _cholesky(G, n):
             return np.nan
-        _cho_solve(G, n, alpha)
+        cholesky_solve(G, n, alpha, 1.0, alpha)  # in place
     phi = 0.0
     for i in range(n):
         phi += y[i] * alpha[i]
