@@ -991,20 +991,27 @@ def _rows_dot(Z: np.ndarray, v: np.ndarray) -> np.ndarray:
     return (Z * v).sum(axis=1)
 
 
+def _linear_part_up(Z: np.ndarray, des: _Design) -> np.ndarray:
+    """Upper bound of the linear part ``sum_i y_i zeta_i`` of a quadratic conjugate for each
+    row zeta of Z (``y``: the design's ``yd``, centred for the squared loss with an intercept,
+    less the offset, with its rounding radius ``yr``)."""
+    n = Z.shape[1]
+    y = des.yd
+    lin_c = _rows_dot(Z, y)
+    # a sum that overflowed (or gave NaN) is no estimate: then there is no upper bound
+    lin_c = np.where(np.isfinite(lin_c), lin_c, np.inf)
+    s_abs = _sum_up(_up(np.abs(Z) * np.abs(y)[None, :]), axis=1)
+    lin_r = _up(_up(_up(_gamma(n) * s_abs) + n * ETA)
+                + _sum_up(_up(np.abs(Z) * des.yr[None, :]), axis=1))
+    return _up(lin_c + lin_r)
+
+
 def _conjugate_sum_up(loss: str, Z: np.ndarray, des: _Design) -> np.ndarray:
     """Upper bound of sum_i f*(zeta_i; y_i) for each row zeta of Z (inside the domain)."""
-    n = Z.shape[1]
     y = des.yd
     if loss in ("squared", "squared_hinge", "huber"):  # z^2/4 + y z (inside the domain)
         q4 = _up(0.25 * _sum_up(_sq_up(Z), axis=1))
-        # linear part sum_i y_i zeta_i (centred y for the squared loss with an intercept)
-        lin_c = _rows_dot(Z, y)
-        # a sum that overflowed (or gave NaN) is no estimate: then there is no upper bound
-        lin_c = np.where(np.isfinite(lin_c), lin_c, np.inf)
-        s_abs = _sum_up(_up(np.abs(Z) * np.abs(y)[None, :]), axis=1)
-        lin_r = _up(_up(_up(_gamma(n) * s_abs) + n * ETA)
-                    + _sum_up(_up(np.abs(Z) * des.yr[None, :]), axis=1))
-        return _up(q4 + _up(lin_c + lin_r))
+        return _up(q4 + _linear_part_up(Z, des))
     out = np.empty(Z.shape[0])
     for r in range(Z.shape[0]):
         z = Z[r]
@@ -1154,7 +1161,6 @@ def _entropy_up(t: np.ndarray) -> np.ndarray:
 def _conjugate_sum_up_weighted(loss: str, Z: np.ndarray, des: _Design) -> np.ndarray:
     """Upper bound of sum_i w_i f*(zeta_i / w_i; y_i) for each row zeta of Z (inside the
     domain, zeta_i = 0 where w_i = 0, whose term is 0)."""
-    n = Z.shape[1]
     w = des.w
     pos = w > 0
     ws = np.where(pos, w, 1.0)  # (no division by 0: those terms are 0)
@@ -1162,12 +1168,7 @@ def _conjugate_sum_up_weighted(loss: str, Z: np.ndarray, des: _Design) -> np.nda
     if loss in _QUADRATIC_CONJUGATES:  # zeta^2 / (4 w) + y zeta
         q = np.where(pos[None, :], _up(_up(0.25 * _sq_up(Z)) / ws[None, :]), 0.0)
         q4 = _sum_up(q, axis=1)
-        lin_c = _rows_dot(Z, y)
-        lin_c = np.where(np.isfinite(lin_c), lin_c, np.inf)
-        s_abs = _sum_up(_up(np.abs(Z) * np.abs(y)[None, :]), axis=1)
-        lin_r = _up(_up(_up(_gamma(n) * s_abs) + n * ETA)
-                    + _sum_up(_up(np.abs(Z) * des.yr[None, :]), axis=1))
-        return _up(q4 + _up(lin_c + lin_r))
+        return _up(q4 + _linear_part_up(Z, des))
     out = np.empty(Z.shape[0])
     for r in range(Z.shape[0]):
         z = Z[r]

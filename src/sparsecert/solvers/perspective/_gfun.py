@@ -145,6 +145,33 @@ def relaxed_z(b, state, budget):
 
 
 @njit(cache=True, nogil=True)
+def best_split(a, order, total, budget):
+    """How many of the largest free entries sit at 1 in the minimiser of the node's ``g``: the
+    ``r < budget`` (``a[order[:r]]`` kept whole, the rest of ``budget`` shared by the tail)
+    that minimises ``sum of the r largest squared + tail^2 / (budget - r)`` among those whose
+    share ``tail / (budget - r)`` is at least the next entry (``order``: ``a``'s indices by
+    decreasing value; ``total``: the sum of the entries; ``budget - 1`` when none qualifies).
+    """
+    best_r = budget - 1
+    best_val = np.inf
+    pre = 0.0
+    pre2 = 0.0
+    for r in range(budget):
+        top = a[order[r]]
+        tail = total - pre
+        if tail < 0.0:
+            tail = 0.0
+        if tail / (budget - r) >= top:
+            val = pre2 + tail * tail / (budget - r)
+            if val < best_val:
+                best_val = val
+                best_r = r
+        pre += top
+        pre2 += top * top
+    return best_r
+
+
+@njit(cache=True, nogil=True)
 def relaxed_z_into(b, state, budget, z):
     """Writes the minimising ``z`` of ``g_node`` at ``b`` into ``z``."""
     m = b.shape[0]
@@ -174,22 +201,7 @@ def relaxed_z_into(b, state, budget, z):
     total = 0.0
     for i in range(nf):
         total += a[i]
-    best_r = budget - 1
-    best_val = np.inf
-    pre = 0.0
-    pre2 = 0.0
-    for r in range(budget):
-        top = a[order[r]]
-        tail = total - pre
-        if tail < 0.0:
-            tail = 0.0
-        if tail / (budget - r) >= top:
-            val = pre2 + tail * tail / (budget - r)
-            if val < best_val:
-                best_val = val
-                best_r = r
-        pre += top
-        pre2 += top * top
+    best_r = best_split(a, order, total, budget)
     tail = total
     for i in range(best_r):
         tail -= a[order[i]]

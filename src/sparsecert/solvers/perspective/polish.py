@@ -36,7 +36,7 @@ from sparsecert.solvers.perspective._fista import (
     fista_data,
     prox_grad_step,
 )
-from sparsecert.solvers.perspective._gfun import FREE, IN, OUT
+from sparsecert.solvers.perspective._gfun import FREE, IN, OUT, best_split
 from sparsecert.solvers.perspective._linalg import dense_columns, xb
 from sparsecert.solvers.perspective.evaluate import full_bound, objective
 
@@ -146,16 +146,12 @@ def _structure(x, state, budget):
             S[m] = j
             m += 1
     in_R = np.zeros(m, dtype=np.bool_)
+    free_pos = np.empty(m, dtype=np.int64)  # its first n_free entries
     n_free = 0
     for i in range(m):
         if state[S[i]] == IN:
             in_R[i] = True
         elif state[S[i]] == FREE:
-            n_free += 1
-    free_pos = np.empty(n_free, dtype=np.int64)
-    n_free = 0
-    for i in range(m):
-        if state[S[i]] == FREE:
             free_pos[n_free] = i
             n_free += 1
     kr = 0
@@ -167,20 +163,7 @@ def _structure(x, state, budget):
         total = 0.0
         for i in range(n_free):
             total += a[order[i]]
-        best_r = budget - 1
-        best_val = np.inf
-        pre = 0.0
-        pre2 = 0.0
-        for r in range(budget):
-            tail = max(total - pre, 0.0)
-            v = a[order[r]]
-            if tail / (budget - r) >= v:
-                val = pre2 + tail * tail / (budget - r)
-                if val < best_val:
-                    best_val = val
-                    best_r = r
-            pre += v
-            pre2 += v * v
+        best_r = best_split(a, order, total, budget)
         for i in range(best_r):
             in_R[free_pos[order[i]]] = True
         kr = budget - best_r
