@@ -1294,16 +1294,25 @@ def _shifted_terms(des: _Design, B: np.ndarray, lam2: float, mu: float,
     Gc = des.times_xd(Wc)  # fl(Xd^T w)
     Gr = des.xt_ball_radius(_norm_up(Wc, axis=1), _norm_up(Wr, axis=1))
     for r in range(B.shape[0]):
-        b = B[r]
-        t2 = (2.0 * mu) * b
-        sc = 2.0 * Gc[r] - t2
-        sr = _up(_up(2.0 * Gr[r]) + _up(_up(_up(U * np.abs(t2)) + ETA) + _up(U * np.abs(sc))))
-        h = (_huber_up(_abs_a_up(sc, sr, lamp), M) if des.lo is None else
-             _bounded_terms_up(sc, sr, lamp, des.lo, des.hi))
-        mb_low = float(np.maximum(_dn(mu * _sum_dn(_sq_dn(b))), 0.0))
-        k_low = float(_dn(_dn(py2_low - pv2_up[r]) + mb_low))
+        k_low, h = _shifted_row_terms(des, B[r], (Gc[r], Gr[r]), mu, lamp, M, py2_low, pv2_up[r])
         out.append(_Terms(k_low=k_low, lam=lamp, h_up=h))
     return out
+
+
+def _shifted_row_terms(des: _Design, b: np.ndarray, g: tuple, mu: float, lamp: float,
+                       M: float | None, py2_low: float, pv2_up: float) -> tuple:
+    """``(k_low, h_up)`` of one shifted witness b~ from ``g``, the ball (centre, radius) of
+    X^T Q (v - y), a lower bound of y^T Q y and an upper bound of v^T Q v: s = 2 g - 2 mu b~
+    enclosed, ``h_up`` the upper bounds of the terms of s at lam' (the box's Huber terms or the
+    per-coefficient bounds'), ``k_low`` = y^T Q y - v^T Q v + mu ||b~||^2 rounded down."""
+    gc, gr = g
+    t2 = (2.0 * mu) * b
+    sc = 2.0 * gc - t2
+    sr = _up(_up(2.0 * gr) + _up(_up(_up(U * np.abs(t2)) + ETA) + _up(U * np.abs(sc))))
+    h = (_huber_up(_abs_a_up(sc, sr, lamp), M) if des.lo is None else
+         _bounded_terms_up(sc, sr, lamp, des.lo, des.hi))
+    mb_low = float(np.maximum(_dn(mu * _sum_dn(_sq_dn(b))), 0.0))
+    return float(_dn(_dn(py2_low - pv2_up) + mb_low)), h
 
 
 def _shifted_terms_weighted(des: _Design, B: np.ndarray, lam2: float, mu: float,
@@ -1379,14 +1388,7 @@ def _shifted_terms_weighted(des: _Design, B: np.ndarray, lam2: float, mu: float,
     Gr = des.xt_ball_radius(_norm_up(Ec, axis=1), _norm_up(Er, axis=1))
     out = []
     for r in range(B.shape[0]):
-        b = B[r]
-        t2 = (2.0 * mu) * b
-        sc = 2.0 * Gc[r] - t2
-        sr = _up(_up(2.0 * Gr[r]) + _up(_up(_up(U * np.abs(t2)) + ETA) + _up(U * np.abs(sc))))
-        h = (_huber_up(_abs_a_up(sc, sr, lamp), M) if des.lo is None else
-             _bounded_terms_up(sc, sr, lamp, des.lo, des.hi))
-        mb_low = float(np.maximum(_dn(mu * _sum_dn(_sq_dn(b))), 0.0))
-        k_low = float(_dn(_dn(py2_low - out_k[r]) + mb_low))
+        k_low, h = _shifted_row_terms(des, B[r], (Gc[r], Gr[r]), mu, lamp, M, py2_low, out_k[r])
         out.append(_Terms(k_low=k_low if not math.isnan(k_low) else -math.inf, lam=lamp,
                           h_up=h))
     return out

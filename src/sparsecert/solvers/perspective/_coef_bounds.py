@@ -76,6 +76,16 @@ def h_bounded(t, lo, hi):
     return 0.5 * t * t
 
 
+@njit(cache=True, nogil=True, inline="always")
+def push_event(key, kind, who, q, value, k, j):
+    """Record the breakpoint ``value`` of kind ``k`` of coordinate ``j`` at position ``q`` of
+    a sweep's event arrays; returns the next position."""
+    key[q] = value
+    kind[q] = k
+    who[q] = j
+    return q + 1
+
+
 @njit(cache=True, nogil=True)
 def gstar_node_b(a, state, budget, bounds):
     """``g*_node(a) = sum_{S1} H_j(a_j) + TopSum_budget(H_j(a_free))`` (S0 entries ignored)."""
@@ -126,14 +136,8 @@ def _g_free(a, B, budget, z_out):
     q = 0
     for j in range(m):
         if a[j] > 0.0:
-            key[q] = a[j]
-            kind[q] = 0
-            who[q] = j
-            q += 1
-            key[q] = B[j]
-            kind[q] = 1
-            who[q] = j
-            q += 1
+            q = push_event(key, kind, who, q, a[j], 0, j)
+            q = push_event(key, kind, who, q, B[j], 1, j)
     order = argsort_desc(key)  # decreasing; sweep from the end (increasing s)
     n1 = float(nnz)
     amid = 0.0

@@ -31,7 +31,7 @@ import math
 import numpy as np
 from numba import njit
 
-from sparsecert.solvers.perspective._coef_bounds import side_bound
+from sparsecert.solvers.perspective._coef_bounds import push_event, side_bound
 from sparsecert.solvers.perspective._gfun import FREE, IN
 from sparsecert.solvers.perspective._order import argsort_desc
 from sparsecert.solvers.perspective._prox import prox_gstar_sorted
@@ -122,20 +122,11 @@ def prox_gstar_b(mu, B, budget, rho, out):
     for j in range(m):
         if not t3[j] > 0.0:
             continue  # H_j(m_j) = 0: the coordinate never enters (c_j = 0)
-        key[q] = t1[j]
-        kind[q] = 0
-        who[q] = j
-        q += 1
+        q = push_event(key, kind, who, q, t1[j], 0, j)
         kink = 0.5 * B[j] * B[j]
         if t1[j] < kink < t3[j]:
-            key[q] = kink
-            kind[q] = 1
-            who[q] = j
-            q += 1
-        key[q] = t3[j]
-        kind[q] = 2
-        who[q] = j
-        q += 1
+            q = push_event(key, kind, who, q, kink, 1, j)
+        q = push_event(key, kind, who, q, t3[j], 2, j)
     order = argsort_desc(key[:q])
     target = rho * budget
     n_p = 0.0  # coordinates in the prox regime (theta < H(p_j)), each contributing rho
