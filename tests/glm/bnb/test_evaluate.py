@@ -19,7 +19,7 @@ from sparsecert.bnb.evaluate import (
     blas_single_thread,
     evaluate_task,
 )
-from sparsecert.solvers._ridge_refit import ridge_refit
+from sparsecert.solvers._ridge_refit import cholesky_solve, ridge_refit
 from sparsecert.solvers.perspective import RelaxationProblem
 
 
@@ -50,6 +50,29 @@ def test_ridge_refit_reports_a_non_positive_pivot():
     obj, ok = ridge_refit(np.ascontiguousarray(X.T), np.array([1.0, 2.0]),
                           np.array([0, 1], dtype=np.int64), 0.0, coef)
     assert not ok and obj == np.inf
+
+
+def test_cholesky_solve_matches_a_dense_solve_in_place_and_with_a_sign():
+    """The two triangular solves shared by the ridge refit, the Newton polish and the z-space
+    kernel: ``out = (L L^T)^{-1} (sign rhs)`` on the leading ``m x m`` block, ``out`` may be
+    ``rhs``."""
+    rng = np.random.default_rng(3)
+    A = rng.standard_normal((9, 6))
+    H = A.T @ A + 0.5 * np.eye(6)
+    L = np.zeros((8, 8))  # a larger buffer: only the leading 6 x 6 block is read
+    L[:6, :6] = np.linalg.cholesky(H)
+    L[6:, :] = np.nan
+    L[:, 6:] = np.nan
+    rhs = rng.standard_normal(8)
+    want = np.linalg.solve(H, rhs[:6])
+    out = np.full(8, 7.0)
+    cholesky_solve(L, 6, rhs, -1.0, out)
+    np.testing.assert_allclose(out[:6], -want, rtol=1e-12)
+    assert (out[6:] == 7.0).all()
+    v = rhs.copy()
+    cholesky_solve(L, 6, v, 1.0, v)  # in place
+    np.testing.assert_allclose(v[:6], want, rtol=1e-12)
+    assert np.array_equal(v[6:], rhs[6:])
 
 
 def _context(loss="squared", k=3):

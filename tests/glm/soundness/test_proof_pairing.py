@@ -239,3 +239,22 @@ def test_conjugate_sum_enclosures_pair(loss):
         exact = _conj_exact(loss, z, y)
     assert exact <= F(hi) and exact <= F(up)
     assert abs(hi - up) <= 1e-12 * max(1.0, abs(mid))
+
+
+def test_two_product_is_exact_in_its_range():
+    """Dekker's product (shared by the producer's linear balls and the loss enclosures):
+    ``p + err`` equals ``a b`` exactly (in rationals) inside the documented range, products
+    that round included."""
+    from sparsecert.proof.rounding import two_product
+
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal(400) * 10.0 ** rng.integers(-100, 100, 400)
+    b = rng.standard_normal(400) * 10.0 ** rng.integers(-100, 100, 400)
+    p, err = two_product(a, b)
+    assert (err != 0).sum() > 300  # the products do round: err carries what fl(a b) lost
+    for ai, bi, pi, ei in zip(a.tolist(), b.tolist(), p.tolist(), err.tolist(), strict=True):
+        assert Fraction(pi) + Fraction(ei) == Fraction(ai) * Fraction(bi)
+    # a scalar factor (one column's coefficient) gives the same pairs
+    p1, e1 = two_product(a, b[0])
+    p2, e2 = two_product(a, np.full(a.shape, b[0]))
+    assert np.array_equal(p1, p2) and np.array_equal(e1, e2)
