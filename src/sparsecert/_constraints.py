@@ -3,14 +3,17 @@
 What each parameter accepts is data, :data:`CONSTRAINTS` (in the spirit of scikit-learn's
 ``_parameter_constraints``: a type, conditions with their messages, what None means, the
 allowed names), and one function checks a value against it, :func:`check`: the one place that
-raises for a parameter. The table holds the scalar parameters of the entry points (the rows of
-:mod:`sparsecert._params` check through it), the list of support sizes, the targets of the
-losses (two labels, counts), the fields of a certificate's ``problem`` record and the synthetic
-data's generator parameters. An entry whose bound depends on the data (``k <= n_features``) or
-on a registry above this module (the loss names) is completed where that is known with
+raises for a parameter of the table (the array-valued parameters, weights, offsets, bounds and
+feature indices, keep their own checks in :mod:`sparsecert._checks`). The table holds the
+scalar parameters of the entry points (the rows of :mod:`sparsecert._params` check through
+it), the list of support sizes, the loss names, the targets of the losses (two labels,
+counts), the fields of a certificate's ``problem`` record and the synthetic data's generator
+parameters. An entry whose bound depends on the data (``k <= n_features``) or on a registry
+above this module (the loss names) is completed where that is known with
 :func:`dataclasses.replace` (see :func:`k_fits`); the loss registry
-(:mod:`sparsecert.solvers.losses`) and the front's checks (:mod:`sparsecert._checks`) both
-import this module, which imports numpy and the standard library only (the bottom layer).
+(:mod:`sparsecert.solvers.losses`), the front's checks (:mod:`sparsecert._checks`), the
+certificate writer and the data generator import this module, which imports numpy and the
+standard library only (the bottom layer).
 """
 
 from __future__ import annotations
