@@ -1016,16 +1016,7 @@ def _conjugate_sum_up(loss: str, Z: np.ndarray, des: _Design) -> np.ndarray:
     for r in range(Z.shape[0]):
         z = Z[r]
         if loss == "logistic":
-            t = -y * z  # exact; in [0, 1] (domain checked)
-            with np.errstate(divide="ignore", invalid="ignore"):
-                lt = np.log(t)
-                l1 = np.log1p(-t)
-            a = np.where(t > 0, _up(t * _up(lt + _elem_radius(lt))), 0.0)
-            w = 1.0 - t
-            w_lo, w_hi = np.maximum(_dn(w), 0.0), _up(w)
-            l1_hi = _up(l1 + _elem_radius(l1))
-            b = np.where(t < 1, np.maximum(_up(w_lo * l1_hi), _up(w_hi * l1_hi)), 0.0)
-            v = _up(a + b)
+            v = _entropy_up(-y * z)  # t = -y zeta exact; in [0, 1] (domain checked)
         else:  # poisson: phi(w) = w log w - w, w = zeta + y >= 0 (checked), convex
             w = z + y
             ends = (np.maximum(_dn(w), 0.0), _up(w))
