@@ -39,7 +39,7 @@ def ridge_objective(XT, y, idx, lambda2, coef):
     return val + lambda2 * pen
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def cholesky_solve(L, m, rhs, sign, out):
     """``out[:m] = (L L^T)^{-1} (sign rhs[:m])`` for the lower triangle ``L[:m, :m]`` of a
     Cholesky factor (``sign`` is 1.0 or -1.0, an exact scaling): the two triangular solves,
