@@ -557,6 +557,24 @@ def test_parity_worker_derivatives_and_constraint_subgradient():
         con.value(np.array([1.0, 0.0, 1.0, 2.0]))
 
 
+def test_fair_sigmoid_is_the_two_branch_formula_bit_for_bit():
+    from sparsecert.distributed.safe_ef.fairness import _sigmoid
+
+    rng = np.random.default_rng(1)
+    t = np.concatenate([rng.normal(scale=30.0, size=257),
+                        [0.0, -0.0, 745.0, -745.0, -746.0, 1e308, -1e308, np.inf, -np.inf]])
+    pos = t >= 0
+    want = np.empty_like(t)  # the textbook stable form, one branch per sign
+    want[pos] = 1.0 / (1.0 + np.exp(-t[pos]))
+    with np.errstate(under="ignore"):
+        e = np.exp(t[~pos])
+        want[~pos] = e / (1.0 + e)
+        got = _sigmoid(t)
+    with np.errstate(over="raise"):
+        _sigmoid(t)  # no overflow anywhere
+    assert np.array_equal(got.view(np.int64), want.view(np.int64))
+
+
 def test_fair_reference_against_cvxpy():
     cp = pytest.importorskip("cvxpy")
     p = _small_fair()

@@ -45,12 +45,10 @@ def _log1pexp(t: np.ndarray) -> np.ndarray:
 
 
 def _sigmoid(t: np.ndarray) -> np.ndarray:
-    out = np.empty_like(t)
-    pos = t >= 0
-    out[pos] = 1.0 / (1.0 + np.exp(-t[pos]))
-    e = np.exp(t[~pos])
-    out[~pos] = e / (1.0 + e)
-    return out
+    """``1 / (1 + exp(-t))`` without overflow, one exponential per entry: with
+    ``e = exp(-|t|) <= 1`` it is ``1 / (1 + e)`` for ``t >= 0`` and ``e / (1 + e)`` below."""
+    e = np.exp(-np.abs(t))
+    return np.where(t >= 0, 1.0, e) / (1.0 + e)
 
 
 class ParityLogisticWorker:
