@@ -63,22 +63,14 @@ communicator), so SimComm and MPIComm give identical iterates.
 """
 
 
+from sparsecert.distributed import message as _message
 from sparsecert.distributed.comm.mpi import MPIComm, mpi_available
 from sparsecert.distributed.comm.protocol import BaseComm, Communicator, build_local
 from sparsecert.distributed.comm.sim import SimComm
 from sparsecert.distributed.comm.traffic import BitStats, Traffic
-from sparsecert.distributed.message import (
-    Message,
-    decode_dense,
-    decode_flag,
-    decode_scalars,
-    encode_dense,
-    encode_flag,
-    encode_scalars,
-)
+from sparsecert.distributed.message import *  # noqa: F403 (the names of message.__all__)
 
 __all__ = [
-    "Message",
     "Traffic",
     "BitStats",
     "Communicator",
@@ -86,11 +78,6 @@ __all__ = [
     "SimComm",
     "MPIComm",
     "build_local",
-    "encode_dense",
-    "decode_dense",
-    "encode_scalars",
-    "decode_scalars",
-    "encode_flag",
-    "decode_flag",
     "mpi_available",
+    *_message.__all__,  # the message and its dense codecs, re-exported from the layer below
 ]

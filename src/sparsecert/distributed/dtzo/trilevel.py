@@ -11,13 +11,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from sparsecert.distributed.comm import (
-    Communicator,
-    Traffic,
-    build_local,
-    decode_dense,
-    encode_dense,
-)
+from sparsecert.distributed.comm import Communicator, Traffic, build_local
 from sparsecert.distributed.dtzo.zeroth_order import (
     ZOConfig,
     combine_differences,
@@ -25,6 +19,7 @@ from sparsecert.distributed.dtzo.zeroth_order import (
     perturbation_points,
     sample_directions,
 )
+from sparsecert.distributed.message import decode_dense, encode_dense
 
 __all__ = ["TrilevelWorker", "TrilevelProblem", "BoundWorker", "DTZOResult", "Monitor"]
 

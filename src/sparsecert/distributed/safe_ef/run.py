@@ -27,17 +27,9 @@ from typing import Any
 
 import numpy as np
 
-from sparsecert.distributed.comm import (
-    BaseComm,
-    Communicator,
-    Message,
-    SimComm,
-    Traffic,
-    build_local,
-    decode_dense,
-    encode_dense,
-)
+from sparsecert.distributed.comm import BaseComm, Communicator, SimComm, Traffic, build_local
 from sparsecert.distributed.compress import Compressor
+from sparsecert.distributed.message import Message, decode_dense, encode_dense
 from sparsecert.distributed.options import RunOptions
 from sparsecert.distributed.options import check_int as _check_int
 from sparsecert.distributed.runlog import RunLog
