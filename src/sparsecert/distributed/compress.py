@@ -374,8 +374,7 @@ class TopKLevels(Encoder):
             return out
         idx = self._subsets.decode(data[2 + self._ncode:])
         levels_decode(np.frombuffer(data, dtype=np.uint8, count=self._ncode, offset=2),
-                      self.k, self.bits, int.from_bytes(data[:2], "little"), idx, out,
-                      False, 1.0)
+                      self.k, self.bits, int.from_bytes(data[:2], "little"), idx, out)
         return out
 
     def _decode_many(self, data: bytes, n: int, out: np.ndarray, add: bool) -> bool:

@@ -72,23 +72,28 @@ def levels_encode(v, k, bits, idx, buf, out):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True)
-def levels_decode(buf, k, bits, scale_code, idx, out, add, factor):  # pragma: no cover
-    """Read ``k`` codes from ``buf`` and write (``add``: add ``factor`` times) their values
-    at ``idx`` of ``out``."""
-    s = _from_bfloat16(scale_code)
+def _put_levels(codes, bits, s, idx, out, add):  # pragma: no cover - compiled
+    """The value ``+-level * s / L`` of each code ``sign << bits | level`` written (``add``:
+    added) at ``idx`` of ``out``."""
     L = (1 << bits) - 1
-    codes = np.empty(k, dtype=np.uint8)
-    unpack_codes(buf, 0, 1 + bits, codes)
     mask = np.int64(L)
-    for j in range(k):
+    for j in range(codes.size):
         c = np.int64(codes[j])
         val = (c & mask) * (s / L)
         if c >> bits:
             val = -val
         if add:
-            out[idx[j]] += factor * val
+            out[idx[j]] += val
         else:
             out[idx[j]] = val
+
+
+@njit(cache=True, nogil=True)
+def levels_decode(buf, k, bits, scale_code, idx, out):  # pragma: no cover - compiled
+    """Read ``k`` codes from ``buf`` and write their values at ``idx`` of ``out``."""
+    codes = np.empty(k, dtype=np.uint8)
+    unpack_codes(buf, 0, 1 + bits, codes)
+    _put_levels(codes, bits, _from_bfloat16(scale_code), idx, out, False)
 
 
 @njit(cache=True, nogil=True)
@@ -106,8 +111,6 @@ def levels_decode_many(data, n, size, k, bits, ncode, nbits_idx, table, out,
     shift = 8 * nb_idx - nbits_idx
     codes = np.empty(k, dtype=np.uint8)
     idx = np.empty(k, dtype=np.int64)
-    L = (1 << bits) - 1
-    mask = np.int64(L)
     for m in range(n):
         base = m * size
         scale_code = np.int64(data[base]) | (np.int64(data[base + 1]) << 8)
@@ -118,16 +121,7 @@ def levels_decode_many(data, n, size, k, bits, ncode, nbits_idx, table, out,
         if rank >= table[k, d]:
             return -1 - m
         _unrank64(rank, k, d, table, idx)
-        s = _from_bfloat16(scale_code)
         unpack_codes(data[base + 2:base + 2 + ncode], 0, 1 + bits, codes)
-        for j in range(k):
-            c = np.int64(codes[j])
-            val = (c & mask) * (s / L)
-            if c >> bits:
-                val = -val
-            if add:
-                out[idx[j]] += val
-            else:
-                out[idx[j]] = val
+        _put_levels(codes, bits, _from_bfloat16(scale_code), idx, out, add)
     return 0
 
