@@ -523,3 +523,21 @@ def test_message_bytes_is_the_payload_length_of_every_fixed_size_encoder():
             assert (m.n_bits, len(m.payload)) == (enc.message_bits, enc.message_bytes), enc
     # padded parts: 44 bits in 7 bytes (scale, 10 bits of codes in 2 bytes, 18-bit rank in 3)
     assert (TopKLevels(31, 5, 1).message_bits, TopKLevels(31, 5, 1).message_bytes) == (44, 7)
+
+
+def test_top_k_set_encoders_refuse_a_message_of_the_wrong_size_or_type():
+    """TopKTernary and TopKLevels check a message like every fixed-size encoder: its bits
+    and its payload length (one extra byte is refused, not read past), and its type."""
+    from sparsecert.distributed.compress import TopKTernary
+
+    v = np.random.default_rng(2).standard_normal(29)
+    for enc in (TopKTernary(29, 4), TopKLevels(29, 4, 2), TopKLevels(29, 4, 2, "fixed")):
+        good = enc.encode(v)
+        padded = Message(bytes(good.payload) + b"\x00", good.n_bits)
+        with pytest.raises(ValueError, match="must carry"):
+            enc.decode(padded)
+        with pytest.raises(ValueError, match="must carry"):
+            enc.decode_sum([good, padded], np.zeros(29))
+        with pytest.raises(TypeError, match="Message"):
+            enc.decode(bytes(good.payload))
+        assert np.array_equal(enc.decode(good), enc.roundtrip(v)[1])

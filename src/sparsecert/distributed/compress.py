@@ -127,21 +127,28 @@ def _check_value_dtype(value_dtype: str) -> str:
     return value_dtype
 
 
-class _SparseCompressor(Encoder):
-    """Shared encoding of k (value, index) pairs."""
+class _KeptSet(Encoder):
+    """An encoder that keeps ``k`` of the ``dim`` coordinates and sends their index set in
+    ``index_code`` (:class:`~sparsecert.distributed.subsets.SubsetCode`)."""
 
-    def __init__(self, dim: int, k: int, value_dtype: str = "float32",
-                 index_code: str = "fixed") -> None:
+    def __init__(self, dim: int, k: int, index_code: str) -> None:
         super().__init__(dim)
         if isinstance(k, bool) or int(k) != k or not 1 <= k <= self.dim:
             raise ValueError(f"k must be an integer in [1, dim={self.dim}], got {k!r}")
         self.k = int(k)
-        self.value_dtype = _check_value_dtype(value_dtype)
-        self._vbits = _VALUE_DTYPES[value_dtype]
-        self._ibits = index_bits(self.dim)
-        self._dt = np.dtype(value_dtype).newbyteorder("<")
         self.index_code = index_code
         self._subsets = SubsetCode(self.dim, self.k, index_code)
+
+
+class _SparseCompressor(_KeptSet):
+    """Shared encoding of k (value, index) pairs."""
+
+    def __init__(self, dim: int, k: int, value_dtype: str = "float32",
+                 index_code: str = "fixed") -> None:
+        super().__init__(dim, k, index_code)
+        self.value_dtype = _check_value_dtype(value_dtype)
+        self._vbits = _VALUE_DTYPES[value_dtype]
+        self._dt = np.dtype(value_dtype).newbyteorder("<")
 
     @property
     def message_bits(self) -> int:
@@ -214,7 +221,7 @@ class TopK(_SparseCompressor):
         return self._roundtrip_sparse(idx, v[idx])
 
 
-class TopKTernary(Encoder):
+class TopKTernary(_KeptSet):
     """Sparse ternary compression: the top-k entries replaced by ``mu * sign`` with
     ``mu = mean_{j in top-k} |v_j|`` (Sattler et al., 2019).
 
@@ -224,21 +231,13 @@ class TopKTernary(Encoder):
 
     Parameters
     ----------
-    dim : int
-        Vector dimension ``d``.
-    k : int
-        Number of entries kept, ``1 <= k <= d``.
+    dim, k, index_code
+        As for :class:`TopK`.
     """
 
     def __init__(self, dim: int, k: int, index_code: str = "fixed") -> None:
-        super().__init__(dim)
-        if isinstance(k, bool) or int(k) != k or not 1 <= k <= self.dim:
-            raise ValueError(f"k must be an integer in [1, dim={self.dim}], got {k!r}")
-        self.k = int(k)
-        self._ibits = index_bits(self.dim)
+        super().__init__(dim, k, index_code)
         self.delta = 1.0 / (self.dim * self.k)
-        self.index_code = index_code
-        self._subsets = SubsetCode(self.dim, self.k, index_code)
 
     @property
     def message_bits(self) -> int:
@@ -264,8 +263,7 @@ class TopKTernary(Encoder):
         return Message(payload, self.message_bits)
 
     def decode(self, msg: Message) -> np.ndarray:
-        if not isinstance(msg, Message) or msg.n_bits != self.message_bits:
-            raise ValueError(f"TopKTernary message must carry {self.message_bits} bits")
+        self._check_msg(msg)
         mu = float(np.frombuffer(msg.payload[:4], dtype="<f4")[0])
         nsign = -(-self.k // 8)
         neg = unpack_uints(msg.payload[4:4 + nsign], self.k, 1)
@@ -296,7 +294,7 @@ def from_bfloat16(code: int) -> float:
     return float(np.array([int(code) << 16], dtype=np.uint32).view(np.float32)[0])
 
 
-class TopKLevels(Encoder):
+class TopKLevels(_KeptSet):
     """Top-k with few bits per value: a per-message scale and, per kept entry, a sign and a
     ``bits``-bit level.
 
@@ -316,10 +314,8 @@ class TopKLevels(Encoder):
 
     Parameters
     ----------
-    dim : int
-        Vector dimension ``d``.
-    k : int
-        Number of entries kept, ``1 <= k <= d``.
+    dim, k
+        As for :class:`TopK`.
     bits : int
         Bits of each level, 1 to 6 (``2**bits`` levels, 0 included).
     index_code : {"enumerative", "fixed"}
@@ -327,16 +323,12 @@ class TopKLevels(Encoder):
     """
 
     def __init__(self, dim: int, k: int, bits: int = 3, index_code: str = "enumerative") -> None:
-        super().__init__(dim)
-        if isinstance(k, bool) or int(k) != k or not 1 <= k <= self.dim:
-            raise ValueError(f"k must be an integer in [1, dim={self.dim}], got {k!r}")
+        super().__init__(dim, k, index_code)
         if isinstance(bits, bool) or int(bits) != bits or not 1 <= bits <= 6:
             raise ValueError(f"bits must be an integer in [1, 6], got {bits!r}")
-        self.k, self.bits = int(k), int(bits)
+        self.bits = int(bits)
         self.levels = (1 << self.bits) - 1
         self.delta = (1.0 - 2.0 ** -16) / self.dim
-        self.index_code = index_code
-        self._subsets = SubsetCode(self.dim, self.k, index_code)
         self._ncode = -(-self.k * (1 + self.bits) // 8)
 
     @property
@@ -366,8 +358,7 @@ class TopKLevels(Encoder):
         return self._encode(v)
 
     def decode(self, msg: Message) -> np.ndarray:
-        if not isinstance(msg, Message) or msg.n_bits != self.message_bits:
-            raise ValueError(f"TopKLevels message must carry {self.message_bits} bits")
+        self._check_msg(msg)
         data = msg.payload
         out = np.zeros(self.dim)
         if self._decode_many(bytes(data), 1, out, False):
@@ -392,15 +383,11 @@ class TopKLevels(Encoder):
             raise ValueError(f"corrupt sparse message {-1 - err}: subset rank out of range")
         return True
 
-    def _check_all(self, msgs: Sequence[Message]) -> None:
-        for msg in msgs:
-            if not isinstance(msg, Message) or msg.n_bits != self.message_bits:
-                raise ValueError(f"TopKLevels message must carry {self.message_bits} bits")
-
     def decode_sum(self, msgs: Sequence[Message], out: np.ndarray) -> None:
         """``out += decode(m)`` for every message in turn, in one compiled call (the same
         sums; a corrupt message raises)."""
-        self._check_all(msgs)
+        for msg in msgs:
+            self._check_msg(msg)
         if out.dtype != np.float64 or out.shape != (self.dim,) or not self._decode_many(
                 b"".join(bytes(m.payload) for m in msgs), len(msgs), out, True):
             super().decode_sum(msgs, out)
