@@ -75,18 +75,15 @@ from sparsecert.distributed.dtzo.trilevel import (
     Monitor,
     TrilevelProblem,
     _check_problem,
-    _Ledger,
     _Oracle,
     _result,
-    local_workers,
+    consensus_round,
+    history_row,
     record_row,
+    sample_participants,
     server_sum,
-    traffic_row,
 )
-from sparsecert.distributed.dtzo.zeroth_order import (
-    ZOConfig,
-)
-from sparsecert.distributed.message import Message, decode_dense, encode_dense
+from sparsecert.distributed.dtzo.zeroth_order import ZOConfig
 
 __all__ = [
     "TrilevelProblem",
@@ -267,9 +264,9 @@ class _DTZO:
             raise ValueError(
                 f"participation={cfg.participation} exceeds n_workers={comm.n_workers}"
             )
-        self.ledger = _Ledger(comm)
+        self.oracle = _Oracle.for_problem(problem, comm, cfg.exact_levels)
+        self.ledger = self.oracle.ledger
         self.n_dropped = 0  # cuts removed as inactive (history: "cuts_dropped")
-        self.oracle = _Oracle(local_workers(problem, comm), comm, self.ledger, cfg.exact_levels)
         # the master's generator: cut frames and participation; the same seed on every process,
         # so the directions are known everywhere without being sent
         self.rng = np.random.default_rng(np.random.SeedSequence([cfg.seed, 20250713]))
@@ -416,13 +413,21 @@ class _DTZO:
             g = self._worker_grad(j)
             self.zj[j] = self.zj[j] - cfg.lr * (g + cfg.rho * (self.zj[j] - self.z + self.uj[j]))
 
-    # -- main loop -----------------------------------------------------------------------------
-    def _participants(self) -> np.ndarray:
-        N, S = self.comm.n_workers, self.cfg.participation
-        if S is None or S >= N:
-            return np.arange(N)
-        return np.sort(self.rng.choice(N, size=S, replace=False))
+    def _worker_send(self, j: int) -> np.ndarray:
+        """A participant's round: its local steps, then ``z_j + u_j`` goes up."""
+        self._worker_step(j)
+        return self.zj[j] + self.uj[j]
 
+    def _master_step(self, received: dict[int, np.ndarray]) -> np.ndarray:
+        """The server's round: the received copies replace the participants' last ones, then
+        the master problem gives the new consensus point."""
+        for j, v in received.items():
+            self.w[j] = v
+        cfg = self.cfg
+        return solve_master(self.z, self.w.mean(axis=0), cfg.rho * self.comm.n_workers,
+                            self.cuts, cfg.eps, cfg.beta)
+
+    # -- main loop -----------------------------------------------------------------------------
     def run(self) -> DTZOResult:
         cfg, comm = self.cfg, self.comm
         hist: dict[str, list[float]] = {}
@@ -431,25 +436,10 @@ class _DTZO:
         for t in range(cfg.n_iter):
             if t < cfg.T1 and t % cfg.T == 0:
                 self._refine(t)
-            part = self._participants()
-            pset = set(part.tolist())
-            local: dict[int, Message] = {}
-            for j in comm.local_workers:
-                if j in pset:
-                    self._worker_step(j)
-                    local[j] = encode_dense(self.zj[j] + self.uj[j], cfg.dtype)
-                else:
-                    local[j] = Message(b"", 0)  # absent this round: nothing on the wire
-            msgs = comm.gather(local)
-            reply = None
-            if comm.is_root:  # the server: master step on the received copies
-                for j in part:
-                    self.w[j] = decode_dense(msgs[j], cfg.dtype)
-                z = solve_master(self.z, self.w.mean(axis=0), cfg.rho * comm.n_workers,
-                                 self.cuts, cfg.eps, cfg.beta)
-                reply = encode_dense(z, cfg.dtype)
-            self.z = decode_dense(comm.broadcast(reply), cfg.dtype)
+            part = sample_participants(self.rng, comm.n_workers, cfg.participation)
+            self.z = consensus_round(comm, part, self._worker_send, self._master_step, cfg.dtype)
             if cfg.multipliers:
+                pset = set(part.tolist())
                 for j in comm.local_workers:
                     if j in pset:
                         self.uj[j] = self.uj[j] + self.zj[j] - self.z
@@ -472,11 +462,7 @@ class _DTZO:
         """One history row; its ``seconds`` are the run's wall seconds on this process so
         far, the records themselves (monitor, reductions) excluded."""
         t0 = time.perf_counter()
-        z = self.z[None, :]
-        f1 = {j: float(self.oracle.values(1, j, z, monitor=True)[0])
-              for j in self.comm.local_workers}
-        cons = {j: float(np.linalg.norm(self.zj[j] - self.z)) for j in self.comm.local_workers}
-        row = {"iter": t, **self.ledger.reduce(f1, cons), **traffic_row(self.comm),
+        row = {**history_row(self.oracle, t, self.z, self.zj),
                "n_cuts3": sum(c.level == 3 for c in self.cuts),
                "n_cuts2": sum(c.level == 2 for c in self.cuts),
                "cuts_dropped": self.n_dropped,

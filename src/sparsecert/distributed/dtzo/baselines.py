@@ -14,22 +14,15 @@ from sparsecert.distributed.dtzo.trilevel import (
     Monitor,
     TrilevelProblem,
     _check_problem,
-    _Ledger,
     _Oracle,
     _result,
-    local_workers,
+    consensus_round,
+    history_row,
     record_row,
+    sample_participants,
     server_sum,
-    traffic_row,
 )
-from sparsecert.distributed.dtzo.zeroth_order import (
-    ZOConfig,
-    combine_differences,
-    direction_weight,
-    perturbation_points,
-    sample_directions,
-)
-from sparsecert.distributed.message import Message, decode_dense, encode_dense
+from sparsecert.distributed.dtzo.zeroth_order import ZOConfig, zo_rows
 
 __all__ = ["NestedZOConfig", "FedAvgConfig", "nested_zo", "zo_fedavg"]
 
@@ -70,8 +63,7 @@ class _Nested:
                  monitor: Monitor | None) -> None:
         self.dims = _check_problem(problem, comm)
         self.problem, self.comm, self.cfg, self.monitor = problem, comm, cfg, monitor
-        self.ledger = _Ledger(comm)
-        self.oracle = _Oracle(local_workers(problem, comm), comm, self.ledger, ())
+        self.oracle = _Oracle.for_problem(problem, comm)
         self.rng = np.random.default_rng(np.random.SeedSequence([cfg.seed, 4242]))
 
     def gvals(self, level: int, Z: np.ndarray) -> np.ndarray:
@@ -80,15 +72,13 @@ class _Nested:
         local = {j: self.oracle.values(level, j, Z) for j in self.comm.local_workers}
         return server_sum(self.comm, local, self.cfg.dtype, (Z.shape[0],))
 
-    def _grad(self, f: Callable[[np.ndarray], np.ndarray], X: np.ndarray) -> np.ndarray:
-        zo = self.cfg.zo
-        nb = X.shape[1]
-        q = zo.n_dirs(nb)
-        U = sample_directions(self.rng, nb, q, zo.directions)
-        pts = perturbation_points(X, U, zo.mu, zo.scheme)
-        return combine_differences(f(pts, np.repeat(np.arange(X.shape[0]), pts.shape[0]
-                                                    // X.shape[0])),
-                                   U, zo.mu, zo.scheme, direction_weight(nb, q, zo.directions))
+    def _grad(self, f: Callable[[np.ndarray, np.ndarray], np.ndarray],
+              X: np.ndarray) -> np.ndarray:
+        """Estimates at the rows of ``X`` of ``f(P, idx)``, ``idx`` the row of ``X`` each
+        point of ``P`` perturbs."""
+        m = X.shape[0]
+        return zo_rows(lambda P: f(P, np.repeat(np.arange(m), P.shape[0] // m)), X, self.rng,
+                       self.cfg.zo)[0]
 
     def solve3(self, X12: np.ndarray, X3: np.ndarray) -> np.ndarray:
         X3 = X3.copy()
@@ -131,9 +121,7 @@ class _Nested:
         return _result(np.concatenate([x1, x2, x3]), self.dims, hist, "nested_zo", self.comm)
 
     def _record(self, hist: dict[str, list[float]], t: int, z: np.ndarray) -> None:
-        f1 = {j: float(self.oracle.values(1, j, z[None, :], monitor=True)[0])
-              for j in self.comm.local_workers}
-        row = {"iter": t, **self.ledger.reduce(f1, {}), **traffic_row(self.comm)}
+        row = history_row(self.oracle, t, z)
         if self.monitor is not None:
             row.update(self.monitor(z.copy()))
         record_row(hist, row)
@@ -194,51 +182,34 @@ def zo_fedavg(problem: TrilevelProblem, comm: Communicator, config: FedAvgConfig
     N = comm.n_workers
     if cfg.participation is not None and cfg.participation > N:
         raise ValueError(f"participation={cfg.participation} exceeds n_workers={N}")
-    ledger = _Ledger(comm)
-    oracle = _Oracle(local_workers(problem, comm), comm, ledger, ())
+    oracle = _Oracle.for_problem(problem, comm)
     flat = _SumLevels(oracle)
     rng = np.random.default_rng(np.random.SeedSequence([cfg.seed, 777]))
     z = np.asarray(problem.initial_point(), dtype=np.float64).copy()
-    d = z.size
     zj = {j: z.copy() for j in comm.local_workers}
     hist: dict[str, list[float]] = {}
 
     def record(t: int) -> None:
-        f1 = {j: float(oracle.values(1, j, z[None, :], monitor=True)[0])
-              for j in comm.local_workers}
-        cons = {j: float(np.linalg.norm(zj[j] - z)) for j in comm.local_workers}
-        row = {"iter": t, **ledger.reduce(f1, cons), **traffic_row(comm)}
+        row = history_row(oracle, t, z, zj)
         if monitor is not None:
             row.update(monitor(z.copy()))
         record_row(hist, row)
 
+    def local_steps(j: int) -> np.ndarray:
+        """Worker ``j``'s ``local_steps`` zeroth-order steps from the broadcast ``z``."""
+        x = z.copy()
+        for _ in range(cfg.local_steps):
+            g = zo_rows(lambda P: flat.value(j, P), x[None, :], comm.worker_rng(j), cfg.zo)[0]
+            x = x - cfg.lr * g[0]
+        zj[j] = x
+        return x
+
+    def average(received: dict[int, np.ndarray]) -> np.ndarray:
+        return np.mean(list(received.values()), axis=0)  # the participants' models
+
     record(0)
     for t in range(cfg.n_rounds):
-        if cfg.participation is None or cfg.participation >= N:
-            part = np.arange(N)
-        else:
-            part = np.sort(rng.choice(N, size=cfg.participation, replace=False))
-        pset = set(part.tolist())
-        local: dict[int, Message] = {}
-        for j in comm.local_workers:
-            if j in pset:
-                x = z.copy()
-                q = cfg.zo.n_dirs(d)
-                for _ in range(cfg.local_steps):
-                    U = sample_directions(comm.worker_rng(j), d, q, cfg.zo.directions)
-                    pts = perturbation_points(x[None, :], U, cfg.zo.mu, cfg.zo.scheme)
-                    g = combine_differences(flat.value(j, pts), U, cfg.zo.mu, cfg.zo.scheme,
-                                            direction_weight(d, q, cfg.zo.directions))[0]
-                    x = x - cfg.lr * g
-                zj[j] = x
-                local[j] = encode_dense(x, cfg.dtype)
-            else:
-                local[j] = Message(b"", 0)
-        msgs = comm.gather(local)
-        reply = None
-        if comm.is_root:  # the server averages the participants' models
-            reply = encode_dense(np.mean([decode_dense(msgs[j], cfg.dtype) for j in part],
-                                         axis=0), cfg.dtype)
-        z = decode_dense(comm.broadcast(reply), cfg.dtype)
+        part = sample_participants(rng, N, cfg.participation)
+        z = consensus_round(comm, part, local_steps, average, cfg.dtype)
         record(t + 1)
     return _result(z, dims, hist, "zo_fedavg", comm)

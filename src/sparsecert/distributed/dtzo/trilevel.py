@@ -12,14 +12,8 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 
 from sparsecert.distributed.comm import Communicator, Traffic, build_local
-from sparsecert.distributed.dtzo.zeroth_order import (
-    ZOConfig,
-    combine_differences,
-    direction_weight,
-    perturbation_points,
-    sample_directions,
-)
-from sparsecert.distributed.message import decode_dense, encode_dense
+from sparsecert.distributed.dtzo.zeroth_order import ZOConfig, zo_rows
+from sparsecert.distributed.message import Message, decode_dense, encode_dense
 
 __all__ = ["TrilevelWorker", "TrilevelProblem", "BoundWorker", "DTZOResult", "Monitor"]
 
@@ -215,6 +209,12 @@ class _Oracle:
             if any(not w.has_gradient(lev) for w in workers.values()):
                 raise ValueError(f"exact gradients requested for level {lev}, which has none")
 
+    @classmethod
+    def for_problem(cls, problem: TrilevelProblem, comm: Communicator,
+                    exact_levels: tuple[int, ...] = ()) -> _Oracle:
+        """The oracle of this process's workers of ``problem``, counting in a fresh ledger."""
+        return cls(local_workers(problem, comm), comm, _Ledger(comm), exact_levels)
+
     def values(self, level: int, j: int, Z: np.ndarray, monitor: bool = False) -> np.ndarray:
         v = np.asarray(self.workers[j].value(level, Z), dtype=np.float64)
         if v.shape != (Z.shape[0],):
@@ -238,14 +238,10 @@ class _Oracle:
             G = np.asarray(self.workers[j].gradient(level, Z), dtype=np.float64)
             self.ledger.grads[j] += Z.shape[0]
             return G @ C
-        m, nb = base.shape
-        q = zo.n_dirs(nb)
-        U = sample_directions(self.comm.worker_rng(j), nb, q, zo.directions)
-        pts = perturbation_points(base, U, zo.mu, zo.scheme)
-        n_q = pts.shape[0] // m
-        vals = self.values(level, j, pts @ C.T + np.repeat(offset, n_q, axis=0))
-        w = direction_weight(nb, q, zo.directions)
-        return combine_differences(vals, U, zo.mu, zo.scheme, w)
+        n_q = zo.queries_per_point(base.shape[1])
+        return zo_rows(lambda pts: self.values(level, j, pts @ C.T
+                                               + np.repeat(offset, n_q, axis=0)),
+                       base, self.comm.worker_rng(j), zo)[0]
 
 
 def server_sum(comm: Communicator, local: dict[int, np.ndarray], dtype: str,
@@ -260,6 +256,45 @@ def server_sum(comm: Communicator, local: dict[int, np.ndarray], dtype: str,
             total += decode_dense(m, dtype)
         reply = encode_dense(total, dtype)
     return decode_dense(comm.broadcast(reply), dtype).reshape(shape)
+
+
+def sample_participants(rng: np.random.Generator, n_workers: int,
+                        participation: int | None) -> np.ndarray:
+    """The workers taking part in a round: all of them (``participation`` None or at least
+    ``n_workers``), else a sorted uniform sample without replacement from ``rng`` (the
+    master's generator, the same stream on every process)."""
+    if participation is None or participation >= n_workers:
+        return np.arange(n_workers)
+    return np.sort(rng.choice(n_workers, size=participation, replace=False))
+
+
+def consensus_round(comm: Communicator, part: np.ndarray, send: Callable[[int], np.ndarray],
+                    server: Callable[[dict[int, np.ndarray]], np.ndarray],
+                    dtype: str) -> np.ndarray:
+    """One round of a consensus method: each local participant ``j`` (in ``part``) sends the
+    vector ``send(j)`` (called in worker order), the other workers nothing (an empty message,
+    no bits); the server's ``server({j: v_j})`` of the participants' decoded vectors (in
+    ``part`` order) is broadcast. Returns the new point as every process decodes it."""
+    pset = set(part.tolist())
+    msgs = comm.gather({j: encode_dense(send(j), dtype) if j in pset else Message(b"", 0)
+                        for j in comm.local_workers})
+    reply = None
+    if comm.is_root:
+        reply = encode_dense(server({j: decode_dense(msgs[j], dtype) for j in part}), dtype)
+    return decode_dense(comm.broadcast(reply), dtype)
+
+
+def history_row(oracle: _Oracle, t: int, z: np.ndarray,
+                copies: dict[int, np.ndarray] | None = None) -> dict[str, float]:
+    """What every trilevel method records at iteration ``t``: the level-1 objective at the
+    point ``z`` (monitor queries), the query counters, the consensus error
+    ``max_j ||z_j - z||`` of the workers' ``copies`` (0 without) and the traffic so far."""
+    comm = oracle.comm
+    f1 = {j: float(oracle.values(1, j, z[None, :], monitor=True)[0])
+          for j in comm.local_workers}
+    cons = {} if copies is None else {j: float(np.linalg.norm(copies[j] - z))
+                                      for j in comm.local_workers}
+    return {"iter": t, **oracle.ledger.reduce(f1, cons), **traffic_row(comm)}
 
 
 def record_row(hist: dict[str, list[float]], row: dict[str, float]) -> None:

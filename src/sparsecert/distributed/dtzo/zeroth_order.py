@@ -44,6 +44,7 @@ __all__ = [
     "perturbation_points",
     "combine_differences",
     "zo_gradient",
+    "zo_rows",
     "zo_jacobian",
 ]
 
@@ -199,6 +200,15 @@ def zo_gradient(
     X = x[None, :] if single else x
     if X.ndim != 2 or not np.all(np.isfinite(X)):
         raise ValueError("zo_gradient expects a finite (d,) or (m, d) array")
+    g, n_queries = zo_rows(f, X, rng, cfg)
+    return (g[0] if single else g), n_queries
+
+
+def zo_rows(f: BatchFunction, X: np.ndarray, rng: np.random.Generator,
+            cfg: ZOConfig) -> tuple[np.ndarray, int]:
+    """:func:`zo_gradient` at the rows of ``X`` (``(m, d)``, one set of directions for all),
+    without its check of ``X`` (for callers whose ``f`` checks the values and names the
+    problem); returns ``(estimates (m, d), function values requested)``."""
     d = X.shape[1]
     q = cfg.n_dirs(d)
     U = sample_directions(rng, d, q, cfg.directions)
@@ -207,7 +217,7 @@ def zo_gradient(
     if vals.shape != (pts.shape[0],):
         raise ValueError(f"f returned shape {vals.shape}, expected ({pts.shape[0]},)")
     g = combine_differences(vals, U, cfg.mu, cfg.scheme, direction_weight(d, q, cfg.directions))
-    return (g[0] if single else g), int(pts.shape[0])
+    return g, int(pts.shape[0])
 
 
 def zo_jacobian(
