@@ -70,19 +70,7 @@ from sparsecert.distributed.dtzo.baselines import FedAvgConfig, NestedZOConfig, 
 from sparsecert.distributed.dtzo.cuts import Cut, JacobianEstimator, cut_model, level3_map
 from sparsecert.distributed.dtzo.diagnostics import DTZOWarning, RunTrace, diagnose, warn_if_failed
 from sparsecert.distributed.dtzo.master import solve_master
-from sparsecert.distributed.dtzo.trilevel import (
-    DTZOResult,
-    Monitor,
-    TrilevelProblem,
-    _check_problem,
-    _Oracle,
-    _result,
-    consensus_round,
-    history_row,
-    record_row,
-    sample_participants,
-    server_sum,
-)
+from sparsecert.distributed.dtzo.trilevel import DTZOResult, Monitor, TrilevelProblem, _TrilevelRun
 from sparsecert.distributed.dtzo.zeroth_order import ZOConfig
 
 __all__ = [
@@ -252,24 +240,17 @@ class DTZOConfig:
 # ----------------------------------------------------------------------------------------------
 
 
-class _DTZO:
+class _DTZO(_TrilevelRun):
     def __init__(self, problem: TrilevelProblem, comm: Communicator, cfg: DTZOConfig,
                  monitor: Monitor | None) -> None:
-        self.dims = _check_problem(problem, comm)
+        # the master's generator draws the cut frames and the participants
+        super().__init__(problem, comm, monitor, cfg.exact_levels, [cfg.seed, 20250713])
+        self.check_participation(cfg.participation)
         self.d1, self.d2, self.d3 = self.dims
         self.d12 = self.d1 + self.d2
         self.d = self.d12 + self.d3
-        self.comm, self.cfg, self.monitor = comm, cfg, monitor
-        if cfg.participation is not None and cfg.participation > comm.n_workers:
-            raise ValueError(
-                f"participation={cfg.participation} exceeds n_workers={comm.n_workers}"
-            )
-        self.oracle = _Oracle.for_problem(problem, comm, cfg.exact_levels)
-        self.ledger = self.oracle.ledger
+        self.cfg = cfg
         self.n_dropped = 0  # cuts removed as inactive (history: "cuts_dropped")
-        # the master's generator: cut frames and participation; the same seed on every process,
-        # so the directions are known everywhere without being sent
-        self.rng = np.random.default_rng(np.random.SeedSequence([cfg.seed, 20250713]))
         z0 = np.asarray(problem.initial_point(), dtype=np.float64)
         self.z = z0.copy()
         self.zj = {j: z0.copy() for j in comm.local_workers}
@@ -297,7 +278,7 @@ class _DTZO:
         for k in range(cfg.K):
             local = {j: self.oracle.grad(level, j, x, C, offset, cfg.zo_inner)
                      for j in self.comm.local_workers}
-            G = server_sum(self.comm, local, cfg.dtype, x.shape)
+            G = self.server_sum(local, cfg.dtype, x.shape)
             g0 = np.linalg.norm(G[0])  # the unperturbed trajectory (row 0)
             if k == 0:
                 first = g0
@@ -430,14 +411,13 @@ class _DTZO:
     # -- main loop -----------------------------------------------------------------------------
     def run(self) -> DTZOResult:
         cfg, comm = self.cfg, self.comm
-        hist: dict[str, list[float]] = {}
         self._start, self._paused = time.perf_counter(), 0.0
-        self._record(hist, 0)
+        self._record(0)
         for t in range(cfg.n_iter):
             if t < cfg.T1 and t % cfg.T == 0:
                 self._refine(t)
-            part = sample_participants(self.rng, comm.n_workers, cfg.participation)
-            self.z = consensus_round(comm, part, self._worker_send, self._master_step, cfg.dtype)
+            part = self.participants(cfg.participation)
+            self.z = self.consensus_round(part, self._worker_send, self._master_step, cfg.dtype)
             if cfg.multipliers:
                 pset = set(part.tolist())
                 for j in comm.local_workers:
@@ -447,30 +427,27 @@ class _DTZO:
             if t + 1 == cfg.n_iter and cfg.check_residuals:
                 self._check(t + 1)
             if (t + 1) % cfg.record_every == 0 or t + 1 == cfg.n_iter:
-                self._record(hist, t + 1)
-        res = _result(self.z, self.dims, hist, "dtzo", comm)
+                self._record(t + 1)
+        res = self.result(self.z, "dtzo")
         res.residual_trace = self.trace.as_arrays()
         if cfg.check_residuals:
             res.warnings = diagnose(self.trace, cfg.eps, cfg.T1, cfg.n_iter,
-                                    float(hist["consensus_error"][-1]),
+                                    float(self.hist["consensus_error"][-1]),
                                     float(np.linalg.norm(self.z)))
             if comm.is_root:  # once, not once per process
                 warn_if_failed(res.warnings)
         return res
 
-    def _record(self, hist: dict[str, list[float]], t: int) -> None:
+    def _record(self, t: int) -> None:
         """One history row; its ``seconds`` are the run's wall seconds on this process so
         far, the records themselves (monitor, reductions) excluded."""
         t0 = time.perf_counter()
-        row = {**history_row(self.oracle, t, self.z, self.zj),
-               "n_cuts3": sum(c.level == 3 for c in self.cuts),
-               "n_cuts2": sum(c.level == 2 for c in self.cuts),
-               "cuts_dropped": self.n_dropped,
-               "full_frames": self.jac.stats.full}
-        if self.monitor is not None:
-            row.update(self.monitor(self.z.copy()))
+        row = self.history_row(t, self.z, self.zj,
+                               n_cuts3=sum(c.level == 3 for c in self.cuts),
+                               n_cuts2=sum(c.level == 2 for c in self.cuts),
+                               cuts_dropped=self.n_dropped, full_frames=self.jac.stats.full)
         row["seconds"] = t0 - self._start - self._paused
-        record_row(hist, row)
+        self.append(row)
         self._paused += time.perf_counter() - t0
 
 

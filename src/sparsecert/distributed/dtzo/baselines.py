@@ -9,19 +9,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from sparsecert.distributed.comm import Communicator
-from sparsecert.distributed.dtzo.trilevel import (
-    DTZOResult,
-    Monitor,
-    TrilevelProblem,
-    _check_problem,
-    _Oracle,
-    _result,
-    consensus_round,
-    history_row,
-    record_row,
-    sample_participants,
-    server_sum,
-)
+from sparsecert.distributed.dtzo.trilevel import DTZOResult, Monitor, TrilevelProblem, _TrilevelRun
 from sparsecert.distributed.dtzo.zeroth_order import ZOConfig, zo_rows
 
 __all__ = ["NestedZOConfig", "FedAvgConfig", "nested_zo", "zo_fedavg"]
@@ -58,19 +46,17 @@ class NestedZOConfig:
                 raise ValueError(f"NestedZOConfig.{name} must be positive, got {v!r}")
 
 
-class _Nested:
+class _Nested(_TrilevelRun):
     def __init__(self, problem: TrilevelProblem, comm: Communicator, cfg: NestedZOConfig,
                  monitor: Monitor | None) -> None:
-        self.dims = _check_problem(problem, comm)
-        self.problem, self.comm, self.cfg, self.monitor = problem, comm, cfg, monitor
-        self.oracle = _Oracle.for_problem(problem, comm)
-        self.rng = np.random.default_rng(np.random.SeedSequence([cfg.seed, 4242]))
+        super().__init__(problem, comm, monitor, (), [cfg.seed, 4242])
+        self.cfg = cfg
 
     def gvals(self, level: int, Z: np.ndarray) -> np.ndarray:
         """Global ``f_level = sum_j f_{level,j}`` at rows of ``Z`` (one round trip: the values
         up, their sum down)."""
         local = {j: self.oracle.values(level, j, Z) for j in self.comm.local_workers}
-        return server_sum(self.comm, local, self.cfg.dtype, (Z.shape[0],))
+        return self.server_sum(local, self.cfg.dtype, (Z.shape[0],))
 
     def _grad(self, f: Callable[[np.ndarray, np.ndarray], np.ndarray],
               X: np.ndarray) -> np.ndarray:
@@ -104,9 +90,8 @@ class _Nested:
         d1, d2, _ = self.dims
         z = np.asarray(self.problem.initial_point(), dtype=np.float64).copy()
         x1, x2, x3 = z[:d1].copy(), z[d1:d1 + d2].copy(), z[d1 + d2:].copy()
-        hist: dict[str, list[float]] = {}
         x3 = self.solve3(np.concatenate([x1, x2])[None, :], x3[None, :])[0]
-        self._record(hist, 0, np.concatenate([x1, x2, x3]))
+        self.append(self.history_row(0, np.concatenate([x1, x2, x3])))
         for t in range(self.cfg.n_outer):
             def value1(P: np.ndarray, idx: np.ndarray, x2=x2, x3=x3) -> np.ndarray:
                 m = P.shape[0]
@@ -117,14 +102,8 @@ class _Nested:
             x1 = x1 - self.cfg.lr1 * g1
             X2, X3 = self.solve2(x1[None, :], x2[None, :], x3[None, :])
             x2, x3 = X2[0], X3[0]
-            self._record(hist, t + 1, np.concatenate([x1, x2, x3]))
-        return _result(np.concatenate([x1, x2, x3]), self.dims, hist, "nested_zo", self.comm)
-
-    def _record(self, hist: dict[str, list[float]], t: int, z: np.ndarray) -> None:
-        row = history_row(self.oracle, t, z)
-        if self.monitor is not None:
-            row.update(self.monitor(z.copy()))
-        record_row(hist, row)
+            self.append(self.history_row(t + 1, np.concatenate([x1, x2, x3])))
+        return self.result(np.concatenate([x1, x2, x3]), "nested_zo")
 
 
 def nested_zo(problem: TrilevelProblem, comm: Communicator, config: NestedZOConfig | None = None,
@@ -159,16 +138,6 @@ class FedAvgConfig:
             raise ValueError(f"FedAvgConfig.lr must be positive, got {self.lr!r}")
 
 
-class _SumLevels:
-    """``f_{1,j} + f_{2,j} + f_{3,j}``: the hierarchy flattened into one objective."""
-
-    def __init__(self, oracle: _Oracle) -> None:
-        self.oracle = oracle
-
-    def value(self, j: int, Z: np.ndarray) -> np.ndarray:
-        return sum(self.oracle.values(lev, j, Z) for lev in (1, 2, 3))
-
-
 def zo_fedavg(problem: TrilevelProblem, comm: Communicator, config: FedAvgConfig | None = None,
               monitor: Monitor | None = None) -> DTZOResult:
     """Single-level zeroth-order federated averaging that ignores the hierarchy (baseline).
@@ -178,28 +147,21 @@ def zo_fedavg(problem: TrilevelProblem, comm: Communicator, config: FedAvgConfig
     averages them.
     """
     cfg = config or FedAvgConfig()
-    dims = _check_problem(problem, comm)
-    N = comm.n_workers
-    if cfg.participation is not None and cfg.participation > N:
-        raise ValueError(f"participation={cfg.participation} exceeds n_workers={N}")
-    oracle = _Oracle.for_problem(problem, comm)
-    flat = _SumLevels(oracle)
-    rng = np.random.default_rng(np.random.SeedSequence([cfg.seed, 777]))
+    run = _TrilevelRun(problem, comm, monitor, (), [cfg.seed, 777])
+    run.check_participation(cfg.participation)
+    oracle = run.oracle
     z = np.asarray(problem.initial_point(), dtype=np.float64).copy()
     zj = {j: z.copy() for j in comm.local_workers}
-    hist: dict[str, list[float]] = {}
 
-    def record(t: int) -> None:
-        row = history_row(oracle, t, z, zj)
-        if monitor is not None:
-            row.update(monitor(z.copy()))
-        record_row(hist, row)
+    def flat(j: int, Z: np.ndarray) -> np.ndarray:
+        """``f_{1,j} + f_{2,j} + f_{3,j}``: the hierarchy flattened into one objective."""
+        return sum(oracle.values(lev, j, Z) for lev in (1, 2, 3))
 
     def local_steps(j: int) -> np.ndarray:
         """Worker ``j``'s ``local_steps`` zeroth-order steps from the broadcast ``z``."""
         x = z.copy()
         for _ in range(cfg.local_steps):
-            g = zo_rows(lambda P: flat.value(j, P), x[None, :], comm.worker_rng(j), cfg.zo)[0]
+            g = zo_rows(lambda P: flat(j, P), x[None, :], comm.worker_rng(j), cfg.zo)[0]
             x = x - cfg.lr * g[0]
         zj[j] = x
         return x
@@ -207,9 +169,9 @@ def zo_fedavg(problem: TrilevelProblem, comm: Communicator, config: FedAvgConfig
     def average(received: dict[int, np.ndarray]) -> np.ndarray:
         return np.mean(list(received.values()), axis=0)  # the participants' models
 
-    record(0)
+    run.append(run.history_row(0, z, zj))
     for t in range(cfg.n_rounds):
-        part = sample_participants(rng, N, cfg.participation)
-        z = consensus_round(comm, part, local_steps, average, cfg.dtype)
-        record(t + 1)
-    return _result(z, dims, hist, "zo_fedavg", comm)
+        part = run.participants(cfg.participation)
+        z = run.consensus_round(part, local_steps, average, cfg.dtype)
+        run.append(run.history_row(t + 1, z, zj))
+    return run.result(z, "zo_fedavg")

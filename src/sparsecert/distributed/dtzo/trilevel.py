@@ -209,12 +209,6 @@ class _Oracle:
             if any(not w.has_gradient(lev) for w in workers.values()):
                 raise ValueError(f"exact gradients requested for level {lev}, which has none")
 
-    @classmethod
-    def for_problem(cls, problem: TrilevelProblem, comm: Communicator,
-                    exact_levels: tuple[int, ...] = ()) -> _Oracle:
-        """The oracle of this process's workers of ``problem``, counting in a fresh ledger."""
-        return cls(local_workers(problem, comm), comm, _Ledger(comm), exact_levels)
-
     def values(self, level: int, j: int, Z: np.ndarray, monitor: bool = False) -> np.ndarray:
         v = np.asarray(self.workers[j].value(level, Z), dtype=np.float64)
         if v.shape != (Z.shape[0],):
@@ -258,50 +252,6 @@ def server_sum(comm: Communicator, local: dict[int, np.ndarray], dtype: str,
     return decode_dense(comm.broadcast(reply), dtype).reshape(shape)
 
 
-def sample_participants(rng: np.random.Generator, n_workers: int,
-                        participation: int | None) -> np.ndarray:
-    """The workers taking part in a round: all of them (``participation`` None or at least
-    ``n_workers``), else a sorted uniform sample without replacement from ``rng`` (the
-    master's generator, the same stream on every process)."""
-    if participation is None or participation >= n_workers:
-        return np.arange(n_workers)
-    return np.sort(rng.choice(n_workers, size=participation, replace=False))
-
-
-def consensus_round(comm: Communicator, part: np.ndarray, send: Callable[[int], np.ndarray],
-                    server: Callable[[dict[int, np.ndarray]], np.ndarray],
-                    dtype: str) -> np.ndarray:
-    """One round of a consensus method: each local participant ``j`` (in ``part``) sends the
-    vector ``send(j)`` (called in worker order), the other workers nothing (an empty message,
-    no bits); the server's ``server({j: v_j})`` of the participants' decoded vectors (in
-    ``part`` order) is broadcast. Returns the new point as every process decodes it."""
-    pset = set(part.tolist())
-    msgs = comm.gather({j: encode_dense(send(j), dtype) if j in pset else Message(b"", 0)
-                        for j in comm.local_workers})
-    reply = None
-    if comm.is_root:
-        reply = encode_dense(server({j: decode_dense(msgs[j], dtype) for j in part}), dtype)
-    return decode_dense(comm.broadcast(reply), dtype)
-
-
-def history_row(oracle: _Oracle, t: int, z: np.ndarray,
-                copies: dict[int, np.ndarray] | None = None) -> dict[str, float]:
-    """What every trilevel method records at iteration ``t``: the level-1 objective at the
-    point ``z`` (monitor queries), the query counters, the consensus error
-    ``max_j ||z_j - z||`` of the workers' ``copies`` (0 without) and the traffic so far."""
-    comm = oracle.comm
-    f1 = {j: float(oracle.values(1, j, z[None, :], monitor=True)[0])
-          for j in comm.local_workers}
-    cons = {} if copies is None else {j: float(np.linalg.norm(copies[j] - z))
-                                      for j in comm.local_workers}
-    return {"iter": t, **oracle.ledger.reduce(f1, cons), **traffic_row(comm)}
-
-
-def record_row(hist: dict[str, list[float]], row: dict[str, float]) -> None:
-    for k, v in row.items():
-        hist.setdefault(k, []).append(float(v))
-
-
 def traffic_row(comm: Communicator) -> dict[str, float]:
     """Bits per worker per direction so far, and the uplink rounds."""
     pw = comm.traffic.per_worker()
@@ -309,14 +259,98 @@ def traffic_row(comm: Communicator) -> dict[str, float]:
             "rounds": comm.traffic.rounds}
 
 
-def _result(z: np.ndarray, dims: tuple[int, int, int], hist: dict[str, list[float]], method: str,
-            comm: Communicator) -> DTZOResult:
-    d1, d2, _ = dims
-    h = {k: np.asarray(v) for k, v in hist.items()}
-    pw = comm.traffic.per_worker()
-    return DTZOResult(
-        z=z.copy(), x1=z[:d1].copy(), x2=z[d1:d1 + d2].copy(), x3=z[d1 + d2:].copy(), history=h,
-        method=method, n_queries=int(h["queries"][-1]), n_grad_calls=int(h["grad_calls"][-1]),
-        bits_up=pw["up"], bits_down=pw["down"], rounds=int(comm.traffic.rounds),
-        traffic=comm.traffic.copy(),
-    )
+class _TrilevelRun:
+    """What a run of every trilevel method holds (the checked problem's dimensions, the oracle
+    of this process's workers and its ledger, the master's generator, the history) and the
+    exchanges of its rounds.
+
+    Parameters
+    ----------
+    problem, comm, monitor
+        As given to the method.
+    exact_levels : tuple of int
+        Levels whose gradients the oracle uses.
+    seed_key : list of int
+        Entropy of the master's generator (the same on every process, so what it draws is
+        known everywhere without being sent).
+    """
+
+    def __init__(self, problem: TrilevelProblem, comm: Communicator, monitor: Monitor | None,
+                 exact_levels: tuple[int, ...], seed_key: list[int]) -> None:
+        self.dims = _check_problem(problem, comm)
+        self.problem, self.comm, self.monitor = problem, comm, monitor
+        self.oracle = _Oracle(local_workers(problem, comm), comm, _Ledger(comm), exact_levels)
+        self.ledger = self.oracle.ledger
+        self.rng = np.random.default_rng(np.random.SeedSequence(seed_key))
+        self.hist: dict[str, list[float]] = {}
+
+    def check_participation(self, participation: int | None) -> None:
+        N = self.comm.n_workers
+        if participation is not None and participation > N:
+            raise ValueError(f"participation={participation} exceeds n_workers={N}")
+
+    # -- the exchanges of a round
+    def server_sum(self, local: dict[int, np.ndarray], dtype: str,
+                   shape: tuple[int, ...]) -> np.ndarray:
+        """:func:`server_sum` on this run's communicator."""
+        return server_sum(self.comm, local, dtype, shape)
+
+    def participants(self, participation: int | None) -> np.ndarray:
+        """The workers taking part in a round: all of them (``participation`` None or at least
+        ``n_workers``), else a sorted uniform sample without replacement from the master's
+        generator."""
+        N = self.comm.n_workers
+        if participation is None or participation >= N:
+            return np.arange(N)
+        return np.sort(self.rng.choice(N, size=participation, replace=False))
+
+    def consensus_round(self, part: np.ndarray, send: Callable[[int], np.ndarray],
+                        server: Callable[[dict[int, np.ndarray]], np.ndarray],
+                        dtype: str) -> np.ndarray:
+        """One round of a consensus method: each local participant ``j`` (in ``part``) sends
+        the vector ``send(j)`` (called in worker order), the other workers nothing (an empty
+        message, no bits); the server's ``server({j: v_j})`` of the participants' decoded
+        vectors (in ``part`` order) is broadcast. Returns the new point as every process
+        decodes it."""
+        comm = self.comm
+        pset = set(part.tolist())
+        msgs = comm.gather({j: encode_dense(send(j), dtype) if j in pset else Message(b"", 0)
+                            for j in comm.local_workers})
+        reply = None
+        if comm.is_root:
+            reply = encode_dense(server({j: decode_dense(msgs[j], dtype) for j in part}), dtype)
+        return decode_dense(comm.broadcast(reply), dtype)
+
+    # -- the history and the result
+    def history_row(self, t: int, z: np.ndarray, copies: dict[int, np.ndarray] | None = None,
+                    **extra: float) -> dict[str, float]:
+        """What every trilevel method records at iteration ``t``: the level-1 objective at the
+        point ``z`` (monitor queries), the query counters, the consensus error
+        ``max_j ||z_j - z||`` of the workers' ``copies`` (0 without), the traffic so far, the
+        method's ``extra`` entries and the monitor's."""
+        comm, oracle = self.comm, self.oracle
+        f1 = {j: float(oracle.values(1, j, z[None, :], monitor=True)[0])
+              for j in comm.local_workers}
+        cons = {} if copies is None else {j: float(np.linalg.norm(copies[j] - z))
+                                          for j in comm.local_workers}
+        row = {"iter": t, **self.ledger.reduce(f1, cons), **traffic_row(comm), **extra}
+        if self.monitor is not None:
+            row.update(self.monitor(z.copy()))
+        return row
+
+    def append(self, row: dict[str, float]) -> None:
+        """Add a row to the history."""
+        for k, v in row.items():
+            self.hist.setdefault(k, []).append(float(v))
+
+    def result(self, z: np.ndarray, method: str) -> DTZOResult:
+        d1, d2, _ = self.dims
+        h = {k: np.asarray(v) for k, v in self.hist.items()}
+        comm = self.comm
+        pw = comm.traffic.per_worker()
+        return DTZOResult(
+            z=z.copy(), x1=z[:d1].copy(), x2=z[d1:d1 + d2].copy(), x3=z[d1 + d2:].copy(),
+            history=h, method=method, n_queries=int(h["queries"][-1]),
+            n_grad_calls=int(h["grad_calls"][-1]), bits_up=pw["up"], bits_down=pw["down"],
+            rounds=int(comm.traffic.rounds), traffic=comm.traffic.copy(),
+        )
