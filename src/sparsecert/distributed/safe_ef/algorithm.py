@@ -127,31 +127,30 @@ def safe_ef(
                                      {"gamma": gamma, "c": c}, compressor, downlink,
                                      constraint=constraint, checkpointable=True)
     local = run.local
-    return _ef14_loop(run, comp, down, gamma, c, n_rounds, lambda i: local[i])
+    return _ef14_loop(run, comp, down, gamma, c, lambda i: local[i])
 
 
 def _ef14_loop(run: _Run, comp: Compressor, down: _Downlink, gamma: float, c: float,
-               n_rounds: int, oracle: Callable[[int], Any]) -> SafeEFResult:
+               oracle: Callable[[int], Any]) -> SafeEFResult:
     """The Safe-EF round loop; ``oracle(i)`` gives worker ``i``'s functions for this use
     (the worker itself, or a fresh minibatch of it for the stochastic variant)."""
-    x = run.x0.copy()
-    w = run.x0.copy() if run.root else None
     e = {i: np.zeros(run.d) for i in run.local}
     run.rngs["downlink"] = down.rng
-    t0, x, w = run.resume(x, w, {"e": e})
-    for t in range(t0, n_rounds):
+    t0, x, w = run.resume(run.x0.copy(), run.x0.copy() if run.root else None, {"e": e})
+
+    def one_round(t: int, x: np.ndarray) -> tuple[np.ndarray | None, float, bool, dict]:
+        nonlocal w
         productive, s, gx = run.switch({i: oracle(i) for i in run.local}, x, c)
 
-        def step(i: int, x=x, productive=productive, s=s) -> np.ndarray:
+        def step(i: int) -> np.ndarray:
             return gamma * run.direction(i, oracle(i), x, productive, s)
 
         total = run.uplink(run.ef14_messages(comp, e, step), comp)
         if w is not None:
             w = w - total
-        x, stopped = run.close_round(t, down, x, w, gx, productive, {"e": e})
-        if stopped:
-            break
-    return run.result(x)
+        return w, gx, productive, {"e": e}
+
+    return run.drive(down, x, one_round, t0)
 
 
 def safe_ef_stochastic(
@@ -185,7 +184,7 @@ def safe_ef_stochastic(
         if not callable(getattr(wk, "minibatch", None)):
             raise TypeError(f"worker {i} has no minibatch(rng, batch_size) method")
     cm, local = run.comm, run.local
-    return _ef14_loop(run, comp, down, gamma, c, n_rounds,
+    return _ef14_loop(run, comp, down, gamma, c,
                       lambda i: local[i].minibatch(cm.worker_rng(i), batch_size))
 
 

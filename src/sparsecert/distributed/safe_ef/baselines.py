@@ -61,26 +61,24 @@ def switching_subgradient(
     run, _, down = compressed_run("switching_subgradient", workers, x0, n_rounds, options,
                                   {"gamma": gamma, "c": c, "value_dtype": value_dtype}, None,
                                   downlink, constraint=constraint)
-    return _switching_loop(run, Identity(run.d, value_dtype), down, gamma, c, n_rounds)
+    return _switching_loop(run, Identity(run.d, value_dtype), down, gamma, c)
 
 
-def _switching_loop(run: _Run, comp: Compressor, down: _Downlink, gamma: float, c: float,
-                    n_rounds: int) -> SafeEFResult:
+def _switching_loop(run: _Run, comp: Compressor, down: _Downlink, gamma: float,
+                    c: float) -> SafeEFResult:
     """``x <- x - mean_i C(gamma h_i)`` with the switching rule (no error feedback)."""
     cm, local = run.comm, run.local
-    x = run.x0.copy()
-    run.begin()
-    for t in range(n_rounds):
+
+    def one_round(t: int, x: np.ndarray) -> tuple[np.ndarray | None, float, bool, dict]:
         productive, s, gx = run.switch(local, x, c)
         msgs = {i: comp.encode(gamma * run.direction(i, o, x, productive, s),
                                  cm.worker_rng(i))
                 for i, o in local.items()}
         step = run.uplink(msgs, comp)
-        w = None if step is None else x - step
-        x, stopped = run.close_round(t, down, x, w, gx, productive, {})
-        if stopped:
-            break
-    return run.result(x)
+        return (None if step is None else x - step), gx, productive, {}
+
+    run.begin()
+    return run.drive(down, run.x0.copy(), one_round)
 
 
 def topk_no_ef(
@@ -103,7 +101,7 @@ def topk_no_ef(
     run, comp, down = compressed_run("topk_no_ef", workers, x0, n_rounds, options,
                                      {"gamma": gamma, "c": c}, compressor, downlink,
                                      constraint=constraint)
-    return _switching_loop(run, comp, down, gamma, c, n_rounds)
+    return _switching_loop(run, comp, down, gamma, c)
 
 
 def ef21_switching(
@@ -129,11 +127,11 @@ def ef21_switching(
                                      {"gamma": gamma, "c": c}, compressor, downlink,
                                      constraint=constraint)
     cm, local = run.comm, run.local
-    x = run.x0.copy()
     s_loc = {i: np.zeros(run.d) for i in local}
     est = np.zeros(run.d) if run.root else None
-    run.begin()
-    for t in range(n_rounds):
+
+    def one_round(t: int, x: np.ndarray) -> tuple[np.ndarray | None, float, bool, dict]:
+        nonlocal est
         productive, s, gx = run.switch(local, x, c)
         msgs = {}
         for i, o in local.items():
@@ -146,10 +144,10 @@ def ef21_switching(
         if est is not None:
             est = est + step
             w = x - gamma * est
-        x, stopped = run.close_round(t, down, x, w, gx, productive, {"s": s_loc})
-        if stopped:
-            break
-    return run.result(x)
+        return w, gx, productive, {"s": s_loc}
+
+    run.begin()
+    return run.drive(down, run.x0.copy(), one_round)
 
 
 def ef14_lagrangian(
@@ -182,14 +180,14 @@ def ef14_lagrangian(
                                      {"gamma": gamma, "eta": eta, "lam0": lam}, compressor,
                                      downlink, constraint=constraint, average_all=True)
     local = run.local
-    x = run.x0.copy()
     w = run.x0.copy() if run.root else None
     e = {i: np.zeros(run.d) for i in local}
-    run.begin()
-    for t in range(run.n_rounds):
+
+    def one_round(t: int, x: np.ndarray) -> tuple[np.ndarray | None, float, bool, dict]:
+        nonlocal w, lam
         ls, gx = run.multiplier(local, x, lam)
 
-        def step(i: int, x=x, ls=ls) -> np.ndarray:
+        def step(i: int) -> np.ndarray:
             h = run.check_subgrad(i, local[i].f_subgrad(x))
             if np.any(ls != 0):
                 h = h + run.check_subgrad(i, run.cons.vjp(local[i], x, ls))
@@ -199,9 +197,9 @@ def ef14_lagrangian(
         if w is not None:
             w = w - total
         state = {"e": e, "lam": lam if run.root else float("nan"), "lam_s": ls}
-        x, stopped = run.close_round(t, down, x, w, gx, True, state)
-        if run.root:
+        if run.root:  # the dual ascent; the round's state keeps lambda_t
             lam = max(0.0, lam + eta * gx)
-        if stopped:
-            break
-    return run.result(x)
+        return w, gx, True, state
+
+    run.begin()
+    return run.drive(down, run.x0.copy(), one_round)

@@ -503,6 +503,22 @@ class _Run:
         x_next = down.step(self.comm, w, x)
         return x_next, self.end_round(t, x, x_next, w, g_value, productive, state)
 
+    def drive(self, down: _Downlink, x: np.ndarray,
+              one_round: Callable[[int, np.ndarray], tuple[np.ndarray | None, float, bool,
+                                                            dict[str, Any]]],
+              t0: int = 0) -> SafeEFResult:
+        """The round loop of every method: for ``t = t0, ..., n_rounds - 1``,
+        ``one_round(t, x_t)`` runs the method's exchanges and returns
+        ``(w, g(x_t), productive, state)`` (``w``: the server's new state, None off the root),
+        then :meth:`close_round` sends the model down and keeps the books; ends early when
+        ``stop`` asks. Returns the run's result."""
+        for t in range(t0, self.n_rounds):
+            w, g_value, productive, state = one_round(t, x)
+            x, stopped = self.close_round(t, down, x, w, g_value, productive, state)
+            if stopped:
+                break
+        return self.result(x)
+
     def seconds(self) -> float:
         """Seconds of the method so far (records, logs and checkpoints excluded; a resumed
         run continues its count)."""
