@@ -383,6 +383,18 @@ def test_bad_config_raises(kwargs):
         DTZOConfig(**kwargs)
 
 
+@pytest.mark.parametrize("make", [
+    lambda: DTZOConfig(n_iter=True), lambda: DTZOConfig(T=2.5),
+    lambda: NestedZOConfig(M3=False), lambda: FedAvgConfig(local_steps=True),
+    lambda: FedAvgConfig(lr=float("nan")), lambda: ZOConfig(q=True),
+    lambda: ZOConfig(scheme="backward"),
+])
+def test_every_dtzo_settings_record_names_the_bad_field(make):
+    """A bool is not a count; each record names itself and the field."""
+    with pytest.raises(ValueError, match=r"(DTZO|NestedZO|FedAvg|ZO)Config\.\w+ must be"):
+        make()
+
+
 def test_worker_count_mismatch_and_bad_participation_raise():
     P = make_p1(n_workers=3)
     with pytest.raises(ValueError, match="workers"):

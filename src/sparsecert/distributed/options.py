@@ -1,8 +1,9 @@
-"""Run options shared by the distributed methods: :class:`RunOptions`."""
+"""Run options shared by the distributed methods: :class:`RunOptions`, and the checks of
+the methods' settings records (:func:`check_int`, :func:`check_settings`)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -10,7 +11,7 @@ import numpy as np
 
 from sparsecert.distributed.comm import Communicator
 
-__all__ = ["RunOptions", "SCALAR_DTYPES", "check_int"]
+__all__ = ["RunOptions", "SCALAR_DTYPES", "check_int", "check_settings"]
 
 SCALAR_DTYPES = ("float16", "float32", "float64")
 
@@ -116,3 +117,23 @@ def check_int(name: str, value: int, low: int) -> int:
             or int(value) != value or value < low):
         raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
     return int(value)
+
+
+def check_settings(record: object, ints: Mapping[str, int] | None = None,
+                   positive: Sequence[str] = (),
+                   choices: Mapping[str, Sequence[str]] | None = None) -> None:
+    """Check the fields of a settings record (``ValueError`` naming its class and the field):
+    ``ints`` maps a field to its smallest value, ``positive`` lists the fields that must be
+    positive finite reals, ``choices`` maps a field to its allowed values."""
+    cls = type(record).__name__
+    for name, low in (ints or {}).items():
+        check_int(f"{cls}.{name}", getattr(record, name), low)
+    for name in positive:
+        v = getattr(record, name)
+        if not (np.isfinite(v) and v > 0):
+            raise ValueError(f"{cls}.{name} must be positive and finite, got {v!r}")
+    for name, allowed in (choices or {}).items():
+        v = getattr(record, name)
+        if v not in allowed:
+            raise ValueError(f"{cls}.{name} must be one of {', '.join(map(repr, allowed))}, "
+                             f"got {v!r}")

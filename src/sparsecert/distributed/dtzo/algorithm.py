@@ -72,6 +72,7 @@ from sparsecert.distributed.dtzo.diagnostics import DTZOWarning, RunTrace, diagn
 from sparsecert.distributed.dtzo.master import solve_master
 from sparsecert.distributed.dtzo.trilevel import DTZOResult, Monitor, TrilevelProblem, _TrilevelRun
 from sparsecert.distributed.dtzo.zeroth_order import ZOConfig
+from sparsecert.distributed.options import check_settings
 
 __all__ = [
     "TrilevelProblem",
@@ -208,31 +209,17 @@ class DTZOConfig:
     record_every: int = 1
 
     def __post_init__(self) -> None:
-        ints = {"n_iter": 0, "local_steps": 1, "K": 1, "T": 1, "T1": 0, "drop_after": 1,
-                "max_cuts": 1, "record_every": 1, "vr_period": 0, "cut_dirs": 1}
-        for name, lo in ints.items():
-            v = getattr(self, name)
-            if int(v) != v or v < lo:
-                raise ValueError(f"DTZOConfig.{name} must be an integer >= {lo}, got {v!r}")
-        for name in ("rho", "beta", "eps", "lr", "eta3", "eta2", "inactive_tol",
-                     "cut_refresh_tol"):
-            v = getattr(self, name)
-            if not (np.isfinite(v) and v > 0):
-                raise ValueError(f"DTZOConfig.{name} must be positive and finite, got {v!r}")
-        if self.cut_kind not in ("quadratic", "linear"):
-            raise ValueError(f"cut_kind must be 'quadratic' or 'linear', got {self.cut_kind!r}")
-        if self.cut_jacobian not in ("full", "update"):
-            raise ValueError(
-                f"cut_jacobian must be 'full' or 'update', got {self.cut_jacobian!r}"
-            )
+        check_settings(self, ints={"n_iter": 0, "local_steps": 1, "K": 1, "T": 1, "T1": 0,
+                                   "drop_after": 1, "max_cuts": 1, "record_every": 1,
+                                   "vr_period": 0, "cut_dirs": 1,
+                                   **({} if self.participation is None else {"participation": 1})},
+                       positive=("rho", "beta", "eps", "lr", "eta3", "eta2", "inactive_tol",
+                                 "cut_refresh_tol"),
+                       choices={"cut_kind": ("quadratic", "linear"),
+                                "cut_jacobian": ("full", "update"),
+                                "dtype": ("float64", "float32")})
         if not set(self.exact_levels) <= {1, 2, 3}:
             raise ValueError(f"exact_levels must be a subset of (1, 2, 3), got {self.exact_levels}")
-        if self.dtype not in ("float64", "float32"):
-            raise ValueError(f"dtype must be 'float64' or 'float32', got {self.dtype!r}")
-        if self.participation is not None and (
-            int(self.participation) != self.participation or self.participation < 1
-        ):
-            raise ValueError(f"participation must be a positive integer, got {self.participation}")
 
 
 # ----------------------------------------------------------------------------------------------

@@ -11,6 +11,7 @@ import numpy as np
 from sparsecert.distributed.comm import Communicator
 from sparsecert.distributed.dtzo.trilevel import DTZOResult, Monitor, TrilevelProblem, _TrilevelRun
 from sparsecert.distributed.dtzo.zeroth_order import ZOConfig, zo_rows
+from sparsecert.distributed.options import check_settings
 
 __all__ = ["NestedZOConfig", "FedAvgConfig", "nested_zo", "zo_fedavg"]
 
@@ -36,14 +37,8 @@ class NestedZOConfig:
     dtype: str = "float64"
 
     def __post_init__(self) -> None:
-        for name in ("n_outer", "M2", "M3"):
-            v = getattr(self, name)
-            if int(v) != v or v < 1:
-                raise ValueError(f"NestedZOConfig.{name} must be a positive integer, got {v!r}")
-        for name in ("lr1", "lr2", "lr3"):
-            v = getattr(self, name)
-            if not (np.isfinite(v) and v > 0):
-                raise ValueError(f"NestedZOConfig.{name} must be positive, got {v!r}")
+        check_settings(self, ints={"n_outer": 1, "M2": 1, "M3": 1},
+                       positive=("lr1", "lr2", "lr3"))
 
 
 class _Nested(_TrilevelRun):
@@ -130,12 +125,7 @@ class FedAvgConfig:
     dtype: str = "float64"
 
     def __post_init__(self) -> None:
-        for name in ("n_rounds", "local_steps"):
-            v = getattr(self, name)
-            if int(v) != v or v < 1:
-                raise ValueError(f"FedAvgConfig.{name} must be a positive integer, got {v!r}")
-        if not (np.isfinite(self.lr) and self.lr > 0):
-            raise ValueError(f"FedAvgConfig.lr must be positive, got {self.lr!r}")
+        check_settings(self, ints={"n_rounds": 1, "local_steps": 1}, positive=("lr",))
 
 
 def zo_fedavg(problem: TrilevelProblem, comm: Communicator, config: FedAvgConfig | None = None,

@@ -37,6 +37,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from sparsecert.distributed.options import check_settings
+
 __all__ = [
     "ZOConfig",
     "sample_directions",
@@ -73,16 +75,9 @@ class ZOConfig:
     directions: str = "gaussian"
 
     def __post_init__(self) -> None:
-        if self.q is not None and (int(self.q) != self.q or self.q < 1):
-            raise ValueError(f"ZOConfig.q must be a positive integer or None, got {self.q!r}")
-        if not (np.isfinite(self.mu) and self.mu > 0):
-            raise ValueError(f"ZOConfig.mu must be a positive finite float, got {self.mu!r}")
-        if self.scheme not in ("central", "forward"):
-            raise ValueError(f"ZOConfig.scheme must be 'central' or 'forward', got {self.scheme!r}")
-        if self.directions not in ("gaussian", "orthogonal"):
-            raise ValueError(
-                f"ZOConfig.directions must be 'gaussian' or 'orthogonal', got {self.directions!r}"
-            )
+        check_settings(self, ints=None if self.q is None else {"q": 1}, positive=("mu",),
+                       choices={"scheme": ("central", "forward"),
+                                "directions": ("gaussian", "orthogonal")})
 
     def n_dirs(self, d: int) -> int:
         """Number of directions used for a block of dimension ``d``."""
