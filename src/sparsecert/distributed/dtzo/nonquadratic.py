@@ -48,7 +48,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from sparsecert.distributed.dtzo.problems import SolvedTrilevel, _check_level_worker, _check_Z
+from sparsecert.distributed.dtzo.problems import (
+    SolvedTrilevel,
+    _check_level_worker,
+    _check_Z,
+    check_instance,
+    residual_report,
+)
 
 __all__ = ["NonQuadraticTrilevel", "make_p3", "phi", "phi_prime", "phi_prime_inverse"]
 
@@ -232,8 +238,7 @@ class NonQuadraticTrilevel(SolvedTrilevel):
         r3 = self.W3.T @ (self.C[2] * phi_prime(a3, self.alpha) - self.B[2])
         a2 = self.Wt2 @ z[d1:d12] + self.Qt @ z[:d1] + self.k2
         r2 = self.Wt2.T @ (self.C[1] * phi_prime(a2, self.alpha) - self.B[1])
-        return {"res3": float(np.linalg.norm(r3)), "res2": float(np.linalg.norm(r2)),
-                "hypergrad": float(np.linalg.norm(self.hypergradient(z[:d1])))}
+        return residual_report(r3, r2, np.linalg.norm(self.hypergradient(z[:d1])))
 
 
 def _scaled(rng: np.random.Generator, m: int, n: int, size: float) -> np.ndarray:
@@ -262,12 +267,7 @@ def make_p3(n_workers: int = 3, dims: tuple[int, int, int] = (2, 2, 2), seed: in
         Spectral size of the cross-level maps ``P``, ``Q``, ``E`` and of ``F`` outside ``x1``
         (the maps ``W`` are the identity plus a perturbation of spectral size about 0.3).
     """
-    if isinstance(n_workers, bool) or int(n_workers) != n_workers or n_workers < 1:
-        raise ValueError(f"n_workers must be a positive integer, got {n_workers!r}")
-    if len(dims) != 3 or min(dims) < 1 or any(int(v) != v for v in dims):
-        raise ValueError(f"dims must be three positive integers, got {dims}")
-    if not (np.isfinite(heterogeneity) and heterogeneity >= 0):
-        raise ValueError(f"heterogeneity must be >= 0, got {heterogeneity!r}")
+    check_instance(n_workers, dims, heterogeneity)
     if not (np.isfinite(coupling) and coupling >= 0):
         raise ValueError(f"coupling must be >= 0, got {coupling!r}")
     rng = np.random.default_rng(seed)

@@ -86,6 +86,23 @@ def _check_level_worker(level: int, worker: int, n_workers: int) -> None:
         raise ValueError(f"worker must be in [0, {n_workers}), got {worker!r}")
 
 
+def check_instance(n_workers: int, dims: tuple[int, int, int], heterogeneity: float) -> None:
+    """The arguments every random instance maker takes (``ValueError`` naming the bad one)."""
+    if isinstance(n_workers, bool) or int(n_workers) != n_workers or n_workers < 1:
+        raise ValueError(f"n_workers must be a positive integer, got {n_workers!r}")
+    if len(dims) != 3 or min(dims) < 1 or any(int(v) != v for v in dims):
+        raise ValueError(f"dims must be three positive integers, got {dims}")
+    if not (np.isfinite(heterogeneity) and heterogeneity >= 0):
+        raise ValueError(f"heterogeneity must be >= 0, got {heterogeneity!r}")
+
+
+def residual_report(r3: np.ndarray, r2: np.ndarray, hypergrad: float) -> dict[str, float]:
+    """What :meth:`SolvedTrilevel.residuals` returns: the norms of the true level-3 and
+    level-2 residuals and the hypergradient's norm."""
+    return {"res3": float(np.linalg.norm(r3)), "res2": float(np.linalg.norm(r2)),
+            "hypergrad": float(hypergrad)}
+
+
 def relative_errors(z: np.ndarray, d1: int, x1_star: np.ndarray,
                     z_star: np.ndarray) -> dict[str, float]:
     """The relative errors of ``x1 = z[:d1]`` and of ``z`` against a known solution."""
@@ -214,8 +231,7 @@ class QuadraticTrilevel(SolvedTrilevel):
         x12 = z[:d12]
         r2 = (self._M @ x12 - self._m)[d1:]
         hyper = self._L1.T @ (self.H[0] @ (self._L1 @ z[:d1] + self._l1) - self.g[0])
-        return {"res3": float(np.linalg.norm(r3)), "res2": float(np.linalg.norm(r2)),
-                "hypergrad": float(np.linalg.norm(hyper))}
+        return residual_report(r3, r2, np.linalg.norm(hyper))
 
 
 def make_p1(n_workers: int = 3, dims: tuple[int, int, int] = (2, 2, 2), seed: int = 0,
@@ -230,12 +246,7 @@ def make_p1(n_workers: int = 3, dims: tuple[int, int, int] = (2, 2, 2), seed: in
     heterogeneity : float
         Spread of the workers' centres ``a_{l,j}`` (>= 0).
     """
-    if int(n_workers) != n_workers or n_workers < 1:
-        raise ValueError(f"n_workers must be a positive integer, got {n_workers!r}")
-    if len(dims) != 3 or min(dims) < 1:
-        raise ValueError(f"dims must be three positive integers, got {dims}")
-    if not heterogeneity >= 0:
-        raise ValueError(f"heterogeneity must be >= 0, got {heterogeneity!r}")
+    check_instance(n_workers, dims, heterogeneity)
     rng = np.random.default_rng(seed)
     d = int(sum(dims))
     scale = 1.0 / np.sqrt(n_workers)
@@ -396,8 +407,7 @@ class RobustRidgeTrilevel:
         r2 = self._A @ w - self._c + np.exp(th) * w
         h = 1e-5
         hyper = (self.val_error(th + h) - self.val_error(th - h)) / (2 * h)
-        return {"res3": float(np.linalg.norm(r3)), "res2": float(np.linalg.norm(r2)),
-                "hypergrad": float(abs(hyper))}
+        return residual_report(r3, r2, abs(hyper))
 
     def metrics(self, z: np.ndarray) -> dict[str, float]:
         """Oracle diagnostics, including the validation error of the current ``w`` relative to

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sparsecert.distributed.dtzo.problems import QuadraticTrilevel
+from sparsecert.distributed.dtzo.problems import QuadraticTrilevel, check_instance
 
 __all__ = ["SimulatorSite", "SimulatedTrilevel", "make_p4"]
 
@@ -138,14 +138,9 @@ def make_p4(n_workers: int = 3, dims: tuple[int, int, int] = (20, 50, 50), T: in
     seed : int
     heterogeneity : float
     """
-    if isinstance(n_workers, bool) or int(n_workers) != n_workers or n_workers < 1:
-        raise ValueError(f"n_workers must be a positive integer, got {n_workers!r}")
-    if len(dims) != 3 or min(dims) < 1 or any(int(v) != v for v in dims):
-        raise ValueError(f"dims must be three positive integers, got {dims}")
+    check_instance(n_workers, dims, heterogeneity)
     if int(T) != T or T < 1:
         raise ValueError(f"T must be a positive integer, got {T!r}")
-    if not (np.isfinite(heterogeneity) and heterogeneity >= 0):
-        raise ValueError(f"heterogeneity must be >= 0, got {heterogeneity!r}")
     rng = np.random.default_rng(seed)
     N, d = int(n_workers), int(sum(dims))
     A = np.empty((N, 3, d, d))
