@@ -1,6 +1,7 @@
-"""Shared pieces of the trilevel solvers: the problem protocol, the result record, and the
+"""Shared pieces of the trilevel solvers: the problem protocol, the result record, the
 worker-side oracle that turns values (or grey-box gradients) into block gradient estimates while
-counting every query.
+counting every query, and the run every solver builds on (:class:`_TrilevelRun`: the oracle,
+the master's generator, the history, the server sum and the consensus round).
 """
 
 from __future__ import annotations

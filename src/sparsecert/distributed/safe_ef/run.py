@@ -2,8 +2,9 @@
 
 :class:`RunOptions` (how a run is driven: communicator, monitor, records, callback, stop),
 :class:`RoundInfo` (what a callback sees), :class:`SafeEFResult` (what every method returns)
-and the private :class:`_Run`, which owns the validation, the server-side exchanges of a
-round (constraint switch, uplink, downlink), output averaging and the history.
+and the private :class:`_Run`, which owns the validation, the round loop every method shares
+(:meth:`_Run.drive`: a method writes only its round), the server-side exchanges of a round
+(constraint switch, uplink, downlink), output averaging and the history.
 
 Roles: the **server** lives on the root process (``comm.is_root``) and is the only one that
 holds the aggregated state ``w`` (and the multiplier of the Lagrangian baseline). A round is:
