@@ -26,18 +26,20 @@ class SimComm(BaseComm):
 
     def gather(self, local: Mapping[int, Message], n_bits: int | None = None,
                n_bytes: int | None = None) -> list[Message]:
-        msgs = self._check_local(local, "gather")
-        self._check_size(msgs, n_bits, n_bytes)
-        out = [msgs[i] for i in range(self.n_workers)]
-        self._count_uplink(out, to_server=True)
-        return out
+        return self._collect(local, "gather", n_bits, n_bytes, to_server=True)
 
     def allgather(self, local: Mapping[int, Message], n_bits: int | None = None,
                   n_bytes: int | None = None) -> list[Message]:
-        msgs = self._check_local(local, "allgather")
+        return self._collect(local, "allgather", n_bits, n_bytes, to_server=False)
+
+    def _collect(self, local: Mapping[int, Message], name: str, n_bits: int | None,
+                 n_bytes: int | None, to_server: bool) -> list[Message]:
+        """Every worker's message in worker order (one process holds them all), counted as
+        sent to the server (``gather``) or to every other worker (``allgather``)."""
+        msgs = self._check_local(local, name)
         self._check_size(msgs, n_bits, n_bytes)
         out = [msgs[i] for i in range(self.n_workers)]
-        self._count_uplink(out, to_server=False)
+        self._count_uplink(out, to_server=to_server)
         return out
 
     def broadcast(self, msg: Message | None) -> Message:
