@@ -36,7 +36,7 @@ import concurrent.futures as cf
 import contextlib
 import os
 import uuid
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -55,7 +55,8 @@ from sparsecert.solvers.perspective import RelaxationProblem, RelaxationResult, 
 
 __all__ = ["NodeContext", "NodeTask", "NodeOutcome", "ContextMissing", "evaluate_task",
            "execute_task", "context_of", "BatchEvaluator", "make_executor", "register", "release",
-           "new_token", "blas_single_thread", "node_witness", "WORKER_CACHE_SIZE"]
+           "new_token", "blas_single_thread", "node_witness", "WORKER_CACHE_SIZE",
+           "OutcomeStream"]
 
 #: heuristic levels of a task
 NO_HEURISTIC, ROUND, ROUND_AND_SWAP = 0, 1, 2
@@ -414,24 +415,80 @@ class BatchEvaluator:
         outcomes while the workers still evaluate the rest (the outcomes do not depend on
         when they are applied: every task's inputs were fixed when it was made).
         """
-        if self.executor is None or len(tasks) == 1:
-            yield from [self._here(t) for t in tasks]
-            return
-        run = self.run_task
-        futures = [self.executor.submit(run, t) for t in tasks]
-        if not self.caller_runs:
-            for f, t in zip(futures, tasks, strict=True):
-                yield self._result(f, t)
-            return
-        here: dict[int, NodeOutcome] = {}  # outcomes of the tasks this thread ran
-        nxt = 0  # every task before this one has started, on a worker or here
-        for i, f in enumerate(futures):
-            while i not in here and not f.done():
-                nxt = max(nxt, i)
-                while nxt < len(futures) and not futures[nxt].cancel():
-                    nxt += 1  # started (or done) on a worker
-                if nxt == len(futures):
+        stream = self.stream()
+        stream.submit(tasks, here=len(tasks) == 1)
+        for _ in range(len(tasks)):
+            yield stream.next()
+
+    def stream(self) -> OutcomeStream:
+        """An empty :class:`OutcomeStream` on this evaluator's executor."""
+        return OutcomeStream(self)
+
+
+class _Pending:
+    """A submitted task: its future (None: not sent to an executor) and, once the calling
+    thread has run it, its outcome."""
+
+    __slots__ = ("task", "future", "outcome", "done_here")
+
+    def __init__(self, task, future: cf.Future | None) -> None:
+        self.task, self.future = task, future
+        self.outcome, self.done_here = None, False
+
+
+class OutcomeStream:
+    """Tasks submitted in any number of groups, their outcomes taken in submission order.
+
+    The engine submits a batch's tasks, applies the outcomes one by one and may submit the
+    next batch before the last outcomes of the previous one are in (``BnBSettings.
+    batch_overlap``), so the workers start on it while those finish. With ``caller_runs``,
+    while the next outcome in order is not in, the calling thread takes the earliest task no
+    worker has started (of any batch submitted so far: cancelling its future, so each task
+    runs once) and runs it itself. Serially (no executor) a task runs when its outcome is
+    asked for. The outcomes are the same whoever ran the tasks: each is a pure function of its
+    inputs.
+    """
+
+    def __init__(self, evaluator: BatchEvaluator) -> None:
+        self.ev = evaluator
+        self._queue: deque[_Pending] = deque()  # submitted, outcome not yet taken
+        self._untaken: deque[_Pending] = deque()  # not yet started here nor seen started
+
+    def __len__(self) -> int:
+        return len(self._queue)
+
+    def submit(self, tasks: list, here: bool = False) -> None:
+        """Submit ``tasks`` after those submitted before (to the executor, if any; ``here``:
+        to run them in the calling thread, as a batch of one node does)."""
+        ex, run = (None if here else self.ev.executor), self.ev.run_task
+        for t in tasks:
+            entry = _Pending(t, None if ex is None else ex.submit(run, t))
+            self._queue.append(entry)
+            if entry.future is not None and self.ev.caller_runs:
+                self._untaken.append(entry)
+
+    def next(self) -> NodeOutcome:
+        """The outcome of the earliest submitted task whose outcome was not taken yet."""
+        entry = self._queue[0]
+        ev = self.ev
+        if entry.future is None:
+            out = ev._here(entry.task)
+        elif not ev.caller_runs:
+            out = ev._result(entry.future, entry.task)
+        else:
+            while not entry.done_here and not entry.future.done():
+                if not self._take_one():
                     break  # nothing left to take: wait for the worker
-                here[nxt] = self._here(tasks[nxt])
-                nxt += 1
-            yield here.pop(i) if i in here else self._result(f, tasks[i])
+            out = entry.outcome if entry.done_here else ev._result(entry.future, entry.task)
+        self._queue.popleft()
+        return out
+
+    def _take_one(self) -> bool:
+        """Run the earliest task no worker has started here; False when there is none."""
+        while self._untaken:
+            cand = self._untaken.popleft()
+            if cand.future.cancel():
+                cand.outcome = self.ev._here(cand.task)
+                cand.done_here = True
+                return True
+        return False

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict
 
@@ -45,6 +46,7 @@ from sparsecert.bnb.evaluate import (
     NodeContext,
     NodeOutcome,
     NodeTask,
+    OutcomeStream,
     blas_single_thread,
     make_executor,
     new_token,
@@ -400,6 +402,7 @@ class BranchAndBound:
         self._rules = SubtreeRules(s.rel_gap, s.abs_gap, s.branching, s.heuristic_every,
                                    s.node_rel_tol, s.node_max_iter, s.leaf_rel_tol,
                                    s.leaf_max_iter, s.fixing)
+        self._in_flight: deque[Node] = deque()  # handed to the workers, not yet processed
         self._n_dropped = 0  # subtree records whose node the engine had closed above them
         self.queue = make_queue(self.settings.node_selection)
         root = Node(0, None, 0, *self._root_fixings())
@@ -431,31 +434,65 @@ class BranchAndBound:
                 batch.append(node)
         return batch
 
-    def _evaluate(self, batch: list[Node], evaluator: BatchEvaluator, token: str | None) -> None:
-        """Solve the batch's relaxations and process the nodes in order, each as soon as its
-        outcome is in (the workers go on with the rest of the batch meanwhile)."""
+    def _submit(self, batch: list[Node], stream: OutcomeStream, token: str | None) -> None:
+        """Hand the batch's tasks to the workers (a batch of one, with nothing in flight,
+        runs in this thread)."""
         left = time_left(self._deadline, self.proof, len(self._live))
         remaining = None if left is None else max(1e-3, left)
-        outcomes = None
-        for i, node in enumerate(batch):
-            try:
-                if outcomes is None:
-                    outcomes = evaluator.outcomes([self._task(n, token, remaining)
-                                                   for n in batch])
-                out = next(outcomes)
-            except KeyboardInterrupt:
-                for n in batch[i:]:  # unevaluated: back in the pool, still open
-                    self.queue.push(n)
-                raise
-            try:
-                if isinstance(out, SubtreeOutcome):
-                    self._replay(node, out)
-                else:
-                    self._process(node, out)
-            except KeyboardInterrupt:  # (or from the node callback) the rest is not applied
-                for n in ([node] if node.status == OPEN else []) + batch[i + 1:]:
-                    self.queue.push(n)
-                raise
+        tasks = [self._task(n, token, remaining) for n in batch]
+        stream.submit(tasks, here=len(tasks) == 1 and len(stream) == 0)
+        self._in_flight.extend(batch)
+
+    def _apply_next(self, stream: OutcomeStream) -> None:
+        """Take the next outcome in order and process its node (each as soon as it and those
+        before it are in: the workers go on with the rest meanwhile). On a Ctrl-C the nodes
+        not processed go back to the queue, still open."""
+        flight = self._in_flight
+        try:
+            out = stream.next()
+        except KeyboardInterrupt:
+            self._requeue([])
+            raise
+        node = flight.popleft()
+        try:
+            if isinstance(out, SubtreeOutcome):
+                self._replay(node, out)
+            else:
+                self._process(node, out)
+        except KeyboardInterrupt:  # (or from the node callback) the rest is not applied
+            self._requeue([node] if node.status == OPEN else [])
+            raise
+
+    def _requeue(self, nodes: list[Node]) -> None:
+        """``nodes`` and every node in flight back in the queue (unevaluated, still open)."""
+        for n in nodes + list(self._in_flight):
+            self.queue.push(n)
+        self._in_flight.clear()
+
+    def _search(self, evaluator: BatchEvaluator, token: str | None) -> str | None:
+        """The loop: form a batch once at most ``batch_overlap`` outcomes are still to be
+        applied (0: the previous batch is applied in full), apply the outcomes in order;
+        returns the limit that stopped it, if any."""
+        stream, overlap = evaluator.stream(), self.settings.batch_overlap
+        stopped = None
+        while True:
+            if stopped is None and len(self._in_flight) <= overlap:
+                if not self._in_flight:
+                    if not len(self.queue):
+                        break
+                    if self._n_evaluated:
+                        self._log()
+                stopped = self._limit_reached()
+                if stopped is None:
+                    batch = self._next_batch()
+                    if batch:
+                        self._submit(batch, stream, token)
+            if not self._in_flight:
+                if stopped is not None or not len(self.queue):
+                    break
+                continue
+            self._apply_next(stream)
+        return stopped
 
     def _replay(self, node: Node, sub: SubtreeOutcome) -> None:
         """Apply a subtree task's records in the order the task evaluated them: each through
@@ -553,14 +590,7 @@ class BranchAndBound:
                 with self.progress.phase("heuristics"):
                     self._start_incumbents()
                 self._log(force=True)
-                while len(self.queue):
-                    stopped = self._limit_reached()
-                    if stopped is not None:
-                        break
-                    batch = self._next_batch()
-                    if batch:
-                        self._evaluate(batch, evaluator, token)
-                        self._log()
+                stopped = self._search(evaluator, token)
         except KeyboardInterrupt:
             stopped = INTERRUPTED
         finally:

@@ -43,6 +43,15 @@ class BnBSettings(SearchOptions):
         finds itself (:mod:`sparsecert.bnb.subtree`: a worker owns a subtree for the length
         of its task, the global queue balances the tasks). The tree depends on it and on
         ``batch_size``, not on the executor or the number of workers.
+    batch_overlap : int
+        The next batch is formed (from the queue and the cutoff as they are then) and handed
+        to the workers once at most this many outcomes of the batches before it are still to
+        be applied, so the workers start on it while the engine waits for those (0: each batch
+        is formed after the previous one is applied in full). It hides the end of a batch,
+        where one worker waits for the last node and the engine applies the last outcomes
+        and forms the next batch; the tree depends on it (a batch's nodes do not see the
+        children of the nodes still to be applied), not on the executor or the number of
+        workers.
     node_strategy : {"auto", "fista", "zspace"}
         How node relaxations are solved (``solve_node``'s ``solver``). ``"auto"``: every node
         takes the strategy expected to cost less on it; where z-space applies, the first node
@@ -63,6 +72,7 @@ class BnBSettings(SearchOptions):
     heuristic_every: int = 10
     fixing: bool = True
     subtree_nodes: int = 1
+    batch_overlap: int = 0
     node_strategy: str = "auto"
     log_interval: float = 5.0
 
@@ -81,6 +91,10 @@ class BnBSettings(SearchOptions):
                 or self.subtree_nodes < 1):
             raise ValueError(f"subtree_nodes must be a positive integer, got "
                              f"{self.subtree_nodes!r}")
+        if (isinstance(self.batch_overlap, bool) or not isinstance(self.batch_overlap, int)
+                or self.batch_overlap < 0):
+            raise ValueError(f"batch_overlap must be an integer >= 0, got "
+                             f"{self.batch_overlap!r}")
         if self.node_strategy not in NODE_STRATEGIES:
             raise ValueError(f"unknown node_strategy {self.node_strategy!r}; choose from "
                              f"{list(NODE_STRATEGIES)}")

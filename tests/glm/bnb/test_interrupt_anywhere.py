@@ -19,8 +19,8 @@ from sparsecert.bnb import search as search_mod
 from sparsecert.certificate import verify_certificate
 
 #: the engine's methods that change the tree (the interrupt lands inside one of them)
-UPDATES = ("_branch", "_close", "_fix", "_process", "_next_batch", "_evaluate", "_record_bound",
-           "_prune")
+UPDATES = ("_branch", "_close", "_fix", "_process", "_next_batch", "_submit", "_apply_next",
+           "_requeue", "_search", "_record_bound", "_prune")
 
 
 def _data(seed=0, n=30, p=12):
