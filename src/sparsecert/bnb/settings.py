@@ -43,7 +43,7 @@ class BnBSettings(SearchOptions):
         finds itself (:mod:`sparsecert.bnb.subtree`: a worker owns a subtree for the length
         of its task, the global queue balances the tasks). The tree depends on it and on
         ``batch_size``, not on the executor or the number of workers.
-    batch_overlap : int
+    batch_overlap : int or None
         The next batch is formed (from the queue and the cutoff as they are then) and handed
         to the workers once at most this many outcomes of the batches before it are still to
         be applied, so the workers start on it while the engine waits for those (0: each batch
@@ -51,7 +51,12 @@ class BnBSettings(SearchOptions):
         where one worker waits for the last node and the engine applies the last outcomes
         and forms the next batch; the tree depends on it (a batch's nodes do not see the
         children of the nodes still to be applied), not on the executor or the number of
-        workers.
+        workers. ``None`` (the default): a quarter of ``batch_size``, rounded down (4 at the
+        default batch size 16). At 4 on the parallel figure's tree
+        (threads, batch size 16) a worker waited between tasks 0.7-2.7% of the time instead
+        of 8.6-10.7% without; the trees of the quick benchmark's synthetic instances and of
+        riboflavin at k = 5, lambda2 = 1 are the same size (``batch_overlap=0`` gives the trees
+        of the releases before it back).
     node_strategy : {"auto", "fista", "zspace"}
         How node relaxations are solved (``solve_node``'s ``solver``). ``"auto"``: every node
         takes the strategy expected to cost less on it; where z-space applies, the first node
@@ -72,7 +77,7 @@ class BnBSettings(SearchOptions):
     heuristic_every: int = 10
     fixing: bool = True
     subtree_nodes: int = 1
-    batch_overlap: int = 0
+    batch_overlap: int | None = None
     node_strategy: str = "auto"
     log_interval: float = 5.0
 
@@ -91,6 +96,8 @@ class BnBSettings(SearchOptions):
                 or self.subtree_nodes < 1):
             raise ValueError(f"subtree_nodes must be a positive integer, got "
                              f"{self.subtree_nodes!r}")
+        if self.batch_overlap is None:
+            object.__setattr__(self, "batch_overlap", self.batch_size // 4)
         if (isinstance(self.batch_overlap, bool) or not isinstance(self.batch_overlap, int)
                 or self.batch_overlap < 0):
             raise ValueError(f"batch_overlap must be an integer >= 0, got "
