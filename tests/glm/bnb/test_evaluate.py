@@ -317,8 +317,10 @@ def test_an_interrupt_inside_a_batch_keeps_the_unapplied_nodes_open():
             fut.result = result
             return fut
 
-    s = BnBSettings(rel_gap=0.0, abs_gap=0.0, node_limit=40, batch_size=4, verbose=0,
-                    executor=Interrupting())
+    # each batch formed after the previous one is applied (tests/glm/bnb/test_batch_overlap.py
+    # interrupts searches with two batches in flight)
+    s = BnBSettings(rel_gap=0.0, abs_gap=0.0, node_limit=40, batch_size=4, batch_overlap=0,
+                    verbose=0, executor=Interrupting())
     res = BranchAndBound(prob, 4, s).run()
     assert res.status == "interrupted"
     assert batches == [2, 2, 2, 4]  # (the root ran alone, without the executor)
