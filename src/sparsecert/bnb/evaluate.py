@@ -444,9 +444,9 @@ class OutcomeStream:
     batch_overlap``), so the workers start on it while those finish. With ``caller_runs``,
     while the next outcome in order is not in, the calling thread takes the earliest task no
     worker has started (of any batch submitted so far: cancelling its future, so each task
-    runs once) and runs it itself. Serially (no executor) a task runs when its outcome is
-    asked for. The outcomes are the same whoever ran the tasks: each is a pure function of its
-    inputs.
+    runs once) and runs it itself. Serially (no executor) the tasks submitted so far run when
+    the first of their outcomes is asked for. The outcomes are the same whoever ran the tasks:
+    each is a pure function of its inputs.
     """
 
     def __init__(self, evaluator: BatchEvaluator) -> None:
@@ -472,7 +472,9 @@ class OutcomeStream:
         entry = self._queue[0]
         ev = self.ev
         if entry.future is None:
-            out = ev._here(entry.task)
+            if not entry.done_here:
+                self._run_here()
+            out = entry.outcome
         elif not ev.caller_runs:
             out = ev._result(entry.future, entry.task)
         else:
@@ -482,6 +484,15 @@ class OutcomeStream:
             out = entry.outcome if entry.done_here else ev._result(entry.future, entry.task)
         self._queue.popleft()
         return out
+
+    def _run_here(self) -> None:
+        """Run every task submitted to run in this thread that has not run yet, one after the
+        other (serially, a batch's tasks run together and then its outcomes are applied: the
+        node solves and the engine's bookkeeping do not take turns in the caches)."""
+        for e in self._queue:
+            if e.future is None and not e.done_here:
+                e.outcome = self.ev._here(e.task)
+                e.done_here = True
 
     def _take_one(self) -> bool:
         """Run the earliest task no worker has started here; False when there is none."""

@@ -345,7 +345,8 @@ def test_an_interrupt_while_applying_a_batch_keeps_the_rest_of_it_open():
         if len(calls) == sum(sizes[:-1]) + 2 and sizes[-1] == 4:
             raise KeyboardInterrupt
 
-    s = BnBSettings(rel_gap=0.0, abs_gap=0.0, node_limit=40, batch_size=4, verbose=0)
+    s = BnBSettings(rel_gap=0.0, abs_gap=0.0, node_limit=40, batch_size=4, batch_overlap=0,
+                    verbose=0)  # (each batch applied in full before the next is formed)
     eng = BranchAndBound(prob, 4, s, node_callback=callback)
     batch = eng._next_batch
 
