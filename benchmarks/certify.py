@@ -526,7 +526,10 @@ def _certify_tuned(X, y, k, lam, tuning: dict | None = None, **options):
 def parallel_figure(quick: bool, node_limit: int | None = None) -> list[dict]:
     """Serial against parallel runs of the same synthetic tree, back to back (ratios: the
     machine may be shared), three pairs per row with the order of the two runs alternating
-    (the claims take the medians). A row is (backend, batch size, subtree nodes per task).
+    (the claims take the medians). A row is (backend, batch size, subtree nodes per task),
+    at the default batch overlap (a quarter of the batch size: the next batch goes to the
+    workers while the last 4 outcomes of a batch of 16 are still to be applied; the batches'
+    bound below assumes none, so it is pessimistic there).
     Threads and processes at the default batch size, 16 (on this tree two threads ran the
     search 1.75x-1.78x faster at 16, 1.79x-1.80x at 32 and 1.80x-1.83x at 64, three pairs each
     on a quiet 2-core host; the batches allow about 1.9x from 8 on, 1.8x at 4), and processes

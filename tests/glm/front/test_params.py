@@ -143,13 +143,14 @@ def test_engine_settings_extend_the_search_options_and_record_the_tree_settings_
     assert isinstance(s, SearchOptions) and s.rel_gap == 0.01 and s.n_jobs == 2
     assert BnBSettings.from_options(s) is s
     assert BnBSettings.from_options(s, fixing=False).fixing is False
-    # the certificate's producer settings: the keys it always had (no executor, no log), and
-    # the node strategy
+    # the certificate's producer settings: the keys it always had (no executor, no log), the
+    # batch overlap and the node strategy
     assert list(s.record()) == [
         "rel_gap", "abs_gap", "time_limit", "node_limit", "node_selection", "branching",
         "batch_size", "node_rel_tol", "node_max_iter", "leaf_rel_tol", "leaf_max_iter",
         "beam_width", "n_candidates", "heuristic_every", "fixing", "subtree_nodes",
-        "node_strategy", "log_interval"]
+        "batch_overlap", "node_strategy", "log_interval"]
+    assert s.record()["batch_overlap"] == s.batch_size // 4  # the default, resolved
     assert not set(s.record()) & set(EXECUTION_FIELDS)
     with pytest.raises(ValueError, match="node_selection"):
         BnBSettings(node_selection="random")
