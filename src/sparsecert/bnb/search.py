@@ -473,9 +473,12 @@ class BranchAndBound:
         """The loop: form a batch once at most ``batch_overlap`` outcomes are still to be
         applied (0: the previous batch is applied in full), apply the outcomes in order;
         returns the limit that stopped it, if any."""
-        stream, overlap = evaluator.stream(), self.settings.batch_overlap
+        stream, s = evaluator.stream(), self.settings
         stopped = None
         while True:
+            # no overlap until a full batch is applied: a user executor's workers receive the
+            # data with their first tasks (one resend each), before a second batch is sent
+            overlap = s.batch_overlap if self._n_evaluated > s.batch_size else 0
             if stopped is None and len(self._in_flight) <= overlap:
                 if not self._in_flight:
                     if not len(self.queue):
