@@ -196,7 +196,7 @@ def perspective_relaxation(X, y, k: int, lambda2: float, loss: str = DEFAULT_LOS
         Sparsity level, ``1 <= k <= p``.
     lambda2 : float
         Ridge weight, > 0 (objective: sum of losses + lambda2 ||b||^2).
-    loss : {"squared", "logistic", "squared_hinge", "poisson"}
+    loss : {"squared", "logistic", "squared_hinge", "poisson", "huber"}
     max_abs_coef : float or None
         Box ``M``; None for none.
     fixed_in, fixed_out : sequences of int
