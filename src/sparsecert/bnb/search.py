@@ -7,6 +7,7 @@ The loop is small on purpose; the parts live in their own modules:
 * :mod:`~sparsecert.bnb.queues` -- node selection by name;
 * :mod:`~sparsecert.bnb.branching` -- branching rules by name;
 * :mod:`~sparsecert.bnb.evaluate` -- relaxations in batches through an executor;
+* :mod:`~sparsecert.bnb.pipeline` -- batches formed, handed out and applied in order;
 * :mod:`sparsecert.solvers.heuristics` -- incumbents (beam search, swaps, rounding);
 * :mod:`~sparsecert.bnb.progress` -- the log;
 * :mod:`~sparsecert.bnb.results` -- the record returned;
@@ -46,7 +47,6 @@ from sparsecert.bnb.evaluate import (
     NodeContext,
     NodeOutcome,
     NodeTask,
-    OutcomeStream,
     blas_single_thread,
     make_executor,
     new_token,
@@ -59,8 +59,9 @@ from sparsecert.bnb.incumbents import checked_support, root_fixings, start_model
 from sparsecert.bnb.informed import BranchChoice, Brancher
 from sparsecert.bnb.interrupts import deferred_interrupt
 from sparsecert.bnb.node import Node, Witness
+from sparsecert.bnb.pipeline import BatchPipeline
 from sparsecert.bnb.progress import ProgressLog
-from sparsecert.bnb.proof_sink import ProofSink, time_left
+from sparsecert.bnb.proof_sink import ProofSink
 from sparsecert.bnb.queues import StagingQueue, make_queue
 from sparsecert.bnb.results import HistoryRecord, SearchResult
 from sparsecert.bnb.settings import NODE_STRATEGIES, BnBSettings
@@ -71,12 +72,10 @@ from sparsecert.solvers.perspective import RelaxationProblem, RelaxationResult
 from sparsecert.statuses import (
     BRANCHED,
     INTERRUPTED,
-    NODE_LIMIT,
     OPEN,
     OPTIMAL,
     PRUNED,
     SOLVED,
-    TIME_LIMIT,
     TREE_EXHAUSTED,
     cutoff,
     gap_closed,
@@ -90,7 +89,7 @@ __all__ = ["BnBSettings", "BranchAndBound", "NodeCallback", "NODE_STRATEGIES", "
 NodeCallback = Callable[[Node, RelaxationResult], None]
 
 
-class BranchAndBound:
+class BranchAndBound(BatchPipeline):
     """Best-bound branch and bound over the perspective relaxation.
 
     Parameters
@@ -412,90 +411,6 @@ class BranchAndBound:
         self._n_nodes = 1
         self.nodes: list[Node] | None = [root] if self.proof is None else None  # the tree
         self.queue.push(root)
-
-    def _limit_reached(self) -> str | None:
-        """The status of a limit that stops the search now (the root is always evaluated)."""
-        s = self.settings
-        if self._n_evaluated == 0:
-            return None
-        left = time_left(self._deadline, self.proof, len(self._live))
-        if left is not None and left <= 0:
-            return TIME_LIMIT
-        if s.node_limit is not None and self._n_evaluated >= s.node_limit:
-            return NODE_LIMIT
-        return None
-
-    def _next_batch(self) -> list[Node]:
-        """Up to ``batch_size`` open nodes, closing those pruned by their inherited bound."""
-        batch: list[Node] = []
-        while len(self.queue) and len(batch) < self.settings.batch_size:
-            node = self.queue.pop()
-            if not self._prune(node):
-                batch.append(node)
-        return batch
-
-    def _submit(self, batch: list[Node], stream: OutcomeStream, token: str | None) -> None:
-        """Hand the batch's tasks to the workers (a batch of one, with nothing in flight,
-        runs in this thread)."""
-        left = time_left(self._deadline, self.proof, len(self._live))
-        remaining = None if left is None else max(1e-3, left)
-        tasks = [self._task(n, token, remaining) for n in batch]
-        stream.submit(tasks, here=len(tasks) == 1 and len(stream) == 0)
-        self._in_flight.extend(batch)
-
-    def _apply_next(self, stream: OutcomeStream) -> None:
-        """Take the next outcome in order and process its node (each as soon as it and those
-        before it are in: the workers go on with the rest meanwhile). On a Ctrl-C the nodes
-        not processed go back to the queue, still open."""
-        flight = self._in_flight
-        try:
-            out = stream.next()
-        except KeyboardInterrupt:
-            self._requeue([])
-            raise
-        node = flight.popleft()
-        try:
-            if isinstance(out, SubtreeOutcome):
-                self._replay(node, out)
-            else:
-                self._process(node, out)
-        except KeyboardInterrupt:  # (or from the node callback) the rest is not applied
-            self._requeue([node] if node.status == OPEN else [])
-            raise
-
-    def _requeue(self, nodes: list[Node]) -> None:
-        """``nodes`` and every node in flight back in the queue (unevaluated, still open)."""
-        for n in nodes + list(self._in_flight):
-            self.queue.push(n)
-        self._in_flight.clear()
-
-    def _search(self, evaluator: BatchEvaluator, token: str | None) -> str | None:
-        """The loop: form a batch once at most ``batch_overlap`` outcomes are still to be
-        applied (0: the previous batch is applied in full), apply the outcomes in order;
-        returns the limit that stopped it, if any."""
-        stream, s = evaluator.stream(), self.settings
-        stopped = None
-        while True:
-            # no overlap until a full batch is applied: a user executor's workers receive the
-            # data with their first tasks (one resend each), before a second batch is sent
-            overlap = s.batch_overlap if self._n_evaluated > s.batch_size else 0
-            if stopped is None and len(self._in_flight) <= overlap:
-                if not self._in_flight:
-                    if not len(self.queue):
-                        break
-                    if self._n_evaluated:
-                        self._log()
-                stopped = self._limit_reached()
-                if stopped is None:
-                    batch = self._next_batch()
-                    if batch:
-                        self._submit(batch, stream, token)
-            if not self._in_flight:
-                if stopped is not None or not len(self.queue):
-                    break
-                continue
-            self._apply_next(stream)
-        return stopped
 
     def _replay(self, node: Node, sub: SubtreeOutcome) -> None:
         """Apply a subtree task's records in the order the task evaluated them: each through
