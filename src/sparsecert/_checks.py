@@ -42,7 +42,8 @@ __all__ = [
     "Rule", "Constraint", "CONSTRAINTS", "BOOL", "POSITIVE_INT", "check", "check_k",
     "check_k_fits", "check_ks", "check_lambda2", "check_max_abs_coef", "check_bool",
     "check_fit_intercept", "check_eig_shift", "check_shift_value", "check_rel_gap",
-    "check_abs_gap", "check_time_limit", "check_positive_int", "check_node_limit",
+    "check_abs_gap", "check_time_limit", "check_positive_int", "check_batch_overlap",
+    "check_node_limit",
     "check_n_jobs", "check_verbose", "check_choice", "check_executor", "check_log",
     "check_sample_weight", "check_offset", "check_coef_bounds", "check_positive",
     "check_feature_indices", "check_always_select", "check_exclude",
@@ -126,6 +127,12 @@ def check_time_limit(time_limit) -> float | None:
 def check_positive_int(value, name: str) -> int:
     """An integer >= 1 (``name`` is the argument's name, for the message)."""
     return check(name, value, POSITIVE_INT)
+
+
+def check_batch_overlap(batch_overlap) -> int | None:
+    """Outcomes still to be applied when the next batch is handed out, >= 0, or None (the
+    default: a quarter of the batch size)."""
+    return check("batch_overlap", batch_overlap, CONSTRAINTS["batch_overlap"])
 
 
 def check_node_limit(node_limit) -> int | None:

@@ -264,6 +264,8 @@ CONSTRAINTS: dict[str, Constraint] = {
                              rules=(Rule(lambda v: v > 0, "be > 0 (or None for no limit)"),),
                              result=float),
     "node_limit": Constraint(**_INTEGER, none=None, rules=(_AT_LEAST_1,), result=int),
+    "batch_overlap": Constraint(**_INTEGER, none=None, rules=(Rule(lambda v: v >= 0, "be >= 0"),),
+                                result=int),
     "n_jobs": Constraint(**_INTEGER, rules=(Rule(lambda v: not (v == 0 or v < -1),
                                                  "be a positive integer or -1"),), result=int),
     "verbose": Constraint(kind=lambda v: isinstance(v, numbers.Integral),

@@ -34,6 +34,7 @@ import numpy as np
 from sparsecert._checks import (
     check_abs_gap,
     check_always_select,
+    check_batch_overlap,
     check_bool,
     check_choice,
     check_coef_bounds,
@@ -329,6 +330,16 @@ _TABLE = [
                                       "for two jobs; with more, 8 per job or more); the "
                                       "tree and the certificate depend on it, not on --jobs",
                       "B", int)),
+    Param("batch_overlap", "int or None",
+          "The next batch is handed to the workers once at most this many outcomes of the "
+          "batches before it are still to be applied (0: after the previous batch is applied "
+          "in full); None: a quarter of ``batch_size``. The tree, and so the certificate, "
+          "depends on it (not on ``n_jobs`` or the executor).",
+          check_batch_overlap, default=None, record="search",
+          cli=CliFlag("--batch-overlap", "hand out the next batch once at most N outcomes are "
+                                         "still to be applied (default: a quarter of the "
+                                         "batch size; 0: none); the tree and the certificate "
+                                         "depend on it", "N", int)),
     Param("backend", _names(BACKENDS),
           "The engine's own executor when ``n_jobs > 1`` (``\"mpi\"``: an "
           "``mpi4py.futures.MPIPoolExecutor`` with ``n_jobs`` workers).",

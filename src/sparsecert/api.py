@@ -161,7 +161,8 @@ def certify(X, y, k: int, lambda2: float, *, loss: str = _D.loss,
             always_select=_D.always_select, exclude=_D.exclude, rel_gap: float = _D.rel_gap,
             abs_gap: float = _D.abs_gap, time_limit: float | None = _D.time_limit,
             node_limit: int | None = _D.node_limit, n_jobs: int = _D.n_jobs,
-            batch_size: int = _D.batch_size, backend: str = _D.backend,
+            batch_size: int = _D.batch_size,
+            batch_overlap: int | None = _D.batch_overlap, backend: str = _D.backend,
             executor: cf.Executor | None = _D.executor, node_selection: str = _D.node_selection,
             branching: str = _D.branching, verbose: int = _D.verbose,
             log: Callable[[str], None] | None = _D.log, feature_names=None) -> CertifyResult:
@@ -187,14 +188,15 @@ def certify(X, y, k: int, lambda2: float, *, loss: str = _D.loss,
     time_limit
         Bounds the whole call: heuristics, search, and the certificate (the nodes' rigorous
         claims are computed as they close; the search keeps a reserve, estimated from the tree
-        as it grows, for the open nodes and the proof file). The first run's compilation is
-        not counted (``search.compile_time``).
+        as it grows, for the open nodes and the proof file). Compiling is not counted: the
+        first run's, and any kernel numba's cache missed during the search
+        (``search.compile_time``).
     node_limit
     n_jobs
         With the default threads, this thread and ``n_jobs - 1`` more. The default
         ``batch_size`` (16) keeps two of them busy (on two cores the search of a 10,000-node
         tree ran 1.75x-1.78x as fast at 16); give more workers 8 nodes a batch each or more.
-    batch_size, backend, executor, node_selection, branching, verbose, log
+    batch_size, batch_overlap, backend, executor, node_selection, branching, verbose, log
     feature_names : sequence of str, optional
         Names of the columns of ``X`` (default: the columns of a pandas DataFrame, when they are
         all strings). Kept in the result and the certificate for display only.

@@ -138,6 +138,7 @@ def certified_gap(X, y, coef, intercept: float = 0.0, *, k: int | None = None,
                   time_limit: float | None = DEFAULT_TIME_BUDGET, rel_gap: float = _D.rel_gap,
                   abs_gap: float = _D.abs_gap, node_limit: int | None = _D.node_limit,
                   n_jobs: int = _D.n_jobs, batch_size: int = _D.batch_size,
+                  batch_overlap: int | None = _D.batch_overlap,
                   backend: str = _D.backend, executor: cf.Executor | None = _D.executor,
                   node_selection: str = _D.node_selection, branching: str = _D.branching,
                   verbose: int = 0, log: Callable[[str], None] | None = _D.log,
@@ -173,8 +174,8 @@ def certified_gap(X, y, coef, intercept: float = 0.0, *, k: int | None = None,
     time_limit : float or None, default=10.0
         Seconds of search after the root bound (which is always computed; None: until the
         search ends).
-    rel_gap, abs_gap, node_limit, n_jobs, batch_size, backend, executor, node_selection
-    branching, log
+    rel_gap, abs_gap, node_limit, n_jobs, batch_size, batch_overlap, backend, executor
+    node_selection, branching, log
     verbose : int, default=0
         1: the search's progress log.
     feature_names : sequence of str, optional

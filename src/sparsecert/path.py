@@ -147,7 +147,8 @@ def certify_path(X, y, ks, lambda2: float, *, loss: str = _D.loss,
                  always_select=_D.always_select, exclude=_D.exclude, rel_gap: float = _D.rel_gap,
                  abs_gap: float = _D.abs_gap, time_limit: float | None = _D.time_limit,
                  node_limit: int | None = _D.node_limit, n_jobs: int = _D.n_jobs,
-                 batch_size: int = _D.batch_size, backend: str = _D.backend,
+                 batch_size: int = _D.batch_size, batch_overlap: int | None = _D.batch_overlap,
+                 backend: str = _D.backend,
                  executor=_D.executor, node_selection: str = _D.node_selection,
                  branching: str = _D.branching, verbose: int = _D.verbose, log=_D.log,
                  warm_start: bool = _D.warm_start) -> PathResult:
@@ -175,7 +176,8 @@ def certify_path(X, y, ks, lambda2: float, *, loss: str = _D.loss,
         The limit is per point.
     n_jobs
         More than two want a larger ``batch_size`` too (see :func:`~sparsecert.api.certify`).
-    batch_size, backend, executor, node_selection, branching, verbose, log, warm_start
+    batch_size, batch_overlap, backend, executor, node_selection, branching, verbose, log
+    warm_start
 
     Returns
     -------

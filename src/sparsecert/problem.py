@@ -213,6 +213,7 @@ class SearchOptions:
     node_selection: str = _D.node_selection
     branching: str = _D.branching
     batch_size: int = _D.batch_size
+    batch_overlap: int | None = _D.batch_overlap
     n_jobs: int = _D.n_jobs
     backend: str = _D.backend
     executor: Any = _D.executor

@@ -17,9 +17,14 @@ class BnBSettings(SearchOptions):
     """The engine's settings: the search options and the engine's tuning.
 
     The fields of :class:`sparsecert.problem.SearchOptions` (``rel_gap``, ``abs_gap``,
-    ``time_limit``, ``node_limit``, ``node_selection``, ``branching``, ``batch_size``, and where
-    and how loudly the search runs: ``n_jobs``, ``backend``, ``executor``, ``verbose``, ``log``;
-    checked by the parameter table, see :func:`sparsecert.certify`), then the tuning below.
+    ``time_limit``, ``node_limit``, ``node_selection``, ``branching``, ``batch_size``,
+    ``batch_overlap``, and where and how loudly the search runs: ``n_jobs``, ``backend``,
+    ``executor``, ``verbose``, ``log``; checked by the parameter table, see
+    :func:`sparsecert.certify`), then the tuning below. ``batch_overlap=None`` is resolved here
+    to a quarter of ``batch_size``, rounded down (4 at the default 16): at 4 on the parallel
+    figure's tree (threads, batch size 16) a worker waited between tasks 0.7-2.7% of the time
+    instead of 8.6-10.7% without; ``batch_overlap=0`` gives the trees of the releases before
+    it back (:mod:`sparsecert.bnb.pipeline`).
     The certificate records every setting but the execution ones (:meth:`record`): the same
     settings give the same tree, and the same certificate, on any executor.
 
@@ -43,20 +48,6 @@ class BnBSettings(SearchOptions):
         finds itself (:mod:`sparsecert.bnb.subtree`: a worker owns a subtree for the length
         of its task, the global queue balances the tasks). The tree depends on it and on
         ``batch_size``, not on the executor or the number of workers.
-    batch_overlap : int or None
-        The next batch is formed (from the queue and the cutoff as they are then) and handed
-        to the workers once at most this many outcomes of the batches before it are still to
-        be applied, so the workers start on it while the engine waits for those (0: each batch
-        is formed after the previous one is applied in full). It hides the end of a batch,
-        where one worker waits for the last node and the engine applies the last outcomes
-        and forms the next batch; the tree depends on it (a batch's nodes do not see the
-        children of the nodes still to be applied), not on the executor or the number of
-        workers. ``None`` (the default): a quarter of ``batch_size``, rounded down (4 at the
-        default batch size 16). At 4 on the parallel figure's tree
-        (threads, batch size 16) a worker waited between tasks 0.7-2.7% of the time instead
-        of 8.6-10.7% without; the trees of the quick benchmark's synthetic instances and of
-        riboflavin at k = 5, lambda2 = 1 are the same size (``batch_overlap=0`` gives the trees
-        of the releases before it back).
     node_strategy : {"auto", "fista", "zspace"}
         How node relaxations are solved (``solve_node``'s ``solver``). ``"auto"``: every node
         takes the strategy expected to cost less on it; where z-space applies, the first node
@@ -77,7 +68,6 @@ class BnBSettings(SearchOptions):
     heuristic_every: int = 10
     fixing: bool = True
     subtree_nodes: int = 1
-    batch_overlap: int | None = None
     node_strategy: str = "auto"
     log_interval: float = 5.0
 
@@ -96,12 +86,8 @@ class BnBSettings(SearchOptions):
                 or self.subtree_nodes < 1):
             raise ValueError(f"subtree_nodes must be a positive integer, got "
                              f"{self.subtree_nodes!r}")
-        if self.batch_overlap is None:
+        if self.batch_overlap is None:  # (checked with the search options' fields)
             object.__setattr__(self, "batch_overlap", self.batch_size // 4)
-        if (isinstance(self.batch_overlap, bool) or not isinstance(self.batch_overlap, int)
-                or self.batch_overlap < 0):
-            raise ValueError(f"batch_overlap must be an integer >= 0, got "
-                             f"{self.batch_overlap!r}")
         if self.node_strategy not in NODE_STRATEGIES:
             raise ValueError(f"unknown node_strategy {self.node_strategy!r}; choose from "
                              f"{list(NODE_STRATEGIES)}")

@@ -137,7 +137,30 @@ def test_an_interrupt_anywhere_in_an_overlapping_search_keeps_the_bound_valid(fr
     assert verify_certificate(res.certificate, X, y).ok
 
 
-@pytest.mark.parametrize("bad", [-1, 2.0, True, "4"])
-def test_batch_overlap_must_be_a_non_negative_integer(bad):
-    with pytest.raises(ValueError, match="batch_overlap must be an integer >= 0"):
+@pytest.mark.parametrize("bad, exc", [(-1, ValueError), (2.0, TypeError), (True, TypeError),
+                                      ("4", TypeError)])
+def test_batch_overlap_must_be_a_non_negative_integer(bad, exc):
+    with pytest.raises(exc, match="^batch_overlap must be"):
         BnBSettings(batch_overlap=bad)
+
+
+def test_certify_takes_the_overlap_and_the_certificate_records_it():
+    """``certify(batch_overlap=0)`` searches the tree of the engine's ``batch_overlap=0`` (the
+    trees before overlapping batches) and the certificate records the value used."""
+    import sparsecert
+    from sparsecert.bnb import BnBSettings, BranchAndBound
+    from sparsecert.solvers.perspective import RelaxationProblem
+
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(40, 14))
+    y = X[:, [0, 3, 5]] @ np.array([1.0, -0.8, 0.6]) + rng.normal(size=40)
+    kw = dict(rel_gap=0.0, abs_gap=0.0, node_limit=60, batch_size=8)
+    for overlap in (0, 3):
+        res = sparsecert.certify(X, y, 3, 0.05, fit_intercept=False, verbose=0,
+                                 batch_overlap=overlap, **kw)
+        assert res.certificate.data["producer"]["settings"]["batch_overlap"] == overlap
+        engine = BranchAndBound(RelaxationProblem.from_data(X, y, 0.05), 3,
+                                BnBSettings(batch_overlap=overlap, verbose=0, **kw)).run()
+        assert res.search.n_nodes == engine.n_nodes
+    with pytest.raises(ValueError, match="batch_overlap must be >= 0, got -1"):
+        sparsecert.certify(X, y, 3, 0.05, batch_overlap=-1)

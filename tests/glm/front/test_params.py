@@ -98,6 +98,7 @@ def test_records_convert_at_the_edge_and_refuse_what_is_not_supported():
     ("max_abs_coef", 0.0, ValueError), ("eig_shift", "big", ValueError),
     ("rel_gap", 1.0, ValueError), ("abs_gap", -1.0, ValueError), ("time_limit", 0, ValueError),
     ("node_limit", 0, ValueError), ("n_jobs", 0, ValueError), ("batch_size", 0, ValueError),
+    ("batch_overlap", -1, ValueError), ("batch_overlap", 1.5, TypeError),
     ("backend", "gpu", ValueError), ("executor", "pool", TypeError),
     ("node_selection", "random", ValueError), ("branching", "nope", ValueError),
     ("verbose", -1, ValueError), ("log", "stdout", TypeError), ("warm_start", 1, TypeError),
@@ -143,13 +144,13 @@ def test_engine_settings_extend_the_search_options_and_record_the_tree_settings_
     assert isinstance(s, SearchOptions) and s.rel_gap == 0.01 and s.n_jobs == 2
     assert BnBSettings.from_options(s) is s
     assert BnBSettings.from_options(s, fixing=False).fixing is False
-    # the certificate's producer settings: the keys it always had (no executor, no log), the
-    # batch overlap and the node strategy
+    # the certificate's producer settings: the search options but the execution ones (no
+    # executor, no log), then the engine's tuning
     assert list(s.record()) == [
         "rel_gap", "abs_gap", "time_limit", "node_limit", "node_selection", "branching",
-        "batch_size", "node_rel_tol", "node_max_iter", "leaf_rel_tol", "leaf_max_iter",
-        "beam_width", "n_candidates", "heuristic_every", "fixing", "subtree_nodes",
-        "batch_overlap", "node_strategy", "log_interval"]
+        "batch_size", "batch_overlap", "node_rel_tol", "node_max_iter", "leaf_rel_tol",
+        "leaf_max_iter", "beam_width", "n_candidates", "heuristic_every", "fixing",
+        "subtree_nodes", "node_strategy", "log_interval"]
     assert s.record()["batch_overlap"] == s.batch_size // 4  # the default, resolved
     assert not set(s.record()) & set(EXECUTION_FIELDS)
     with pytest.raises(ValueError, match="node_selection"):
@@ -292,12 +293,13 @@ def test_certify_options_are_the_tables_rows_with_a_flag():
                                           "--max-abs-coef", "--coef-bounds", "--positive",
                                           "--always-select", "--exclude", "--rel-gap",
                                           "--time-limit", "--node-limit", "--jobs",
-                                          "--batch-size"]
+                                          "--batch-size", "--batch-overlap"]
 
 
 @pytest.mark.parametrize("flag, value, needle", [
     ("--k", "0", "k must be >= 1, got k = 0"),
     ("--rel-gap", "2", "rel_gap must be in [0, 1), got 2.0"),
+    ("--batch-overlap", "-1", "batch_overlap must be >= 0, got -1"),
     ("--time-limit", "-1", "time_limit must be > 0"),
     ("--node-limit", "0", "node_limit must be >= 1, got 0"),
     ("--jobs", "-2", "n_jobs must be a positive integer or -1, got -2"),
@@ -332,7 +334,7 @@ def test_every_scalar_constraint_is_a_row_of_the_table_and_its_errors_name_it():
 
     out_of_range = {"k": 0, "lambda2": -1.0, "max_abs_coef": -1.0, "eig_shift": -1.0,
                     "rel_gap": 1.0, "abs_gap": -1.0, "time_limit": 0.0, "node_limit": 0,
-                    "n_jobs": 0, "verbose": -1}
+                    "n_jobs": 0, "verbose": -1, "batch_overlap": -1}
     for name in set(CONSTRAINTS) - _NOT_ROWS:
         assert name in PARAMS, name
         with pytest.raises(TypeError, match=rf"^{name} must be"):
