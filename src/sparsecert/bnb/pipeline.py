@@ -95,7 +95,7 @@ class BatchPipeline:
         while True:
             # no overlap until a full batch is applied: a user executor's workers receive the
             # data with their first tasks (one resend each), before a second batch is sent
-            overlap = s.batch_overlap if self._n_evaluated > s.batch_size else 0
+            overlap = s.overlap if self._n_evaluated > s.batch_size else 0
             if stopped is None and len(self._in_flight) <= overlap:
                 if not self._in_flight:
                     if not len(self.queue):

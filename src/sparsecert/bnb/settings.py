@@ -20,11 +20,12 @@ class BnBSettings(SearchOptions):
     ``time_limit``, ``node_limit``, ``node_selection``, ``branching``, ``batch_size``,
     ``batch_overlap``, and where and how loudly the search runs: ``n_jobs``, ``backend``,
     ``executor``, ``verbose``, ``log``; checked by the parameter table, see
-    :func:`sparsecert.certify`), then the tuning below. ``batch_overlap=None`` is resolved here
-    to a quarter of ``batch_size``, rounded down (4 at the default 16): at 4 on the parallel
-    figure's tree (threads, batch size 16) a worker waited between tasks 0.7-2.7% of the time
-    instead of 8.6-10.7% without; ``batch_overlap=0`` gives the trees of the releases before
-    it back (:mod:`sparsecert.bnb.pipeline`).
+    :func:`sparsecert.certify`), then the tuning below. ``batch_overlap=None`` means a quarter
+    of ``batch_size``, rounded down (4 at the default 16; :attr:`overlap` is the value the
+    search uses, and it follows ``batch_size`` through ``dataclasses.replace``): at 4 on the
+    parallel figure's tree (threads, batch size 16) a worker waited between tasks 0.7-2.7% of
+    the time instead of 8.6-10.7% without; ``batch_overlap=0`` gives the trees of the releases
+    before it back (:mod:`sparsecert.bnb.pipeline`).
     The certificate records every setting but the execution ones (:meth:`record`): the same
     settings give the same tree, and the same certificate, on any executor.
 
@@ -86,14 +87,20 @@ class BnBSettings(SearchOptions):
                 or self.subtree_nodes < 1):
             raise ValueError(f"subtree_nodes must be a positive integer, got "
                              f"{self.subtree_nodes!r}")
-        if self.batch_overlap is None:  # (checked with the search options' fields)
-            object.__setattr__(self, "batch_overlap", self.batch_size // 4)
         if self.node_strategy not in NODE_STRATEGIES:
             raise ValueError(f"unknown node_strategy {self.node_strategy!r}; choose from "
                              f"{list(NODE_STRATEGIES)}")
 
+    @property
+    def overlap(self) -> int:
+        """The batch overlap the search uses: ``batch_overlap``, or a quarter of
+        ``batch_size`` (rounded down) when it is None."""
+        return self.batch_size // 4 if self.batch_overlap is None else self.batch_overlap
+
     def record(self) -> dict:
         """The settings the certificate records: all but where and how loudly the search runs
-        (:data:`sparsecert.problem.EXECUTION_FIELDS`)."""
-        return {f.name: getattr(self, f.name) for f in fields(self)
-                if f.name not in EXECUTION_FIELDS}
+        (:data:`sparsecert.problem.EXECUTION_FIELDS`), with the overlap the search used."""
+        rec = {f.name: getattr(self, f.name) for f in fields(self)
+               if f.name not in EXECUTION_FIELDS}
+        rec["batch_overlap"] = self.overlap
+        return rec

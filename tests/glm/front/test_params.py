@@ -157,6 +157,18 @@ def test_engine_settings_extend_the_search_options_and_record_the_tree_settings_
         BnBSettings(node_selection="random")
 
 
+def test_the_default_overlap_follows_the_batch_size_through_replace():
+    # None means a quarter of batch_size: a copy with another batch size gets its own quarter,
+    # not the quarter of the batch size it was copied from; a value given stays as given
+    s = BnBSettings()
+    assert s.batch_overlap is None and s.overlap == s.batch_size // 4
+    for copy in (replace(s, batch_size=32), BnBSettings.from_options(s, batch_size=32)):
+        assert copy.overlap == 8 and copy.record()["batch_overlap"] == 8
+    given = BnBSettings(batch_overlap=3)
+    assert replace(given, batch_size=40).overlap == 3
+    assert BnBSettings(batch_overlap=0).record()["batch_overlap"] == 0
+
+
 # ----------------------------------------------------------------------------------------------
 # the entry points
 # ----------------------------------------------------------------------------------------------
