@@ -146,28 +146,9 @@ def loss_value(loss, u, y):
     """Sum of the per-sample losses at ``u`` (float)."""
     if loss.w.shape[0] > 0 or loss.o.shape[0] > 0:
         return _loss_value_weighted(loss, u, y)
-    n = u.shape[0]
     s = 0.0
-    lid = loss.id
-    if lid == SQUARED:
-        for i in range(n):
-            r = y[i] - u[i]
-            s += r * r
-    elif lid == LOGISTIC:
-        for i in range(n):
-            s += _log1pexp(-y[i] * u[i])
-    elif lid == SQUARED_HINGE:
-        for i in range(n):
-            r = 1.0 - y[i] * u[i]
-            if r > 0.0:
-                s += r * r
-    elif lid == HUBER:
-        d = loss.param
-        for i in range(n):
-            s += _huber(y[i] - u[i], d)
-    else:
-        for i in range(n):
-            s += math.exp(u[i]) - y[i] * u[i]
+    for i in range(u.shape[0]):
+        s += _term(loss.id, loss.param, u[i], y[i])
     return s
 
 
@@ -198,38 +179,10 @@ def loss_value_grad(loss, u, y, grad):
     """Sum of the losses at ``u``; writes the per-sample derivatives ``f'(u_i)`` into ``grad``."""
     if loss.w.shape[0] > 0 or loss.o.shape[0] > 0:
         return _loss_value_grad_weighted(loss, u, y, grad)
-    n = u.shape[0]
     s = 0.0
-    lid = loss.id
-    if lid == SQUARED:
-        for i in range(n):
-            r = u[i] - y[i]
-            s += r * r
-            grad[i] = 2.0 * r
-    elif lid == LOGISTIC:
-        for i in range(n):
-            m = -y[i] * u[i]
-            s += _log1pexp(m)
-            grad[i] = -y[i] * _sigmoid(m)
-    elif lid == SQUARED_HINGE:
-        for i in range(n):
-            r = 1.0 - y[i] * u[i]
-            if r > 0.0:
-                s += r * r
-                grad[i] = -2.0 * y[i] * r
-            else:
-                grad[i] = 0.0
-    elif lid == HUBER:
-        d = loss.param
-        for i in range(n):
-            r = y[i] - u[i]
-            s += _huber(r, d)
-            grad[i] = -2.0 * min(max(r, -d), d)
-    else:
-        for i in range(n):
-            e = math.exp(u[i])
-            s += e - y[i] * u[i]
-            grad[i] = e - y[i]
+    for i in range(u.shape[0]):
+        v, grad[i] = _term_grad(loss.id, loss.param, u[i], y[i])
+        s += v
     return s
 
 
@@ -263,36 +216,12 @@ def conjugate_sum(loss, z, y):
     """``sum_i f*(z_i; y_i)``; ``+inf`` if some ``z_i`` is outside the conjugate's domain."""
     if loss.w.shape[0] > 0 or loss.o.shape[0] > 0:
         return _conjugate_sum_weighted(loss, z, y)
-    n = z.shape[0]
     s = 0.0
-    lid = loss.id
-    if lid == SQUARED:
-        for i in range(n):
-            s += 0.25 * z[i] * z[i] + y[i] * z[i]
-    elif lid == LOGISTIC:
-        for i in range(n):
-            t = -y[i] * z[i]
-            if t < 0.0 or t > 1.0:
-                return np.inf
-            s += _xlogx(t) + _xlogx(1.0 - t)
-    elif lid == SQUARED_HINGE:
-        for i in range(n):
-            w = y[i] * z[i]
-            if w > 0.0:
-                return np.inf
-            s += w + 0.25 * z[i] * z[i]
-    elif lid == HUBER:
-        bound = 2.0 * loss.param
-        for i in range(n):
-            if abs(z[i]) > bound:
-                return np.inf
-            s += 0.25 * z[i] * z[i] + y[i] * z[i]
-    else:
-        for i in range(n):
-            e = z[i] + y[i]
-            if e < 0.0:
-                return np.inf
-            s += _xlogx(e) - e
+    for i in range(z.shape[0]):
+        v = _conj_term(loss.id, loss.param, z[i], y[i])
+        if v == np.inf:  # outside the domain (a NaN propagates, as it did per loss)
+            return np.inf
+        s += v
     return s
 
 
