@@ -32,9 +32,8 @@ import numpy as np
 from numba import njit
 
 from sparsecert.solvers.perspective._coef_bounds import push_event, side_bound
-from sparsecert.solvers.perspective._gfun import FREE, IN
 from sparsecert.solvers.perspective._order import argsort_desc
-from sparsecert.solvers.perspective._prox import prox_gstar_sorted
+from sparsecert.solvers.perspective._prox import clip_in_collect_free, prox_gstar_by_order
 
 __all__ = ["prox_gstar_b", "prox_node_b"]
 
@@ -212,23 +211,7 @@ def prox_node_b(v, state, budget, tau, bounds):
     pool-adjacent-violators when every side bound is 0 or one common M), clipped to the bounds."""
     lo = bounds.lower
     hi = bounds.upper
-    m = v.shape[0]
-    out = np.empty(m)
-    idx = np.empty(m, dtype=np.int64)
-    nf = np.int64(0)
-    for j in range(m):
-        out[j] = 0.0
-        st = state[j]
-        if st == IN:
-            val = v[j] / (1.0 + tau)
-            if val > hi[j]:
-                val = hi[j]
-            elif val < lo[j]:
-                val = lo[j]
-            out[j] = val
-        elif st == FREE:
-            idx[nf] = j
-            nf += 1
+    out, idx, nf = clip_in_collect_free(v, state, tau, lo, hi)
     if nf == 0 or budget <= 0:
         return out
     B = np.empty(nf)
@@ -248,12 +231,7 @@ def prox_node_b(v, state, budget, tau, bounds):
         w = np.empty(nf)
         for i in range(nf):
             w[i] = abs(v[idx[i]]) / tau if B[i] > 0.0 else 0.0
-        order = argsort_desc(w)
-        ws = np.empty(nf)
-        for i in range(nf):
-            ws[i] = w[order[i]]
-        a_sorted = np.empty(nf)
-        prox_gstar_sorted(ws, budget, 1.0 / tau, M, a_sorted)
+        order, a_sorted = prox_gstar_by_order(w, budget, 1.0 / tau, M)
         for i in range(nf):
             mag[order[i]] = a_sorted[i]
     else:

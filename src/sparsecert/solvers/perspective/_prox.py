@@ -14,7 +14,8 @@ violated. Sort ``O(p log p)`` + PAVA ``O(p)``.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit, types
+from numba.extending import overload
 
 from sparsecert.solvers.perspective._gfun import FREE, IN
 from sparsecert.solvers.perspective._order import argsort_desc
@@ -58,18 +59,67 @@ def prox_gstar_sorted(w, k, rho, M, out):
 
 
 @njit(cache=True, nogil=True)
+def prox_gstar_by_order(w, k, rho, M):
+    """``prox_{rho g*}`` of magnitudes ``w >= 0`` in decreasing order: returns ``(order,
+    a_sorted)``, ``a_sorted[i]`` the value of coordinate ``order[i]`` (``order`` sorts ``w``
+    decreasingly)."""
+    order = argsort_desc(w)
+    m = w.shape[0]
+    ws = np.empty(m)
+    for i in range(m):
+        ws[i] = w[order[i]]
+    a_sorted = np.empty(m)
+    prox_gstar_sorted(ws, k, rho, M, a_sorted)
+    return order, a_sorted
+
+
+def _at(bound, j):
+    """``bound[j]`` for one bound per coordinate, ``bound`` for one number for all (the
+    compiled form is the overload below)."""
+    return bound[j] if isinstance(bound, np.ndarray) else bound
+
+
+@overload(_at, inline="always")
+def _ol_at(bound, j):
+    if isinstance(bound, types.Array):
+        return lambda bound, j: bound[j]
+    return lambda bound, j: bound
+
+
+@njit(cache=True, nogil=True)
+def clip_in_collect_free(v, state, tau, lo, hi):
+    """The part of a node's prox that needs no sorting: returns ``(out, idx, nf)`` with ``out``
+    0 on S0 and free coordinates, ``clip(v_j / (1 + tau), lo_j, hi_j)`` on S1, and the ``nf``
+    free coordinates' indices in ``idx[:nf]``. ``lo``, ``hi``: one number each (a box) or one
+    per coordinate."""
+    m = v.shape[0]
+    out = np.empty(m)  # zeroed in the loop: np.zeros costs more to compile than it saves
+    idx = np.empty(m, dtype=np.int64)
+    nf = np.int64(0)  # not the literal 0 (see _order)
+    for j in range(m):
+        out[j] = 0.0
+        st = state[j]
+        if st == IN:
+            val = v[j] / (1.0 + tau)
+            if val > _at(hi, j):
+                val = _at(hi, j)
+            elif val < _at(lo, j):
+                val = _at(lo, j)
+            out[j] = val
+        elif st == FREE:
+            idx[nf] = j
+            nf += 1
+    return out, idx, nf
+
+
+@njit(cache=True, nogil=True)
 def prox_gstar(mu, k, rho, M):
     """``prox_{rho g*}(mu)`` for ``g*(a) = TopSum_k H_M(a)``."""
     m = mu.shape[0]
     w = np.empty(m)
     for i in range(m):
         w[i] = abs(mu[i])
-    order = argsort_desc(w)
-    ws = np.empty(m)
-    for i in range(m):
-        ws[i] = w[order[i]]
-    a_sorted = np.empty(m)
-    prox_gstar_sorted(ws, k, rho, M, a_sorted)
+    order, a_sorted = prox_gstar_by_order(w, k, rho, M)
     out = np.empty(m)
     for i in range(m):
         j = order[i]
@@ -82,34 +132,13 @@ def prox_node(v, state, budget, tau, M):
     """``prox_{tau g_node}(v)``: S0 -> 0, S1 -> clip(v/(1+tau), -M, M), free -> prox of
     ``tau g`` with the budget (by Moreau: ``|v_j| - tau a_j`` with ``a = prox_{g*/tau}``,
     clipped to ``[0, M]``, signs of ``v``)."""
-    m = v.shape[0]
-    out = np.empty(m)  # zeroed in the loop: np.zeros costs more to compile than it saves
-    idx = np.empty(m, dtype=np.int64)
-    nf = np.int64(0)  # not the literal 0 (see _order)
-    for j in range(m):
-        out[j] = 0.0
-        st = state[j]
-        if st == IN:
-            val = v[j] / (1.0 + tau)
-            if val > M:
-                val = M
-            elif val < -M:
-                val = -M
-            out[j] = val
-        elif st == FREE:
-            idx[nf] = j
-            nf += 1
+    out, idx, nf = clip_in_collect_free(v, state, tau, -M, M)
     if nf == 0 or budget <= 0:
         return out
     w = np.empty(nf)
     for i in range(nf):
         w[i] = abs(v[idx[i]]) / tau
-    order = argsort_desc(w)
-    ws = np.empty(nf)
-    for i in range(nf):
-        ws[i] = w[order[i]]
-    a_sorted = np.empty(nf)
-    prox_gstar_sorted(ws, budget, 1.0 / tau, M, a_sorted)
+    order, a_sorted = prox_gstar_by_order(w, budget, 1.0 / tau, M)
     for i in range(nf):
         j = idx[order[i]]
         mag = abs(v[j]) - tau * a_sorted[i]
