@@ -223,8 +223,6 @@ def certify_prepared(prepared: PreparedProblem, options: SearchOptions, *, featu
     search and the certificate. ``prepared.spec.k`` must be set; ``feature_names`` as for
     :func:`certify`; ``t0`` is when the caller's clock started (default: now)."""
     from sparsecert.bnb import BranchAndBound
-    from sparsecert.bnb.interrupts import deferred_interrupt
-    from sparsecert.firstrun import compile_first_run
     from sparsecert.solvers.perspective import RelaxationProblem
 
     t0 = time.perf_counter() if t0 is None else t0
@@ -238,22 +236,39 @@ def certify_prepared(prepared: PreparedProblem, options: SearchOptions, *, featu
     prob = RelaxationProblem.from_prepared(prepared)  # the expensive setup, after every check
     recorder = start(prob, prepared)  # the proof, recorded as the nodes close
     engine = BranchAndBound(prob, spec.k, options, proof=recorder)
+    info = Annotations(producer=run_info(options), feature_names=feature_names)
+    _, result = search_and_assemble(engine, prepared, options, t0, info)
+    engine.progress.message(result.proof_stats.line())
+    result.feature_names = feature_names
+    return result
+
+
+def search_and_assemble(engine, prepared: PreparedProblem, options: SearchOptions, t0: float,
+                        annotations, *, first_run: bool = True):
+    """Run ``engine``'s search (saying so and compiling first when ``first_run``) and complete
+    its result with the certificate: ``(search result, CertifyResult)``, the step
+    :func:`certify_prepared` and every point of :func:`~sparsecert.path.certify_path` share.
+
+    ``engine`` is a :class:`~sparsecert.bnb.BranchAndBound` over ``prepared`` whose ``proof``
+    is the recorder of this problem's proof (discarded if the search raises); ``t0`` is when
+    the problem's clock started."""
+    from sparsecert.bnb.interrupts import deferred_interrupt
+    from sparsecert.firstrun import compile_first_run
+
+    recorder = engine.proof
     try:
-        engine.announce()
-        # a first run says so and compiles, once
-        engine.compile_time = compile_first_run(prob, engine.progress)
+        if first_run:  # a first run says so and compiles, once
+            engine.announce()
+            engine.compile_time = compile_first_run(engine.problem, engine.progress)
         res = engine.run(started=t0)
     except BaseException:
         recorder.discard()
         raise
     # a second Ctrl-C here would lose the result (see interrupts); the log keeps ticking
     with deferred_interrupt(), engine.after_search("certificate") as note:
-        info = Annotations(producer=run_info(options), feature_names=feature_names)
-        result = assemble_result(res, prob, prepared, options, t0, annotations=info,
-                                 note=note, recorder=recorder)
-    engine.progress.message(result.proof_stats.line())
-    result.feature_names = feature_names
-    return result
+        result = assemble_result(res, engine.problem, prepared, options, t0,
+                                 annotations=annotations, note=note, recorder=recorder)
+    return res, result
 
 
 def run_info(options: SearchOptions, **extra) -> dict:

@@ -39,9 +39,8 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from sparsecert._checks import check_ks
 from sparsecert._params import check_param, defaults, document
 from sparsecert._validation import PreparedProblem, check_exact_input, prepare
-from sparsecert.api import CertifyResult, assemble_result, run_info
+from sparsecert.api import CertifyResult, run_info, search_and_assemble
 from sparsecert.bnb import BnBSettings, BranchAndBound
-from sparsecert.bnb.interrupts import deferred_interrupt
 from sparsecert.problem import ProblemSpec, SearchOptions, build_records
 from sparsecert.sparse import SCIPY_FORMATS as _SPARSE
 from sparsecert.statuses import INTERRUPTED
@@ -208,7 +207,6 @@ def solve_path(prepared: PreparedProblem, ks: np.ndarray, options: SearchOptions
                warm_start: bool = True, t0: float | None = None) -> PathResult:
     """:func:`certify_path` of a problem already prepared (``prepared.spec.k`` unset) over
     checked support sizes ``ks`` (distinct, increasing, at most ``n_features``)."""
-    from sparsecert.firstrun import compile_first_run
     from sparsecert.proof.producer import Annotations
     from sparsecert.proof.producer import start as start_proof
     from sparsecert.solvers.heuristics import SupportRefitter
@@ -236,20 +234,12 @@ def solve_path(prepared: PreparedProblem, ks: np.ndarray, options: SearchOptions
                                 start_supports=[start] if warm else (),
                                 root_warm_start=root_start.get("coef") if warm else None,
                                 node_callback=keep_root, proof=recorder)
-        try:
-            if not results:  # a first run says so and compiles, once for the path
-                engine.announce()
-                engine.compile_time = compile_first_run(prob, engine.progress)
-            res = engine.run(started=t_point)
-        except BaseException:
-            recorder.discard()
-            raise
+        info = Annotations(producer=run_info(options, path=True))
+        # a first run says so and compiles, once for the path
+        res, result = search_and_assemble(engine, point, options, t_point, info,
+                                          first_run=not results)
+        results.append(result)
         start = tuple(res.support)
-        # a second Ctrl-C here would lose the point's result; the log keeps ticking
-        with deferred_interrupt(), engine.after_search("certificate") as note:
-            info = Annotations(producer=run_info(options, path=True))
-            results.append(assemble_result(res, prob, point, options, t_point,
-                                           annotations=info, note=note, recorder=recorder))
         if res.status == INTERRUPTED:  # Ctrl-C stops the path, not only this point
             break
     return PathResult(ks=np.asarray(ks)[:len(results)], results=results,
