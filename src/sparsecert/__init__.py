@@ -22,13 +22,13 @@ from sparsecert.api import CertifyResult, certify, verify
 
 # Importing ``sparsecert`` (and hence the standalone verifier) must not load numba or scipy:
 # the solver-side names are resolved on first use.
-_LAZY = {
+_LAZY = {  # in the order of __all__
     "perspective_relaxation": "sparsecert.solvers.perspective",
     "RelaxationResult": "sparsecert.solvers.perspective",
     "certify_path": "sparsecert.path",
+    "PathResult": "sparsecert.path",
     "certified_gap": "sparsecert.gap",
     "GapResult": "sparsecert.gap",
-    "PathResult": "sparsecert.path",
     "KSparseCV": "sparsecert.path",
     "KSparseLinearRegressionCV": "sparsecert.path",
     "KSparseLinearRegression": "sparsecert.estimators",
@@ -41,22 +41,4 @@ _LAZY = {
 
 __getattr__, __dir__ = lazy_names(__name__, _LAZY)
 
-__all__ = [
-    "__version__",
-    "certify",
-    "verify",
-    "CertifyResult",
-    "perspective_relaxation",
-    "RelaxationResult",
-    "certify_path",
-    "PathResult",
-    "certified_gap",
-    "GapResult",
-    "KSparseCV",
-    "KSparseLinearRegressionCV",
-    "KSparseLinearRegression",
-    "KSparseLogisticRegression",
-    "KSparsePoissonRegression",
-    "KSparseHingeClassifier",
-    "KSparseHuberRegressor",
-]
+__all__ = ["__version__", "certify", "verify", "CertifyResult", *_LAZY]

@@ -29,4 +29,4 @@ _LAZY = {
 
 __getattr__, __dir__ = lazy_names(__name__, _LAZY)
 
-__all__ = ["compile_first_run", "needs_compiling", "warm_up", "prestart", "discard_prestarted"]
+__all__ = [*_LAZY]

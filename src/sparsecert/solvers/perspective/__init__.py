@@ -9,23 +9,16 @@ compiles kernels on a first run does) does not load the solvers.
 
 from sparsecert._lazy import lazy_names
 
-_LAZY = {
-    "DEFAULT_RESTART": "sparsecert.solvers.perspective.api",
-    "RESTARTS": "sparsecert.solvers.perspective.api",
-    "perspective_relaxation": "sparsecert.solvers.perspective.api",
-    "solve_node": "sparsecert.solvers.perspective.api",
+_LAZY = {  # in the order of __all__
     "RelaxationProblem": "sparsecert.solvers.perspective.problem",
     "RelaxationResult": "sparsecert.solvers.perspective.result",
+    "solve_node": "sparsecert.solvers.perspective.api",
+    "perspective_relaxation": "sparsecert.solvers.perspective.api",
+    "DEFAULT_RESTART": "sparsecert.solvers.perspective.api",
+    "RESTARTS": "sparsecert.solvers.perspective.api",
 }
 
 
 __getattr__, __dir__ = lazy_names(__name__, _LAZY)
 
-__all__ = [
-    "RelaxationProblem",
-    "RelaxationResult",
-    "solve_node",
-    "perspective_relaxation",
-    "DEFAULT_RESTART",
-    "RESTARTS",
-]
+__all__ = [*_LAZY]
