@@ -266,33 +266,41 @@ def _check_weights(q: int) -> tuple[np.ndarray, np.ndarray]:
     return w, np.where((j * 0.7548776662466927) % 1.0 < 0.5, w, -w)
 
 
+def _row_sum_blocks(M: np.ndarray):
+    """Blocks of M for per-row sums, read in M's memory order: yields ``(blk, part, put)``.
+    ``blk * part(w)`` are the products ``M_ij w_j`` of the block (``part(w)``: the entries of
+    ``w`` it meets), ``put(acc, t)`` adds the block's per-row sums of ``t`` into ``acc``. A
+    column-major M (a transposed view) is read down its columns, in blocks of columns (any
+    order of a sum is covered by the error model); otherwise in blocks of rows."""
+    m, q = M.shape
+    if M.flags.f_contiguous and not M.flags.c_contiguous:
+        MT = M.T
+        for b in _row_blocks(q, m):
+            def put(acc: np.ndarray, t: np.ndarray) -> None:
+                acc += t.sum(axis=0)
+            yield MT[b], (lambda w, b=b: w[b, None]), put
+    else:
+        for b in _row_blocks(m, q):
+            def put(acc: np.ndarray, t: np.ndarray, b=b) -> None:
+                acc[b] = t.sum(axis=1)
+            yield M[b], (lambda w: w), put
+
+
 def _weighted_rows_all(M: np.ndarray, ws: tuple[np.ndarray, ...]
                        ) -> tuple[list[np.ndarray], np.ndarray]:
     """Per row i of M and each w in ``ws`` (vectors of equal magnitudes, ``|w| = |ws[0]|``):
     fl(sum_j M_ij w_j), and one upper bound of sum_j |M_ij w_j| for all of them (the products'
     magnitudes are the same for every w: rounding is symmetric in the sign), by elementwise
-    products and sums (no BLAS). A column-major M (a transposed view) is read down its
-    columns (any order of a sum is covered by the error model)."""
+    products and sums (no BLAS), in M's memory order (:func:`_row_sum_blocks`)."""
     m, q = M.shape
     vals = [np.zeros(m) for _ in ws]
     mag = np.zeros(m)
-    if M.flags.f_contiguous and not M.flags.c_contiguous:
-        MT = M.T
-        for b in _row_blocks(q, m):
-            blk = MT[b]
-            for val, w in zip(vals, ws, strict=True):
-                t = blk * w[b, None]
-                val += t.sum(axis=0)
-            np.abs(t, out=t)
-            mag += t.sum(axis=0)
-    else:
-        for b in _row_blocks(m, q):
-            blk = M[b]
-            for val, w in zip(vals, ws, strict=True):
-                t = blk * w
-                val[b] = t.sum(axis=1)
-            np.abs(t, out=t)
-            mag[b] = t.sum(axis=1)
+    for blk, part, put in _row_sum_blocks(M):
+        for val, w in zip(vals, ws, strict=True):
+            t = blk * part(w)
+            put(val, t)
+        np.abs(t, out=t)
+        put(mag, t)
     return vals, _dot_self_up(mag, q)  # a dot product of |M| and |w|: (fl + q ETA) / (1 - g_q)
 
 
@@ -306,30 +314,18 @@ def _weighted_rows(M: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray
 def _abs_rows(A: np.ndarray, ts: list[np.ndarray], vs: list[np.ndarray]):
     """Per row i of A: fl(sum_l A_il t_l) for each t in ``ts``, fl(sum_l |A_il|) and
     fl(sum_l |A_il| v_l) for each v in ``vs`` (v >= 0), by elementwise products and sums (no
-    BLAS); a column-major A (a transposed view) is read down its columns."""
-    m, k = A.shape
+    BLAS), in A's memory order (:func:`_row_sum_blocks`)."""
+    m = A.shape[0]
     s2 = [np.zeros(m) for _ in ts]
     amag = [np.zeros(m) for _ in vs]
     asum = np.zeros(m)
-    if A.flags.f_contiguous and not A.flags.c_contiguous:
-        AT = A.T
-        for b in _row_blocks(k, m):
-            blk = AT[b]
-            for acc, t in zip(s2, ts, strict=True):
-                acc += (blk * t[b, None]).sum(axis=0)
-            ab = np.abs(blk)
-            asum += ab.sum(axis=0)
-            for acc, v in zip(amag, vs, strict=True):
-                acc += (ab * v[b, None]).sum(axis=0)
-    else:
-        for b in _row_blocks(m, k):
-            blk = A[b]
-            for acc, t in zip(s2, ts, strict=True):
-                acc[b] = (blk * t).sum(axis=1)
-            ab = np.abs(blk)
-            asum[b] = ab.sum(axis=1)
-            for acc, v in zip(amag, vs, strict=True):
-                acc[b] = (ab * v).sum(axis=1)
+    for blk, part, put in _row_sum_blocks(A):
+        for acc, t in zip(s2, ts, strict=True):
+            put(acc, blk * part(t))
+        ab = np.abs(blk)
+        put(asum, ab)
+        for acc, v in zip(amag, vs, strict=True):
+            put(acc, ab * part(v))
     return s2, asum, amag
 
 
