@@ -1727,17 +1727,14 @@ def proves_eig_shift(X: np.ndarray, mu: float, fit_intercept: bool) -> tuple[boo
     with np.errstate(all="ignore"):
         Xd = X - X.mean(axis=0) if fit_intercept else X
         e = _CENTRE_ERR if fit_intercept else 0.0
-        if not all(np.isfinite(Xd[b]).all() for b in _row_blocks(n, p)):
+        if not _all_finite(Xd):
             return False, "the centred design X - 1 m^T overflows"
         col2 = _dot_self_up(_squares_sum(Xd, 0), n)  # >= ||Xd_j||^2
         # ||P x_j||^2 <= ||x_j - m||^2 <= ||Xd_j||^2 (1 + e)^2 is a diagonal entry of X^T P X,
         # at least its smallest eigenvalue: a shift above it is refused before the Gram matrix
-        diag_up = _up(col2 * float(_up(_up(1.0 + e) * _up(1.0 + e))))
-        if (diag_up <= mu).any():
-            j = int(np.flatnonzero(diag_up <= mu)[0])
-            return False, (f"eig_shift = {mu!r} is at least the squared norm of column {j} "
-                           f"(<= {float(diag_up[j]):.6g}), a diagonal entry of X^T P X: it "
-                           "exceeds the smallest eigenvalue")
+        reason = _diagonal_refusal(col2, e, mu, "squared norm", "X^T P X")
+        if reason is not None:
+            return False, reason
         fro2 = float(_sum_up(col2))
         gram_err = _up(_up(_gamma(n) * fro2) + float(n) * float(p) * ETA)
         cen_err = _up(_up(2.0 * e + e * e) * fro2)
@@ -1747,11 +1744,36 @@ def proves_eig_shift(X: np.ndarray, mu: float, fit_intercept: bool) -> tuple[boo
             colabs = _sum_up(np.abs(Xd), axis=0)
             s = _up(_up(colsum + _up(_gamma(n - 1) * colabs)) + _up(e * colabs))
             tau = _up(tau + _up(_sum_up(_sq_up(s)) / n))
-        tau = float(tau)
-        if not (math.isfinite(fro2) and math.isfinite(tau)):
-            return False, "the rounding bound of the Gram matrix overflows"
-        G = _checked_product(Xd.T, Xd)  # rows that fail the product check are NaN
-        return _rump_positive_definite(G, tau, mu)
+        return _gram_shift_test(Xd, Xd, fro2, tau, mu)
+
+
+def _all_finite(A: np.ndarray) -> bool:
+    """Whether every entry of the 2-D array A is finite (checked a block of rows at a time)."""
+    return all(np.isfinite(A[b]).all() for b in _row_blocks(*A.shape))
+
+
+def _diagonal_refusal(col: np.ndarray, e: float, mu: float, norm: str, gram: str) -> str | None:
+    """Why a shift ``mu`` is refused outright, or None: some column's ``norm`` (upper bounds
+    ``col``, times the centring's (1 + e)^2) is at most mu, and it bounds a diagonal entry of
+    the matrix ``gram``, hence its smallest eigenvalue, from above."""
+    diag_up = _up(col * float(_up(_up(1.0 + e) * _up(1.0 + e))))
+    if not (diag_up <= mu).any():
+        return None
+    j = int(np.flatnonzero(diag_up <= mu)[0])
+    return (f"eig_shift = {mu!r} is at least the {norm} of column {j} (<= "
+            f"{float(diag_up[j]):.6g}), a diagonal entry of {gram}: it exceeds the smallest "
+            "eigenvalue")
+
+
+def _gram_shift_test(Xd: np.ndarray, Y: np.ndarray, fro: float, tau, mu: float
+                     ) -> tuple[bool, str]:
+    """Rump's test on G = fl(Xd^T Y) (product-checked) with the rounding bound ``tau`` (and the
+    Frobenius bound ``fro`` it was made of), both finite, or the refusal."""
+    tau = float(tau)
+    if not (math.isfinite(fro) and math.isfinite(tau)):
+        return False, "the rounding bound of the Gram matrix overflows"
+    G = _checked_product(Xd.T, Y)  # rows that fail the product check are NaN
+    return _rump_positive_definite(G, tau, mu)
 
 
 def _rump_positive_definite(G: np.ndarray, tau: float, mu: float) -> tuple[bool, str]:
@@ -1759,7 +1781,7 @@ def _rump_positive_definite(G: np.ndarray, tau: float, mu: float) -> tuple[bool,
     (rows that failed their product check are NaN); the message names the shift mu."""
     p = G.shape[0]
     with np.errstate(all="ignore"):
-        if not all(np.isfinite(G[b]).all() for b in _row_blocks(p, p)):
+        if not _all_finite(G):
             return False, "the Gram matrix overflows (or failed its check as a product)"
         _symmetrise_from_upper(G)  # exactly symmetric; entrywise bound unchanged
         diag = np.diag(G).copy()
@@ -1820,21 +1842,18 @@ def proves_eig_shift_weighted(X: np.ndarray, mu: float, fit_intercept: bool,
             e = _CENTRE_ERR
         else:
             Xd, e = X, 0.0
-        if not all(np.isfinite(Xd[b]).all() for b in _row_blocks(n, p)):
+        if not _all_finite(Xd):
             return False, "the centred design X - 1 m^T overflows"
         Y = w[:, None] * Xd
-        if not all(np.isfinite(Y[b]).all() for b in _row_blocks(n, p)):
+        if not _all_finite(Y):
             return False, "the weighted design overflows"
         # colw_j >= sum_i w_i Xd_ij^2 (w |Xd| <= (|Y| + ETA) / (1 - u)); Fro_w = sum_j colw_j
         colabs = _sum_up(np.abs(Xd), axis=0)
         colw = _sum_up(_up(np.abs(Y) * np.abs(Xd)), axis=0)
         colw = _up(_up(colw + _up(ETA * colabs)) * _float_up(1 / (1 - Fraction(U))))
-        diag_up = _up(colw * float(_up(_up(1.0 + e) * _up(1.0 + e))))
-        if (diag_up <= mu).any():
-            j = int(np.flatnonzero(diag_up <= mu)[0])
-            return False, (f"eig_shift = {mu!r} is at least the weighted squared norm of column "
-                           f"{j} (<= {float(diag_up[j]):.6g}), a diagonal entry of X^T Q X: it "
-                           "exceeds the smallest eigenvalue")
+        reason = _diagonal_refusal(colw, e, mu, "weighted squared norm", "X^T Q X")
+        if reason is not None:
+            return False, reason
         fro_w = float(_sum_up(colw))
         eta_w = _up(_up(float(np.sqrt(float(p))) + 1.0) * _up(
             float(_norm_up(colabs)) * ETA))  # the underflow of w_i Xd_ij: ETA |Xd|^T 1 1^T
@@ -1850,11 +1869,7 @@ def proves_eig_shift_weighted(X: np.ndarray, mu: float, fit_intercept: bool,
             if not w_lo > 0:
                 return False, "the sum of the weights is not proven positive"
             tau = _up(tau + _up(_sum_up(_sq_up(s_)) / w_lo))
-        tau = float(tau)
-        if not (math.isfinite(fro_w) and math.isfinite(tau)):
-            return False, "the rounding bound of the Gram matrix overflows"
-        G = _checked_product(Xd.T, Y)  # rows that fail the product check are NaN
-        return _rump_positive_definite(G, tau, mu)
+        return _gram_shift_test(Xd, Y, fro_w, tau, mu)
 
 
 # ----------------------------------------------------------------------------------------------
