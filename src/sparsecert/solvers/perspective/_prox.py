@@ -58,7 +58,7 @@ def prox_gstar_sorted(w, k, rho, M, out):
             i += 1
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def prox_gstar_by_order(w, k, rho, M):
     """``prox_{rho g*}`` of magnitudes ``w >= 0`` in decreasing order: returns ``(order,
     a_sorted)``, ``a_sorted[i]`` the value of coordinate ``order[i]`` (``order`` sorts ``w``
@@ -86,7 +86,7 @@ def _ol_at(bound, j):
     return lambda bound, j: bound
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def clip_in_collect_free(v, state, tau, lo, hi):
     """The part of a node's prox that needs no sorting: returns ``(out, idx, nf)`` with ``out``
     0 on S0 and free coordinates, ``clip(v_j / (1 + tau), lo_j, hi_j)`` on S1, and the ``nf``
