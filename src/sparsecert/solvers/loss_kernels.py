@@ -216,12 +216,36 @@ def conjugate_sum(loss, z, y):
     """``sum_i f*(z_i; y_i)``; ``+inf`` if some ``z_i`` is outside the conjugate's domain."""
     if loss.w.shape[0] > 0 or loss.o.shape[0] > 0:
         return _conjugate_sum_weighted(loss, z, y)
+    n = z.shape[0]
     s = 0.0
-    for i in range(z.shape[0]):
-        v = _conj_term(loss.id, loss.param, z[i], y[i])
-        if v == np.inf:  # outside the domain (a NaN propagates, as it did per loss)
-            return np.inf
-        s += v
+    lid = loss.id
+    if lid == SQUARED:
+        for i in range(n):
+            s += 0.25 * z[i] * z[i] + y[i] * z[i]
+    elif lid == LOGISTIC:
+        for i in range(n):
+            t = -y[i] * z[i]
+            if t < 0.0 or t > 1.0:
+                return np.inf
+            s += _xlogx(t) + _xlogx(1.0 - t)
+    elif lid == SQUARED_HINGE:
+        for i in range(n):
+            w = y[i] * z[i]
+            if w > 0.0:
+                return np.inf
+            s += w + 0.25 * z[i] * z[i]
+    elif lid == HUBER:
+        bound = 2.0 * loss.param
+        for i in range(n):
+            if abs(z[i]) > bound:
+                return np.inf
+            s += 0.25 * z[i] * z[i] + y[i] * z[i]
+    else:
+        for i in range(n):
+            e = z[i] + y[i]
+            if e < 0.0:
+                return np.inf
+            s += _xlogx(e) - e
     return s
 
 
