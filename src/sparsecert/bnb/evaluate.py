@@ -15,7 +15,10 @@ Executors (each has ``n_jobs`` workers, the engine's own thread or process being
   thread, which runs the tasks no worker has started while it waits for the outcomes in order;
   the relaxation kernels release the GIL; BLAS is pinned to one thread for the whole search
   (:func:`blas_single_thread`), since each worker already keeps a core busy;
-* processes (``backend="processes"``) and MPI (``backend="mpi"``: an
+* processes (``backend="processes"``: :class:`sparsecert.bnb.pipe_pool.PipePool` on POSIX
+  systems, whose workers read every task from their pipes and claim them in order with the
+  calling thread, so that no thread of the engine's process hands tasks out;
+  ``concurrent.futures.ProcessPoolExecutor`` elsewhere) and MPI (``backend="mpi"``: an
   ``mpi4py.futures.MPIPoolExecutor``, spawned or from ``mpiexec -n N python -m mpi4py.futures``):
   ``n_jobs - 1`` worker processes and the calling thread, as with threads; the problem is sent
   once to each worker by the pool initializer, which also pins BLAS to one thread there;
@@ -332,6 +335,10 @@ def make_executor(n_jobs: int, backend: str, context: NodeContext, token: str
     if backend == "threads":
         return cf.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="sparsecert")
     if backend == "processes":
+        from sparsecert.bnb import pipe_pool
+
+        if pipe_pool.available():
+            return pipe_pool.PipePool(workers, initializer=register, initargs=(token, context, 1))
         return cf.ProcessPoolExecutor(max_workers=workers, initializer=register,
                                       initargs=(token, context, 1))
     if backend == "mpi":
