@@ -39,6 +39,7 @@ import pickle
 import select
 import signal
 import struct
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -146,14 +147,20 @@ class _Future(cf.Future):
             self._pool._pump(block=False)
         return super().done()
 
-    def result(self, timeout=None):
+    def _wait(self, timeout: float | None) -> None:
+        end = None if timeout is None else time.monotonic() + timeout
         while not super().done():
-            self._pool._pump(block=True)
+            left = None if end is None else end - time.monotonic()
+            if left is not None and left <= 0:
+                raise cf.TimeoutError()
+            self._pool._pump(block=True, timeout=left)
+
+    def result(self, timeout=None):
+        self._wait(timeout)
         return super().result(0)
 
     def exception(self, timeout=None):
-        while not super().done():
-            self._pool._pump(block=True)
+        self._wait(timeout)
         return super().exception(0)
 
 
@@ -242,9 +249,9 @@ class PipePool(cf.Executor):
         self._pump(block=False)
         return fut
 
-    def _pump(self, block: bool) -> None:
+    def _pump(self, block: bool, timeout: float | None = None) -> None:
         """Write what the pipes take, read what the workers sent; with ``block``, wait until
-        something was read (or a worker ended)."""
+        something was read (or a worker ended, or ``timeout`` seconds passed)."""
         while True:
             readable = self._flush_and_read()
             if readable or not block:
@@ -256,7 +263,9 @@ class PipePool(cf.Executor):
             if not rlist:
                 self._fail_pending("the pool's worker processes have ended")
                 return
-            select.select(rlist, wlist, [])
+            ready = select.select(rlist, wlist, [], timeout)
+            if timeout is not None and not any(ready):
+                return
 
     def _flush_and_read(self) -> bool:
         got = False

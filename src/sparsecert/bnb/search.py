@@ -7,6 +7,7 @@ The loop is small on purpose; the parts live in their own modules:
 * :mod:`~sparsecert.bnb.queues` -- node selection by name;
 * :mod:`~sparsecert.bnb.branching` -- branching rules by name;
 * :mod:`~sparsecert.bnb.evaluate` -- relaxations in batches through an executor;
+* :mod:`~sparsecert.bnb.pipe_pool` -- the processes backend's pool;
 * :mod:`~sparsecert.bnb.pipeline` -- batches formed, handed out and applied in order;
 * :mod:`sparsecert.solvers.heuristics` -- incumbents (beam search, swaps, rounding);
 * :mod:`~sparsecert.bnb.progress` -- the log;
@@ -104,7 +105,8 @@ class BranchAndBound(BatchPipeline):
         (``settings.backend``: ``"threads"``, the default, runs ``n_jobs - 1`` pool threads and
         the engine's own thread, which runs the tasks no worker has started while it waits; the
         relaxation kernels release the GIL; BLAS pinned to one thread during the search;
-        ``"processes"`` or ``"mpi"``, an ``mpi4py.futures.MPIPoolExecutor``, send the problem
+        ``"processes"`` (the engine's pipe pool, :mod:`sparsecert.bnb.pipe_pool`) or ``"mpi"``, an
+        ``mpi4py.futures.MPIPoolExecutor``, send the problem
         once per worker), or ``settings.executor`` (a Dask client's executor, a pool made
         elsewhere, ...; a task names the problem by a token, and a worker that does not hold
         it yet receives it once, with its first task of the search);

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
+import time
 from dataclasses import replace
 
 import numpy as np
@@ -35,6 +36,11 @@ def _die(x: int) -> int:
     os._exit(3)
 
 
+def _sleep(seconds: float) -> float:
+    time.sleep(seconds)
+    return seconds
+
+
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("workers", [1, 2])
 def test_each_task_runs_once_where_it_is_claimed(tmp_path, workers):
@@ -55,6 +61,20 @@ def test_each_task_runs_once_where_it_is_claimed(tmp_path, workers):
     ran = sorted(int(v) for v in open(log).read().split())
     assert ran == list(range(40))  # exactly once each, in a worker or here
     assert os.getpid() not in worker_pids
+    assert not [p for p in mp.active_children() if p.name == "sparsecert-worker"]
+
+
+@pytest.mark.timeout(120)
+def test_spawned_workers_run_the_tasks_too():
+    # where fork is not the default (macOS, Python 3.14): the workers get their pipes pickled
+    pool = pipe_pool.PipePool(1, mp_context=mp.get_context("spawn"))
+    try:
+        futs = [pool.submit(pow, i, 2) for i in range(10)]
+        taken = futs[5].cancel()
+        assert [f.result() for f in futs if not f.cancelled()] == [
+            i * i for i in range(10) if not (taken and i == 5)]
+    finally:
+        pool.shutdown()
     assert not [p for p in mp.active_children() if p.name == "sparsecert-worker"]
 
 
@@ -81,6 +101,20 @@ def test_an_exception_in_a_task_is_raised_by_its_result():
         with pytest.raises(ValueError, match="bad task 7"):
             bad.result()
         np.testing.assert_array_equal(good.result(), np.ones(3))
+    finally:
+        pool.shutdown()
+
+
+@pytest.mark.timeout(60)
+def test_a_result_waits_at_most_its_timeout():
+    import concurrent.futures as cf
+
+    pool = pipe_pool.PipePool(1)
+    try:
+        slow = pool.submit(_sleep, 1.0)
+        with pytest.raises(cf.TimeoutError):
+            slow.result(timeout=0.05)
+        assert slow.result(timeout=30) == 1.0
     finally:
         pool.shutdown()
 
