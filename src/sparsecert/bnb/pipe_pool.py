@@ -90,6 +90,20 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view):]
 
 
+def _wait_fds(readable: list[int], writable: list[int], timeout: float | None) -> bool:
+    """Wait until one of ``readable`` can be read or one of ``writable`` written (``poll``
+    where the system has it: no limit on the descriptors' numbers); False on a timeout."""
+    if hasattr(select, "poll"):
+        poller = select.poll()
+        for fd in readable:
+            poller.register(fd, select.POLLIN)
+        for fd in writable:
+            poller.register(fd, select.POLLOUT)
+        return bool(poller.poll(None if timeout is None else max(0, int(timeout * 1000)) + 1))
+    r, w, _ = select.select(readable, writable, [], timeout)
+    return bool(r or w)
+
+
 def _worker(tasks, outcomes, claim, lock, initializer, initargs, inherited) -> None:
     """A worker process: read every task frame, run those it claims, write their outcomes.
     ``inherited``: the engine's pipe ends a forked worker holds copies of (closed here, so
@@ -263,8 +277,7 @@ class PipePool(cf.Executor):
             if not rlist:
                 self._fail_pending("the pool's worker processes have ended")
                 return
-            ready = select.select(rlist, wlist, [], timeout)
-            if timeout is not None and not any(ready):
+            if not _wait_fds(rlist, wlist, timeout) and timeout is not None:
                 return
 
     def _flush_and_read(self) -> bool:
@@ -351,7 +364,7 @@ class PipePool(cf.Executor):
                 self._flush_and_read()
                 rlist = [w.rfd for w in self._workers if w.open]
                 if rlist:
-                    select.select(rlist, [], [], 0.5)
+                    _wait_fds(rlist, [], 0.5)
                 for w in self._workers:  # a worker gone without end of file (killed)
                     if w.open and not w.process.is_alive():
                         self._flush_and_read()
