@@ -48,6 +48,8 @@ import numpy as np
 
 from sparsecert.bnb.fixing import FixingPlan, apply_fixings, fixing_plan
 from sparsecert.bnb.node import Witness
+from sparsecert.bnb.pipe_pool import PipePool
+from sparsecert.bnb.pipe_pool import available as pipe_pool_available
 from sparsecert.solvers.heuristics import (
     SubsetModel,
     SupportRefitter,
@@ -335,10 +337,8 @@ def make_executor(n_jobs: int, backend: str, context: NodeContext, token: str
     if backend == "threads":
         return cf.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="sparsecert")
     if backend == "processes":
-        from sparsecert.bnb import pipe_pool
-
-        if pipe_pool.available():
-            return pipe_pool.PipePool(workers, initializer=register, initargs=(token, context, 1))
+        if pipe_pool_available():
+            return PipePool(workers, initializer=register, initargs=(token, context, 1))
         return cf.ProcessPoolExecutor(max_workers=workers, initializer=register,
                                       initargs=(token, context, 1))
     if backend == "mpi":
