@@ -51,13 +51,44 @@ def _sumsq_rows(A: np.ndarray, axis: int) -> np.ndarray:
     return out
 
 
+def _row_sums(M: np.ndarray, xs: list[np.ndarray], vs: list[np.ndarray]):
+    """Per row i of M: fl(sum_l M_il x_l) for each x in ``xs``, fl(sum_l |M_il|) and
+    fl(sum_l |M_il| v_l) for each v in ``vs``, by elementwise products and sums (no BLAS), in
+    M's memory order: a column-major M (a transposed view) is read down its columns, its rows'
+    sums accumulated block by block (a sum in any order is within the error model)."""
+    m, k = M.shape
+    dots = [np.zeros(m) for _ in xs]
+    mags = [np.zeros(m) for _ in vs]
+    asum = np.zeros(m)
+    if M.flags.f_contiguous and not M.flags.c_contiguous:
+        MT = M.T
+        for b in _chunks(k, m):
+            blk = MT[b]
+            for acc, x in zip(dots, xs, strict=True):
+                acc += (blk * x[b, None]).sum(axis=0)
+            ab = np.abs(blk)
+            asum += ab.sum(axis=0)
+            for acc, v in zip(mags, vs, strict=True):
+                acc += (ab * v[b, None]).sum(axis=0)
+    else:
+        for b in _chunks(m, k):
+            blk = M[b]
+            for acc, x in zip(dots, xs, strict=True):
+                acc[b] = (blk * x).sum(axis=1)
+            ab = np.abs(blk)
+            asum[b] = ab.sum(axis=1)
+            for acc, v in zip(mags, vs, strict=True):
+                acc[b] = (ab * v).sum(axis=1)
+    return dots, asum, mags
+
+
 def _product_consistent(A: np.ndarray, B: np.ndarray, C, extra: float = 0.0) -> bool:
     """Whether C, a library's A @ B, is finite and consistent with A and B: for two fixed
     weight vectors w (irregular magnitudes summing to < 1, one of them with irregular signs),
     fl(C w) and fl(A fl(B w)) computed elementwise differ by at most twice what a conventional
     product (|C - AB| <= gamma_k |A||B| + k ETA + ``extra``) and these sums allow: gamma_q
     |C||w| + (2 gamma_k + gamma_q) |A|v + (q + 2k) ETA + q ETA sum|A| + extra, v >= |B||w|,
-    |fl(B w)|."""
+    |fl(B w)|. Each of A, B and C is read once, for both w, in its memory order."""
     m, k = A.shape
     q = B.shape[1]
     C = np.asarray(C)
@@ -68,28 +99,22 @@ def _product_consistent(A: np.ndarray, B: np.ndarray, C, extra: float = 0.0) -> 
     c = max(q - 1, 0).bit_length()
     j = np.arange(q)
     w0 = (1.0 + (j * 0.6180339887498949) % 1.0) * 2.0 ** -(c + 1)
+    ws = [w0, np.where((j * 0.7548776662466927) % 1.0 < 0.5, w0, -w0)]
     gk, gq = gamma(k), gamma(q)
-    for w in (w0, np.where((j * 0.7548776662466927) % 1.0 < 0.5, w0, -w0)):
-        t, tmag = np.empty(k), np.empty(k)
-        for b in _chunks(k, q):
-            prod = B[b] * w
-            t[b] = prod.sum(axis=1)
-            tmag[b] = np.abs(prod).sum(axis=1)
-        tmag = _sumsq_hi(tmag, q)  # a dot product of |B| and |w|: (fl + q ETA) / (1 - gamma_q)
-        v = _up(np.maximum(np.abs(t), tmag))
-        for b in _chunks(m, max(k, q)):
-            cw = C[b] * w
-            s1, s1mag = cw.sum(axis=1), _sumsq_hi(np.abs(cw).sum(axis=1), q)
-            blk = A[b]
-            s2 = (blk * t).sum(axis=1)
-            ab = np.abs(blk)
-            asum = _up(ab.sum(axis=1) * _inv_one_minus(gamma(max(k - 1, 0))))
-            amag = _sumsq_hi((ab * v).sum(axis=1), k)
-            tol = _up(_up(gq * s1mag) + _up(_up(2.0 * gk + gq) * amag))
-            tol = _up(_up(_up(tol + (q + 2 * k) * ETA) + _up(q * ETA * asum)) + extra)
-            tol = _up(2.0 * tol)
-            if not ((np.abs(s1 - s2) <= tol) & np.isfinite(tol)).all():
-                return False
+    ts, _, (bmag,) = _row_sums(B, ws, [w0])  # |B_il w_l| = |B_il| w0_l for both w
+    bmag = _sumsq_hi(bmag, q)  # a dot product of |B| and |w|: (fl + q ETA) / (1 - gamma_q)
+    vs = [_up(np.maximum(np.abs(t), bmag)) for t in ts]
+    s1s, _, (cmag,) = _row_sums(C, ws, [w0])
+    s1mag = _sumsq_hi(cmag, q)
+    s2s, asum, amags = _row_sums(A, ts, vs)
+    asum = _up(asum * _inv_one_minus(gamma(max(k - 1, 0))))
+    for s1, s2, amag in zip(s1s, s2s, amags, strict=True):
+        amag = _sumsq_hi(amag, k)
+        tol = _up(_up(gq * s1mag) + _up(_up(2.0 * gk + gq) * amag))
+        tol = _up(_up(_up(tol + (q + 2 * k) * ETA) + _up(q * ETA * asum)) + extra)
+        tol = _up(2.0 * tol)
+        if not ((np.abs(s1 - s2) <= tol) & np.isfinite(tol)).all():
+            return False
     return True
 
 
