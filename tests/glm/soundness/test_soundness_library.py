@@ -254,10 +254,15 @@ def test_the_product_check_accepts_every_honest_product():
             At, Bt = np.asfortranarray(A), np.asfortranarray(B)
             Cf = np.asfortranarray(A @ B)
             assert At.flags.f_contiguous and V._product_rows_ok(At, Bt, Cf).all()
+            assert R._product_consistent(At, Bt, Cf), (scale, m, k, q)
+            assert R._product_consistent(A.T.copy().T, B, A @ B), (scale, m, k, q)
 
 
+@pytest.mark.parametrize("blocks", ["one", "many"])
 @pytest.mark.parametrize("layout", ["C", "F"])
-def test_the_product_check_rejects_a_wrong_row_in_either_layout(layout):
+def test_the_product_check_rejects_a_wrong_row_in_either_layout(monkeypatch, layout, blocks):
+    if blocks == "many":  # the producer's sums accumulated over blocks of 7 rows of X
+        monkeypatch.setattr(R, "_CHUNK_BYTES", 8 * 40 * 7)
     rng = np.random.default_rng(1)
     X = rng.standard_normal((300, 40))
     A, B = X.T, X  # A a transposed view: column-major
@@ -269,6 +274,9 @@ def test_the_product_check_rejects_a_wrong_row_in_either_layout(layout):
         bad[row, col] += delta * max(1.0, abs(bad[row, col]))
         ok = V._product_rows_ok(A, B, bad)
         assert not ok[row] and ok.sum() == C.shape[0] - 1, (layout, row)
+        # the producer's check (both weight vectors in one pass, A read in its memory order)
+        assert not R._product_consistent(A, B, bad), (layout, row)
+    assert R._product_consistent(A, B, C)
 
 
 # ------------------------------------------------------------------------------ selections
