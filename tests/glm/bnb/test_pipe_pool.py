@@ -50,8 +50,7 @@ def _sleep(seconds: float) -> float:
 @pytest.mark.parametrize("workers", [1, 2])
 def test_each_task_runs_once_where_it_is_claimed(tmp_path, workers):
     log = str(tmp_path / "ran.txt")
-    pool = pipe_pool.PipePool(workers)
-    try:
+    with pipe_pool.PipePool(workers) as pool:
         futs = [pool.submit(_log_and_square, log, i) for i in range(40)]
         here = []
         for i, f in enumerate(futs):  # the caller claims every task no worker took yet
@@ -61,8 +60,6 @@ def test_each_task_runs_once_where_it_is_claimed(tmp_path, workers):
         worker_pids = {f.result()[1] for f in futs if not f.cancelled()}
         assert [f.result()[0] for f in futs if not f.cancelled()] == [
             i * i for i in range(40) if i not in here]
-    finally:
-        pool.shutdown()
     ran = sorted(int(v) for v in open(log).read().split())
     assert ran == list(range(40))  # exactly once each, in a worker or here
     assert os.getpid() not in worker_pids
@@ -72,14 +69,11 @@ def test_each_task_runs_once_where_it_is_claimed(tmp_path, workers):
 @pytest.mark.timeout(120)
 def test_spawned_workers_run_the_tasks_too():
     # where fork is not the default (macOS, Python 3.14): the workers get their pipes pickled
-    pool = pipe_pool.PipePool(1, mp_context=mp.get_context("spawn"))
-    try:
+    with pipe_pool.PipePool(1, mp_context=mp.get_context("spawn")) as pool:
         futs = [pool.submit(pow, i, 2) for i in range(10)]
         taken = futs[5].cancel()
         assert [f.result() for f in futs if not f.cancelled()] == [
             i * i for i in range(10) if not (taken and i == 5)]
-    finally:
-        pool.shutdown()
     assert not [p for p in mp.active_children() if p.name == "sparsecert-worker"]
 
 
@@ -87,55 +81,43 @@ def test_spawned_workers_run_the_tasks_too():
 def test_payloads_larger_than_the_pipes_do_not_deadlock():
     # 30 tasks of 400 kB, outcomes of 400 kB, all submitted before any outcome is read: far
     # more than the pipes hold in either direction
-    pool = pipe_pool.PipePool(1)
-    try:
+    with pipe_pool.PipePool(1) as pool:
         arrays = [np.full(50_000, float(i)) for i in range(30)]
         futs = [pool.submit(_echo, a) for a in arrays]
         for a, f in zip(arrays, futs, strict=True):
             np.testing.assert_array_equal(f.result(), a[::-1] + 1.0)
-    finally:
-        pool.shutdown()
 
 
 @pytest.mark.timeout(60)
 def test_an_exception_in_a_task_is_raised_by_its_result():
-    pool = pipe_pool.PipePool(1)
-    try:
+    with pipe_pool.PipePool(1) as pool:
         bad = pool.submit(_fail, 7)
         good = pool.submit(_echo, np.zeros(3))
         with pytest.raises(ValueError, match="bad task 7"):
             bad.result()
         np.testing.assert_array_equal(good.result(), np.ones(3))
-    finally:
-        pool.shutdown()
 
 
 @pytest.mark.timeout(60)
 def test_a_result_waits_at_most_its_timeout():
     import concurrent.futures as cf
 
-    pool = pipe_pool.PipePool(1)
-    try:
+    with pipe_pool.PipePool(1) as pool:
         slow = pool.submit(_sleep, 1.0)
         with pytest.raises(cf.TimeoutError):
             slow.result(timeout=0.05)
         assert slow.result(timeout=30) == 1.0
-    finally:
-        pool.shutdown()
 
 
 @pytest.mark.timeout(60)
 def test_a_dead_worker_is_an_error_not_a_hang():
-    pool = pipe_pool.PipePool(1)
-    try:
+    with pipe_pool.PipePool(1) as pool:
         dead = pool.submit(_die, 0)
         after = pool.submit(_echo, np.zeros(3))
         with pytest.raises(pipe_pool.WorkerDied, match="ended unexpectedly"):
             dead.result()
         with pytest.raises(pipe_pool.WorkerDied):
             after.result()
-    finally:
-        pool.shutdown()
 
 
 @pytest.mark.timeout(60)
