@@ -97,11 +97,12 @@ class BatchPipeline:
             # data with their first tasks (one resend each), before a second batch is sent
             overlap = s.overlap if self._n_evaluated > s.batch_size else 0
             if stopped is None and len(self._in_flight) <= overlap:
-                if not self._in_flight:
-                    if not len(self.queue):
-                        break
-                    if self._n_evaluated:
-                        self._log()
+                if not self._in_flight and not len(self.queue):
+                    break
+                if self._n_evaluated:
+                    # also while outcomes are still to be applied (with an overlap, the
+                    # pipeline never runs dry): the bound counts the nodes in flight
+                    self._log()
                 stopped = self._limit_reached()
                 if stopped is None:
                     batch = self._next_batch()

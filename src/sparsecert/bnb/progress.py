@@ -56,6 +56,11 @@ class ProgressLog:
                 self._write(text)
                 self._last = time.perf_counter()
 
+    def due(self) -> bool:
+        """Whether :meth:`update` would print a line now."""
+        return self.verbose >= 2 or (self.verbose == 1
+                                     and time.perf_counter() - self._last >= self.interval)
+
     def update(self, elapsed: float, nodes: int, n_open: int, upper: float, lower: float,
                gap: float, force: bool = False) -> None:
         """Maybe print a progress line."""

@@ -372,10 +372,13 @@ class BranchAndBound(BatchPipeline):
         return time.perf_counter() - self._t0
 
     def _log(self, force: bool = False) -> None:
-        ub = self.incumbent.objective if self.incumbent is not None else np.inf
-        lb = self._global_lb()
         elapsed = self._elapsed()
-        if not self.history or elapsed - self.history[-1].time >= 0.05 or force:
+        sample = force or not self.history or elapsed - self.history[-1].time >= 0.05
+        if not (sample or self.progress.due()):
+            return  # the bound below reads every open node of a depth-first queue
+        ub = self.incumbent.objective if self.incumbent is not None else np.inf
+        lb = self._global_lb(self._in_flight)  # nodes handed out are still open
+        if sample:
             self.history.append(HistoryRecord(elapsed, self._n_nodes, ub, lb))
         self.progress.update(elapsed, self._n_evaluated, len(self.queue), ub, lb,
                              relative_gap(ub, lb), force=force)

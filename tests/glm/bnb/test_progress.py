@@ -138,3 +138,45 @@ def test_is_cached_reads_numbas_cache(tmp_path):
                            text=True, timeout=120, cwd=tmp_path) for _ in range(2)]
     assert [o.stdout.split() for o in outs] == [["False", "True", "False"],
                                                 ["True", "True", "False"]], outs[0].stderr
+
+
+def test_the_log_follows_an_overlapping_search_with_a_valid_bound():
+    """With overlapping batches the pipeline never runs dry; the log (and the run's history)
+    still moves on batch by batch, and every lower bound it shows counts the nodes handed out
+    but not yet applied, so none exceeds the enumerated optimum."""
+    from _bruteforce import brute_force
+    from _data import sparse_glm_data
+
+    X, y = sparse_glm_data("squared", 20, 12, 1, support=(1, 5, 9), coef=(1.0, -0.8, 0.6))
+    X = X + np.random.default_rng(0).normal(size=X.shape)
+    k, lam = 4, 0.01
+    lines: list[str] = []
+    s = BnBSettings(rel_gap=0.0, abs_gap=0.0, batch_size=2, batch_overlap=1, verbose=2,
+                    log=lines.append)
+    engine = BranchAndBound(RelaxationProblem.from_data(X, y, lam), k, s)
+    shown, update = [], engine.progress.update
+
+    def watched(elapsed, nodes, n_open, upper, lower, gap, force=False):
+        # the bound shown against every node still open: queued or handed out
+        open_bounds = [n.lower_bound for n in engine._in_flight]
+        open_bounds += [n.lower_bound for n in engine._live.values() if n.status == "open"]
+        shown.append((lower, min(open_bounds, default=np.inf), len(engine._in_flight)))
+        update(elapsed, nodes, n_open, upper, lower, gap, force)
+
+    engine.progress.update = watched
+    res = engine.run()
+    ref, _ = brute_force(X, y, k, "squared", lam)
+    assert res.status == "optimal" and res.n_evaluated > 20
+    assert any(n_flight for _, _, n_flight in shown)  # rows while outcomes were pending
+    assert all(lower <= lowest for lower, lowest, _ in shown)
+    rows = [r.split() for r in lines if r.strip().split()[0].endswith("s")
+            and r.split()[1].isdigit()]
+    counts = [int(r[1]) for r in rows]
+    assert counts == sorted(counts)
+    # a row at least every other batch, not only at the start and the end
+    assert len(set(counts)) >= res.n_evaluated // (2 * s.batch_size)
+    bounds = [float(r[4]) for r in rows if r[4] != "-inf"]
+    assert len(bounds) > 5
+    assert max(bounds) <= ref + 1e-6 * max(1.0, abs(ref))  # printed with 8 digits
+    assert len(res.history) >= 2
+    assert all(h.lower_bound <= ref + 1e-9 * max(1.0, abs(ref)) for h in res.history)
