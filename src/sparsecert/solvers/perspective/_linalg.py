@@ -320,51 +320,113 @@ def c_transpose(X: np.ndarray) -> np.ndarray:
     return transpose(X)
 
 
-def design_norm_sq(D: Design, tol: float = 1e-8) -> float:
-    """``||X||_2^2`` of a design: :func:`spectral_norm_sq` for a dense one (on ``X`` and
-    ``XT``), Lanczos (:func:`lanczos_norm_sq`) with the sparse kernels for a sparse one."""
-    if not D.sparse:
-        return spectral_norm_sq(D.X, tol=tol, XT=D.XT)
-    if D.p == 0:
-        return 0.0
-    return lanczos_norm_sq(D)
+#: Lanczos steps at most for a working set's or a node's design (it stops once converged)
+_DESIGN_STEPS = 48
+
+
+def design_norm_sq(D: Design) -> float:
+    """``||X||_2^2`` of a design, dense or sparse (:func:`lanczos_norm_sq`, compiled: a
+    working-set solve calls it a few times a node)."""
+    return lanczos_norm_sq(D, n_steps=_DESIGN_STEPS)
 
 
 def lanczos_norm_sq(X, XT=None, n_steps: int = 24, seed: int = 0) -> float:
-    """``||X||_2^2`` by ``n_steps`` Lanczos steps on ``X^T X`` (with full re-orthogonalisation);
-    ``X`` a dense matrix (with ``XT`` its C-contiguous transpose) or a :class:`Design`.
+    """``||X||_2^2`` by at most ``n_steps`` Lanczos steps (full re-orthogonalisation) on
+    ``X^T X`` or ``X X^T``, whichever is smaller; ``X`` a dense matrix (with ``XT`` its
+    C-contiguous transpose) or a :class:`Design`.
 
-    The Ritz value converges from below and is typically accurate to ~1e-6 after 20 steps; the
-    solvers multiply it by a safety factor and backtrack anyway.
+    The Ritz value converges from below; it is exact (to rounding) once the steps reach the
+    smaller dimension, and typically accurate to ~1e-6 after 20 steps. The solvers multiply it
+    by a safety factor and backtrack anyway. Compiled and free of the GIL (the working-set
+    solver calls it a few times a node); the start vector is a fixed function of ``seed``, so
+    the value is the same on every run.
     """
     D = X if isinstance(X, Design) else dense_design(X, XT)
+    if D.n == 0 or D.p == 0:
+        return 0.0
+    return float(_lanczos_top(D, int(n_steps), int(seed)))
+
+
+@njit(cache=True, nogil=True)
+def _gram_apply(D, v, tmp, out, in_rows):
+    """``out = X X^T v`` (``in_rows``: vectors of length n) or ``X^T X v`` (length p)."""
+    if in_rows:
+        rmatvec(D, v, tmp)
+        matvec(D, tmp, out)
+    else:
+        matvec(D, v, tmp)
+        rmatvec(D, tmp, out)
+
+
+@njit(cache=True, nogil=True)
+def _lanczos_top(D, n_steps, seed):
+    """The largest Ritz value of at most ``n_steps`` Lanczos steps on the smaller Gram matrix
+    of ``D`` (``||X||_2^2`` from below)."""
     n, p = D.n, D.p
-    m = min(n_steps, p)
-    rng = np.random.default_rng(seed)
-    V = np.zeros((m + 1, p))
-    alpha = np.zeros(m)
-    beta = np.zeros(m)
-    v = rng.standard_normal(p)
-    V[0] = v / np.linalg.norm(v)
-    u = np.empty(n)
-    w = np.empty(p)
+    in_rows = n < p
+    m = n if in_rows else p
+    steps_max = min(n_steps, m)
+    V = np.zeros((steps_max + 1, m))
+    alpha = np.zeros(steps_max)
+    beta = np.zeros(steps_max)
+    state = np.uint64(seed) * np.uint64(6364136223846793005) + np.uint64(1442695040888963407)
+    nrm = 0.0
+    for i in range(m):  # a fixed pseudo-random start (64-bit LCG), uniform in [-1, 1)
+        state = state * np.uint64(6364136223846793005) + np.uint64(1442695040888963407)
+        V[0, i] = (state >> np.uint64(11)) * (2.0 / 9007199254740992.0) - 1.0
+        nrm += V[0, i] * V[0, i]
+    nrm = np.sqrt(nrm)
+    for i in range(m):
+        V[0, i] /= nrm
+    tmp = np.empty(p if in_rows else n)
+    w = np.empty(m)
     steps = 0
-    for j in range(m):
-        matvec(D, V[j], u)
-        rmatvec(D, u, w)
-        alpha[j] = V[j] @ w
-        w -= alpha[j] * V[j]
+    top = -np.inf
+    for j in range(steps_max):
+        if j >= 12 and j % 4 == 0:  # converged to ~1e-7 (the callers add 2%): stop
+            prev, top = top, _ritz_top(alpha, beta, j)
+            if top - prev <= 1e-7 * abs(top):
+                break
+        _gram_apply(D, V[j], tmp, w, in_rows)
+        a = 0.0
+        for i in range(m):
+            a += V[j, i] * w[i]
+        alpha[j] = a
+        for i in range(m):
+            w[i] -= a * V[j, i]
         if j > 0:
-            w -= beta[j - 1] * V[j - 1]
-        w -= V[: j + 1].T @ (V[: j + 1] @ w)  # re-orthogonalise
+            for i in range(m):
+                w[i] -= beta[j - 1] * V[j - 1, i]
+        for l in range(j + 1):  # re-orthogonalise against every earlier vector
+            c = 0.0
+            for i in range(m):
+                c += V[l, i] * w[i]
+            for i in range(m):
+                w[i] -= c * V[l, i]
         steps = j + 1
-        b = float(np.linalg.norm(w))
-        if b <= 1e-12 * max(abs(alpha[j]), 1e-300):
+        b = 0.0
+        for i in range(m):
+            b += w[i] * w[i]
+        b = np.sqrt(b)
+        if b <= 1e-12 * max(abs(a), 1e-300):
             break
         beta[j] = b
-        V[j + 1] = w / b
-    T = np.diag(alpha[:steps]) + np.diag(beta[: steps - 1], 1) + np.diag(beta[: steps - 1], -1)
-    return float(np.linalg.eigvalsh(T)[-1])
+        for i in range(m):
+            V[j + 1, i] = w[i] / b
+    return _ritz_top(alpha, beta, steps)
+
+
+@njit(cache=True, nogil=True)
+def _ritz_top(alpha, beta, steps):
+    """The largest eigenvalue of the tridiagonal matrix of the first ``steps`` Lanczos
+    coefficients."""
+    T = np.zeros((steps, steps))
+    for j in range(steps):
+        T[j, j] = alpha[j]
+        if j + 1 < steps:
+            T[j, j + 1] = beta[j]
+            T[j + 1, j] = beta[j]
+    return np.linalg.eigvalsh(T)[steps - 1]
 
 
 def spectral_norm_sq(X: np.ndarray, n_iter: int = 300, tol: float = 1e-8,

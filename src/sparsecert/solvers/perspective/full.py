@@ -169,7 +169,7 @@ def _solve_restricted(node, start, limits, runner, done: Iterated):
     stA = np.ascontiguousarray(node.state[active])
     xA = start.x[active].copy()
     uxA = xb(DA, xA) + c0
-    ns = design_norm_sq(DA, tol=1e-6) * LIPSCHITZ_SAFETY
+    ns = design_norm_sq(DA) * LIPSCHITZ_SAFETY
     icpt = None
     if prob.icpt:
         icpt = Intercept(np.ascontiguousarray(prob.Xty[active]))

@@ -108,7 +108,7 @@ def solve_ws(node, start, limits):
         stW = np.ascontiguousarray(state[W])
         xW = x[W].copy()
         uxW = xb(DW, xW)
-        nsW = design_norm_sq(DW, tol=1e-6) * LIPSCHITZ_SAFETY
+        nsW = design_norm_sq(DW) * LIPSCHITZ_SAFETY
         it = new_iterate(xW, uxW, initial_L(prob, nsW, uxW),
                          objective(prob, stW, budget, xW, uxW))
         _, n_sub = run_fista(runner, (fista_data(prob, DW, W), None, stW, budget), it,
