@@ -87,14 +87,15 @@ def plan_fixings(wb: TermBound, fixed_in: np.ndarray, fixed_out: np.ndarray, k: 
         fix_in = fix_in[:regions.beta + 1]
         plan.covers_node = True
         plan.remainder_bound = float(b_out[fix_in[regions.beta]])
-    for i in fix_in[:regions.beta]:
-        plan.fixings.append((int(regions.free[i]), 1))
-        plan.region_bounds.append(float(b_out[i]))
+    # (as Python ints and floats, in one pass each: deep nodes fix thousands of variables)
+    kept = fix_in[:regions.beta]
+    plan.fixings.extend((j, 1) for j in regions.free[kept].tolist())
+    plan.region_bounds.extend(b_out[kept].tolist())
     if plan.covers_node:
         return plan
-    for i in np.setdiff1d(fix_out, fix_in, assume_unique=True):
-        plan.fixings.append((int(regions.free[i]), 0))
-        plan.region_bounds.append(float(b_in[i]))
+    out = np.setdiff1d(fix_out, fix_in, assume_unique=True)
+    plan.fixings.extend((j, 0) for j in regions.free[out].tolist())
+    plan.region_bounds.extend(b_in[out].tolist())
     return plan
 
 
