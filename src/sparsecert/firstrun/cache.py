@@ -40,7 +40,8 @@ def zspace_applies(prob) -> bool:
 
 def node_kernels_cached(prob) -> bool | None:
     """Are the node kernels a search of ``prob`` uses compiled (or cached) for its argument
-    types? The FISTA kernel, and the z-space loop too when z-space applies to the problem."""
+    types? The FISTA kernel and the step-size estimate of a working set, and the z-space loop
+    too when z-space applies to the problem."""
     from sparsecert.firstrun.precompile import zspace_calls
     from sparsecert.solvers.perspective._fista import (
         fista_chunk,
@@ -53,7 +54,9 @@ def node_kernels_cached(prob) -> bool | None:
     state = np.full(p, 2, dtype=np.int8)
     it = new_iterate(np.zeros(p), np.zeros(n), 1.0, 0.0)
     args = (fista_data(prob), intercept(prob), state, 1, it, 1e-6, 1, np.inf)
-    answers = [is_cached(fista_chunk, args)]
+    from sparsecert.solvers.perspective._linalg import _lanczos_top
+
+    answers = [is_cached(fista_chunk, args), is_cached(_lanczos_top, (prob.design, 1, 0))]
     if zspace_applies(prob):
         answers += [is_cached(kernel, a) for kernel, a in zspace_calls(prob)]
     if False in answers:

@@ -180,8 +180,9 @@ def _compile_first(tiny, zspace: bool) -> None:
 
 
 def _compile_bound(tiny) -> None:
-    """The bound evaluation (its callees shared with the node kernel come from the cache)."""
-    from sparsecert.solvers.perspective._linalg import xb
+    """The bound evaluation (its callees shared with the node kernel come from the cache) and a
+    working set's step-size estimate."""
+    from sparsecert.solvers.perspective._linalg import design_norm_sq, xb
     from sparsecert.solvers.perspective.evaluate import full_bound, objective
 
     p = tiny.n_features
@@ -190,6 +191,7 @@ def _compile_bound(tiny) -> None:
     ub = xb(tiny.design, b)
     objective(tiny, state, 2, b, ub)
     full_bound(tiny, state, 2, b, ub)
+    design_norm_sq(tiny.design)
 
 
 def _compile_polish(tiny, problem) -> None:

@@ -171,7 +171,7 @@ def test_a_z_space_problem_asks_for_both_node_kernels(monkeypatch):
     """A problem whose nodes can be solved in z-space races z-space against FISTA on one
     node: the first-run check reads the cache of both node kernels, with the argument types
     their solves pass; a problem without z-space asks for the FISTA kernel only."""
-    from sparsecert.solvers.perspective import _fista, _zspace, solve_node
+    from sparsecert.solvers.perspective import _fista, _linalg, _zspace, solve_node
 
     rng = np.random.default_rng(5)
     X = rng.standard_normal((12, 60))
@@ -179,16 +179,17 @@ def test_a_z_space_problem_asks_for_both_node_kernels(monkeypatch):
     assert _applies(prob)
     for solver in ("zspace", "fista"):  # compiles or loads both loops for these types
         solve_node(prob, 3, solver=solver)
+    _linalg.design_norm_sq(prob.design)  # and a working set's step size (the warm-up's)
     assert warmup.needs_compiling(prob) is False
     asked = []
     monkeypatch.setattr(compiled, "is_cached",
                         lambda dispatcher, args: asked.append(dispatcher) or True)
     compiled.node_kernels_cached(prob)
-    assert asked == [_fista.fista_chunk, _zspace.zspace_chunk]
+    assert asked == [_fista.fista_chunk, _linalg._lanczos_top, _zspace.zspace_chunk]
     boxed = RelaxationProblem.from_data(X, X[:, 0], 1.0, max_abs_coef=2.0)
     asked.clear()
     compiled.node_kernels_cached(boxed)
-    assert asked == [_fista.fista_chunk]
+    assert asked == [_fista.fista_chunk, _linalg._lanczos_top]
 
 
 @pytest.mark.timeout(300)
