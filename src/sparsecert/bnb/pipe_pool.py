@@ -24,7 +24,8 @@ a worker blocked writing an outcome cannot deadlock with it. On Linux the pipes 
 thread runs a task of its own). The workers ignore SIGINT: a Ctrl-C reaches the engine, which
 stops the search and shuts the pool down (the workers skip every task not started, finish the
 one they run and exit). A worker that dies makes every outcome still expected from the pool
-raise :class:`WorkerDied`.
+raise :class:`WorkerDied`, also one killed while it held the claim lock (then the engine stops
+waiting for the lock and shutdown ends the other workers).
 
 Used from one thread (the engine's); :func:`available` says whether the system supports it.
 """
@@ -49,6 +50,8 @@ __all__ = ["PipePool", "WorkerDied", "available"]
 _HEADER = struct.Struct("<qq")
 #: the claim counter's value once the pool is shut down: no task is claimed any more
 _CLOSED = 2**62
+#: seconds the engine waits for the claim lock before it asks whether a worker died holding it
+_LOCK_PATIENCE = 0.5
 #: the pipe size asked for on Linux (``F_SETPIPE_SZ``; the system's maximum caps it)
 PIPE_SIZE = 1 << 20
 
@@ -152,7 +155,8 @@ class _Future(cf.Future):
         if self.running() or super().done():
             return super().cancel()  # False, or True for a cancelled one
         if not self._pool._claim(self._seq):
-            self.set_running_or_notify_cancel()  # a worker has it
+            if not super().done():  # (done: failed with the pool, see _claim)
+                self.set_running_or_notify_cancel()  # a worker has it
             return False
         return super().cancel()
 
@@ -216,6 +220,7 @@ class PipePool(cf.Executor):
         self._futures: dict[int, _Future] = {}
         self._workers: list[_Worker] = []
         self._shut = False
+        self._lock_lost = False  # a worker died holding the claim lock
         try:
             for _ in range(max_workers):
                 tasks_r, tasks_w = ctx.Pipe(duplex=False)
@@ -238,15 +243,45 @@ class PipePool(cf.Executor):
             raise
 
     # -- claims ------------------------------------------------------------------------------
+    def _hold(self) -> bool:
+        """Take the claim lock; False when it is lost. A worker killed between taking and
+        releasing it (a window of a few instructions) leaves it held for ever: when the lock
+        stays taken while a worker is dead, every pending task fails with
+        :class:`WorkerDied` instead of the engine waiting for ever."""
+        while not self._lock.acquire(timeout=_LOCK_PATIENCE):
+            if any(not w.process.is_alive() for w in self._workers):
+                if self._lock.acquire(timeout=_LOCK_PATIENCE):
+                    return True
+                self._lock_lost = True
+                return False
+        return True
+
     def _claim(self, seq: int) -> bool:
         """Claim task ``seq`` for the calling thread: True when no worker has it (it is the
         next one in order); its outcome is then no longer expected from the workers."""
-        with self._lock:
+        if not self._hold():
+            self._fail_pending("a worker process of the search died holding the pool's "
+                               "claim lock")
+            return False
+        try:
             if self._claim_counter.value != seq:
                 return False
             self._claim_counter.value = seq + 1
+        finally:
+            self._lock.release()
         self._futures.pop(seq, None)
         return True
+
+    def _close_claims(self) -> None:
+        """No task is claimed any more (the counter's closed value; written without the
+        lock when it is lost, as nobody can take it then)."""
+        if self._lock_lost or not self._hold():
+            self._claim_counter.value = _CLOSED
+            return
+        try:
+            self._claim_counter.value = _CLOSED
+        finally:
+            self._lock.release()
 
     # -- the executor ------------------------------------------------------------------------
     def submit(self, fn, /, *args, **kwargs) -> cf.Future:
@@ -336,8 +371,7 @@ class PipePool(cf.Executor):
                            f"{w.process.exitcode})")
 
     def _fail_pending(self, message: str) -> None:
-        with self._lock:
-            self._claim_counter.value = _CLOSED  # the other workers start nothing more
+        self._close_claims()  # the other workers start nothing more
         for fut in self._futures.values():
             if not fut.done():
                 if not fut.running():
@@ -352,8 +386,11 @@ class PipePool(cf.Executor):
         if self._shut:
             return
         self._shut = True
-        with self._lock:
-            self._claim_counter.value = _CLOSED
+        self._close_claims()
+        if self._lock_lost:  # the live workers would wait for the lock for ever
+            for w in self._workers:
+                if w.process.is_alive():
+                    w.process.kill()
         for fut in self._futures.values():
             cf.Future.cancel(fut)  # (not a claim: a pending one is simply cancelled)
         for w in self._workers:

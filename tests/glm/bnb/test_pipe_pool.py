@@ -121,6 +121,30 @@ def test_a_dead_worker_is_an_error_not_a_hang():
 
 
 @pytest.mark.timeout(60)
+def test_a_claim_lock_lost_with_a_dead_worker_is_an_error_not_a_hang():
+    """A worker killed while it holds the claim lock leaves it held for ever (here the test
+    holds it, and a worker is killed): the engine's claim gives up with WorkerDied and
+    shutdown ends the worker that waits for the lock."""
+    import signal
+
+    pool = pipe_pool.PipePool(2)
+    try:
+        assert pool.submit(_echo, np.zeros(2)).result(timeout=30)[0] == 1.0
+        assert pool._lock.acquire(timeout=5)  # the lock is taken and never released ...
+        victim, other = pool._workers
+        os.kill(victim.process.pid, signal.SIGKILL)  # ... and a worker is dead
+        victim.process.join(timeout=10)
+        pending = pool.submit(_echo, np.zeros(2))  # the live worker waits for the lock
+        assert pending.cancel() is False  # failed with the pool, or the claim gave up
+        with pytest.raises(pipe_pool.WorkerDied):
+            pending.result(timeout=10)
+        pool.shutdown(wait=True)
+        assert not other.process.is_alive()
+    finally:
+        pool.shutdown(wait=False)
+
+
+@pytest.mark.timeout(60)
 def test_shutdown_skips_the_tasks_not_started(tmp_path):
     log = str(tmp_path / "ran.txt")
     pool = pipe_pool.PipePool(1)
