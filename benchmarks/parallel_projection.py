@@ -5,12 +5,12 @@ lambda2 = 0.1) is searched serially through an executor that records, for every 
 duration, the bytes the task and its outcome pickle to and the time pickling and unpickling
 them takes, and where each batch ends. For N workers the projection schedules every batch's
 tasks in order on the first free of N workers (as a pool does), each task taking its measured
-time plus one round trip (the latency of a process pool's round trip, measured here, plus its
-bytes at ``--bandwidth``), and keeps the rest of the search serial: the engine's work, measured
-as the search's time outside the tasks, plus the engine's own pickling of every task and
-outcome. That is Amdahl's law with the batches' imbalance and the messages counted; it ignores
-what the hardware adds (memory bandwidth, shared caches), so it is an upper bound for a
-machine with N free cores.
+time plus one round trip (the latency of the processes backend's round trip, measured here on
+the pool it uses, plus its bytes at ``--bandwidth``), and keeps the rest of the search serial:
+the engine's work, measured as the search's time outside the tasks, plus the engine's own
+pickling of every task and outcome. That is Amdahl's law with the batches' imbalance and the
+messages counted; it ignores what the hardware adds (memory bandwidth, shared caches), so it is
+an upper bound for a machine with N free cores.
 
 Two task shapes, each against the serial run of its own settings (the tree depends on them):
 one node a task at batch size max(16, 4 N), and subtree tasks of 8 nodes at 2 N tasks a
@@ -95,10 +95,21 @@ def _echo(a):
     return np.concatenate([a, a])
 
 
+def _process_pool(workers: int) -> cf.Executor:
+    """The pool ``backend="processes"`` runs on this system: the engine's pipe pool on POSIX
+    systems, ``ProcessPoolExecutor`` elsewhere."""
+    from sparsecert.bnb import pipe_pool
+
+    if pipe_pool.available():
+        return pipe_pool.PipePool(workers)
+    return cf.ProcessPoolExecutor(workers)
+
+
 def round_trip_latency(n: int = 200) -> float:
-    """Median seconds of a process pool's round trip carrying about 5 KB each way."""
+    """Median seconds of a round trip carrying about 5 KB each way through the pool of the
+    processes backend."""
     a = np.zeros(700)
-    with cf.ProcessPoolExecutor(1) as ex:
+    with _process_pool(1) as ex:
         ex.submit(_echo, a).result()
         ts = []
         for _ in range(n):
@@ -192,7 +203,7 @@ def main(argv=None) -> int:
     BranchAndBound(prob, k, _settings(20, 16, 1)).run()  # the kernels loaded, not timed
     latency = round_trip_latency()
     load = os.getloadavg()[0]
-    print(f"process pool round trip (about 5 KB each way): {1e3 * latency:.3f} ms; "
+    print(f"processes backend round trip (about 5 KB each way): {1e3 * latency:.3f} ms; "
           f"messages at {args.bandwidth:.3g} B/s; load {load:.1f}")
     rows = []
     print(f"\n{'workers':>7s} {'nodes a task':>12s} {'batch':>5s} {'nodes':>6s} "
