@@ -144,7 +144,9 @@ def lift_best(node, cols, Dc, it, done: Iterated) -> Iterated:
     ``cols`` (``Dc`` their design), lifted to all columns with zeros: ``done`` with its best
     bound, point and dual replaced when this one beats it."""
     prob = node.prob
-    if np.isfinite(it.get("best")):
+    # the lifted bound is at most the run's own (at the same dual point, more columns compete
+    # for the cardinality budget): it can only win when the run's bound beats ``done``'s
+    if np.isfinite(it.get("best")) and it.get("best") > done.best:
         b2 = np.zeros(prob.n_features)
         b2[cols] = it.bound_point
         lb2, zeta2 = full_bound(prob, node.state, node.budget, b2, xb(Dc, it.bound_point))
