@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from itertools import repeat
 
 import numpy as np
 
@@ -89,12 +90,12 @@ def plan_fixings(wb: TermBound, fixed_in: np.ndarray, fixed_out: np.ndarray, k: 
         plan.remainder_bound = float(b_out[fix_in[regions.beta]])
     # (as Python ints and floats, in one pass each: deep nodes fix thousands of variables)
     kept = fix_in[:regions.beta]
-    plan.fixings.extend((j, 1) for j in regions.free[kept].tolist())
+    plan.fixings.extend(zip(regions.free[kept].tolist(), repeat(1)))
     plan.region_bounds.extend(b_out[kept].tolist())
     if plan.covers_node:
         return plan
     out = np.setdiff1d(fix_out, fix_in, assume_unique=True)
-    plan.fixings.extend((j, 0) for j in regions.free[out].tolist())
+    plan.fixings.extend(zip(regions.free[out].tolist(), repeat(0)))
     plan.region_bounds.extend(b_in[out].tolist())
     return plan
 
