@@ -344,7 +344,7 @@ def lanczos_norm_sq(X, XT=None, n_steps: int = 24, seed: int = 0) -> float:
     D = X if isinstance(X, Design) else dense_design(X, XT)
     if D.n == 0 or D.p == 0:
         return 0.0
-    return float(_lanczos_top(D, int(n_steps), int(seed)))
+    return float(_lanczos_top(D, max(1, int(n_steps)), int(seed)))
 
 
 @njit(cache=True, nogil=True)
