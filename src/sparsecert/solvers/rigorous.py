@@ -53,9 +53,11 @@ def _sumsq_rows(A: np.ndarray, axis: int) -> np.ndarray:
 
 def _row_sums(M: np.ndarray, xs: list[np.ndarray], vs: list[np.ndarray]):
     """Per row i of M: fl(sum_l M_il x_l) for each x in ``xs``, fl(sum_l |M_il|) and
-    fl(sum_l |M_il| v_l) for each v in ``vs``, by elementwise products and sums (no BLAS), in
-    M's memory order: a column-major M (a transposed view) is read down its columns, its rows'
-    sums accumulated block by block (a sum in any order is within the error model)."""
+    fl(sum_l |M_il| v_l) for each v in ``vs``, by numpy's own sums of products
+    (``np.einsum`` without ``optimize``: no BLAS, no temporary for a product), in M's memory
+    order: a column-major M (a transposed view) is read down its columns, its rows' sums
+    accumulated block by block (a sum in any order, a product fused with its addition or not,
+    is within the error model)."""
     m, k = M.shape
     dots = [np.zeros(m) for _ in xs]
     mags = [np.zeros(m) for _ in vs]
@@ -65,20 +67,20 @@ def _row_sums(M: np.ndarray, xs: list[np.ndarray], vs: list[np.ndarray]):
         for b in _chunks(k, m):
             blk = MT[b]
             for acc, x in zip(dots, xs, strict=True):
-                acc += (blk * x[b, None]).sum(axis=0)
+                acc += np.einsum("li,l->i", blk, x[b])
             ab = np.abs(blk)
-            asum += ab.sum(axis=0)
+            asum += np.einsum("li->i", ab)
             for acc, v in zip(mags, vs, strict=True):
-                acc += (ab * v[b, None]).sum(axis=0)
+                acc += np.einsum("li,l->i", ab, v[b])
     else:
         for b in _chunks(m, k):
             blk = M[b]
             for acc, x in zip(dots, xs, strict=True):
-                acc[b] = (blk * x).sum(axis=1)
+                acc[b] = np.einsum("il,l->i", blk, x)
             ab = np.abs(blk)
-            asum[b] = ab.sum(axis=1)
+            asum[b] = np.einsum("il->i", ab)
             for acc, v in zip(mags, vs, strict=True):
-                acc[b] = (ab * v).sum(axis=1)
+                acc[b] = np.einsum("il,l->i", ab, v)
     return dots, asum, mags
 
 

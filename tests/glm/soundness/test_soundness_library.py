@@ -279,6 +279,45 @@ def test_the_product_check_rejects_a_wrong_row_in_either_layout(monkeypatch, lay
     assert R._product_consistent(A, B, C)
 
 
+def _no_blas(*args, **kwargs):
+    raise AssertionError("the product check called a BLAS entry point")
+
+
+@pytest.mark.parametrize("layout", ["C", "F"])
+def test_the_product_checks_row_sums_are_within_their_error_model(monkeypatch, layout):
+    """Every sum the product check reads (per row of M: M x, sum |M|, |M| v) is within
+    gamma_k sum|terms| of its exact value (rational arithmetic), for a row-major M and for a
+    column-major one read down its columns, accumulated over blocks of one row / two columns;
+    numpy's BLAS entry points are never called (a check of a BLAS result must not reuse it)."""
+    from sparsecert.proof.rounding import gamma
+
+    monkeypatch.setattr(R, "_CHUNK_BYTES", 8 * 9 * 2)
+    rng = np.random.default_rng(3)
+    m, k = 9, 13
+    M = rng.standard_normal((m, k)) * 10.0 ** rng.integers(-3, 4, (m, k))
+    M = np.asfortranarray(M) if layout == "F" else np.ascontiguousarray(M)
+    xs = [rng.standard_normal(k), rng.standard_normal(k) * 1e3]
+    vs = [rng.random(k), rng.random(k) * 1e-2]
+    for name in ("dot", "matmul", "inner", "vdot", "tensordot"):
+        monkeypatch.setattr(np, name, _no_blas)
+    dots, asum, mags = R._row_sums(M, xs, vs)
+    monkeypatch.undo()
+    g = Fraction(gamma(k))
+    F = [[Fraction(float(M[i, j])) for j in range(k)] for i in range(m)]
+
+    def within(got, terms):
+        exact = sum(terms)
+        return abs(Fraction(float(got)) - exact) <= g * sum(abs(t) for t in terms)
+
+    assert len(dots) == len(xs) and len(mags) == len(vs)
+    for i in range(m):
+        for x, d in zip(xs, dots, strict=True):
+            assert within(d[i], [F[i][j] * Fraction(float(x[j])) for j in range(k)]), i
+        assert within(asum[i], [abs(F[i][j]) for j in range(k)]), i
+        for v, a in zip(vs, mags, strict=True):
+            assert within(a[i], [abs(F[i][j]) * Fraction(float(v[j])) for j in range(k)]), i
+
+
 # ------------------------------------------------------------------------------ selections
 
 
