@@ -61,8 +61,9 @@ class Certificate:
         The JSON document (see ``docs/certificate-format.md``).
 
     The proof file (the tree's records in preorder and the witnesses) is kept on disk (a
-    certificate made by :func:`sparsecert.certify` holds a temporary file, removed with the
-    object; :meth:`load` refers to the file next to the JSON) or in memory (:meth:`build`).
+    large certificate made by :func:`sparsecert.certify` holds a temporary file, removed with
+    the object; :meth:`load` refers to the file next to the JSON) or in memory (:meth:`build`,
+    and a certificate of :func:`sparsecert.certify` whose proof file is at most 8 MiB).
     """
 
     def __init__(self, data: dict, proof: str | os.PathLike | bytes, *,

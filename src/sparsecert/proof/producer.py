@@ -2,7 +2,8 @@
 
 The proof is recorded while the search runs (:class:`sparsecert.proof.recorder.ProofRecorder`,
 which the engine calls as each node closes: the node's claims are computed rigorously on the
-raw data there, its record and witness streamed to temporary files, and the node forgotten).
+raw data there, its record and witness streamed out (in memory, to temporary files once they
+outgrow a bound), and the node forgotten).
 :func:`produce` then reads the engine's record (:class:`sparsecert.bnb.SearchResult`) beside the
 relaxation's data it was searched on, the problem as the user posed it (the prepared problem,
 whose record :class:`sparsecert.problem.ProblemSpec` holds ``k``) and the search's options
@@ -18,7 +19,9 @@ the standalone verifier, which checks its claims independently.
 from __future__ import annotations
 
 import math
+import shutil
 import time
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -226,7 +229,11 @@ def produce(search, relaxation, prepared, options, *, recorder: ProofRecorder | 
         eig_shift=mu,
         proof=dict(sha256=proof_file.sha256, bytes=proof_file.size, tree=proof_file.tree),
         producer=dict(settings=search.settings, elapsed=search.time, **(info.producer or {})))
-    cert = Certificate(doc, proof_file.path, temporary=True)
+    if proof_file.data is not None:
+        cert = Certificate(doc, proof_file.data)
+    else:  # a file in the recorder's temporary folder: both removed with the certificate
+        cert = Certificate(doc, proof_file.path, temporary=True)
+        weakref.finalize(cert, shutil.rmtree, proof_file.folder, True)
     stats = ProofStats(n_nodes=proof_file.counts.n_nodes,
                        json_bytes=len(cert.to_json().encode("utf-8")),
                        proof_bytes=proof_file.size, claim_seconds=during,

@@ -7,19 +7,23 @@ the node. The recorder computes the node's claims there and then, rigorously on 
 (the bound of a leaf's region and of every region its bound fixings cut off, the way
 :mod:`sparsecert.proof.producer` claims them), keeps only their minimum, and appends a small
 fixed-size record (id, parent, branching, status, whether the verifier derives the node's
-fixings, witness slot) to a temporary file. A witness is translated and written to a temporary
-file of its own the first time a closing node needs it (its slot is kept on the engine's
-witness record, which the node's open descendants share); its rigorous terms stay in a small
-cache (siblings usually close close together). So the producer's memory is the open frontier
-plus a bounded cache, whatever the number of nodes.
+fixings, witness slot) to a stream of records. A witness is translated and appended to a stream
+of its own the first time a closing node needs it (its slot is kept on the engine's witness
+record, which the node's open descendants share); its rigorous terms stay in a small cache
+(siblings usually close close together). The streams stay in memory until they hold
+:data:`_MEMORY_BYTES`, then move to files in a temporary folder (made then, removed with the
+certificate): so the producer's memory is the open frontier plus a bounded cache, whatever the
+number of nodes, and a small search touches no file.
 
 :meth:`ProofRecorder.finish` then records the nodes still open (the frontier: their claims
 with their inherited witnesses), puts the tree in depth-first preorder
 (:func:`sparsecert.certificate.proof_file.tree_order`, numpy, no Python object per node) and
-streams the final proof file. Every step is safe against a Ctrl-C landing between any two of the
-engine's steps: a node is recorded before the engine forgets it (a node both recorded and still
-open counts once), a witness row carries its slot (a row written twice, or never referenced,
-is dropped), and the slots are renumbered densely in the final file.
+streams the final proof file (in memory when it is at most :data:`_MEMORY_BYTES` and nothing
+was moved to a file, else in the temporary folder). Every step is safe against a Ctrl-C
+landing between any two of the engine's steps: a node is recorded before the engine forgets
+it (a node both recorded and still open counts once), a witness row carries its slot (a row
+written twice, or never referenced, is dropped), and the slots are renumbered densely in the
+final file.
 
 numpy and the standard library, and the producer's rigorous evaluation
 (:mod:`sparsecert.proof.bounds`); nothing of the standalone verifier.
@@ -27,6 +31,7 @@ numpy and the standard library, and the producer's rigorous evaluation
 
 from __future__ import annotations
 
+import io
 import math
 import os
 import shutil
@@ -35,6 +40,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from typing import BinaryIO
 
 import numpy as np
 
@@ -49,12 +55,15 @@ from sparsecert.statuses import BRANCHED, OPEN
 
 __all__ = ["ProofRecorder", "ProofFile", "NODE_DTYPE"]
 
-#: a node's record in the recorder's temporary file
+#: a node's record in the recorder's stream of records
 NODE_DTYPE = np.dtype([("id", "<i8"), ("parent", "<i8"), ("bvar", "<i8"), ("bval", "<i1"),
                        ("status", "<u1"), ("derive", "<u1"), ("wkind", "<u1"),
                        ("wslot", "<i8")])
-#: records kept in memory before they go to the temporary file
+#: records kept as tuples before they are packed and appended to the stream of records
 _FLUSH = 4096
+#: bytes the recorder's streams (records, witness rows) hold in memory before they move to
+#: files in a temporary folder; a final proof file of at most this size is written in memory
+_MEMORY_BYTES = 1 << 23
 #: witnesses whose rigorous terms stay cached
 _CACHE = 256
 #: assumed seconds a node's claims take before any has been measured
@@ -68,15 +77,63 @@ _READ_BYTES = 1 << 20
 
 @dataclass(frozen=True)
 class ProofFile:
-    """The final proof file: where it is (a temporary file), its SHA-256 and size, its counts,
-    the tree's summary and the least claim over its regions."""
+    """The final proof file: its bytes (``data``, when it was written in memory) or where it
+    is (``path``, a file in the temporary ``folder`` the recorder made, to be removed with the
+    certificate), its SHA-256 and size, its counts, the tree's summary and the least claim over
+    its regions."""
 
-    path: str
+    path: str | None
     sha256: str
     size: int
     counts: ProofCounts
     tree: dict
     min_claim: float
+    data: bytes | None = None
+    folder: str | None = None
+
+
+class _Stream:
+    """An append-only stream of bytes: a list of chunks in memory until :meth:`spill` moves
+    it to a file (appended to from then on)."""
+
+    def __init__(self) -> None:
+        self.chunks: list[bytes] = []
+        self.path: str | None = None
+        self.fh: BinaryIO | None = None
+
+    def write(self, data: bytes) -> None:
+        if self.fh is not None:
+            self.fh.write(data)
+        else:
+            self.chunks.append(data)
+
+    def spill(self, path: str) -> None:
+        """Move the stream to the file ``path``."""
+        self.fh = open(path, "wb")
+        self.path = path
+        for chunk in self.chunks:
+            self.fh.write(chunk)
+        self.chunks = []
+
+    def close(self) -> None:
+        """Close the file, or drop the chunks held in memory."""
+        if self.fh is not None:
+            self.fh.close()
+        self.chunks = []
+
+    def reader(self) -> BinaryIO:
+        """The bytes written so far, from the start (the stream closed or flushed first)."""
+        if self.path is None:
+            return io.BytesIO(b"".join(self.chunks))
+        self.fh.flush()
+        return open(self.path, "rb")
+
+    def array(self, dtype: np.dtype) -> np.ndarray:
+        """The bytes written so far, as an array of ``dtype``."""
+        if self.path is None:
+            return np.frombuffer(b"".join(self.chunks), dtype=dtype)
+        self.fh.flush()
+        return np.fromfile(self.path, dtype=dtype)
 
 
 @dataclass
@@ -100,7 +157,8 @@ class ProofRecorder:
     prepared : sparsecert._validation.PreparedProblem
         The problem as the user posed it (``spec.k`` set), on the raw data.
     directory : str, optional
-        Where the temporary files go (default: the system's temporary folder).
+        Where the temporary folder goes, if the streams outgrow :data:`_MEMORY_BYTES`
+        (default: the system's temporary folder).
     """
 
     def __init__(self, relaxation, prepared, directory: str | None = None) -> None:
@@ -113,10 +171,10 @@ class ProofRecorder:
                                 box, spec.fit_intercept, float(relaxation.mu),
                                 extras=SampleAndBounds.of(prepared))
         self.n, self.p = prepared.X.shape
-        self.dir = tempfile.mkdtemp(prefix="sparsecert-proof-", dir=directory)
-        self._nodes = open(os.path.join(self.dir, "nodes"), "wb")
-        self._dual = open(os.path.join(self.dir, "dual"), "wb")
-        self._shifted = open(os.path.join(self.dir, "shifted"), "wb")
+        self.directory = directory
+        self.dir: str | None = None  # the temporary folder, made when the streams outgrow memory
+        self._nodes, self._dual, self._shifted = _Stream(), _Stream(), _Stream()
+        self._held = 0  # bytes the streams hold in memory (None: they were moved to files)
         self._buf: list[tuple] = []
         self._cache: OrderedDict[int, _Entry] = OrderedDict()
         self.zero = ZeroWitness(np.zeros(self.n))
@@ -176,8 +234,31 @@ class ProofRecorder:
     def _flush(self) -> None:
         if self._buf:
             rows = np.array(self._buf, dtype=NODE_DTYPE)
-            self._nodes.write(rows.tobytes())  # (a record written twice counts once)
+            self._append(self._nodes, rows.tobytes())  # (a record written twice counts once)
             self._buf = []
+
+    def _append(self, stream: _Stream, data: bytes) -> None:
+        stream.write(data)
+        if self._held is not None:
+            self._held += len(data)
+            if self._held > _MEMORY_BYTES:
+                self._spill()
+
+    def _folder(self) -> str:
+        """The temporary folder (made the first time)."""
+        if self.dir is None:
+            self.dir = tempfile.mkdtemp(prefix="sparsecert-proof-", dir=self.directory)
+        return self.dir
+
+    def _spill(self) -> None:
+        """Move the streams to files in the temporary folder."""
+        folder = self._folder()
+        for name, stream in self._streams():
+            stream.spill(os.path.join(folder, name))
+        self._held = None
+
+    def _streams(self) -> tuple[tuple[str, _Stream], ...]:
+        return (("nodes", self._nodes), ("dual", self._dual), ("shifted", self._shifted))
 
     def _witness(self, witness, base_out) -> tuple[_Entry, tuple[int, int]]:
         """The cached entry of a witness with terms on (at least) the columns not in
@@ -217,7 +298,7 @@ class ProofRecorder:
         row = np.empty(size + 1)
         row[1:] = vec
         row[:1].view(np.int64)[0] = slot
-        stream.write(row.tobytes())
+        self._append(stream, row.tobytes())
         return code, slot
 
     def reserve(self, n_open: int) -> float:
@@ -234,8 +315,7 @@ class ProofRecorder:
         """Record the nodes the engine still holds (``live``: the open frontier, and any node a
         Ctrl-C left between two steps), then write the final proof file in preorder."""
         self._flush()
-        self._nodes.flush()
-        recorded = np.fromfile(os.path.join(self.dir, "nodes"), dtype=NODE_DTYPE)
+        recorded = self._nodes.array(NODE_DTYPE)
         ids = np.unique(recorded["id"])
         live = [nd for nd in live if not _contains(ids, nd.id)]
         parents = np.unique(np.concatenate([recorded["parent"],
@@ -247,11 +327,9 @@ class ProofRecorder:
                 note(f"certificate: the open nodes, {i:,} of {len(live):,}")
             self.closed(nd, leaf=not _contains(parents, nd.id))
         self._flush()
-        for fh in (self._nodes, self._dual, self._shifted):
-            fh.close()
         if note is not None:
             note("certificate: the proof file")
-        rows = np.fromfile(os.path.join(self.dir, "nodes"), dtype=NODE_DTYPE)
+        rows = self._nodes.array(NODE_DTYPE)
         _, first = np.unique(rows["id"], return_index=True)
         rows = rows[np.sort(first)]  # each node once
         tree = tree_order(rows["id"], rows["parent"], rows["bvar"], rows["bval"])
@@ -271,26 +349,36 @@ class ProofRecorder:
                              n_samples=self.n, n_features=self.p)
         offsets = np.zeros(counts.n_shifted + 1, dtype=np.int64)
         offsets[1:] = np.cumsum(nnz_per)
-        path = os.path.join(self.dir, "certificate" + PROOF_SUFFIX)
-        with open(path, "wb") as fh:
+        path = data = None
+        if self._held is not None and counts.size <= _MEMORY_BYTES:
+            fh = io.BytesIO()
+        else:
+            path = os.path.join(self._folder(), "certificate" + PROOF_SUFFIX)
+            fh = open(path, "wb")
+        with fh:
             sha, size = write_proof(
                 fh, counts, _chunks(records), self._dual_rows(used[1]), offsets,
                 (v for v, _ in self._shifted_rows(used[2])),
                 (i for _, i in self._shifted_rows(used[2])))
-        for name in ("nodes", "dual", "shifted"):
-            os.remove(os.path.join(self.dir, name))
+            if path is None:
+                data = fh.getvalue()
+        for _, stream in self._streams():
+            stream.close()
+            if stream.path is not None:
+                os.remove(stream.path)
         self.finished = True
         return ProofFile(path=path, sha256=sha, size=size, counts=counts,
-                         tree=tree_summary(records, tree.depth), min_claim=self.min_claim)
+                         tree=tree_summary(records, tree.depth), min_claim=self.min_claim,
+                         data=data, folder=self.dir)
 
-    def _rows(self, name: str, width: int, used: np.ndarray) -> Iterator[np.ndarray]:
-        """The rows (slot first, then ``width`` values) of a witness file whose slot is in
+    def _rows(self, stream: _Stream, width: int, used: np.ndarray) -> Iterator[np.ndarray]:
+        """The rows (slot first, then ``width`` values) of a witness stream whose slot is in
         ``used``, each once, in the order written (the slots' order)."""
         if used.size == 0:
             return
         last = -1
         rows = max(1, _READ_BYTES // (8 * (width + 1)))
-        with open(os.path.join(self.dir, name), "rb") as fh:
+        with stream.reader() as fh:
             while raw := fh.read(8 * (width + 1) * rows):
                 block = np.frombuffer(raw, dtype=np.float64).reshape(-1, width + 1)
                 slots = block[:, 0].view(np.int64)
@@ -300,25 +388,27 @@ class ProofRecorder:
                     yield block[keep, 1:]
 
     def _dual_rows(self, used: np.ndarray) -> Iterator[np.ndarray]:
-        yield from self._rows("dual", self.n, used)
+        yield from self._rows(self._dual, self.n, used)
 
     def _shifted_nnz(self, used: np.ndarray) -> np.ndarray:
-        out = [np.count_nonzero(b, axis=1) for b in self._rows("shifted", self.p, used)]
+        out = [np.count_nonzero(b, axis=1) for b in self._rows(self._shifted, self.p, used)]
         return np.concatenate(out).astype(np.int64) if out else np.zeros(0, dtype=np.int64)
 
     def _shifted_rows(self, used: np.ndarray) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-        for block in self._rows("shifted", self.p, used):
+        for block in self._rows(self._shifted, self.p, used):
             nz = np.nonzero(block)
             yield block[nz], nz[1].astype(np.uint32)
 
     def discard(self) -> None:
-        """Remove the temporary files (a search abandoned without a certificate)."""
-        for fh in (self._nodes, self._dual, self._shifted):
+        """Drop the streams and remove the temporary folder, if any (a search abandoned
+        without a certificate)."""
+        for _, stream in self._streams():
             try:
-                fh.close()
+                stream.close()
             except OSError:
                 pass
-        shutil.rmtree(self.dir, ignore_errors=True)
+        if self.dir is not None:
+            shutil.rmtree(self.dir, ignore_errors=True)
 
 
 def _contains(sorted_ids: np.ndarray, value: int) -> bool:

@@ -6,6 +6,9 @@ messages."""
 
 from __future__ import annotations
 
+import os
+import tempfile
+
 import numpy as np
 import pytest
 from _certgen import TNode, branch, make_certificate
@@ -112,6 +115,82 @@ def test_certify_reports_what_the_certificate_cost():
     assert st.proof_bytes == res.certificate.data["proof"]["bytes"]
     assert res.certificate_bytes == res.certificate.nbytes
     assert "bytes a node" in st.line() and f"{st.n_nodes:,} nodes" in st.line()
+
+
+# ------------------------------------------------------------------------------ where it lives
+
+
+def _folders(root) -> list:
+    return sorted(p.name for p in root.iterdir() if p.name.startswith("sparsecert-proof-"))
+
+
+def test_a_small_proof_is_written_in_memory_and_a_large_one_in_a_folder_removed_with_it(
+        monkeypatch, tmp_path):
+    """A search whose streams stay under the recorder's memory bound touches no file: its
+    certificate holds the proof's bytes. With a bound of 64 bytes the streams move to a
+    temporary folder during the search: the proof file there is byte for byte the same, both
+    certificates verify and refuse other data, and the folder goes with the certificate."""
+    import gc
+
+    from sparsecert.proof import recorder as rec
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    X, y = _noise(seed=8, n=24, p=12)
+    kw = dict(fit_intercept=False, verbose=0, node_limit=30)
+    small = sparsecert.certify(X, y, 3, 0.01, **kw)
+    assert small.n_nodes > 5 and _folders(tmp_path) == []
+    assert isinstance(small.certificate.proof_source(), bytes)
+
+    made = []
+    mkdtemp = tempfile.mkdtemp
+    monkeypatch.setattr(rec.tempfile, "mkdtemp", lambda **a: made.append(mkdtemp(**a)) or made[-1])
+    monkeypatch.setattr(rec, "_MEMORY_BYTES", 64)
+    spilled = sparsecert.certify(X, y, 3, 0.01, **kw)
+    assert len(made) == 1 and _folders(tmp_path) == [os.path.basename(made[0])]
+    src = spilled.certificate.proof_source()
+    assert isinstance(src, str) and os.path.dirname(src) == made[0]
+    assert os.listdir(made[0]) == [os.path.basename(src)]  # the streams' files are removed
+    assert spilled.certificate.proof_bytes() == small.certificate.proof_source()
+    assert spilled.certificate.data["proof"] == small.certificate.data["proof"]
+    other = y.copy()
+    other[0] += 1.0
+    for res in (small, spilled):
+        assert res.verify(X, y).ok
+        assert not verify_certificate(res.certificate, X, other).ok
+    del spilled, res
+    gc.collect()
+    assert _folders(tmp_path) == []
+
+
+def test_a_proof_larger_than_the_bound_goes_to_a_file_and_an_abandoned_one_leaves_nothing(
+        monkeypatch, tmp_path):
+    """Streams held in memory, a final file above the bound: it is written in a temporary
+    folder (removed with the certificate); a recorder discarded leaves no folder behind."""
+    import gc
+
+    from sparsecert.proof import recorder as rec
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    X, y = _noise(seed=9, n=24, p=12)
+    prepared, options = _records(X, y, 3, 0.01, node_limit=30)
+    prob = RelaxationProblem.from_prepared(prepared)
+    recorder = start(prob, prepared)
+    search = BranchAndBound(prob, 3, options, proof=recorder).run()
+    assert recorder.dir is None and _folders(tmp_path) == []
+    monkeypatch.setattr(rec, "_MEMORY_BYTES", 64)  # after the search: only the final file
+    proof = produce(search, prob, prepared, options, recorder=recorder)
+    src = proof.certificate.proof_source()
+    assert isinstance(src, str) and os.listdir(recorder.dir) == [os.path.basename(src)]
+    assert verify_certificate(proof.certificate, X, y).ok
+    del proof
+    gc.collect()
+    assert _folders(tmp_path) == []
+
+    recorder = start(prob, prepared)
+    BranchAndBound(prob, 3, options, proof=recorder).run()
+    assert recorder.dir is not None and _folders(tmp_path)  # 64 bytes: moved to files
+    recorder.discard()
+    assert _folders(tmp_path) == []
 
 
 # ------------------------------------------------------------------------------ parallel walk
