@@ -34,13 +34,21 @@ ETA = 2.0 ** -1074
 EPS_ELEM = 2.0 ** -40
 
 
+_F64 = np.float64
+
+
 def up(x):
-    """The next float toward +inf (elementwise)."""
+    """The next float toward +inf (elementwise; a float64 for a scalar, as numpy gives it, by
+    the standard library's ``nextafter``: a fifth of numpy's cost on one number)."""
+    if type(x) is float or type(x) is _F64:
+        return _F64(math.nextafter(x, math.inf))
     return np.nextafter(x, np.inf)
 
 
 def dn(x):
-    """The next float toward -inf (elementwise)."""
+    """The next float toward -inf (elementwise; a scalar as in :func:`up`)."""
+    if type(x) is float or type(x) is _F64:
+        return _F64(math.nextafter(x, -math.inf))
     return np.nextafter(x, -np.inf)
 
 

@@ -279,6 +279,33 @@ def test_the_product_check_rejects_a_wrong_row_in_either_layout(monkeypatch, lay
     assert R._product_consistent(A, B, C)
 
 
+@pytest.mark.filterwarnings("ignore:overflow encountered in nextafter")
+def test_one_step_outward_is_the_next_float_for_numbers_and_arrays():
+    """up / dn step exactly one float outward (numpy's nextafter, bit for bit) for a Python
+    float, a float64 and an array, and give a float64 for a number: the number's fast path
+    keeps the arithmetic that follows numpy's (a division by zero is inf, not an error)."""
+    from sparsecert.proof.rounding import dn, up
+
+    rng = np.random.default_rng(4)
+    special = [0.0, -0.0, 5e-324, -5e-324, 2.2250738585072014e-308, 1.0, -1.0,
+               1.7976931348623157e308, -1.7976931348623157e308, math.inf, -math.inf]
+    values = special + list(rng.standard_normal(20) * 10.0 ** rng.integers(-300, 300, 20))
+    for x in values:
+        for given in (float(x), np.float64(x)):
+            a, b = up(given), dn(given)
+            assert type(a) is np.float64 and type(b) is np.float64
+            assert a.tobytes() == np.nextafter(np.float64(x), np.inf).tobytes(), x
+            assert b.tobytes() == np.nextafter(np.float64(x), -np.inf).tobytes(), x
+            if math.isfinite(x) and abs(x) < 1.7976931348623157e308:
+                assert Fraction(float(b)) < Fraction(float(x)) < Fraction(float(a))
+    assert math.isnan(up(math.nan)) and math.isnan(dn(np.float64(math.nan)))
+    arr = np.array(values)
+    assert np.array_equal(up(arr), np.nextafter(arr, np.inf))
+    assert np.array_equal(dn(arr), np.nextafter(arr, -np.inf))
+    with np.errstate(divide="ignore"):
+        assert up(1.0) / 0.0 == math.inf
+
+
 def _no_blas(*args, **kwargs):
     raise AssertionError("the product check called a BLAS entry point")
 
