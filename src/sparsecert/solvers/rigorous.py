@@ -51,9 +51,11 @@ def _sumsq_rows(A: np.ndarray, axis: int) -> np.ndarray:
     return out
 
 
-def _row_sums(M: np.ndarray, xs: list[np.ndarray], vs: list[np.ndarray]):
-    """Per row i of M: fl(sum_l M_il x_l) for each x in ``xs``, fl(sum_l |M_il|) and
-    fl(sum_l |M_il| v_l) for each v in ``vs``, by numpy's own sums of products
+def _row_sums(M: np.ndarray, xs: list[np.ndarray], vs: list[np.ndarray],
+              absum: bool = False):
+    """Per row i of M: fl(sum_l M_il x_l) for each x in ``xs``, fl(sum_l |M_il|) (when
+    ``absum``, else None) and fl(sum_l |M_il| v_l) for each v in ``vs``, by numpy's own sums of
+    products
     (``np.einsum`` without ``optimize``: no BLAS, no temporary for a product), in M's memory
     order: a column-major M (a transposed view) is read down its columns, its rows' sums
     accumulated block by block (a sum in any order, a product fused with its addition or not,
@@ -61,7 +63,7 @@ def _row_sums(M: np.ndarray, xs: list[np.ndarray], vs: list[np.ndarray]):
     m, k = M.shape
     dots = [np.zeros(m) for _ in xs]
     mags = [np.zeros(m) for _ in vs]
-    asum = np.zeros(m)
+    asum = np.zeros(m) if absum else None
     if M.flags.f_contiguous and not M.flags.c_contiguous:
         MT = M.T
         for b in _chunks(k, m):
@@ -69,7 +71,8 @@ def _row_sums(M: np.ndarray, xs: list[np.ndarray], vs: list[np.ndarray]):
             for acc, x in zip(dots, xs, strict=True):
                 acc += np.einsum("li,l->i", blk, x[b])
             ab = np.abs(blk)
-            asum += np.einsum("li->i", ab)
+            if absum:
+                asum += np.einsum("li->i", ab)
             for acc, v in zip(mags, vs, strict=True):
                 acc += np.einsum("li,l->i", ab, v[b])
     else:
@@ -78,7 +81,8 @@ def _row_sums(M: np.ndarray, xs: list[np.ndarray], vs: list[np.ndarray]):
             for acc, x in zip(dots, xs, strict=True):
                 acc[b] = np.einsum("il,l->i", blk, x)
             ab = np.abs(blk)
-            asum[b] = np.einsum("il->i", ab)
+            if absum:
+                asum[b] = np.einsum("il->i", ab)
             for acc, v in zip(mags, vs, strict=True):
                 acc[b] = np.einsum("il,l->i", ab, v)
     return dots, asum, mags
@@ -108,16 +112,14 @@ def _product_consistent(A: np.ndarray, B: np.ndarray, C, extra: float = 0.0) -> 
     vs = [_up(np.maximum(np.abs(t), bmag)) for t in ts]
     s1s, _, (cmag,) = _row_sums(C, ws, [w0])
     s1mag = _sumsq_hi(cmag, q)
-    s2s, asum, amags = _row_sums(A, ts, vs)
+    s2s, asum, amags = _row_sums(A, ts, vs, absum=True)
     asum = _up(asum * _inv_one_minus(gamma(max(k - 1, 0))))
-    for s1, s2, amag in zip(s1s, s2s, amags, strict=True):
-        amag = _sumsq_hi(amag, k)
-        tol = _up(_up(gq * s1mag) + _up(_up(2.0 * gk + gq) * amag))
-        tol = _up(_up(_up(tol + (q + 2 * k) * ETA) + _up(q * ETA * asum)) + extra)
-        tol = _up(2.0 * tol)
-        if not ((np.abs(s1 - s2) <= tol) & np.isfinite(tol)).all():
-            return False
-    return True
+    # both weight vectors at once: one row each
+    amag = _sumsq_hi(np.stack(amags), k)
+    tol = _up(_up(gq * s1mag) + _up(_up(2.0 * gk + gq) * amag))
+    tol = _up(_up(_up(tol + (q + 2 * k) * ETA) + _up(q * ETA * asum)) + extra)
+    tol = _up(2.0 * tol)
+    return bool(((np.abs(np.stack(s1s) - np.stack(s2s)) <= tol) & np.isfinite(tol)).all())
 
 
 def _factor_ok(A: np.ndarray, L, under: float) -> bool:
