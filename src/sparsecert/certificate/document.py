@@ -63,7 +63,7 @@ class Certificate:
     The proof file (the tree's records in preorder and the witnesses) is kept on disk (a
     large certificate made by :func:`sparsecert.certify` holds a temporary file, removed with
     the object; :meth:`load` refers to the file next to the JSON) or in memory (:meth:`build`,
-    and a certificate of :func:`sparsecert.certify` whose proof file is at most 8 MiB).
+    and a certificate of :func:`sparsecert.certify` whose proof file is at most 1 MiB).
     """
 
     def __init__(self, data: dict, proof: str | os.PathLike | bytes, *,

@@ -63,7 +63,7 @@ NODE_DTYPE = np.dtype([("id", "<i8"), ("parent", "<i8"), ("bvar", "<i8"), ("bval
 _FLUSH = 4096
 #: bytes the recorder's streams (records, witness rows) hold in memory before they move to
 #: files in a temporary folder; a final proof file of at most this size is written in memory
-_MEMORY_BYTES = 1 << 23
+_MEMORY_BYTES = 1 << 20
 #: witnesses whose rigorous terms stay cached
 _CACHE = 256
 #: assumed seconds a node's claims take before any has been measured
