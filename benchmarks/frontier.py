@@ -41,7 +41,7 @@ import sparsecert
 from sparsecert.datasets import load_riboflavin, make_synthetic
 
 REL_GAP = 1e-4
-#: the n = p instance and the root gap the issue of the frontier started from (about 70%)
+#: the n = p instance (its root gap was about 70% when the frontier table began)
 N_EQ_P = "n = p: synthetic (1000,1000,10) rho=0.5 l2=1"
 
 
