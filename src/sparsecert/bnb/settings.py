@@ -33,6 +33,14 @@ class BnBSettings(SearchOptions):
     ----------
     node_rel_tol, node_max_iter : float, int
         Accuracy and iteration cap of a node relaxation (it stops earlier on the cutoff).
+    node_open_rel_tol : float or None
+        The accuracy of a node relaxation once the primal value of its iterate is below the
+        cutoff (the relaxation's optimum is then below it: no bound can prune the node, which
+        will be branched on); ``node_rel_tol`` applies while it is not. None:
+        ``node_rel_tol`` throughout; a value below ``node_rel_tol`` counts as
+        ``node_rel_tol``. Leaves keep ``leaf_rel_tol``. Every bound is valid either way; the
+        looser stop changes the tree (the children's inherited bounds, the fixings, the
+        branching variable) and the iterations a node takes.
     leaf_rel_tol, leaf_max_iter : float, int
         The same for leaves solved exactly.
     beam_width, n_candidates : int
@@ -61,6 +69,7 @@ class BnBSettings(SearchOptions):
     """
 
     node_rel_tol: float = 1e-6
+    node_open_rel_tol: float | None = None
     node_max_iter: int = 5000
     leaf_rel_tol: float = 1e-9
     leaf_max_iter: int = 50000

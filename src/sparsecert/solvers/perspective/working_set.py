@@ -129,7 +129,7 @@ def solve_ws(node, start, limits):
         if done.best >= limits.cutoff:
             status = "cutoff"
             break
-        if Px - done.best <= limits.rel_tol * max(1.0, abs(Px)):
+        if Px - done.best <= limits.tol_at(Px) * max(1.0, abs(Px)):
             status = "converged"
             break
         if runner.timed_out:
