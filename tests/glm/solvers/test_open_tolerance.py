@@ -129,3 +129,19 @@ def test_the_certificate_of_a_search_with_the_open_tolerance_verifies(tmp_path):
     doc = json.loads((tmp_path / "c.json").read_text())
     assert doc["producer"]["settings"]["node_open_rel_tol"] == LOOSE
     assert sparsecert.verify(tmp_path / "c.json", X, y).ok
+
+
+def test_the_settings_resolve_the_open_tolerance():
+    assert BnBSettings().open_rel_tol == BnBSettings().rel_gap  # None: the gap asked for
+    assert BnBSettings(rel_gap=1e-3).open_rel_tol == 1e-3
+    assert BnBSettings(rel_gap=0.0).open_rel_tol == 1e-6  # never below node_rel_tol
+    assert BnBSettings(node_open_rel_tol=0).open_rel_tol == 1e-6
+    assert BnBSettings(node_open_rel_tol=5e-3).open_rel_tol == 5e-3
+    assert BnBSettings(node_open_rel_tol=5e-3).record()["node_open_rel_tol"] == 5e-3
+    assert BnBSettings().record()["node_open_rel_tol"] == BnBSettings().rel_gap
+
+
+@pytest.mark.parametrize("bad", [-1e-3, float("nan"), "1e-3", True])
+def test_a_bad_open_tolerance_setting_is_refused(bad):
+    with pytest.raises(ValueError, match="node_open_rel_tol must be None or a number >= 0"):
+        BnBSettings(node_open_rel_tol=bad)
