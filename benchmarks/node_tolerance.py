@@ -47,7 +47,7 @@ from sparsecert.bnb import BnBSettings  # noqa: E402
 from sparsecert.datasets import make_synthetic  # noqa: E402
 from sparsecert.problem import ProblemSpec  # noqa: E402
 
-RULES = ("off", "default", "1e-3")
+RULES = ("off", "default")
 BASELINE = "off"
 
 
@@ -131,7 +131,7 @@ def main(argv=None) -> int:
                     "at lambda2 = 1 at least 1000)")
     ap.add_argument("--rules", default=",".join(RULES),
                     help="comma-separated node_open_rel_tol values ('off': 0, node_rel_tol "
-                    "throughout; 'default': None, rel_gap)")
+                    "throughout; 'default': None, rel_gap; or a number, e.g. 1e-3)")
     ap.add_argument("--only", default=None,
                     help="run the instances whose name contains one of these (comma-separated)")
     args = ap.parse_args(argv)

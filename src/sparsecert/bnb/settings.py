@@ -45,9 +45,8 @@ class BnBSettings(SearchOptions):
         search uses; the certificate records it). Leaves keep ``leaf_rel_tol``. Every bound is
         valid either way (weak duality at any iterate); the looser stop changes the tree (the
         children's inherited bounds, the fixings, the branching variable) and the iterations
-        a node takes: at the default ``rel_gap`` (1e-4), 0.52x the relaxation iterations on
-        the instances of ``benchmarks/node_tolerance.py`` that certify, and never more
-        (docs/bnb.md, "Choosing the defaults").
+        a node takes (at the default ``rel_gap``, fewer relaxation iterations on every
+        instance of ``benchmarks/node_tolerance.py``; docs/bnb.md, "Choosing the defaults").
     leaf_rel_tol, leaf_max_iter : float, int
         The same for leaves solved exactly.
     beam_width, n_candidates : int
