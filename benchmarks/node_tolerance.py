@@ -17,8 +17,10 @@ lambda2 = 0.1) and synthetic Toeplitz (rho = 0.5) instances at lambda2 = 0.1.
 
 Claims per rule against "off": the ratio of total relaxation iterations on the
 instances both certify (lower is better), the worst per-instance iteration increase there
-(target: at most 5%), the instances neither certifies on which the lower bound at the node
-budget drops (target 0); and the certificates the verifier rejects (target 0).
+(target: at most 5%), the worst relative drop of the lower bound at the node budget on the
+instances neither certifies (the open nodes' bounds stop earlier, so it may drop by up to the
+open tolerance: target 1e-4, the default's), the instances certified only with "off" (target
+0); and the certificates the verifier rejects (target 0).
 
 Usage::
 
@@ -86,7 +88,7 @@ def summarise(rows: list[dict], rules: list[str]) -> tuple[dict, list[dict]]:
         if rule == BASELINE:
             continue
         it_a = it_b = 0
-        worst, lb_up, lb_down, cert_lost, cert_won = 0.0, 0, 0, 0, 0
+        worst, lb_up, lb_down, cert_lost, cert_won, lb_drop = 0.0, 0, 0, 0, 0, 0.0
         for nm in names:
             a, b = by.get((nm, BASELINE)), by.get((nm, rule))
             if a is None or b is None:
@@ -102,13 +104,16 @@ def summarise(rows: list[dict], rules: list[str]) -> tuple[dict, list[dict]]:
             else:
                 lb_up += b["lower_bound"] > a["lower_bound"]
                 lb_down += b["lower_bound"] < a["lower_bound"]
+                lb_drop = max(lb_drop, (a["lower_bound"] - b["lower_bound"])
+                              / max(1.0, abs(a["lower_bound"])))
         ratio = it_b / it_a if it_a else float("nan")
         summary[rule] = dict(iter_ratio=ratio, worst_iter_loss=worst, lb_up=lb_up,
-                             lb_down=lb_down, certified_lost=cert_lost,
+                             lb_down=lb_down, worst_lb_drop=lb_drop, certified_lost=cert_lost,
                              certified_won=cert_won)
-        print(f"  open tol {rule:6s}: iterations x{ratio:.3f} on the instances both certify "
-              f"(worst {worst:+.1%}); budget runs: lower bound up on {lb_up}, down on "
-              f"{lb_down}; certified only by the default {cert_lost}, only by it {cert_won}")
+        print(f"  open tol {rule:8s}: iterations x{ratio:.3f} on the instances both certify "
+              f"(worst {worst:+.1%}); node-budget runs: lower bound up on {lb_up}, down on "
+              f"{lb_down} (at most {lb_drop:.1e} relative); certified only with "
+              f"{BASELINE} {cert_lost}, only with {rule} {cert_won}")
         claims.append(dict(name=f"node_open_rel_tol={rule}: total relaxation iterations / "
                            "those with node_rel_tol throughout, instances both certify",
                            measured=ratio,
@@ -116,9 +121,14 @@ def summarise(rows: list[dict], rules: list[str]) -> tuple[dict, list[dict]]:
         claims.append(dict(name=f"node_open_rel_tol={rule}: worst per-instance iteration "
                            "increase, instances both certify", measured=worst, target=0.05,
                            unit="fraction", better="lower"))
-        claims.append(dict(name=f"node_open_rel_tol={rule}: node-budget runs whose lower "
-                           "bound drops", measured=lb_down, target=0, unit="count",
-                           better="lower"))
+        # at a fixed node budget the open nodes' bounds are stopped earlier, so the lower
+        # bound may be lower by up to the open tolerance: the target is the default's, rel_gap
+        claims.append(dict(name=f"node_open_rel_tol={rule}: worst relative drop of the lower "
+                           "bound at the node budget (runs neither certifies)",
+                           measured=lb_drop, target=1e-4, unit="fraction", better="lower"))
+        claims.append(dict(name=f"node_open_rel_tol={rule}: instances certified with "
+                           f"{BASELINE} and not with it", measured=cert_lost, target=0,
+                           unit="count", better="lower"))
     return summary, claims
 
 
