@@ -204,6 +204,7 @@ class NodeTask:
     race: bool = False  # solve with both strategies, measure their iterations (one node)
     branching: Any = None  # an informed rule's BranchSpec (sparsecert.bnb.informed), or None
     carried: NodeContext | None = None  # the context itself, sent after a ContextMissing
+    open_rel_tol: float | None = None  # the tolerance once P < cutoff (solve_node's)
 
     def run(self) -> NodeOutcome | ContextMissing:
         return evaluate_task(self)
@@ -286,7 +287,8 @@ def evaluate_task(task: NodeTask) -> NodeOutcome | ContextMissing:
     res = solve_node(ctx.problem, ctx.k, task.fixed_in, task.fixed_out, rel_tol=task.rel_tol,
                      max_iter=task.max_iter, time_limit=task.time_limit, cutoff=task.cutoff,
                      warm_start=task.warm_start, solver=task.solver,
-                     iterations=task.iterations, race=task.race)
+                     iterations=task.iterations, race=task.race,
+                     open_rel_tol=task.open_rel_tol)
     out = NodeOutcome(res)
     if task.leaf:
         out.models.append(ctx.refitter.fit(_leaf_support(task, ctx.k)))

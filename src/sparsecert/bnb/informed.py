@@ -154,7 +154,8 @@ def _strong_child(ctx, task, fi, fo, warm, j: int, value: int, params: StrongPar
         start[j] = 0.0
     return solve_node(ctx.problem, ctx.k, fi, fo, rel_tol=task.rel_tol,
                       max_iter=params.iterations, time_limit=task.time_limit, cutoff=task.cutoff,
-                      warm_start=start, solver=task.solver, iterations=task.iterations)
+                      warm_start=start, solver=task.solver, iterations=task.iterations,
+                      open_rel_tol=task.open_rel_tol)
 
 
 def choose(ctx, task, spec: BranchSpec, res: RelaxationResult, fixed_in: np.ndarray,

@@ -228,7 +228,8 @@ class BranchAndBound(BatchPipeline):
                         n_candidates=s.n_candidates, fixing=s.fixing and not leaf,
                         witness=node.witness, solver=s.node_strategy,
                         iterations=self._iterations, race=self._race_here(node, leaf),
-                        branching=None if leaf else self._brancher.spec(node.depth))
+                        branching=None if leaf else self._brancher.spec(node.depth),
+                        open_rel_tol=None if leaf else s.open_rel_tol)
 
     def _race_here(self, node: Node, leaf: bool) -> bool:
         """Does the node's task race the node strategies? With ``node_strategy="auto"``, the
@@ -405,7 +406,7 @@ class BranchAndBound(BatchPipeline):
         self._brancher = Brancher(s.branching, self.problem.n_features)
         self._rules = SubtreeRules(s.rel_gap, s.abs_gap, s.branching, s.heuristic_every,
                                    s.node_rel_tol, s.node_max_iter, s.leaf_rel_tol,
-                                   s.leaf_max_iter, s.fixing)
+                                   s.leaf_max_iter, s.fixing, s.open_rel_tol)
         self._in_flight: deque[Node] = deque()  # handed to the workers, not yet processed
         self._n_dropped = 0  # subtree records whose node the engine had closed above them
         self.queue = make_queue(self.settings.node_selection)

@@ -33,6 +33,20 @@ class BnBSettings(SearchOptions):
     ----------
     node_rel_tol, node_max_iter : float, int
         Accuracy and iteration cap of a node relaxation (it stops earlier on the cutoff).
+    node_open_rel_tol : float or None
+        The accuracy of a node relaxation once the primal value ``P`` of its iterate is below
+        the cutoff: the relaxation's optimum is then below it, no bound can prune the node
+        (it will be branched on), and iterating to ``node_rel_tol`` would only tighten a bound
+        that closes nothing. ``node_rel_tol`` applies while ``P`` is at or above the cutoff
+        (the node may still be pruned). None (the default): ``rel_gap``, so that the bound of
+        an open node is never looser, relatively, than the gap asked for; ``rel_gap=0`` or
+        ``node_open_rel_tol=0`` gives ``node_rel_tol`` throughout. A value below
+        ``node_rel_tol`` counts as ``node_rel_tol`` (:attr:`open_rel_tol` is the value the
+        search uses; the certificate records it). Leaves keep ``leaf_rel_tol``. Every bound is
+        valid either way (weak duality at any iterate); the looser stop changes the tree (the
+        children's inherited bounds, the fixings, the branching variable) and the iterations
+        a node takes (at the default ``rel_gap``, fewer relaxation iterations on every
+        instance of ``benchmarks/node_tolerance.py``; docs/bnb.md, "Choosing the defaults").
     leaf_rel_tol, leaf_max_iter : float, int
         The same for leaves solved exactly.
     beam_width, n_candidates : int
@@ -61,6 +75,7 @@ class BnBSettings(SearchOptions):
     """
 
     node_rel_tol: float = 1e-6
+    node_open_rel_tol: float | None = None
     node_max_iter: int = 5000
     leaf_rel_tol: float = 1e-9
     leaf_max_iter: int = 50000
@@ -87,6 +102,10 @@ class BnBSettings(SearchOptions):
                 or self.subtree_nodes < 1):
             raise ValueError(f"subtree_nodes must be a positive integer, got "
                              f"{self.subtree_nodes!r}")
+        tol = self.node_open_rel_tol
+        if tol is not None and (isinstance(tol, bool) or not isinstance(tol, (int, float))
+                                or not tol >= 0.0):
+            raise ValueError(f"node_open_rel_tol must be None or a number >= 0, got {tol!r}")
         if self.node_strategy not in NODE_STRATEGIES:
             raise ValueError(f"unknown node_strategy {self.node_strategy!r}; choose from "
                              f"{list(NODE_STRATEGIES)}")
@@ -97,10 +116,19 @@ class BnBSettings(SearchOptions):
         ``batch_size`` (rounded down) when it is None."""
         return self.batch_size // 4 if self.batch_overlap is None else self.batch_overlap
 
+    @property
+    def open_rel_tol(self) -> float:
+        """The tolerance of a node relaxation once its primal value is below the cutoff:
+        ``node_open_rel_tol`` (``rel_gap`` when None), at least ``node_rel_tol``."""
+        tol = self.rel_gap if self.node_open_rel_tol is None else self.node_open_rel_tol
+        return max(float(self.node_rel_tol), float(tol))
+
     def record(self) -> dict:
         """The settings the certificate records: all but where and how loudly the search runs
-        (:data:`sparsecert.problem.EXECUTION_FIELDS`), with the overlap the search used."""
+        (:data:`sparsecert.problem.EXECUTION_FIELDS`), with the overlap and the open-node
+        tolerance the search used."""
         rec = {f.name: getattr(self, f.name) for f in fields(self)
                if f.name not in EXECUTION_FIELDS}
         rec["batch_overlap"] = self.overlap
+        rec["node_open_rel_tol"] = self.open_rel_tol
         return rec

@@ -61,6 +61,7 @@ class SubtreeRules:
     leaf_rel_tol: float
     leaf_max_iter: int
     fixing: bool
+    node_open_rel_tol: float | None = None
 
 
 @dataclass
@@ -149,6 +150,7 @@ def explore_subtree(task: SubtreeTask) -> SubtreeOutcome | ContextMissing:
                            time_limit=remaining, inherited_bound=inherited, leaf=leaf,
                            heuristic=NO_HEURISTIC if leaf else level,
                            fixing=rules.fixing and not leaf, witness=witness,
+                           open_rel_tol=None if leaf else rules.node_open_rel_tol,
                            iterations=iterations, race=False,
                            branching=None if top.branching is None or leaf
                            else top.branching.below())

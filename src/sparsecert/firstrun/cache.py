@@ -53,7 +53,7 @@ def node_kernels_cached(prob) -> bool | None:
     n, p = prob.n_samples, prob.n_features
     state = np.full(p, 2, dtype=np.int8)
     it = new_iterate(np.zeros(p), np.zeros(n), 1.0, 0.0)
-    args = (fista_data(prob), intercept(prob), state, 1, it, 1e-6, 1, np.inf)
+    args = (fista_data(prob), intercept(prob), state, 1, it, 1e-6, 1, np.inf, 1e-6)
     from sparsecert.solvers.perspective._linalg import _lanczos_top
 
     answers = [is_cached(fista_chunk, args), is_cached(_lanczos_top, (prob.design, 1, 0))]

@@ -178,7 +178,7 @@ def compile_node_kernel(config: tuple) -> None:
     state = np.full(p, 2, dtype=np.int8)
     prox_node(np.zeros(p), state, 1, 1.0, float(prob.M))
     it = new_iterate(np.zeros(p), np.zeros(n), 1.0, 0.0)
-    fista_chunk(fista_data(prob), intercept(prob), state, 1, it, 1e-6, 0, np.inf)
+    fista_chunk(fista_data(prob), intercept(prob), state, 1, it, 1e-6, 0, np.inf, 1e-6)
 
 
 def zspace_calls(prob) -> list[tuple]:
@@ -194,7 +194,7 @@ def zspace_calls(prob) -> list[tuple]:
     state = np.full(m, 2, dtype=np.int8)
     cols = ZColumns(np.flatnonzero(state == 2), np.ones(m))
     it = new_ziterate(np.zeros(m), n, m)
-    return [(zspace_chunk, (fista_data(prob, DA), cols, state, 1, it, 1e-6, 0, np.inf))]
+    return [(zspace_chunk, (fista_data(prob, DA), cols, state, 1, it, 1e-6, 0, np.inf, 1e-6))]
 
 
 def compile_zspace(prob) -> None:

@@ -148,10 +148,11 @@ def test_engine_settings_extend_the_search_options_and_record_the_tree_settings_
     # executor, no log), then the engine's tuning
     assert list(s.record()) == [
         "rel_gap", "abs_gap", "time_limit", "node_limit", "node_selection", "branching",
-        "batch_size", "batch_overlap", "node_rel_tol", "node_max_iter", "leaf_rel_tol",
-        "leaf_max_iter", "beam_width", "n_candidates", "heuristic_every", "fixing",
-        "subtree_nodes", "node_strategy", "log_interval"]
+        "batch_size", "batch_overlap", "node_rel_tol", "node_open_rel_tol", "node_max_iter",
+        "leaf_rel_tol", "leaf_max_iter", "beam_width", "n_candidates", "heuristic_every",
+        "fixing", "subtree_nodes", "node_strategy", "log_interval"]
     assert s.record()["batch_overlap"] == s.batch_size // 4  # the default, resolved
+    assert s.record()["node_open_rel_tol"] == 0.01  # the default (rel_gap), resolved
     assert not set(s.record()) & set(EXECUTION_FIELDS)
     with pytest.raises(ValueError, match="node_selection"):
         BnBSettings(node_selection="random")

@@ -54,11 +54,11 @@ def test_chunks_of_one_iteration_equal_one_long_run(loss, icpt):
 
     n_iter = 60
     a = fresh()
-    st_a, done_a = fista_chunk(data, icpt_arg, state, budget, a, 0.0, n_iter, np.inf)
+    st_a, done_a = fista_chunk(data, icpt_arg, state, budget, a, 0.0, n_iter, np.inf, 0.0)
     b = fresh()
     done_b = 0
     for _ in range(n_iter):
-        st_b, d = fista_chunk(data, icpt_arg, state, budget, b, 0.0, 1, np.inf)
+        st_b, d = fista_chunk(data, icpt_arg, state, budget, b, 0.0, 1, np.inf, 0.0)
         done_b += d
     assert done_a == done_b == n_iter
     assert st_a == st_b == 0
@@ -81,7 +81,7 @@ def _python_schedule(prob, state, budget, it, tol, n_max, polisher):
     it.set("restart", RESTART_BOTH)
     while done < n_max:
         m = min(10, n_max - done)
-        status, n_it = fista_chunk(data, None, state, budget, it, tol, m, np.inf)
+        status, n_it = fista_chunk(data, None, state, budget, it, tol, m, np.inf, tol)
         done += n_it
         if status != 0:
             break
@@ -162,6 +162,6 @@ def test_step_search_ends_when_the_values_are_not_numbers():
                      objective(prob, state, budget, x0, ux0))
     it.set("restart", RESTART_BOTH)
     it.set("l_down", 0.9)
-    status, n_it = fista_chunk(data, None, state, budget, it, 1e-6, 5, np.inf)
+    status, n_it = fista_chunk(data, None, state, budget, it, 1e-6, 5, np.inf, 1e-6)
     assert (status, n_it) == (0, 5)
     assert it.get("n_backtrack") < 5 * 2000  # a few thousand doublings reach inf, not 1e9

@@ -224,13 +224,15 @@ def _polish_due(x, sig, sc):
 
 
 @njit(cache=True, nogil=True)
-def fista_chunk(data, icpt, state, budget, it, rel_tol, max_iter, cutoff):
+def fista_chunk(data, icpt, state, budget, it, rel_tol, max_iter, cutoff, open_tol):
     """Run at most ``max_iter`` FISTA iterations; returns ``(status, n_iter_done)``.
 
     ``data`` (:class:`FistaData`) is read, ``it`` (:class:`FistaIterate`) advanced in place,
     ``icpt`` is an :class:`Intercept` or ``None``.
     ``state`` / ``budget``: the node (0 out / 1 in / 2 free, budget of the free coordinates).
-    Stops on ``(P - best) <= rel_tol * max(1, |P|)`` (status 1), ``best >= cutoff`` (status 2),
+    Stops on ``(P - best) <= tol * max(1, |P|)`` (status 1; ``tol`` is ``open_tol`` once
+    ``P < cutoff``, when the node's bound can no longer reach the cutoff, else ``rel_tol``;
+    ``open_tol = rel_tol`` for one tolerance), ``best >= cutoff`` (status 2),
     when a polish is due (status 3, see :func:`_polish_due`; only with ``pol_every > 0``) or
     after ``max_iter`` iterations (status 0). The restart scheme and ``l_down`` (``L`` is
     multiplied by it before each step, then backtracked) are scalars of ``it``.
@@ -381,7 +383,7 @@ def fista_chunk(data, icpt, state, budget, it, rel_tol, max_iter, cutoff):
         else:
             t = t_next
         Px = Pn
-        if Px - best <= rel_tol * max(1.0, abs(Px)):
+        if Px - best <= (open_tol if Px < cutoff else rel_tol) * max(1.0, abs(Px)):
             status = ST_CONVERGED
             break
         if pol_every > 0:

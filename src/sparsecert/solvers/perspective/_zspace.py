@@ -365,7 +365,7 @@ def _coef_into(state, zf, c, lam, out):
 
 
 @njit(cache=True, nogil=True)
-def zspace_chunk(data, cols, state, budget, it, rel_tol, max_iter, cutoff):
+def zspace_chunk(data, cols, state, budget, it, rel_tol, max_iter, cutoff, open_tol):
     """Run at most ``max_iter`` iterations of accelerated projected gradient on the free
     indicators (FISTA with backtracking and function-value restart, see ``zspace``); returns
     ``(status, n_iter_done)`` (the codes of ``_fista``, :data:`ST_FAILED` when the system is
@@ -374,7 +374,8 @@ def zspace_chunk(data, cols, state, budget, it, rel_tol, max_iter, cutoff):
     ``data`` (a ``FistaData`` on the active columns) and ``cols`` (:class:`ZColumns`) are
     read, ``it`` (:class:`ZIterate`) advanced in place; ``state`` / ``budget``: the active
     columns' states (1 in, 2 free) and the budget of the free ones. Stops on
-    ``phi - best <= rel_tol * max(1, |phi|)`` or ``best >= cutoff``.
+    ``phi - best <= tol * max(1, |phi|)`` (``tol``: ``open_tol`` once ``phi < cutoff``, when
+    the node's bound can no longer reach the cutoff, else ``rel_tol``) or ``best >= cutoff``.
     """
     lam = data.lam
     mA, n = data.D.XT.shape
@@ -457,7 +458,7 @@ def zspace_chunk(data, cols, state, budget, it, rel_tol, max_iter, cutoff):
             it.c[r] = at_n.c[r]
         f = fn
         L *= 0.9
-        if f - best <= rel_tol * max(1.0, abs(f)):
+        if f - best <= (open_tol if f < cutoff else rel_tol) * max(1.0, abs(f)):
             status = ST_CONVERGED
             break
     sc["t"] = t

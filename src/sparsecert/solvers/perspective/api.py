@@ -51,7 +51,7 @@ def solve_node(prob: RelaxationProblem, k: int, fixed_in=None, fixed_out=None, *
                cutoff: float | None = None, warm_start: Any = None,
                restart: str = DEFAULT_RESTART, working_set: bool | None = None,
                solver: str = "auto", iterations: Iterations | None = None,
-               race: bool = False) -> RelaxationResult:
+               race: bool = False, open_rel_tol: float | None = None) -> RelaxationResult:
     """Solve the perspective relaxation of one branch-and-bound node.
 
     Parameters
@@ -94,6 +94,12 @@ def solve_node(prob: RelaxationProblem, k: int, fixed_in=None, fixed_out=None, *
         keep the one that cost less in operation counts
         (:func:`~sparsecert.solvers.perspective.strategies.race`); the result's ``race`` then
         holds what it measured (its ``iterations`` are those of the problem's other nodes).
+    open_rel_tol : float or None
+        The tolerance once the primal value ``P`` of the iterate is below ``cutoff`` (the
+        relaxation's optimum is then below the cutoff: no bound can reach it, and iterating
+        further only tightens a bound that cannot prune the node); ``rel_tol`` applies while
+        ``P >= cutoff``. None (the default): ``rel_tol`` throughout; a value below ``rel_tol``
+        counts as ``rel_tol``. Every bound is valid whichever tolerance stops the iterations.
 
     Returns
     -------
@@ -102,7 +108,8 @@ def solve_node(prob: RelaxationProblem, k: int, fixed_in=None, fixed_out=None, *
     """
     node, start, limits = _prepare(prob, k, fixed_in, fixed_out, rel_tol=rel_tol,
                                    max_iter=max_iter, time_limit=time_limit, cutoff=cutoff,
-                                   warm_start=warm_start, restart=restart, solver=solver)
+                                   warm_start=warm_start, restart=restart, solver=solver,
+                                   open_rel_tol=open_rel_tol)
     if race and solver == "auto":
         res, outcome = strategies.race(node, start, limits, working_set)
         if outcome is not None:
@@ -144,13 +151,16 @@ def _prepare(prob, k, fixed_in, fixed_out, **options) -> tuple[NodeProblem, Star
         raise ValueError(f"max_iter must be an integer >= 0, got {max_iter!r}")
     if not (rel_tol >= 0.0):
         raise ValueError(f"rel_tol must be >= 0, got {rel_tol!r}")
+    open_rel_tol = options["open_rel_tol"]
+    if open_rel_tol is not None and not (open_rel_tol >= 0.0):
+        raise ValueError(f"open_rel_tol must be None or >= 0, got {open_rel_tol!r}")
     if options["solver"] not in strategies.SOLVERS:
         raise ValueError(f"solver must be 'auto', 'fista' or 'zspace', got "
                          f"{options['solver']!r}")
     cutoff, time_limit = options["cutoff"], options["time_limit"]
     limits = Limits(float(rel_tol), int(max_iter), np.inf if cutoff is None else float(cutoff),
                     None if time_limit is None else t0 + float(time_limit), t0,
-                    RESTARTS[restart])
+                    RESTARTS[restart], None if open_rel_tol is None else float(open_rel_tol))
     node = NodeProblem.build(prob, k, s1, s0)
     return node, Start.of(node, options["warm_start"]), limits
 

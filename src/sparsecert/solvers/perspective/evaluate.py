@@ -79,7 +79,7 @@ def finish(node, limits, run, data=None) -> RelaxationResult:
     if status in ("max_iter", "time_limit"):
         if best >= limits.cutoff:
             status = "cutoff"
-        elif gap <= limits.rel_tol:
+        elif gap <= limits.tol_at(obj):
             status = "converged"
     return RelaxationResult(
         coef=coef, intercept=prob.centring.user_intercept(coef, c), objective=obj,

@@ -58,20 +58,20 @@ def initial_L(prob, norm_sq: float, ub: np.ndarray) -> float:
 def run_fista(runner: Runner, problem: tuple, it, limits, n_max: int, polisher=None
               ) -> tuple[int, int]:
     """Advance the FISTA state ``it`` by at most ``n_max`` iterations with ``limits``'
-    tolerance, cutoff and restart scheme (and ``polisher``, if any); returns
+    tolerances, cutoff and restart scheme (and ``polisher``, if any); returns
     ``(status, n_done)``. ``problem``: the kernel's ``(data, icpt, state, budget)``."""
     it.set("restart", limits.restart)
     it.set("l_down", L_DOWN)
-    tol, cut = float(limits.rel_tol), float(limits.cutoff)
+    tol, cut, open_tol = float(limits.rel_tol), float(limits.cutoff), float(limits.open_tol)
     data, icpt, state, budget = problem
     polish = None
     if polisher is not None:
         polisher.arm(it)
 
         def polish() -> int:
-            return polisher.polish(it, tol, cut)
-    return runner.run(lambda m: fista_chunk(data, icpt, state, budget, it, tol, m, cut), n_max,
-                      polish)
+            return polisher.polish(it, tol, cut, open_tol)
+    return runner.run(lambda m: fista_chunk(data, icpt, state, budget, it, tol, m, cut,
+                                            open_tol), n_max, polish)
 
 
 class FullFista:

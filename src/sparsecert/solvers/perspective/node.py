@@ -137,7 +137,10 @@ class Limits:
     ``rel_tol``: ``(P - LB) / max(1, |P|) <= rel_tol``; ``max_iter``: iterations in all;
     ``cutoff``: the valid bound reaches it; ``deadline``: a ``time.perf_counter()`` value or
     None; ``t0``: when the node's solve started; ``restart``: FISTA's restart scheme
-    (``_fista.RESTART_*``).
+    (``_fista.RESTART_*``); ``open_rel_tol``: the tolerance once ``P < cutoff`` (the
+    relaxation's optimum is then below the cutoff, so no bound can reach it: the node stays
+    open however long it iterates), None for ``rel_tol`` throughout; a value below
+    ``rel_tol`` counts as ``rel_tol`` (:attr:`open_tol`).
     """
 
     rel_tol: float
@@ -146,6 +149,19 @@ class Limits:
     deadline: float | None = None
     t0: float = 0.0
     restart: int = 1
+    open_rel_tol: float | None = None
+
+    @property
+    def open_tol(self) -> float:
+        """The tolerance once the primal value is below the cutoff."""
+        if self.open_rel_tol is None:
+            return self.rel_tol
+        return max(self.rel_tol, self.open_rel_tol)
+
+    def tol_at(self, P: float) -> float:
+        """The tolerance at primal value ``P``: :attr:`open_tol` below the cutoff, else
+        ``rel_tol``."""
+        return self.open_tol if P < self.cutoff else self.rel_tol
 
 
 @dataclass

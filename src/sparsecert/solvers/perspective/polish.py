@@ -327,9 +327,10 @@ class Polisher:
         sc["pol_n"] = self.prob.n_samples
         sc["pol_active"] = self.n_active
 
-    def polish(self, it, tol, cutoff) -> int:
+    def polish(self, it, tol, cutoff, open_tol=None) -> int:
         """Try one polish of the FISTA state ``it`` (the kernel said one is due); returns the
-        kernel status (1 converged, 2 cutoff) if it settled the node, else 0."""
+        kernel status (1 converged, 2 cutoff) if it settled the node, else 0 (``open_tol``:
+        the tolerance once ``P < cutoff``, as the kernel's; None for ``tol``)."""
         prob, state, budget = self.prob, self.state, self.budget
         if prob.sparse and not self._fits(it.x):
             cand = None  # the support's dense columns would cost more than the matrix
@@ -368,6 +369,8 @@ class Polisher:
             it.set("pol_fail", it.get("pol_fail") + 1)
         if best >= cutoff:
             return ST_CUTOFF
+        if open_tol is not None and px < cutoff:
+            tol = open_tol
         if px - best <= tol * max(1.0, abs(px)):
             return ST_CONVERGED
         return 0

@@ -112,7 +112,8 @@ def solve_ws(node, start, limits):
         it = new_iterate(xW, uxW, initial_L(prob, nsW, uxW),
                          objective(prob, stW, budget, xW, uxW))
         _, n_sub = run_fista(runner, (fista_data(prob, DW, W), None, stW, budget), it,
-                             replace(limits, rel_tol=inner_tol, cutoff=np.inf),
+                             replace(limits, rel_tol=inner_tol, cutoff=np.inf,
+                                     open_rel_tol=None),
                              limits.max_iter - done.n_iter)
         done = replace(done, n_iter=done.n_iter + n_sub,
                        n_restarts=done.n_restarts + it.get("n_restart"))
@@ -129,7 +130,8 @@ def solve_ws(node, start, limits):
         if done.best >= limits.cutoff:
             status = "cutoff"
             break
-        if Px - done.best <= limits.rel_tol * max(1.0, abs(Px)):
+        tol = limits.tol_at(Px)  # the looser open tolerance once Px is below the cutoff
+        if Px - done.best <= tol * max(1.0, abs(Px)):
             status = "converged"
             break
         if runner.timed_out:
@@ -151,8 +153,8 @@ def solve_ws(node, start, limits):
             add = viol[np.argsort(-h[viol])[:n_add]]
             in_w[add] = True
         else:
-            if inner_tol > 0.1 * limits.rel_tol:
-                inner_tol = max(inner_tol * 0.1, 0.1 * limits.rel_tol)
+            if inner_tol > 0.1 * tol:
+                inner_tol = max(inner_tol * 0.1, 0.1 * tol)
             else:
                 inner_tol = max(inner_tol * 0.1, 1e-16)
     return finish(node, limits, replace(done, coef=x, status=status))

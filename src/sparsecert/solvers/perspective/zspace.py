@@ -119,7 +119,8 @@ class ZSpace:
         runner = Runner(limits.deadline, max_chunk=CHUNK)
         status, n_it = runner.run(lambda m: zspace_chunk(data, cols, stA, int(budget), it,
                                                          float(limits.rel_tol), m,
-                                                         float(limits.cutoff)),
+                                                         float(limits.cutoff),
+                                                         float(limits.open_tol)),
                                   limits.max_iter)
         if status == ST_FAILED:
             raise ZSpaceFailed("the n x n system of the z-space solve is not numerically "
