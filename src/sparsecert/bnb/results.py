@@ -66,7 +66,9 @@ class SearchResult:
         (``streamed``), the nodes still open at the end (the certificate's recorder holds the
         rest).
     history : list of HistoryRecord
-        Progress samples ``(time, n_nodes, upper_bound, lower_bound)``.
+        Progress samples ``(time, n_nodes, upper_bound, lower_bound)``: one every 0.05 s of
+        search at first; a long search keeps at most 4096, spread evenly (every other sample
+        dropped, and the step doubled, each time the list fills).
     settings : dict
         The :class:`~sparsecert.bnb.BnBSettings` used, as a dict.
     streamed : bool

@@ -85,6 +85,11 @@ from sparsecert.statuses import (
 
 __all__ = ["BnBSettings", "BranchAndBound", "NodeCallback", "NODE_STRATEGIES", "ProofSink"]
 
+#: seconds between two samples of a search's progress history at first
+HISTORY_STEP = 0.05
+#: samples the history holds at most: when full, every other one is dropped and the step doubles
+HISTORY_MAX = 4096
+
 #: ``callback(node, result)``: called once per evaluated node, after the engine processed it
 #: (``node.status`` tells what happened: branched, pruned or solved).
 NodeCallback = Callable[[Node, RelaxationResult], None]
@@ -374,13 +379,17 @@ class BranchAndBound(BatchPipeline):
 
     def _log(self, force: bool = False) -> None:
         elapsed = self._elapsed()
-        sample = force or not self.history or elapsed - self.history[-1].time >= 0.05
+        sample = (force or not self.history
+                  or elapsed - self.history[-1].time >= self._history_step)
         if not (sample or self.progress.due()):
             return  # the bound below reads every open node of a depth-first queue
         ub = self.incumbent.objective if self.incumbent is not None else np.inf
         lb = self._global_lb(self._in_flight)  # nodes handed out are still open
         if sample:
             self.history.append(HistoryRecord(elapsed, self._n_nodes, ub, lb))
+            if len(self.history) >= HISTORY_MAX:  # a long search: every other sample kept
+                self.history = self.history[::2]
+                self._history_step *= 2.0
         self.progress.update(elapsed, self._n_evaluated, len(self.queue), ub, lb,
                              relative_gap(ub, lb), force=force)
 
@@ -389,6 +398,7 @@ class BranchAndBound(BatchPipeline):
         self._t0 = time.perf_counter()
         self.incumbent = None
         self.history: list[HistoryRecord] = []
+        self._history_step = HISTORY_STEP  # seconds between samples (doubled as it fills)
         self._closed_lb = np.inf
         self._n_evaluated = 0
         self._n_iter = 0

@@ -180,3 +180,23 @@ def test_the_log_follows_an_overlapping_search_with_a_valid_bound():
     assert max(bounds) <= ref + 1e-6 * max(1.0, abs(ref))  # printed with 8 digits
     assert len(res.history) >= 2
     assert all(h.lower_bound <= ref + 1e-9 * max(1.0, abs(ref)) for h in res.history)
+
+
+def test_a_long_searchs_history_stays_bounded_and_spread(monkeypatch):
+    """The history keeps at most HISTORY_MAX samples: when it fills, every other sample goes
+    and the step between samples doubles, so a long search's history still spans the run."""
+    from sparsecert.bnb import search as search_mod
+
+    monkeypatch.setattr(search_mod, "HISTORY_MAX", 8)
+    engine = BranchAndBound(_problem(), 2, BnBSettings(verbose=0, batch_size=1,
+                                                        batch_overlap=0, rel_gap=0.0))
+    engine._reset()
+    engine._history_step = 1.0  # a sample at every call of the clock below
+    clock = iter(np.arange(0.0, 100.0, 1.0))
+    monkeypatch.setattr(engine, "_elapsed", lambda: float(next(clock)))
+    for _ in range(40):
+        engine._log()
+    times = [h.time for h in engine.history]
+    assert len(times) < 8
+    assert times == sorted(times) and times[0] == 0.0 and times[-1] >= 30.0
+    assert engine._history_step >= 8.0
