@@ -183,6 +183,12 @@ class ProofRecorder:
         self.n_dual = 0  # slots allocated (a slot may end up unused: see finish)
         self.n_shifted = 0
         self.seconds = 0.0  # spent in closed(): the claims of the closed nodes
+        # the same for the leaves closed without fixings of their own, as the open nodes are
+        # recorded at the end (their cost estimates the reserve: a node with fixings also
+        # claims every region they cut off, several times the cost, and a branched node
+        # without fixings claims nothing)
+        self._plain_seconds = 0.0
+        self._n_plain = 0
         self.finished = False
 
     # -- during the search ------------------------------------------------------------------
@@ -229,7 +235,11 @@ class ProofRecorder:
         if len(self._buf) >= _FLUSH:
             self._flush()
         self.n_closed += 1
-        self.seconds += time.perf_counter() - t0
+        spent = time.perf_counter() - t0
+        self.seconds += spent
+        if leaf and not fixings:
+            self._plain_seconds += spent
+            self._n_plain += 1
 
     def _flush(self) -> None:
         if self._buf:
@@ -304,7 +314,12 @@ class ProofRecorder:
     def reserve(self, n_open: int) -> float:
         """Seconds to keep for :meth:`finish` (the open nodes' claims, the final file, a copy of
         it), estimated from the nodes closed so far."""
-        per = self.seconds / self.n_closed if self.n_closed >= 16 else _DEFAULT_PER_NODE
+        if self._n_plain >= 16:  # an open node is recorded like a leaf without fixings
+            per = self._plain_seconds / self._n_plain
+        elif self.n_closed >= 16:
+            per = self.seconds / self.n_closed
+        else:
+            per = _DEFAULT_PER_NODE
         n_nodes = self.n_closed + n_open
         size = proof_size(n_nodes, self.n_dual + n_open, self.n_shifted, self.p * self.n_shifted,
                           self.n)

@@ -286,3 +286,38 @@ def test_the_problems_fixed_features_are_the_roots_fixings(k, var, fields):
     doc, proof = _rooted(X, y, k, var)
     rep = verify_certificate(doc, X, y, proof=proof)
     assert rep.failed_checks == ["tree_structure"] and "reserved bits" in str(rep)
+
+
+def test_the_reserve_prices_an_open_node_like_a_leaf_without_fixings(monkeypatch):
+    """At the end every open node is recorded as a leaf with its inherited witness and no
+    fixings of its own: the reserve prices it at what such leaves cost during the search, not
+    at the average over nodes with fixings (dearer) and branched ones (nearly free)."""
+    import types
+
+    from sparsecert.proof import recorder as R
+    from sparsecert.statuses import BRANCHED
+
+    cost = {"now": 0.0, "step": 0.0}
+
+    def clock():  # each closed() spans one step of this clock
+        cost["now"] += cost["step"]
+        return cost["now"]
+
+    monkeypatch.setattr(R, "time", types.SimpleNamespace(perf_counter=clock))
+    kinds, recorders, original = [], set(), ProofRecorder.closed
+
+    def closed(self, node, leaf=None):
+        is_leaf = node.status != BRANCHED if leaf is None else leaf
+        # a call spans one step: 5 s with fixings, 0.5 s a leaf without, 0 a branched node
+        cost["step"] = 5.0 if node.bound_fixings else (0.5 if is_leaf else 0.0)
+        kinds.append((bool(node.bound_fixings), is_leaf))
+        recorders.add(self)
+        return original(self, node, leaf)
+
+    monkeypatch.setattr(ProofRecorder, "closed", closed)
+    X, y = _noise()
+    sparsecert.certify(X, y, 3, 0.05, fit_intercept=False, verbose=0, node_limit=200)
+    (rec,) = recorders
+    assert sum(leaf and not fx for fx, leaf in kinds) >= 16
+    assert any(not leaf for _, leaf in kinds)  # branched nodes too, which cost 0 here
+    assert rec.reserve(100) - rec.reserve(0) == pytest.approx(1.5 * 0.5 * 100, abs=0.5)
