@@ -102,6 +102,21 @@ def _geomean(xs):
     return float(math.exp(sum(math.log(x) for x in xs) / len(xs))) if xs else float("nan")
 
 
+def run_grid(quick: bool, budget: int, rules: list[str], only: str | None, run):
+    """Each row of ``run(X, y, k, lambda2, loss, rule, budget)`` over the instances (those
+    whose name contains a comma-separated part of ``only``) and the rules, with its
+    ``"instance"``, after a JIT warm-up; shared with ``benchmarks/node_tolerance.py``."""
+    Xw, yw, _ = make_synthetic(40, 6, 2, seed=1)
+    sparsecert.certify(Xw, yw, 2, 1.0, fit_intercept=False, verbose=0)  # JIT warm-up
+    for name, loss, X, y, k, lam, bud in instances(quick, budget):
+        if only and not any(part in name for part in only.split(",")):
+            continue
+        for rule in rules:
+            r = run(X, y, k, lam, loss, rule, bud)
+            r["instance"] = name
+            yield r
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true")
@@ -120,23 +135,15 @@ def main(argv=None) -> int:
     if args.json and os.path.exists(args.json):
         print(f"branching.py: error: {args.json} exists (not overwritten)", file=sys.stderr)
         return 2
-    Xw, yw, _ = make_synthetic(40, 6, 2, seed=1)
-    sparsecert.certify(Xw, yw, 2, 1.0, fit_intercept=False, verbose=0)  # JIT warm-up
-
     rows = []
     print(f"{'instance':42s} {'rule':13s} {'status':11s} {'evaluated':>9s} {'iters':>9s} "
           f"{'strong it':>9s} {'gap':>9s} {'lower bound':>13s} {'ok':>3s} {'s':>7s}")
-    for name, loss, X, y, k, lam, bud in instances(args.quick, budget):
-        if args.only and not any(part in name for part in args.only.split(",")):
-            continue
-        for rule in rules:
-            r = run_one(X, y, k, lam, loss, rule, bud)
-            r["instance"] = name
-            rows.append(r)
-            print(f"{name:42s} {rule:13s} {r['status']:11s} {r['evaluated']:9d} {r['iters']:9d} "
-                  f"{r['strong_iters']:9d} {r['gap']:9.2e} {r['lower_bound']:13.6g} "
-                  f"{'yes' if r['verified'] else 'NO':>3s} "
-                  f"{r['seconds']:7.1f}", flush=True)
+    for r in run_grid(args.quick, budget, rules, args.only, run_one):
+        rows.append(r)
+        print(f"{r['instance']:42s} {r['rule']:13s} {r['status']:11s} {r['evaluated']:9d} "
+              f"{r['iters']:9d} {r['strong_iters']:9d} {r['gap']:9.2e} "
+              f"{r['lower_bound']:13.6g} {'yes' if r['verified'] else 'NO':>3s} "
+              f"{r['seconds']:7.1f}", flush=True)
 
     by = {(r["instance"], r["rule"]): r for r in rows}
     names = list(dict.fromkeys(r["instance"] for r in rows))

@@ -40,13 +40,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from branching import instances  # noqa: E402
+from branching import run_grid  # noqa: E402
 
 import sparsecert  # noqa: E402
 from sparsecert._validation import prepare  # noqa: E402
 from sparsecert.api import certify_prepared  # noqa: E402
 from sparsecert.bnb import BnBSettings  # noqa: E402
-from sparsecert.datasets import make_synthetic  # noqa: E402
 from sparsecert.problem import ProblemSpec  # noqa: E402
 
 RULES = ("off", "default")
@@ -160,23 +159,15 @@ def main(argv=None) -> int:
     if args.json and os.path.exists(args.json):
         print(f"node_tolerance.py: error: {args.json} exists (not overwritten)", file=sys.stderr)
         return 2
-    Xw, yw, _ = make_synthetic(40, 6, 2, seed=1)
-    sparsecert.certify(Xw, yw, 2, 1.0, fit_intercept=False, verbose=0)  # JIT warm-up
-
     rows = []
     print(f"{'instance':42s} {'open tol':8s} {'status':11s} {'evaluated':>9s} {'iters':>10s} "
           f"{'it/node':>7s} {'gap':>9s} {'lower bound':>13s} {'ok':>3s} {'s':>7s}")
-    for name, loss, X, y, k, lam, bud in instances(args.quick, budget):
-        if args.only and not any(part in name for part in args.only.split(",")):
-            continue
-        for rule in rules:
-            r = run_one(X, y, k, lam, loss, rule, bud)
-            r["instance"] = name
-            rows.append(r)
-            print(f"{name:42s} {rule:8s} {r['status']:11s} {r['evaluated']:9d} "
-                  f"{r['iters']:10d} {r['iters'] / max(1, r['evaluated']):7.0f} "
-                  f"{r['gap']:9.2e} {r['lower_bound']:13.7g} "
-                  f"{'yes' if r['verified'] else 'NO':>3s} {r['seconds']:7.1f}", flush=True)
+    for r in run_grid(args.quick, budget, rules, args.only, run_one):
+        rows.append(r)
+        print(f"{r['instance']:42s} {r['rule']:8s} {r['status']:11s} {r['evaluated']:9d} "
+              f"{r['iters']:10d} {r['iters'] / max(1, r['evaluated']):7.0f} "
+              f"{r['gap']:9.2e} {r['lower_bound']:13.7g} "
+              f"{'yes' if r['verified'] else 'NO':>3s} {r['seconds']:7.1f}", flush=True)
     print("\nagainst node_rel_tol throughout (node_open_rel_tol = 0):")
     summary, claims = summarise(rows, rules)
     bad = [r for r in rows if not r["verified"]]
