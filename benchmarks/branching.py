@@ -117,6 +117,20 @@ def run_grid(quick: bool, budget: int, rules: list[str], only: str | None, run):
             yield r
 
 
+def finish(args, budget: int, rows: list[dict], summary: dict, claims: list[dict]) -> int:
+    """The claim that every certificate verified, the JSON (``--json``) and the exit code (1
+    when a certificate failed); shared with ``benchmarks/node_tolerance.py``."""
+    bad = [r for r in rows if not r["verified"]]
+    claims.append(dict(name="certificates that fail the verifier", measured=len(bad),
+                       target=0, unit="count", better="lower"))
+    if args.json:
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        with open(args.json, "w") as fh:
+            json.dump(dict(budget=budget, quick=args.quick, rows=rows, summary=summary,
+                           claims=claims), fh, indent=1)
+    return 1 if bad else 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true")
@@ -189,15 +203,7 @@ def main(argv=None) -> int:
                            "largest_coef on an instance both certify (the default's rule: at "
                            "most 5%)", measured=worst, target=0.05, unit="fraction",
                            better="lower"))
-    bad = [r for r in rows if not r["verified"]]
-    claims.append(dict(name="certificates that fail the verifier", measured=len(bad),
-                       target=0, unit="count", better="lower"))
-    if args.json:
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        with open(args.json, "w") as fh:
-            json.dump(dict(budget=budget, quick=args.quick, rows=rows, summary=summary,
-                           claims=claims), fh, indent=1)
-    return 1 if bad else 0
+    return finish(args, budget, rows, summary, claims)
 
 
 if __name__ == "__main__":

@@ -30,7 +30,6 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import tempfile
@@ -40,7 +39,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from branching import run_grid  # noqa: E402
+from branching import finish, run_grid  # noqa: E402
 
 import sparsecert  # noqa: E402
 from sparsecert._validation import prepare  # noqa: E402
@@ -170,15 +169,7 @@ def main(argv=None) -> int:
               f"{'yes' if r['verified'] else 'NO':>3s} {r['seconds']:7.1f}", flush=True)
     print("\nagainst node_rel_tol throughout (node_open_rel_tol = 0):")
     summary, claims = summarise(rows, rules)
-    bad = [r for r in rows if not r["verified"]]
-    claims.append(dict(name="certificates that fail the verifier", measured=len(bad),
-                       target=0, unit="count", better="lower"))
-    if args.json:
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        with open(args.json, "w") as fh:
-            json.dump(dict(budget=budget, quick=args.quick, rows=rows, summary=summary,
-                           claims=claims), fh, indent=1)
-    return 1 if bad else 0
+    return finish(args, budget, rows, summary, claims)
 
 
 if __name__ == "__main__":
